@@ -1,0 +1,117 @@
+"""evigraph: a local-first GraphRAG knowledge base for AI agents.
+
+Names are imported on first use, so `import evigraph` and `evigraph --help` stay fast: the
+graph engine, the PDF reader and NLP models load only when something needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "KnowledgeBase": "evigraph.kb",
+    "Status": "evigraph.kb",
+    "ingest": "evigraph.scripting",
+    "delete": "evigraph.scripting",
+    "status": "evigraph.scripting",
+    "EvigraphError": "evigraph.errors",
+    "InputError": "evigraph.errors",
+    "ConfigurationError": "evigraph.errors",
+    "StoreError": "evigraph.errors",
+    "DatabaseLockedError": "evigraph.errors",
+    "NotAKnowledgeBaseError": "evigraph.errors",
+    "KnowledgeBaseMissingError": "evigraph.errors",
+    "EngineUnavailableError": "evigraph.errors",
+    "GraphStore": "evigraph.store.base",
+    "EmbeddedStore": "evigraph.store.embedded.store",
+    "Ontology": "evigraph.models",
+    "EntityType": "evigraph.models",
+    "RelationType": "evigraph.models",
+    "IngestReport": "evigraph.models",
+    "IngestStatus": "evigraph.models",
+    "DocumentOutcome": "evigraph.models",
+    "LoadedDocument": "evigraph.models",
+    "TextChunk": "evigraph.models",
+    "GraphData": "evigraph.models",
+    "ExtractedEntity": "evigraph.models",
+    "ExtractedRelation": "evigraph.models",
+    "Mention": "evigraph.models",
+    "Span": "evigraph.models",
+    "DEFAULT_ONTOLOGY": "evigraph.ingest.ontology",
+    "LoaderStrategy": "evigraph.ingest.loaders",
+    "TextLoader": "evigraph.ingest.loaders",
+    "MarkdownLoader": "evigraph.ingest.loaders",
+    "PdfLoader": "evigraph.ingest.loaders",
+    "JsonlLoader": "evigraph.ingest.loaders",
+    "ChunkingStrategy": "evigraph.ingest.chunking",
+    "FixedSizeChunking": "evigraph.ingest.chunking",
+    "SentenceTokenCapChunking": "evigraph.ingest.chunking",
+    "StructuralChunking": "evigraph.ingest.chunking",
+    "CallableChunking": "evigraph.ingest.chunking",
+    "ExtractionStrategy": "evigraph.ingest.extraction",
+    "SpacyExtraction": "evigraph.ingest.extraction",
+    "RuleBasedExtraction": "evigraph.ingest.extraction",
+    "ResolutionStrategy": "evigraph.ingest.resolution",
+    "ExactMatchResolution": "evigraph.ingest.resolution",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evigraph' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
+
+if TYPE_CHECKING:
+    from evigraph.errors import (
+        ConfigurationError,
+        DatabaseLockedError,
+        EngineUnavailableError,
+        EvigraphError,
+        InputError,
+        KnowledgeBaseMissingError,
+        NotAKnowledgeBaseError,
+        StoreError,
+    )
+    from evigraph.ingest.chunking import (
+        CallableChunking,
+        ChunkingStrategy,
+        FixedSizeChunking,
+        SentenceTokenCapChunking,
+        StructuralChunking,
+    )
+    from evigraph.ingest.extraction import ExtractionStrategy, RuleBasedExtraction, SpacyExtraction
+    from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy, MarkdownLoader, PdfLoader, TextLoader
+    from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+    from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
+    from evigraph.kb import KnowledgeBase, Status
+    from evigraph.models import (
+        DocumentOutcome,
+        EntityType,
+        ExtractedEntity,
+        ExtractedRelation,
+        GraphData,
+        IngestReport,
+        IngestStatus,
+        LoadedDocument,
+        Mention,
+        Ontology,
+        RelationType,
+        Span,
+        TextChunk,
+    )
+    from evigraph.scripting import delete, ingest, status
+    from evigraph.store.base import GraphStore
+    from evigraph.store.embedded.store import EmbeddedStore

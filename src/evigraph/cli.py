@@ -1,0 +1,188 @@
+"""The `evigraph` command: thin verbs over `KnowledgeBase`, named as its methods are.
+
+Only argparse is imported up front, so `evigraph --help` answers at once; each verb imports
+what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evigraph.kb import KnowledgeBase
+    from evigraph.models import IngestReport
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evigraph",
+        description="Local-first GraphRAG knowledge base: ingest documents into a graph, query it with citations.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB, else ./evigraph.db)"
+    )
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument(
+        "--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help="embedded engine (default: kuzu)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    ingest = sub.add_parser(
+        "ingest", parents=[common], help="ingest files, folders (recursively) and globs",
+        description="Ingest documents. Unchanged files are skipped; changed ones replace their old version.",
+    )
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
+    ingest.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no per-file lines")
+    ingest.add_argument(
+        "--chunker", default=None, choices=["structural", "sentence", "fixed"], help="default: structural"
+    )
+    ingest.add_argument(
+        "--extractor", default=None, choices=["auto", "spacy", "rules"],
+        help="entity extraction (default auto: spaCy when a model is installed, else rules)",
+    )
+    ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
+
+    status = sub.add_parser("status", parents=[common], help="counts of documents, passages, entities, relations")
+    status.add_argument("--documents", action="store_true", help="also list document keys")
+
+    delete = sub.add_parser("delete", parents=[common], help="remove a document and what only it mentioned")
+    delete.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    from evigraph.errors import EvigraphError
+
+    try:
+        return asyncio.run(_dispatch(args))
+    except EvigraphError as exc:
+        _error(str(exc), args)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted; documents already written are kept", file=sys.stderr)
+        return 130
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    from evigraph.kb import KnowledgeBase
+
+    if args.command == "ingest":
+        kb = KnowledgeBase(
+            args.db,
+            engine=args.engine,
+            chunker=args.chunker,
+            extractor=args.extractor,
+            max_file_bytes=max(1, int(args.max_file_mb * 1024 * 1024)),
+        )
+        async with kb:
+            return await _ingest(kb, args)
+    if args.command == "status":
+        async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
+            return await _status(kb, args)
+    if args.command == "delete":
+        async with KnowledgeBase(args.db, engine=args.engine) as kb:
+            return await _delete(kb, args)
+    raise AssertionError(args.command)
+
+
+async def _ingest(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+    progress = False if (args.quiet or args.json) else None
+    report = await kb.ingest(args.paths, progress=progress)
+    if args.json:
+        _print_json({"documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents]})
+    else:
+        _print_report(report, quiet=args.quiet)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _print_report(report: IngestReport, *, quiet: bool) -> None:
+    if not quiet:
+        for d in report.documents:
+            if d.status == "failed":
+                print(f"failed     {d.key}: {d.error}", file=sys.stderr)
+            else:
+                detail = f"{d.chunks} passages" if d.status == "unchanged" else (
+                    f"{d.chunks} passages, {d.entities} entities, {d.relations} relations"
+                )
+                print(f"{d.status.value:<10} {d.key} ({detail})")
+    counts = report.counts()
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    print(f"{len(report.documents)} documents: {summary or 'nothing to do'}", file=sys.stderr)
+
+
+async def _status(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+    status = await kb.status()
+    docs = await kb.documents(limit=10_000) if args.documents else None
+    if args.json:
+        payload: dict[str, Any] = status.model_dump()
+        if docs is not None:
+            payload["document_list"] = [d.model_dump() for d in docs]
+        _print_json(payload)
+        return EXIT_OK
+    print(f"knowledge base  {status.db}")
+    for name in ("documents", "chunks", "entities", "relations", "mentions"):
+        label = "passages" if name == "chunks" else name
+        print(f"{label:<15} {getattr(status, name)}")
+    if status.labels:
+        print("entity labels   " + ", ".join(f"{k} {v}" for k, v in status.labels.items()))
+    if status.relation_types:
+        print("relation types  " + ", ".join(f"{k} {v}" for k, v in status.relation_types.items()))
+    for d in docs or []:
+        print(f"  {d.key}  v{d.version}  {d.chunks} passages  {d.title}")
+    return EXIT_OK
+
+
+async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+    from evigraph.ingest.sources import file_key
+
+    key = args.key
+    if not key.startswith("file:") and os.path.isfile(key):
+        from pathlib import Path
+
+        key = file_key(Path(key))
+    deleted = await kb.delete(key)
+    if args.json:
+        _print_json({"key": key, "deleted": deleted})
+    elif deleted:
+        print(f"deleted {key}")
+    else:
+        print(
+            f"error: no document with key {key!r} (list keys with `evigraph status --documents`)",
+            file=sys.stderr,
+        )
+    return EXIT_OK if deleted else EXIT_FAILED
+
+
+def _print_json(payload: Any) -> None:
+    print(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _error(message: str, args: argparse.Namespace) -> None:
+    if getattr(args, "json", False):
+        _print_json({"error": message})
+    print(f"error: {message}", file=sys.stderr)
+
+
+def _version() -> str:
+    from evigraph import __version__
+
+    return __version__
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

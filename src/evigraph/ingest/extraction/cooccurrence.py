@@ -1,0 +1,162 @@
+"""Co-occurrence relations: two entities named in one sentence are related, and the sentence says how.
+
+Offline extractors cannot read a predicate out of text reliably, but a sentence that names two
+entities is nearly always evidence about both, and keeping that sentence as the relation's fact
+lets an agent read the actual claim. Pairing is bounded: each entity is paired only with the next
+few distinct entities in reading order, so a sentence that lists twenty names yields a linear
+number of edges, not a quadratic one, and nearby names (which are more likely to be about each
+other) get the higher confidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from evigraph.ingest.sentences import split_sentences
+from evigraph.models import (
+    DEFAULT_RELATION_TYPE,
+    ExtractedEntity,
+    ExtractedRelation,
+    GraphData,
+    Mention,
+    Span,
+    TextChunk,
+)
+
+MAX_PARTNERS = 3
+"""How many following distinct entities each entity of a sentence is paired with."""
+
+MAX_FACT_CHARS = 500
+"""Facts longer than this are cut: a run-on "sentence" (a table row, a list) is not one claim."""
+
+BASE_CONFIDENCE = 0.5
+CONFIDENCE_STEP = 0.1
+MIN_CONFIDENCE = 0.2
+
+
+class Hit(NamedTuple):
+    """An entity an offline extractor found in a chunk: offsets into the chunk's text, name, label."""
+
+    start: int
+    end: int
+    name: str
+    label: str
+
+
+class EntitySpan(NamedTuple):
+    """Where an entity is named in a chunk: offsets into the chunk's own text."""
+
+    start: int
+    end: int
+    entity_id: str
+
+
+def cooccurrence_relations(
+    chunk: TextChunk, spans: Iterable[tuple[int, int, str]]
+) -> list[ExtractedRelation]:
+    """Relations between the entities named in each sentence of `chunk`.
+
+    `spans` are (start, end, entity id) in chunk-text offsets; a span that crosses a sentence
+    boundary belongs to no sentence and is ignored (the splitter and the extractor disagree about
+    it, so neither sentence clearly states it).
+    """
+    ordered = sorted((EntitySpan(*s) for s in spans), key=lambda s: (s.start, s.end))
+    if len(ordered) < 2:
+        return []
+    relations: dict[str, ExtractedRelation] = {}
+    cursor = 0
+    for sent_start, sent_end in split_sentences(chunk.text):
+        while cursor < len(ordered) and ordered[cursor].start < sent_start:
+            cursor += 1  # spans before this sentence (or straddling into it)
+        ids: list[str] = []
+        i = cursor
+        while i < len(ordered) and ordered[i].start < sent_end:
+            span = ordered[i]
+            if span.end <= sent_end and span.entity_id not in ids:
+                ids.append(span.entity_id)
+            i += 1
+        cursor = i
+        if len(ids) < 2:
+            continue
+        fact = sentence_fact(chunk.text[sent_start:sent_end])
+        for rel in _pairs(ids, fact, chunk.index):
+            relations.setdefault(rel.id, rel)
+    return list(relations.values())
+
+
+def _pairs(ids: Sequence[str], fact: str, chunk_index: int) -> Iterable[ExtractedRelation]:
+    for i, source in enumerate(ids):
+        for step, target in enumerate(ids[i + 1 : i + 1 + MAX_PARTNERS], start=1):
+            confidence = max(MIN_CONFIDENCE, BASE_CONFIDENCE - CONFIDENCE_STEP * (step - 1))
+            yield ExtractedRelation(
+                source=source,
+                target=target,
+                type=DEFAULT_RELATION_TYPE,
+                fact=fact,
+                confidence=round(confidence, 2),
+                chunk_indexes=(chunk_index,),
+            )
+
+
+def sentence_fact(sentence: str) -> str:
+    """A sentence as a relation fact: white space collapsed and length capped."""
+    fact = re.sub(r"\s+", " ", sentence).strip()
+    if len(fact) > MAX_FACT_CHARS:
+        fact = fact[:MAX_FACT_CHARS].rstrip()
+    return fact
+
+
+def merge_relations(relations: Iterable[ExtractedRelation]) -> list[ExtractedRelation]:
+    """Fold relations with the same id (same endpoints, type and fact) into one.
+
+    Overlapping chunks restate the same sentence; one relation naming every chunk that states it
+    is what the store expects, and the strongest confidence seen is kept.
+    """
+    merged: dict[str, ExtractedRelation] = {}
+    for rel in relations:
+        seen = merged.get(rel.id)
+        if seen is None:
+            merged[rel.id] = rel
+            continue
+        chunks = tuple(sorted(set(seen.chunk_indexes) | set(rel.chunk_indexes)))
+        merged[rel.id] = seen.model_copy(
+            update={"chunk_indexes": chunks, "confidence": max(seen.confidence, rel.confidence)}
+        )
+    return list(merged.values())
+
+
+def graph_from_hits(chunks: Sequence[TextChunk], hits: Sequence[Sequence[Hit]]) -> GraphData:
+    """The graph of one document from the hits found in each of its chunks (`hits[i]` for `chunks[i]`).
+
+    Offline extractors only differ in how they find spans; turning spans into entities,
+    mentions and co-occurrence relations is shared so every extractor emits the same shape.
+    Entities are deduplicated by id within the document (the first surface form names the
+    entity, other forms become aliases), each (entity, chunk) gets one mention holding all its
+    spans, and relations restated by overlapping chunks are merged.
+    """
+    entities: dict[str, ExtractedEntity] = {}
+    mentions: list[Mention] = []
+    relations: list[ExtractedRelation] = []
+    for chunk, chunk_hits in zip(chunks, hits, strict=True):
+        spans: dict[str, list[Span]] = {}
+        located: list[EntitySpan] = []
+        for hit in chunk_hits:
+            entity = ExtractedEntity.create(hit.name, hit.label)
+            known = entities.get(entity.id)
+            if known is None:
+                entities[entity.id] = entity
+            elif entity.name not in known.aliases:
+                entities[entity.id] = known.model_copy(update={"aliases": (*known.aliases, entity.name)})
+            spans.setdefault(entity.id, []).append(Span(start=hit.start, end=hit.end))
+            located.append(EntitySpan(hit.start, hit.end, entity.id))
+        for eid, found in spans.items():
+            ordered = tuple(sorted(set(found), key=lambda s: (s.start, s.end)))
+            mentions.append(Mention(entity_id=eid, chunk_index=chunk.index, spans=ordered))
+        relations.extend(cooccurrence_relations(chunk, located))
+    return GraphData(
+        entities=tuple(entities.values()),
+        relations=tuple(merge_relations(relations)),
+        mentions=tuple(mentions),
+    )

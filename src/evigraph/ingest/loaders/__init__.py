@@ -1,0 +1,25 @@
+"""Loaders turn files into `LoadedDocument`s; `loader_for` picks one by extension."""
+
+from __future__ import annotations
+
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, read_text
+from evigraph.ingest.loaders.jsonl import JsonlLoader
+from evigraph.ingest.loaders.markdown import MarkdownLoader, parse_markdown
+from evigraph.ingest.loaders.pdf import PdfLoader
+from evigraph.ingest.loaders.registry import SUPPORTED_EXTENSIONS, loader_for
+from evigraph.ingest.loaders.text import TextLoader
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "SUPPORTED_EXTENSIONS",
+    "JsonlLoader",
+    "LoaderStrategy",
+    "MarkdownLoader",
+    "PdfLoader",
+    "TextLoader",
+    "loader_for",
+    "parse_markdown",
+    "read_bytes",
+    "read_text",
+]

@@ -1,0 +1,109 @@
+"""Reading files safely, shared by every loader.
+
+A folder walk meets whatever is on disk: huge logs, images with a `.txt` name, files saved in
+Latin-1, empty placeholders, files the user may not read. Each of those must become an
+`InputError` that names the file and the fix, so one bad file fails alone instead of crashing the
+run or, worse, putting mojibake or megabytes of noise into the knowledge base.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evigraph.errors import InputError
+
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+"""Largest file read by default: big enough for books, small enough to stop a stray dump."""
+
+BINARY_SNIFF_BYTES = 8192
+"""How much of a file is checked for NUL bytes; text never contains them, binaries almost always
+do within the first few KiB."""
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Read a whole file, refusing one over `max_bytes` before reading it into memory.
+
+    The size is checked from `stat` first so a 10 GiB file costs nothing; the read is bounded too
+    because the file may grow (or be a pipe) between the two calls.
+    """
+    if max_bytes <= 0:
+        raise InputError(f"invalid size limit {max_bytes} bytes", "pass a positive max_file_bytes=")
+    try:
+        if not path.exists():
+            raise InputError(f"{path}: file not found", "check the path and that the file still exists")
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory, not a file", "pass a file, or ingest the folder")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise _too_large(path, size, max_bytes)
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except PermissionError as exc:
+        raise InputError(
+            f"{path}: permission denied", "make the file readable by this user (chmod u+r)"
+        ) from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
+    if len(data) > max_bytes:
+        raise _too_large(path, len(data), max_bytes)
+    return data
+
+
+def _too_large(path: Path, size: int, max_bytes: int) -> InputError:
+    return InputError(
+        f"{path}: file is {_mib(size)}, over the {_mib(max_bytes)} limit",
+        "raise the limit with the max_file_bytes= option or --max-file-mb",
+    )
+
+
+def check_not_binary(data: bytes, path: Path) -> None:
+    """Refuse binary content, which would decode to noise or fail with a misleading error."""
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise InputError(
+            f"{path}: binary file (NUL bytes found), not text",
+            "convert it to text first, or leave it out of the ingest",
+        )
+
+
+def decode_utf8(data: bytes, path: Path) -> str:
+    """Decode strictly: a silently replaced character would corrupt names and citations.
+
+    A UTF-8 byte order mark is dropped so that it does not end up glued to the first word.
+    """
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            f"convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8 '{path}' > out.txt",
+        ) from exc
+
+
+def normalize_newlines(text: str) -> str:
+    """Use `\\n` only, so offsets and content hashes do not depend on the editor's platform."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def require_content(text: str, path: Path) -> None:
+    """Refuse empty input: it would become a document with no chunks that no search can find."""
+    if not text.strip():
+        raise InputError(f"{path}: empty file (no text)", "add content or leave the file out of the ingest")
+
+
+def read_text(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Read a text file with every check a loader needs: size, binary, UTF-8, non-empty."""
+    data = read_bytes(path, max_bytes)
+    check_not_binary(data, path)
+    text = normalize_newlines(decode_utf8(data, path))
+    require_content(text, path)
+    return text

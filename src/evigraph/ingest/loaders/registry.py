@@ -1,0 +1,61 @@
+"""Choosing a loader for a file.
+
+The choice is by extension only: sniffing content would make the same file load differently
+depending on its first bytes, and a user can always force a loader by passing their own. Unknown
+extensions get the text loader, whose binary and UTF-8 checks reject what is not text with a
+clear message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
+from evigraph.ingest.loaders.jsonl import JsonlLoader
+from evigraph.ingest.loaders.markdown import MarkdownLoader
+from evigraph.ingest.loaders.pdf import PdfLoader
+from evigraph.ingest.loaders.text import TextLoader
+
+SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(
+    (".txt", ".text", ".md", ".markdown", ".rst", ".pdf", ".jsonl", ".csv", ".log")
+)
+"""Extensions a folder walk picks up; other files are skipped unless named explicitly."""
+
+
+def _default_loaders(max_bytes: int) -> dict[str, LoaderStrategy]:
+    out: dict[str, LoaderStrategy] = {}
+    for loader in (PdfLoader(max_bytes), MarkdownLoader(max_bytes), JsonlLoader(max_bytes)):
+        for ext in loader.extensions:
+            out[ext] = loader
+    return out
+
+
+def loader_for(
+    path: Path | str,
+    loaders: Iterable[LoaderStrategy] | Mapping[str, LoaderStrategy] | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> LoaderStrategy:
+    """The loader for `path`: a user loader claiming its extension first, else the built-in one.
+
+    `loaders` is either loader instances (matched by their `extensions`) or a mapping from
+    extension (".html") to loader. `max_bytes` configures the built-in loaders only.
+    """
+    suffix = Path(path).suffix.lower()
+    if loaders is not None:
+        if isinstance(loaders, Mapping):
+            for ext, loader in loaders.items():
+                if _norm_ext(ext) == suffix:
+                    return loader
+        else:
+            for loader in loaders:
+                if suffix in (_norm_ext(e) for e in loader.extensions):
+                    return loader
+    return _default_loaders(max_bytes).get(suffix) or TextLoader(max_bytes)
+
+
+def _norm_ext(ext: str) -> str:
+    ext = ext.lower()
+    return ext if ext.startswith(".") else f".{ext}"

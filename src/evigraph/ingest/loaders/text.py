@@ -1,0 +1,38 @@
+"""Plain text: the loader every unrecognised extension falls back to.
+
+Text has no structure a loader can trust, so it returns the text alone and chunking relies on
+sentences; the checks in `common` keep binaries and wrongly encoded files out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_text
+from evigraph.models import LoadedDocument
+
+
+class TextLoader(LoaderStrategy):
+    """One document per file, titled by the file name (plain text carries no title)."""
+
+    name = "text"
+    extensions = (".txt", ".text", ".rst", ".log", ".csv")
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+
+    def load(self, path: Path, key: str) -> list[LoadedDocument]:
+        path = Path(path)
+        text = read_text(path, self.max_bytes)
+        return [
+            LoadedDocument(
+                key=key,
+                title=path.stem,
+                path=str(path),
+                text=text,
+                loader=self.name,
+                elements=None,
+                pages=None,
+            )
+        ]

@@ -1,0 +1,255 @@
+"""The ingest pipeline: sources -> documents -> chunks -> graph -> store, in batches.
+
+Documents are processed in batches so the extractor sees many chunks per model call and the
+store writes many rows per statement. While one batch is written, the next is chunked and
+extracted. A failure is pinned to the one document that caused it: the others of its batch
+are retried alone, so one bad file never costs the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from evigraph.errors import EvigraphError, InputError
+from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.resolution import ResolutionStrategy
+from evigraph.ingest.sources import SourceFile, expand_sources
+from evigraph.models import (
+    DocumentOutcome,
+    DocumentVersion,
+    GraphData,
+    IngestReport,
+    IngestStatus,
+    LoadedDocument,
+    Ontology,
+    StoredDocument,
+    TextChunk,
+)
+from evigraph.store.base import GraphStore
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int], None]
+
+
+@dataclass
+class Strategies:
+    """The strategies one ingest runs with; any of them may be a user-written class."""
+
+    chunker: ChunkingStrategy
+    extractor: ExtractionStrategy
+    resolver: ResolutionStrategy
+    ontology: Ontology
+    loader_for: Callable[[SourceFile], LoaderStrategy]
+    extensions: Sequence[str]
+
+
+@dataclass
+class _Pending:
+    doc: LoadedDocument
+    existed: bool
+
+
+@dataclass
+class IngestRun:
+    store: GraphStore
+    strategies: Strategies
+    batch_documents: int = 64
+    batch_chunks: int = 2048
+    report: IngestReport = field(default_factory=IngestReport)
+
+    async def run(
+        self,
+        sources: Sequence[str],
+        texts: Sequence[LoadedDocument] = (),
+        *,
+        start_progress: Callable[[int], ProgressFn] | None = None,
+    ) -> IngestReport:
+        docs = await asyncio.to_thread(self._load_all, sources)
+        docs.extend(texts)
+        docs = self._dedupe(docs)
+        advance = start_progress(len(docs)) if start_progress else (lambda n: None)
+        pending = await self._skip_unchanged(docs, advance)
+        writing: asyncio.Task[None] | None = None
+        for batch in self._batches(pending):
+            versions = await self._process(batch, advance)
+            if writing is not None:
+                await writing
+            writing = asyncio.create_task(self._write(versions, advance))
+        if writing is not None:
+            await writing
+        return self.report
+
+    # -- stages ------------------------------------------------------------------------------
+
+    def _load_all(self, sources: Sequence[str]) -> list[LoadedDocument]:
+        files, failures = expand_sources(sources, self.strategies.extensions)
+        for f in failures:
+            self._fail(f.source, f.error)
+        docs: list[LoadedDocument] = []
+        for src in files:
+            try:
+                docs.extend(self.strategies.loader_for(src).load(src.path, src.key))
+            except EvigraphError as exc:
+                self._fail(src.key, str(exc), path=str(src.path))
+            except Exception as exc:  # a user loader's bug must not sink the batch
+                log.exception("loader failed on %s", src.path)
+                self._fail(src.key, f"could not load {src.path}: {exc}", path=str(src.path))
+        return docs
+
+    def _dedupe(self, docs: list[LoadedDocument]) -> list[LoadedDocument]:
+        seen: set[str] = set()
+        out = []
+        for d in docs:
+            if d.key in seen:
+                self._fail(d.key, f"duplicate document key {d.key!r} in this ingest; give each record its own id")
+                continue
+            seen.add(d.key)
+            out.append(d)
+        return out
+
+    async def _skip_unchanged(self, docs: list[LoadedDocument], advance: ProgressFn) -> list[_Pending]:
+        stored: dict[str, StoredDocument] = {}
+        for i in range(0, len(docs), 1000):
+            stored.update(await self.store.get_documents([d.key for d in docs[i : i + 1000]]))
+        pending = []
+        for d in docs:
+            old = stored.get(d.key)
+            if old is not None and old.content_hash == d.content_hash:
+                self._outcome(DocumentOutcome(key=d.key, status=IngestStatus.unchanged, path=d.path, chunks=old.chunks))
+                advance(1)
+            else:
+                pending.append(_Pending(d, existed=old is not None))
+        return pending
+
+    def _batches(self, pending: list[_Pending]) -> list[list[_Pending]]:
+        batches: list[list[_Pending]] = []
+        current: list[_Pending] = []
+        size = 0
+        for p in pending:
+            estimate = max(1, len(p.doc.text) // 1500)
+            if current and (len(current) >= self.batch_documents or size + estimate > self.batch_chunks):
+                batches.append(current)
+                current, size = [], 0
+            current.append(p)
+            size += estimate
+        if current:
+            batches.append(current)
+        return batches
+
+    async def _process(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, DocumentVersion]]:
+        chunked = await asyncio.to_thread(self._chunk_all, batch, advance)
+        if not chunked:
+            return []
+        graphs = await self._extract(chunked, advance)
+        out = []
+        for (p, chunks), graph in zip(chunked, graphs, strict=True):
+            if graph is None:
+                continue
+            try:
+                resolved = await self.strategies.resolver.resolve(graph)
+            except Exception as exc:
+                self._fail(p.doc.key, f"resolution failed: {exc}", path=p.doc.path)
+                advance(1)
+                continue
+            out.append(
+                (
+                    p,
+                    DocumentVersion(
+                        key=p.doc.key,
+                        title=p.doc.title,
+                        path=p.doc.path,
+                        content_hash=p.doc.content_hash,
+                        loader=p.doc.loader,
+                        metadata=p.doc.metadata,
+                        chunks=tuple(chunks),
+                        graph=resolved,
+                    ),
+                )
+            )
+        return out
+
+    def _chunk_all(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, list[TextChunk]]]:
+        out = []
+        for p in batch:
+            try:
+                chunks = self.strategies.chunker.chunk(p.doc)
+            except Exception as exc:
+                self._fail(p.doc.key, f"chunking failed: {exc}", path=p.doc.path)
+                advance(1)
+                continue
+            if not chunks:
+                self._fail(p.doc.key, "the chunker produced no passages; the document has no text", path=p.doc.path)
+                advance(1)
+                continue
+            out.append((p, chunks))
+        return out
+
+    async def _extract(
+        self, chunked: list[tuple[_Pending, list[TextChunk]]], advance: ProgressFn
+    ) -> list[GraphData | None]:
+        extractor, ontology = self.strategies.extractor, self.strategies.ontology
+        try:
+            return list(await extractor.extract_many([c for _, c in chunked], ontology))
+        except Exception:
+            log.warning("batched extraction failed; retrying document by document", exc_info=True)
+        graphs: list[GraphData | None] = []
+        for p, chunks in chunked:
+            try:
+                graphs.append(await extractor.extract(chunks, ontology))
+            except Exception as exc:
+                self._fail(p.doc.key, f"extraction failed: {exc}", path=p.doc.path)
+                advance(1)
+                graphs.append(None)
+        return graphs
+
+    async def _write(self, versions: list[tuple[_Pending, DocumentVersion]], advance: ProgressFn) -> None:
+        if not versions:
+            return
+        try:
+            await self.store.write_versions([v for _, v in versions])
+        except Exception as exc:
+            if len(versions) == 1:
+                p, _ = versions[0]
+                self._fail(p.doc.key, f"could not store the document: {exc}", path=p.doc.path)
+                advance(1)
+                return
+            log.warning("batch write failed; retrying document by document", exc_info=True)
+            for one in versions:
+                await self._write([one], advance)
+            return
+        for p, v in versions:
+            status = IngestStatus.updated if p.existed else IngestStatus.created
+            self._outcome(
+                DocumentOutcome(
+                    key=v.key,
+                    status=status,
+                    path=v.path,
+                    chunks=len(v.chunks),
+                    entities=len(v.graph.entities),
+                    relations=len(v.graph.relations),
+                )
+            )
+        advance(len(versions))
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def _fail(self, key: str, error: str, path: str | None = None) -> None:
+        self._outcome(DocumentOutcome(key=key, status=IngestStatus.failed, error=error, path=path))
+
+    def _outcome(self, outcome: DocumentOutcome) -> None:
+        self.report.documents.append(outcome)
+
+
+def text_document(text: str, key: str, title: str | None = None) -> LoadedDocument:
+    """A document given as text, which skips the loader."""
+    if not key.strip():
+        raise InputError("a text document needs a key", hint="pass key='my-note'")
+    if not text.strip():
+        raise InputError(f"the text for {key!r} is empty", hint="pass the document's text")
+    return LoadedDocument(key=key, title=title or key, path=None, text=text, loader="text")

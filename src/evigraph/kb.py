@@ -1,0 +1,233 @@
+"""`KnowledgeBase`: the one object users hold.
+
+It wires strategies to a store and delegates; the algorithms live in `ingest/` and
+`retrieval/`, the engine behind `store/`. The store opens lazily: a write creates the
+knowledge base, a read of one that was never written fails with a hint and creates nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from pydantic import BaseModel
+
+from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
+from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.pipeline import IngestRun, ProgressFn, Strategies, text_document
+from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
+from evigraph.ingest.sources import SourceFile
+from evigraph.models import IngestReport, Ontology, StoreCounts, StoredDocument
+from evigraph.store.base import GraphStore
+
+DEFAULT_DB = "evigraph.db"
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+
+
+def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
+    """`db` if given, else `$EVIGRAPH_DB`, else `./evigraph.db`."""
+    chosen = os.fspath(db) if db is not None else os.environ.get("EVIGRAPH_DB") or DEFAULT_DB
+    return Path(chosen).expanduser()
+
+
+class Status(BaseModel):
+    """What a knowledge base holds."""
+
+    db: str
+    engine: str
+    documents: int
+    chunks: int
+    entities: int
+    relations: int
+    mentions: int
+    labels: dict[str, int]
+    relation_types: dict[str, int]
+
+
+class KnowledgeBase:
+    """A knowledge graph of documents, passages, entities and relations in one local database.
+
+    Example::
+
+        async with KnowledgeBase("notes.db") as kb:
+            report = await kb.ingest(["docs/"])
+            print(await kb.status())
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = None,
+        *,
+        store: GraphStore | None = None,
+        engine: str = "auto",
+        read_only: bool = False,
+        ontology: Ontology | None = None,
+        chunker: ChunkingStrategy | str | None = None,
+        extractor: ExtractionStrategy | str | None = None,
+        resolver: ResolutionStrategy | None = None,
+        loaders: Sequence[LoaderStrategy] = (),
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        batch_documents: int = 64,
+    ) -> None:
+        self.path = resolve_db_path(db)
+        self.read_only = read_only
+        self.engine = engine
+        self._store = store
+        self._opened = False
+        self._ontology = ontology
+        self._chunker = chunker
+        self._extractor = extractor
+        self._resolver = resolver or ExactMatchResolution()
+        self._loaders = tuple(loaders)
+        if max_file_bytes <= 0:
+            raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
+        self.max_file_bytes = max_file_bytes
+        self.batch_documents = batch_documents
+        self._write_lock = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._store is not None and self._opened:
+            await self._store.close()
+            self._opened = False
+
+    async def _open(self, *, for_write: bool) -> GraphStore:
+        if self._store is None:
+            from evigraph.store.embedded.store import EmbeddedStore
+
+            if not for_write and not self.path.exists():
+                raise KnowledgeBaseMissingError(
+                    f"no knowledge base at {self.path}",
+                    hint=f"create it with `evigraph ingest PATH --db {self.path}` or pass the right --db",
+                )
+            self._store = EmbeddedStore(self.path, read_only=self.read_only, engine=self.engine)
+        if for_write and self._store.read_only:
+            raise ConfigurationError(
+                f"{self.path} is open read-only", hint="open the KnowledgeBase with read_only=False to write"
+            )
+        if not self._opened:
+            await self._store.open()
+            self._opened = True
+        return self._store
+
+    @property
+    def store(self) -> GraphStore | None:
+        return self._store
+
+    # -- strategies --------------------------------------------------------------------------
+
+    @property
+    def ontology(self) -> Ontology:
+        if self._ontology is None:
+            from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+
+            self._ontology = DEFAULT_ONTOLOGY
+        return self._ontology
+
+    def _strategies(self) -> Strategies:
+        from evigraph.ingest.chunking import StructuralChunking, chunker_by_name
+        from evigraph.ingest.extraction import default_extractor, extractor_by_name
+        from evigraph.ingest.loaders import SUPPORTED_EXTENSIONS, loader_for
+
+        if isinstance(self._chunker, str):
+            self._chunker = chunker_by_name(self._chunker)
+        if isinstance(self._extractor, str):
+            self._extractor = extractor_by_name(self._extractor)
+        chunker = self._chunker = self._chunker or StructuralChunking()
+        extractor = self._extractor = self._extractor or default_extractor()
+        custom = self._loaders
+        max_bytes = self.max_file_bytes
+        extensions = {*SUPPORTED_EXTENSIONS, *(e for ld in custom for e in ld.extensions)}
+
+        def pick(src: SourceFile) -> LoaderStrategy:
+            return loader_for(src.path, custom, max_bytes=max_bytes)
+
+        return Strategies(
+            chunker=chunker,
+            extractor=extractor,
+            resolver=self._resolver,
+            ontology=self.ontology,
+            loader_for=pick,
+            extensions=sorted(extensions),
+        )
+
+    # -- operations --------------------------------------------------------------------------
+
+    async def ingest(
+        self,
+        sources: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (),
+        *,
+        text: str | None = None,
+        key: str | None = None,
+        title: str | None = None,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Ingest files, folders and globs, or one `text` under `key`; unchanged documents are skipped.
+
+        Each document's new version replaces its old one in one step. Bad sources come back as
+        `failed` outcomes with the fix in `error`; nothing stored before is lost.
+        """
+        if isinstance(sources, str | os.PathLike):
+            sources = [sources]
+        texts = []
+        if text is not None:
+            texts.append(text_document(text, key or "", title))
+        elif key is not None:
+            raise ConfigurationError("key= is for text= input", hint="pass text= with key=, or paths alone")
+        store = await self._open(for_write=True)
+        run = IngestRun(store, self._strategies(), batch_documents=self.batch_documents)
+        async with self._write_lock:
+            return await run.run([os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress))
+
+    async def delete(self, key: str) -> bool:
+        """Remove a document, its passages and the entities only it mentioned; False if absent."""
+        store = await self._open(for_write=True)
+        async with self._write_lock:
+            return await store.delete_document(key)
+
+    async def status(self) -> Status:
+        store = await self._open(for_write=False)
+        counts: StoreCounts = await store.counts()
+        return Status(db=str(self.path), engine=self.engine, **counts.model_dump())
+
+    async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+        store = await self._open(for_write=False)
+        return await store.list_documents(limit, offset)
+
+
+def _progress_bar(enabled: bool | None) -> Callable[[int], ProgressFn] | None:
+    """A tqdm bar on stderr, on by default only when stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return None
+
+    def start(total: int) -> ProgressFn:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr, dynamic_ncols=True, leave=False)
+
+        def advance(n: int) -> None:
+            bar.update(n)
+            if bar.n >= total:
+                bar.close()
+
+        return advance
+
+    return start

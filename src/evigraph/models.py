@@ -1,0 +1,307 @@
+"""Pydantic models shared by every layer.
+
+Everything that crosses a layer boundary is one of these, so a strategy written by a user, the
+store and the CLI all agree on one shape. Models are frozen where sharing them between threads or
+caching them must be safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from enum import StrEnum
+from pydantic import BaseModel, ConfigDict, Field
+
+UNKNOWN_LABEL = "Unknown"
+"""Label of an entity whose type matches no ontology label."""
+
+DEFAULT_RELATION_TYPE = "RELATED_TO"
+"""Relation type of a co-occurrence relation: two entities named in one sentence."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and chunking
+# --------------------------------------------------------------------------------------------
+
+
+class Element(_Frozen):
+    """One structural block of a document (a heading, paragraph, table, list or code block).
+
+    Loaders that understand structure emit elements so that structural chunking can keep a
+    section together and give each chunk its heading breadcrumbs.
+    """
+
+    kind: str = Field(description="heading, paragraph, table, list, code or text")
+    text: str
+    level: int = Field(0, description="heading depth (1 = top); 0 for non-headings")
+    start: int = Field(description="character offset of the block in the document text")
+    end: int
+    page: int | None = None
+
+
+class LoadedDocument(_Frozen):
+    """What a loader returns: the text of one document, with its identity and structure."""
+
+    key: str = Field(description="stable identity of the document in the knowledge base")
+    title: str
+    path: str | None = Field(None, description="file the document was read from, if any")
+    text: str
+    loader: str = Field(description="name of the loader that produced it")
+    elements: tuple[Element, ...] | None = Field(None, description="structure, when the loader sees it")
+    pages: tuple[tuple[int, int], ...] | None = Field(
+        None, description="(page number, start offset) for each page, in order, for paged formats"
+    )
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of what ingestion depends on, so an unchanged document costs nothing to re-ingest."""
+        h = hashlib.sha256()
+        for part in (self.title, self.text):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\x00")
+        return h.hexdigest()
+
+    def page_at(self, offset: int) -> int | None:
+        """Page number holding a character offset, or None for unpaged text."""
+        if not self.pages:
+            return None
+        page = self.pages[0][0]
+        for number, start in self.pages:
+            if start > offset:
+                break
+            page = number
+        return page
+
+
+class TextChunk(_Frozen):
+    """A passage cut from a document by a chunking strategy."""
+
+    index: int
+    text: str
+    start: int = Field(description="character offset of the chunk's first character in the document")
+    end: int = Field(description="offset just past the chunk's last character")
+    breadcrumbs: tuple[str, ...] = Field(default=(), description="heading path of the chunk's section")
+    page: int | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Ontology
+# --------------------------------------------------------------------------------------------
+
+
+class EntityType(_Frozen):
+    label: str
+    description: str = ""
+    properties: tuple[str, ...] = ()
+
+
+class RelationType(_Frozen):
+    type: str
+    description: str = ""
+    patterns: tuple[tuple[str, str], ...] = Field(
+        default=(), description="allowed (source label, target label) pairs; empty = any"
+    )
+
+
+class Ontology(_Frozen):
+    """The entity and relation types a knowledge base extracts; a user ontology replaces the default."""
+
+    entities: tuple[EntityType, ...]
+    relations: tuple[RelationType, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(e.label for e in self.entities)
+
+    def has_label(self, label: str) -> bool:
+        return any(e.label == label for e in self.entities)
+
+
+# --------------------------------------------------------------------------------------------
+# Extraction output
+# --------------------------------------------------------------------------------------------
+
+
+def normalize_name(name: str) -> str:
+    """Normalise a surface form so spelling variants of one name compare equal.
+
+    Case, Unicode compatibility forms, surrounding punctuation, a leading article and runs of
+    white space do not make a different entity.
+    """
+    text = unicodedata.normalize("NFKC", name).casefold().strip()
+    text = re.sub(r"\s+", " ", text)
+    text = text.strip(" \t\"'`.,;:!?()[]{}")
+    text = re.sub(r"^(the|a|an) ", "", text)
+    text = re.sub(r"['’]s$", "", text)
+    return text
+
+
+def entity_id(name: str, label: str) -> str:
+    """Entity identity: the normalised name qualified by its label (Paris the city is not Paris the person)."""
+    return f"{label.casefold()}:{normalize_name(name)}"
+
+
+class Span(_Frozen):
+    start: int
+    end: int
+
+
+class Mention(_Frozen):
+    """An entity named in a chunk, with where (character spans within the chunk text)."""
+
+    entity_id: str
+    chunk_index: int
+    spans: tuple[Span, ...] = ()
+
+
+class ExtractedEntity(_Frozen):
+    id: str
+    name: str
+    label: str
+    descriptions: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+    @classmethod
+    def create(cls, name: str, label: str, description: str = "") -> ExtractedEntity:
+        clean = re.sub(r"\s+", " ", name).strip()
+        return cls(
+            id=entity_id(clean, label),
+            name=clean,
+            label=label,
+            descriptions=(description,) if description else (),
+            aliases=(clean,),
+        )
+
+    @property
+    def description(self) -> str:
+        return " | ".join(self.descriptions)
+
+
+class ExtractedRelation(_Frozen):
+    source: str = Field(description="entity id")
+    target: str = Field(description="entity id")
+    type: str = DEFAULT_RELATION_TYPE
+    fact: str = Field(description="the sentence stating the relation")
+    confidence: float = Field(ge=0.0, le=1.0)
+    chunk_indexes: tuple[int, ...] = Field(description="chunks of this document that state it")
+
+    @property
+    def id(self) -> str:
+        """Stable identity: one relation per (endpoints, type, fact), wherever it is stated."""
+        fact = re.sub(r"\s+", " ", self.fact).strip().casefold()
+        raw = "\x1f".join((self.source, self.target, self.type, fact))
+        return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+class GraphData(_Frozen):
+    """What extraction returns for the chunks of one document, and what resolution refines."""
+
+    entities: tuple[ExtractedEntity, ...] = ()
+    relations: tuple[ExtractedRelation, ...] = ()
+    mentions: tuple[Mention, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# What is written, and what the user is told
+# --------------------------------------------------------------------------------------------
+
+
+class DocumentVersion(_Frozen):
+    """One document, fully processed, ready to replace its previous version in one step."""
+
+    key: str
+    title: str
+    path: str | None
+    content_hash: str
+    loader: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    chunks: tuple[TextChunk, ...]
+    graph: GraphData
+
+
+class StoredDocument(_Frozen):
+    key: str
+    title: str
+    path: str | None
+    content_hash: str
+    version: int
+    loader: str
+    chunks: int
+
+
+class IngestStatus(StrEnum):
+    created = "created"
+    updated = "updated"
+    unchanged = "unchanged"
+    failed = "failed"
+
+
+class DocumentOutcome(BaseModel):
+    key: str
+    status: IngestStatus
+    error: str | None = None
+    path: str | None = None
+    chunks: int = 0
+    entities: int = 0
+    relations: int = 0
+
+
+class IngestReport(BaseModel):
+    documents: list[DocumentOutcome] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> list[DocumentOutcome]:
+        return [d for d in self.documents if d.status == IngestStatus.failed]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in IngestStatus}
+        for d in self.documents:
+            out[d.status.value] += 1
+        return out
+
+
+class StoreCounts(BaseModel):
+    documents: int
+    chunks: int
+    entities: int
+    relations: int
+    mentions: int = 0
+    labels: dict[str, int] = Field(default_factory=dict)
+    relation_types: dict[str, int] = Field(default_factory=dict)
+
+
+class ChunkHit(BaseModel):
+    """A passage found by a search, with where it came from."""
+
+    id: str
+    document: str
+    title: str
+    path: str | None
+    index: int
+    text: str
+    score: float
+    page: int | None = None
+    start: int = 0
+    end: int = 0
+    breadcrumbs: list[str] = Field(default_factory=list)
+
+
+class Neighbour(BaseModel):
+    source: str
+    source_name: str
+    type: str
+    fact: str
+    target: str
+    target_name: str
+    confidence: float
+    hop: int

@@ -1,0 +1,84 @@
+"""The store contract: domain operations on a knowledge graph, whatever engine holds it.
+
+Ingestion, retrieval and the toolkit speak only to `GraphStore`, never to an engine, so a
+FalkorDB implementation can sit beside the embedded one without touching them. Operations are
+async because a server-backed engine is I/O-bound; the embedded engine runs its calls in a
+worker thread.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from evigraph.models import ChunkHit, DocumentVersion, Neighbour, StoreCounts, StoredDocument
+
+
+class GraphStore(ABC):
+    """One knowledge base: documents, chunks, entities and relations.
+
+    Writes are atomic per call: `write_versions` replaces every given document's previous
+    version in one transaction, so a crash leaves each document at its old or its new version,
+    never half of one. Reads run in read-only transactions, so the engine itself refuses a
+    write smuggled into a query.
+    """
+
+    read_only: bool
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect, creating the knowledge base when writable and absent."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- documents ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def get_documents(self, keys: Sequence[str]) -> dict[str, StoredDocument]:
+        """The stored current version of each key that exists."""
+
+    @abstractmethod
+    async def list_documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]: ...
+
+    @abstractmethod
+    async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+        """Write new versions of documents, replacing their previous versions in one step.
+
+        Old chunks and mentions go; relations lose the old chunks as sources and go when none
+        remain; extracted entities that nothing mentions any more go.
+        """
+
+    @abstractmethod
+    async def delete_document(self, key: str) -> bool:
+        """Remove a document the way a replacement removes its old version; False if absent."""
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def counts(self) -> StoreCounts: ...
+
+    @abstractmethod
+    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+        """Full-text (BM25) search over passages."""
+
+    @abstractmethod
+    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
+        """Relations reachable from the given entities, nearest hop first."""
+
+    @abstractmethod
+    async def query(
+        self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Run read-only Cypher; writes are refused by the engine."""

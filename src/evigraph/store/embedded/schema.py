@@ -1,0 +1,42 @@
+"""The embedded graph schema, created once per knowledge base and checked at every open.
+
+A meta table marks a database as evigraph's, so a stranger's Kuzu file is refused instead of
+being altered, and records the schema version for future migrations.
+"""
+
+from __future__ import annotations
+
+META_TABLE = "EvigraphMeta"
+SCHEMA_VERSION = "1"
+
+CHUNK_FTS = "chunk_text_fts"
+ENTITY_FTS = "entity_name_fts"
+
+DDL = (
+    f"CREATE NODE TABLE IF NOT EXISTS {META_TABLE}(key STRING PRIMARY KEY, value STRING)",
+    """CREATE NODE TABLE IF NOT EXISTS Document(
+        key STRING PRIMARY KEY, title STRING, path STRING, content_hash STRING, version INT64,
+        loader STRING, metadata STRING, chunk_count INT64, ingested_at TIMESTAMP)""",
+    """CREATE NODE TABLE IF NOT EXISTS Chunk(
+        id STRING PRIMARY KEY, document STRING, version INT64, index INT64, text STRING,
+        breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64)""",
+    """CREATE NODE TABLE IF NOT EXISTS Entity(
+        id STRING PRIMARY KEY, name STRING, label STRING, description STRING,
+        descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP)""",
+    "CREATE REL TABLE IF NOT EXISTS PART_OF(FROM Chunk TO Document)",
+    "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
+    "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts INT64[], span_ends INT64[])",
+    """CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, type STRING, fact STRING,
+        confidence DOUBLE, source_chunks STRING[], _source STRING)""",
+)
+
+TABLES = frozenset({META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES"})
+
+FTS_INDEXES = {
+    CHUNK_FTS: f"CALL CREATE_FTS_INDEX('Chunk', '{CHUNK_FTS}', ['text'], stemmer := 'porter')",
+    ENTITY_FTS: f"CALL CREATE_FTS_INDEX('Entity', '{ENTITY_FTS}', ['name', 'description'], stemmer := 'porter')",
+}
+"""Full-text indexes; the engine builds them only outside explicit transactions."""
+
+EXTRACTION_SOURCE = "extraction"
+"""`_source` of entities and relations written by ingestion; only these are garbage-collected."""

@@ -1,0 +1,172 @@
+"""`EmbeddedStore`: the GraphStore on a local Kuzu or LadybugDB file, no server needed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evigraph.errors import NotAKnowledgeBaseError, ReadOnlyQueryError, StoreError
+from evigraph.models import ChunkHit, DocumentVersion, Neighbour, StoreCounts, StoredDocument
+from evigraph.store.base import GraphStore
+from evigraph.store.embedded import reads, writes
+from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
+from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
+
+DEFAULT_BUFFER_POOL_MB = 512
+
+
+class EmbeddedStore(GraphStore):
+    """A knowledge base in one database file.
+
+    `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
+    write; opening it read-only never creates anything, so a read on a path that was never
+    written fails with a hint instead of leaving an empty database behind.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        engine: str = "auto",
+        buffer_pool_mb: int = DEFAULT_BUFFER_POOL_MB,
+        read_connections: int = 4,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.read_only = read_only
+        self.engine = engine
+        self.buffer_pool_mb = buffer_pool_mb
+        self.read_connections = read_connections
+        self._exec: Executor | None = None
+
+    @property
+    def executor(self) -> Executor:
+        if self._exec is None:
+            raise StoreError("the store is not open", hint="use `async with` or call open() first")
+        return self._exec
+
+    async def open(self) -> None:
+        if self._exec is not None:
+            return
+
+        self._exec = await asyncio.to_thread(self._open_sync)
+
+    def _open_sync(self) -> Executor:
+        module = import_engine(self.engine)
+        engine_name = "kuzu" if module.__name__ == "kuzu" else "ladybug"
+        db = open_database(module, self.path, read_only=self.read_only, buffer_pool_mb=self.buffer_pool_mb)
+        ex = Executor(db, module, read_only=self.read_only, pool_size=self.read_connections)
+        try:
+            ex.on_connect(lambda conn: load_extensions(conn, engine_name))
+            ex.raw(self._check_or_create_schema)
+        except BaseException:
+            ex.close()
+            raise
+        return ex
+
+    def _check_or_create_schema(self, tx: Tx) -> None:
+        tables = {r["name"] for r in tx.rows("CALL SHOW_TABLES() RETURN name")}
+        if META_TABLE in tables:
+            rows = tx.rows(f"MATCH (m:{META_TABLE} {{key: 'schema_version'}}) RETURN m.value AS v")
+            if rows:
+                if rows[0]["v"] != SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self.path} has evigraph schema version {rows[0]['v']}, "
+                        f"this evigraph reads {SCHEMA_VERSION}",
+                        hint="upgrade evigraph, or re-ingest into a new --db path",
+                    )
+                return
+        if not tables <= TABLES:
+            raise NotAKnowledgeBaseError(
+                f"{self.path} is a graph database, but not an evigraph knowledge base",
+                hint="pass another --db path; evigraph does not modify foreign databases",
+            )
+        if self.read_only:
+            raise NotAKnowledgeBaseError(
+                f"{self.path} holds no evigraph knowledge base yet",
+                hint=f"ingest something first: `evigraph ingest PATH --db {self.path}`",
+            )
+        self._create_schema(tx)
+
+    @staticmethod
+    def _create_schema(tx: Tx) -> None:
+        """Create tables, then indexes, then the version mark; a crash before the mark is resumed."""
+        tx.execute("BEGIN TRANSACTION").close()
+        for statement in DDL:
+            tx.execute(statement).close()
+        tx.execute("COMMIT").close()
+        existing = {r["name"] for r in tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name")}
+        for name, statement in FTS_INDEXES.items():
+            if name not in existing:
+                tx.execute(statement).close()
+        tx.execute(
+            f"MERGE (m:{META_TABLE} {{key: 'app'}}) SET m.value = 'evigraph' "
+            f"MERGE (v:{META_TABLE} {{key: 'schema_version'}}) SET v.value = $v",
+            {"v": SCHEMA_VERSION},
+        ).close()
+
+    async def close(self) -> None:
+        if self._exec is not None:
+            ex, self._exec = self._exec, None
+            ex.close()
+
+    # -- documents ---------------------------------------------------------------------------
+
+    async def get_documents(self, keys: Sequence[str]) -> dict[str, StoredDocument]:
+        if not keys:
+            return {}
+        return await self.executor.read(lambda tx: reads.get_documents(tx, keys))
+
+    async def list_documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+        return await self.executor.read(lambda tx: reads.list_documents(tx, limit, offset))
+
+    async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+        if not versions:
+            return []
+
+        def work(tx: Tx) -> list[StoredDocument]:
+            numbers = writes.write_versions(tx, versions)
+            return [
+                StoredDocument(
+                    key=v.key,
+                    title=v.title,
+                    path=v.path,
+                    content_hash=v.content_hash,
+                    version=numbers[v.key],
+                    loader=v.loader,
+                    chunks=len(v.chunks),
+                )
+                for v in versions
+            ]
+
+        return await self.executor.write(work)
+
+    async def delete_document(self, key: str) -> bool:
+        return await self.executor.write(lambda tx: writes.delete_document(tx, key))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def counts(self) -> StoreCounts:
+        return await self.executor.read(reads.counts)
+
+    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+        return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit))
+
+    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
+        if not entity_ids:
+            return []
+        return await self.executor.read(lambda tx: reads.neighbours(tx, entity_ids, hops, limit))
+
+    async def query(
+        self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
+    ) -> list[dict[str, Any]]:
+        try:
+            return await self.executor.read(lambda tx: reads.run_query(tx, cypher, params, limit), timeout_ms)
+        except RuntimeError as exc:
+            message = str(exc).splitlines()[0]
+            hint = "only read queries run here" if "read-only" in message else "check the query against the schema"
+            raise ReadOnlyQueryError(message, hint=hint) from exc

@@ -1,0 +1,277 @@
+"""Writing and removing document versions in the embedded graph, in batched statements.
+
+Every function runs inside the caller's write transaction, so a batch of documents replaces
+their old versions in one step. Rows go to the engine as UNWIND lists (one round trip per
+statement, not per row). The engine mis-merges duplicate keys within one UNWIND, so rows are
+folded by key in Python first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from evigraph.models import DocumentVersion
+from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE
+
+
+def chunk_id(key: str, version: int, index: int) -> str:
+    """Chunk identity: which document, which version, which passage; stable for citations."""
+    return f"{hashlib.sha1(key.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}:{version}:{index}"
+
+
+def current_versions(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
+    rows = tx.rows(
+        "UNWIND $keys AS k MATCH (d:Document {key: k}) RETURN d.key AS key, d.version AS version",
+        {"keys": list(keys)},
+    )
+    return {r["key"]: int(r["version"]) for r in rows}
+
+
+def remove_contents(tx: Tx, keys: Sequence[str]) -> set[str]:
+    """Remove the chunks of documents and what hangs off them; return entities that may be orphaned.
+
+    Relations lose these chunks as sources and go when none remain. The orphan check itself
+    waits until the new version is written, which may mention the same entities again.
+    """
+    if not keys:
+        return set()
+    old_chunks = tx.column(
+        "UNWIND $keys AS k MATCH (:Document {key: k})<-[:PART_OF]-(c:Chunk) RETURN c.id",
+        {"keys": list(keys)},
+    )
+    if not old_chunks:
+        return set()
+    candidates = set(
+        tx.column(
+            "UNWIND $ids AS cid MATCH (e:Entity)-[:MENTIONED_IN]->(:Chunk {id: cid}) RETURN DISTINCT e.id",
+            {"ids": old_chunks},
+        )
+    )
+    if candidates:
+        _prune_relation_sources(tx, candidates, set(old_chunks))
+    tx.run_batched("UNWIND $rows AS r MATCH (c:Chunk {id: r}) DETACH DELETE c", list(old_chunks))
+    return candidates
+
+
+def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> None:
+    ids = {"ids": sorted(entity_ids)}
+    rels = tx.rows(
+        """UNWIND $ids AS eid MATCH (a:Entity {id: eid})-[r:RELATES]->(b:Entity)
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src""",
+        ids,
+    ) + tx.rows(
+        """UNWIND $ids AS eid MATCH (a:Entity)-[r:RELATES]->(b:Entity {id: eid})
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src""",
+        ids,
+    )
+    update: list[dict[str, Any]] = []
+    drop: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for r in rels:
+        if r["id"] in seen:
+            continue
+        seen.add(r["id"])
+        src = list(r["src"] or [])
+        kept = [c for c in src if c not in gone]
+        if len(kept) == len(src):
+            continue
+        row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": kept}
+        (update if kept else drop).append(row)
+    tx.run_batched(
+        """UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES {id: r.id}]->(:Entity {id: r.d})
+           SET x.source_chunks = CAST(r.src AS STRING[])""",
+        update,
+    )
+    tx.run_batched(
+        "UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES {id: r.id}]->(:Entity {id: r.d}) DELETE x",
+        drop,
+    )
+
+
+def delete_orphans(tx: Tx, candidates: Iterable[str]) -> None:
+    """Delete extracted entities that no chunk mentions any more (agent-written ones stay)."""
+    tx.run_batched(
+        """UNWIND $rows AS eid MATCH (e:Entity {id: eid})
+           WHERE e._source = $src AND NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Chunk) }
+           DETACH DELETE e""".replace("$src", f"'{EXTRACTION_SOURCE}'"),
+        sorted(candidates),
+    )
+
+
+def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int]:
+    """Replace each document's current version with the given one; return the new version numbers."""
+    keys = [v.key for v in versions]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a batch must not hold two versions of one document")
+    previous = current_versions(tx, keys)
+    candidates = remove_contents(tx, [k for k in keys if k in previous])
+    now = datetime.now(UTC).replace(tzinfo=None)
+    numbers = {v.key: previous.get(v.key, 0) + 1 for v in versions}
+
+    docs, chunks, nexts = [], [], []
+    entities: dict[str, dict[str, Any]] = {}
+    mentions: list[dict[str, Any]] = []
+    relations: dict[str, dict[str, Any]] = {}
+    for v in versions:
+        number = numbers[v.key]
+        docs.append(
+            {
+                "key": v.key,
+                "title": v.title,
+                "path": v.path,
+                "hash": v.content_hash,
+                "version": number,
+                "loader": v.loader,
+                "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
+                "chunks": len(v.chunks),
+                "at": now,
+            }
+        )
+        ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
+        by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
+        for c, cid in zip(v.chunks, ids, strict=True):
+            chunks.append(
+                {
+                    "id": cid,
+                    "doc": v.key,
+                    "version": number,
+                    "index": c.index,
+                    "text": c.text,
+                    "bc": list(c.breadcrumbs),
+                    "page": c.page,
+                    "cs": c.start,
+                    "ce": c.end,
+                }
+            )
+        nexts.extend({"a": a, "b": b} for a, b in zip(ids, ids[1:], strict=False))
+        for e in v.graph.entities:
+            row = entities.get(e.id)
+            if row is None:
+                entities[e.id] = {
+                    "id": e.id,
+                    "name": e.name,
+                    "label": e.label,
+                    "descs": list(e.descriptions),
+                    "aliases": list(e.aliases),
+                }
+            else:
+                row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
+                row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+        for m in v.graph.mentions:
+            if m.chunk_index in by_index:
+                mentions.append(
+                    {
+                        "e": m.entity_id,
+                        "c": by_index[m.chunk_index],
+                        "s": [s.start for s in m.spans],
+                        "t": [s.end for s in m.spans],
+                    }
+                )
+        for r in v.graph.relations:
+            sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
+            if not sources:
+                continue
+            seen = relations.get(r.id)
+            if seen is None:
+                relations[r.id] = {
+                    "id": r.id,
+                    "s": r.source,
+                    "d": r.target,
+                    "type": r.type,
+                    "fact": r.fact,
+                    "conf": float(r.confidence),
+                    "src": sources,
+                }
+            else:
+                seen["src"] = list(dict.fromkeys([*seen["src"], *sources]))
+                seen["conf"] = max(seen["conf"], float(r.confidence))
+
+    tx.run_batched(
+        """UNWIND $rows AS r MERGE (d:Document {key: r.key})
+           SET d.title = r.title, d.path = CAST(r.path AS STRING), d.content_hash = r.hash,
+               d.version = r.version, d.loader = r.loader, d.metadata = r.metadata,
+               d.chunk_count = r.chunks, d.ingested_at = r.at""",
+        docs,
+    )
+    tx.run_batched(
+        """UNWIND $rows AS r MATCH (d:Document {key: r.doc})
+           CREATE (c:Chunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: concat(r.text, ''),
+                            breadcrumbs: CAST(r.bc AS STRING[]), page: CAST(r.page AS INT64),
+                            char_start: r.cs, char_end: r.ce})-[:PART_OF]->(d)""",
+        chunks,
+    )
+    tx.run_batched(
+        "UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", nexts
+    )
+    _write_entities(tx, entities, now)
+    tx.run_batched(
+        """UNWIND $rows AS r MATCH (e:Entity {id: r.e}), (c:Chunk {id: r.c})
+           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(r.s AS INT64[]), span_ends: CAST(r.t AS INT64[])}]->(c)""",
+        mentions,
+    )
+    tx.run_batched(
+        f"""UNWIND $rows AS r MATCH (a:Entity {{id: r.s}}), (b:Entity {{id: r.d}})
+           MERGE (a)-[x:RELATES {{id: r.id}}]->(b)
+           ON CREATE SET x.type = r.type, x.fact = r.fact, x.confidence = r.conf,
+               x.source_chunks = CAST(r.src AS STRING[]), x._source = '{EXTRACTION_SOURCE}'
+           ON MATCH SET x.source_chunks = list_distinct(list_concat(x.source_chunks, CAST(r.src AS STRING[]))),
+               x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END""",
+        list(relations.values()),
+    )
+    delete_orphans(tx, candidates)
+    return numbers
+
+
+def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) -> None:
+    """Create new entities and fold descriptions and aliases into existing ones.
+
+    Not a MERGE: the engine crashes merging into a table with a full-text index, and it skips
+    indexing strings taken straight from a struct parameter, hence `concat(x, '')` on every
+    indexed column.
+    """
+    if not entities:
+        return
+    existing = {
+        r["id"]: r
+        for r in tx.rows(
+            """UNWIND $ids AS eid MATCH (e:Entity {id: eid})
+               RETURN e.id AS id, e.descriptions AS descs, e.aliases AS aliases""",
+            {"ids": list(entities)},
+        )
+    }
+    created, updated = [], []
+    for eid, row in entities.items():
+        old = existing.get(eid)
+        if old is None:
+            created.append({**row, "dtext": " | ".join(row["descs"]), "at": now})
+            continue
+        descs = list(dict.fromkeys([*(old["descs"] or []), *row["descs"]]))
+        aliases = list(dict.fromkeys([*(old["aliases"] or []), *row["aliases"]]))
+        if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
+            updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
+    tx.run_batched(
+        f"""UNWIND $rows AS r CREATE (e:Entity {{id: r.id, name: concat(r.name, ''), label: r.label,
+               description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
+               aliases: CAST(r.aliases AS STRING[]), _source: '{EXTRACTION_SOURCE}', _created_at: r.at}})""",
+        created,
+    )
+    tx.run_batched(
+        """UNWIND $rows AS r MATCH (e:Entity {id: r.id})
+           SET e.description = concat(r.dtext, ''), e.descriptions = CAST(r.descs AS STRING[]),
+               e.aliases = CAST(r.aliases AS STRING[])""",
+        updated,
+    )
+
+
+def delete_document(tx: Tx, key: str) -> bool:
+    if not current_versions(tx, [key]):
+        return False
+    candidates = remove_contents(tx, [key])
+    tx.execute("MATCH (d:Document {key: $key}) DETACH DELETE d", {"key": key}).close()
+    delete_orphans(tx, candidates)
+    return True
