@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from evigraph.ingest.chunking import (
     StructuralChunking,
     chunker_by_name,
 )
+from evigraph.ingest.chunking.sentence import sentence_spans
 from evigraph.ingest.loaders import MarkdownLoader, PdfLoader
 from evigraph.ingest.sentences import split_sentences
 from evigraph.models import LoadedDocument, TextChunk
@@ -70,7 +72,7 @@ def test_fixed_size_windows_overlap_and_keep_words() -> None:
     check_invariants(d, chunks)
     assert len(chunks) > 5
     assert all(len(c.text) <= 200 for c in chunks)
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in pairwise(chunks):
         assert b.start < a.end, "consecutive windows must overlap"
         assert b.start > a.start
     for c in chunks[:-1]:
@@ -115,7 +117,7 @@ def test_sentence_chunks_overlap_by_last_sentences() -> None:
     chunks = SentenceTokenCapChunking(max_tokens=80, overlap_sentences=2).chunk(d)
     sentences = split_sentences(d.text)
     assert len(chunks) > 3
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in pairwise(chunks):
         inside_a = [s for s in sentences if a.start <= s[0] and s[1] <= a.end]
         assert b.start == inside_a[-2][0], "next chunk must start with the last two sentences"
         assert b.end > a.end
@@ -124,7 +126,7 @@ def test_sentence_chunks_overlap_by_last_sentences() -> None:
 def test_sentence_zero_overlap_is_a_partition() -> None:
     d = doc(prose(50))
     chunks = SentenceTokenCapChunking(max_tokens=50, overlap_sentences=0).chunk(d)
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in pairwise(chunks):
         assert b.start >= a.end
 
 
@@ -182,6 +184,15 @@ def test_token_counting_is_linear() -> None:
     n_sentences = len(split_sentences(d.text))
     assert tok.calls <= n_sentences + len(chunks) + 5
     assert tok.chars <= 3 * len(d.text), "text was tokenized far more than once or twice"
+
+
+def test_paragraph_windowed_sentences_match_split_sentences() -> None:
+    text = (
+        "Dr. Smith arrived.  He said e.g. nothing.\n\nend. \n \nlower case follows. U.S.A. is big!\n"
+        'Next line? "Quoted." (Bracketed.)\n\n\n' + prose(30)
+    )
+    assert list(sentence_spans(text)) == split_sentences(text)
+    assert list(sentence_spans(text, 10, 300)) == [(s + 10, e + 10) for s, e in split_sentences(text[10:300])]
 
 
 def test_empty_and_whitespace_documents_give_no_chunks() -> None:
@@ -378,7 +389,7 @@ async def test_callable_async_inside_running_loop_uses_worker_thread() -> None:
 
 def test_callable_rejects_non_list_results() -> None:
     with pytest.raises(ConfigurationError):
-        CallableChunking(lambda t: t).chunk(doc("text"))  # type: ignore[arg-type,return-value]
+        CallableChunking(lambda t: t).chunk(doc("text"))
 
 
 # -- names --------------------------------------------------------------------------------------
@@ -386,7 +397,11 @@ def test_callable_rejects_non_list_results() -> None:
 
 @pytest.mark.parametrize(
     ("name", "cls"),
-    [("fixed", FixedSizeChunking), ("Sentence", SentenceTokenCapChunking), ("structural", StructuralChunking)],
+    [
+        ("fixed", FixedSizeChunking),
+        ("Sentence", SentenceTokenCapChunking),
+        ("structural", StructuralChunking),
+    ],
 )
 def test_chunker_by_name(name: str, cls: type[ChunkingStrategy]) -> None:
     chunker = chunker_by_name(name)

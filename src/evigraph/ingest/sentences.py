@@ -11,14 +11,15 @@ import re
 from collections.abc import Iterator
 
 _ABBREVIATIONS = frozenset(
-    """
-    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al fig figs no nos vol vols pp ed eds
-    inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt capt rev
-    u.s u.k u.n approx dept est
-    """.split()
+    (
+        "mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al fig figs no nos vol vols pp ed eds "
+        "inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt capt rev "
+        "u.s u.k u.n approx dept est"
+    ).split(" ")
 )
 
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then white space.
+_NEXT_CHAR = re.compile(r"\s*(\S)")
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n\s*\n")
 
 
@@ -53,9 +54,9 @@ def _is_false_boundary(text: str, punct_start: int, end: int) -> bool:
         return True  # "Dr. Smith", "J. R. R. Tolkien"
     if re.fullmatch(r"(?:[a-z]\.)+[a-z]", word):
         return True  # "U.S.A." style initialisms
-    nxt = text[end:].lstrip()
     # A sentence starts with a capital, digit, quote or bracket; a lower-case word continues it.
-    return bool(nxt) and nxt[0].islower()
+    nxt = _NEXT_CHAR.match(text, end)
+    return nxt is not None and nxt.group(1).islower()
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:

@@ -14,7 +14,7 @@ prefix sums, and each finished chunk is counted once more to guarantee the cap e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from evigraph.errors import ConfigurationError
@@ -26,6 +26,7 @@ from evigraph.providers.tokenizers import Tokenizer, default_tokenizer
 Span = tuple[int, int]
 
 _WORD = re.compile(r"\S+")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")  # always a sentence boundary for split_sentences
 
 
 class Unit(NamedTuple):
@@ -66,6 +67,13 @@ def chunks_from_spans(
             )
         )
     return out
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[Span]:
+    """`split_sentences` over `text[start:end]`, as offsets into `text`."""
+    end = len(text) if end is None else end
+    for s, e in split_sentences(text[start:end]):
+        yield s + start, e + start
 
 
 class SentenceTokenCapChunking(ChunkingStrategy):
@@ -110,8 +118,7 @@ class SentenceTokenCapChunking(ChunkingStrategy):
         count = self.tokenizer.count
         units: list[Unit] = []
         prev_end = start
-        for s, e in split_sentences(text[start:end]):
-            s, e = s + start, e + start
+        for s, e in sentence_spans(text, start, end):
             n = count(text[prev_end:e])  # with the gap before it, so counts add up
             if n > self.max_tokens:
                 n = count(text[s:e])

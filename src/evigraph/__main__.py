@@ -1,0 +1,3 @@
+from evigraph.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""End to end: the real `evigraph` command on real .txt, .md and .pdf files and a real database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import kuzu
+
+from tests.conftest import run_cli
+
+
+def _passages(db: Path, key_suffix: str) -> list[str]:
+    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    rows = conn.execute(
+        "MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE d.key ENDS WITH $s RETURN c.text ORDER BY c.index",
+        {"s": key_suffix},
+    ).get_all()
+    conn.close()
+    return [r[0] for r in rows]
+
+
+def _entity_names(db: Path) -> set[str]:
+    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    rows = conn.execute("MATCH (e:Entity) RETURN e.name").get_all()
+    conn.close()
+    return {r[0] for r in rows}
+
+
+def test_ingest_reingest_edit_delete_cycle(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    first = run_cli("ingest", str(corpus), "--db", str(db), "--json")
+    assert first.code == 0, first.err
+    statuses = {Path(d["key"]).name: d["status"] for d in first.json()["documents"]}
+    assert statuses == {"lisbon.txt": "created", "reefwatch.md": "created", "tidescope.pdf": "created"}
+    counts = run_cli("status", "--db", str(db), "--json").json()
+    assert counts["documents"] == 3 and counts["chunks"] >= 3 and counts["entities"] > 0 and counts["relations"] > 0
+
+    again = run_cli("ingest", str(corpus), "--db", str(db), "--json")
+    assert again.code == 0, again.err
+    assert {d["status"] for d in again.json()["documents"]} == {"unchanged"}
+    assert run_cli("status", "--db", str(db), "--json").json() == counts
+
+    assert any("Berlengas" in p for p in _passages(db, "reefwatch.md"))
+    (corpus / "reefwatch.md").write_text(
+        "# ReefWatch\n\nReefWatch now films whales off the Azores with Orca Systems.\n", encoding="utf-8"
+    )
+    edited = run_cli("ingest", str(corpus), "--db", str(db), "--json")
+    assert edited.code == 0, edited.err
+    statuses = {Path(d["key"]).name: d["status"] for d in edited.json()["documents"]}
+    assert statuses == {"lisbon.txt": "unchanged", "reefwatch.md": "updated", "tidescope.pdf": "unchanged"}
+    passages = _passages(db, "reefwatch.md")
+    assert passages and not any("Berlengas" in p for p in passages)
+    assert any("Azores" in p for p in passages)
+    after_edit = run_cli("status", "--db", str(db), "--json").json()
+    assert after_edit["documents"] == 3
+
+    names = _entity_names(db)
+    assert "Azores" in names or "Orca Systems" in names
+    deleted = run_cli("delete", str(corpus / "reefwatch.md"), "--db", str(db))
+    assert deleted.code == 0, deleted.err
+    final = run_cli("status", "--db", str(db), "--json").json()
+    assert final["documents"] == 2
+    remaining = _entity_names(db)
+    assert "Azores" not in remaining and "Orca Systems" not in remaining
+    assert "Harbor Lab" in remaining  # still mentioned by the other documents
+    assert final["chunks"] == after_edit["chunks"] - len(passages)
+
+
+def test_pdf_passages_keep_page_numbers(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    assert run_cli("ingest", str(corpus / "tidescope.pdf"), "--db", str(db), "--quiet").code == 0
+    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    pages = {r[0] for r in conn.execute("MATCH (c:Chunk) RETURN c.page").get_all()}
+    conn.close()
+    assert pages <= {1, 2} and 1 in pages
+
+
+def test_text_output_lists_each_file_and_a_summary(corpus: Path, tmp_path: Path) -> None:
+    result = run_cli("ingest", str(corpus), "--db", str(tmp_path / "kb.db"), "--extractor", "rules")
+    assert result.code == 0, result.err
+    assert result.out.count("created") == 3
+    assert "3 documents: 3 created" in result.err
+    status = run_cli("status", "--db", str(tmp_path / "kb.db"))
+    assert "documents       3" in status.out
+
+
+def test_globs_and_db_from_environment(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "env.db"
+    result = run_cli("ingest", str(corpus / "*.md"), "--json", "--extractor", "rules", env={"EVIGRAPH_DB": str(db)})
+    assert result.code == 0, result.err
+    assert [Path(d["key"]).name for d in result.json()["documents"]] == ["reefwatch.md"]
+    assert db.exists()
+    assert run_cli("status", "--json", env={"EVIGRAPH_DB": str(db)}).json()["documents"] == 1
+
+
+def test_jsonl_records_become_documents(tmp_path: Path) -> None:
+    records = tmp_path / "corpus.jsonl"
+    records.write_text(
+        "\n".join(
+            json.dumps({"id": f"rec-{i}", "title": f"Record {i}", "text": f"Record {i} mentions Lisbon and Porto."})
+            for i in range(5)
+        ),
+        encoding="utf-8",
+    )
+    result = run_cli("ingest", str(records), "--db", str(tmp_path / "kb.db"), "--json", "--extractor", "rules")
+    assert result.code == 0, result.err
+    assert sorted(d["key"] for d in result.json()["documents"]) == [f"rec-{i}" for i in range(5)]
+    assert run_cli("status", "--db", str(tmp_path / "kb.db"), "--json").json()["documents"] == 5
+
+
+def test_help_lists_the_verbs() -> None:
+    result = run_cli("--help")
+    assert result.code == 0
+    for verb in ("ingest", "status", "delete"):
+        assert verb in result.out

@@ -1,0 +1,83 @@
+"""Shared fixtures: real files on disk and a way to run the real `evigraph` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 180) -> CliResult:
+    """Run `python -m evigraph` as a user would, in a fresh process."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("EVIGRAPH_DB", None) if env is None or "EVIGRAPH_DB" not in env else None
+    proc = subprocess.run(
+        [sys.executable, "-m", "evigraph", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    return run_cli
+
+
+def make_pdf(path: Path, pages: list[str]) -> Path:
+    """A real PDF with one text page per entry, written by fpdf2."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 8, text)
+    pdf.output(str(path))
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A folder of three real documents: text, Markdown and PDF."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "lisbon.txt").write_text(
+        "Harbor Lab is a research group in Lisbon. Marta Oliveira founded Harbor Lab in 2014.\n\n"
+        "The lab works with the Portuguese Sea Agency on ocean monitoring.\n",
+        encoding="utf-8",
+    )
+    (folder / "reefwatch.md").write_text(
+        "# ReefWatch\n\nReefWatch is a camera network near the Berlengas islands.\n\n"
+        "## Team\n\nAna Costa leads ReefWatch. She joined Harbor Lab in 2019.\n",
+        encoding="utf-8",
+    )
+    make_pdf(
+        folder / "tidescope.pdf",
+        [
+            "TideScope is a platform built by Harbor Lab. Tomas Reyes wrote its warning rules.",
+            "Version 3 of TideScope was released in March 2024 and stores data in Kuzu.",
+        ],
+    )
+    return folder
