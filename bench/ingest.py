@@ -80,7 +80,9 @@ def child(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", type=Path, default=Path("../shared/bench/musique/corpus.jsonl"))
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     parser.add_argument("--phase", choices=["floor", "ingest", "reingest"], help=argparse.SUPPRESS)
@@ -94,7 +96,9 @@ def main() -> None:
     for name, extra in SYSTEMS.items():
         proc = subprocess.run(
             [sys.executable, __file__, "--corpus", str(args.corpus), *extra],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if proc.returncode != 0:
             print(f"{name}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
@@ -105,7 +109,9 @@ def main() -> None:
 
     floor = results.get("floor (read + chunk)")
     print(f"corpus: {args.corpus}")
-    print(f"{'system':<32} {'passages':>8} {'seconds':>8} {'passages/s':>11} {'x floor time':>12} {'peak MB':>8}")
+    print(
+        f"{'system':<32} {'passages':>8} {'seconds':>8} {'passages/s':>11} {'x floor time':>12} {'peak MB':>8}"
+    )
     for name, r in results.items():
         ratio = r["seconds"] / floor["seconds"] if floor else float("nan")
         print(

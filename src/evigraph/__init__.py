@@ -14,9 +14,6 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "KnowledgeBase": "evigraph.kb",
     "Status": "evigraph.kb",
-    "ingest": "evigraph.scripting",
-    "delete": "evigraph.scripting",
-    "status": "evigraph.scripting",
     "EvigraphError": "evigraph.errors",
     "InputError": "evigraph.errors",
     "ConfigurationError": "evigraph.errors",
@@ -112,6 +109,5 @@ if TYPE_CHECKING:
         Span,
         TextChunk,
     )
-    from evigraph.scripting import delete, ingest, status
     from evigraph.store.base import GraphStore
     from evigraph.store.embedded.store import EmbeddedStore

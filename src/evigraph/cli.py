@@ -33,12 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
     common.add_argument(
-        "--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help="embedded engine (default: kuzu)"
+        "--engine",
+        default="auto",
+        choices=["auto", "kuzu", "ladybug"],
+        help="embedded engine (default: kuzu)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     ingest = sub.add_parser(
-        "ingest", parents=[common], help="ingest files, folders (recursively) and globs",
+        "ingest",
+        parents=[common],
+        help="ingest files, folders (recursively) and globs",
         description="Ingest documents. Unchanged files are skipped; changed ones replace their old version.",
     )
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
@@ -47,12 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--chunker", default=None, choices=["structural", "sentence", "fixed"], help="default: structural"
     )
     ingest.add_argument(
-        "--extractor", default=None, choices=["auto", "spacy", "rules"],
+        "--extractor",
+        default=None,
+        choices=["auto", "spacy", "rules"],
         help="entity extraction (default auto: spaCy when a model is installed, else rules)",
     )
     ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
 
-    status = sub.add_parser("status", parents=[common], help="counts of documents, passages, entities, relations")
+    status = sub.add_parser(
+        "status", parents=[common], help="counts of documents, passages, entities, relations"
+    )
     status.add_argument("--documents", action="store_true", help="also list document keys")
 
     delete = sub.add_parser("delete", parents=[common], help="remove a document and what only it mentioned")
@@ -104,7 +113,13 @@ async def _ingest(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     progress = False if (args.quiet or args.json) else None
     report = await kb.ingest(args.paths, progress=progress)
     if args.json:
-        _print_json({"documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents]})
+        _print_json(
+            {
+                "documents": [
+                    d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents
+                ]
+            }
+        )
     else:
         _print_report(report, quiet=args.quiet)
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -116,8 +131,10 @@ def _print_report(report: IngestReport, *, quiet: bool) -> None:
             if d.status == "failed":
                 print(f"failed     {d.key}: {d.error}", file=sys.stderr)
             else:
-                detail = f"{d.chunks} passages" if d.status == "unchanged" else (
-                    f"{d.chunks} passages, {d.entities} entities, {d.relations} relations"
+                detail = (
+                    f"{d.chunks} passages"
+                    if d.status == "unchanged"
+                    else (f"{d.chunks} passages, {d.entities} entities, {d.relations} relations")
                 )
                 print(f"{d.status.value:<10} {d.key} ({detail})")
     counts = report.counts()

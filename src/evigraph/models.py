@@ -11,6 +11,7 @@ import hashlib
 import re
 import unicodedata
 from enum import StrEnum
+
 from pydantic import BaseModel, ConfigDict, Field
 
 UNKNOWN_LABEL = "Unknown"

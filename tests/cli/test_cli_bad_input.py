@@ -12,7 +12,6 @@ from pathlib import Path
 import kuzu
 import pytest
 from pypdf import PdfWriter
-
 from tests.conftest import CliResult, make_pdf, run_cli
 
 
@@ -92,7 +91,12 @@ def _encrypted_pdf(p: Path) -> Path:
     ],
 )
 def test_bad_file_fails_alone_and_loses_nothing(
-    stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path, name: str, make: Maker, needles: list[str]
+    stored: tuple[Path, dict[str, int]],
+    good: Path,
+    tmp_path: Path,
+    name: str,
+    make: Maker,
+    needles: list[str],
 ) -> None:
     db, before = stored
     bad = make(tmp_path / name)
@@ -102,13 +106,17 @@ def test_bad_file_fails_alone_and_loses_nothing(
     assert after["chunks"] > before["chunks"]
 
 
-def test_missing_path_fails_with_hint(stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path) -> None:
+def test_missing_path_fails_with_hint(
+    stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path
+) -> None:
     db, before = stored
     _check_batch(_batch(db, tmp_path / "nope.md", good), "nope.md", "no such file", "check the path")
     assert run_cli("status", "--db", str(db), "--json").json()["documents"] == before["documents"] + 1
 
 
-def test_folder_without_supported_files(stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path) -> None:
+def test_folder_without_supported_files(
+    stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path
+) -> None:
     db, _ = stored
     folder = tmp_path / "images"
     folder.mkdir()
@@ -176,7 +184,11 @@ def test_status_of_missing_knowledge_base_creates_nothing(tmp_path: Path) -> Non
 def test_database_held_by_another_process(stored: tuple[Path, dict[str, int]], good: Path) -> None:
     db, before = stored
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import kuzu, sys, time; d = kuzu.Database({str(db)!r}); print('ready', flush=True); time.sleep(60)"],
+        [
+            sys.executable,
+            "-c",
+            f"import kuzu, sys, time; d = kuzu.Database({str(db)!r}); print('ready', flush=True); time.sleep(60)",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

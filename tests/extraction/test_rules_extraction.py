@@ -79,10 +79,7 @@ async def test_bare_numbers_are_not_dates() -> None:
 
 
 async def test_quantities_are_unknown_unless_the_ontology_has_a_quantity_label() -> None:
-    text = (
-        "They raised $40 billion, a 20% rise, built 5 km of road, 150 kg each, "
-        "for 3.2 million people over 30 years."
-    )
+    text = "They raised $40 billion, a 20% rise, built 5 km of road, 150 kg each, for 3.2 million people over 30 years."
     expected = {"$40 billion", "20%", "5 km", "150 kg", "3.2 million", "30 years"}
     default = labels(await extract(text))
     assert expected <= set(default)

@@ -23,9 +23,7 @@ from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
 from evigraph.models import UNKNOWN_LABEL, EntityType, GraphData, Ontology, TextChunk
 
 OBAMA = "Barack Obama was born in Hawaii in 1961. He later worked with Microsoft in the United States."
-MERKEL = (
-    "Angela Merkel met Emmanuel Macron in Berlin on 3 May 2019. Three ministers and the first envoy attended."
-)
+MERKEL = "Angela Merkel met Emmanuel Macron in Berlin on 3 May 2019. Three ministers and the first envoy attended."
 JOBS = "The company Apple was founded by Steve Jobs in California in 1976."
 TEN = (
     "John Smith, Mary Johnson, Robert Brown, Linda Davis, Michael Miller, Sarah Wilson, "
@@ -181,10 +179,7 @@ async def test_unloadable_model_raises_configuration_error_with_install_hint() -
 
 
 def test_spacy_is_not_imported_with_the_package() -> None:
-    code = (
-        "import sys, evigraph.ingest.extraction as x; x.available_spacy_model(); "
-        "print('spacy' in sys.modules)"
-    )
+    code = "import sys, evigraph.ingest.extraction as x; x.available_spacy_model(); print('spacy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -11,15 +11,15 @@ import re
 from collections.abc import Iterator
 
 _ABBREVIATIONS = frozenset(
-    (
-        "mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al fig figs no nos vol vols pp ed eds "
-        "inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt capt rev "
-        "u.s u.k u.n approx dept est"
-    ).split(" ")
+    """
+    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al fig figs no nos vol vols pp ed eds
+    inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt capt rev
+    u.s u.k u.n approx dept est
+    """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-# A candidate boundary: terminal punctuation, optional closing quotes/brackets, then white space.
 _NEXT_CHAR = re.compile(r"\s*(\S)")
+# A candidate boundary: terminal punctuation, optional closing quotes/brackets, then white space.
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n\s*\n")
 
 

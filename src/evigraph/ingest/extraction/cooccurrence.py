@@ -53,9 +53,7 @@ class EntitySpan(NamedTuple):
     entity_id: str
 
 
-def cooccurrence_relations(
-    chunk: TextChunk, spans: Iterable[tuple[int, int, str]]
-) -> list[ExtractedRelation]:
+def cooccurrence_relations(chunk: TextChunk, spans: Iterable[tuple[int, int, str]]) -> list[ExtractedRelation]:
     """Relations between the entities named in each sentence of `chunk`.
 
     `spans` are (start, end, entity id) in chunk-text offsets; a span that crosses a sentence
@@ -65,7 +63,7 @@ def cooccurrence_relations(
     ordered = sorted((EntitySpan(*s) for s in spans), key=lambda s: (s.start, s.end))
     if len(ordered) < 2:
         return []
-    relations: dict[str, ExtractedRelation] = {}
+    relations: dict[tuple[str, str, str], ExtractedRelation] = {}
     cursor = 0
     for sent_start, sent_end in split_sentences(chunk.text):
         while cursor < len(ordered) and ordered[cursor].start < sent_start:
@@ -82,7 +80,8 @@ def cooccurrence_relations(
             continue
         fact = sentence_fact(chunk.text[sent_start:sent_end])
         for rel in _pairs(ids, fact, chunk.index):
-            relations.setdefault(rel.id, rel)
+            # Keyed like `ExtractedRelation.id` (the fact is already collapsed) without hashing.
+            relations.setdefault((rel.source, rel.target, rel.fact.casefold()), rel)
     return list(relations.values())
 
 
@@ -116,12 +115,13 @@ def merge_relations(relations: Iterable[ExtractedRelation]) -> list[ExtractedRel
     """
     merged: dict[str, ExtractedRelation] = {}
     for rel in relations:
-        seen = merged.get(rel.id)
+        key = rel.id
+        seen = merged.get(key)
         if seen is None:
-            merged[rel.id] = rel
+            merged[key] = rel
             continue
         chunks = tuple(sorted(set(seen.chunk_indexes) | set(rel.chunk_indexes)))
-        merged[rel.id] = seen.model_copy(
+        merged[key] = seen.model_copy(
             update={"chunk_indexes": chunks, "confidence": max(seen.confidence, rel.confidence)}
         )
     return list(merged.values())
@@ -137,13 +137,16 @@ def graph_from_hits(chunks: Sequence[TextChunk], hits: Sequence[Sequence[Hit]]) 
     spans, and relations restated by overlapping chunks are merged.
     """
     entities: dict[str, ExtractedEntity] = {}
+    created: dict[tuple[str, str], ExtractedEntity] = {}  # validation is costly; names repeat
     mentions: list[Mention] = []
     relations: list[ExtractedRelation] = []
     for chunk, chunk_hits in zip(chunks, hits, strict=True):
         spans: dict[str, list[Span]] = {}
         located: list[EntitySpan] = []
         for hit in chunk_hits:
-            entity = ExtractedEntity.create(hit.name, hit.label)
+            entity = created.get((hit.name, hit.label))
+            if entity is None:
+                entity = created[(hit.name, hit.label)] = ExtractedEntity.create(hit.name, hit.label)
             known = entities.get(entity.id)
             if known is None:
                 entities[entity.id] = entity

@@ -133,9 +133,7 @@ for _tag, _names in (
         _SUFFIX_TAGS[_word] = _tag
 _PLACE_PREFIXES = frozenset(_words("Mount Mt Lake Cape Fort Port Isle Lake Gulf Sierra Rio"))
 _ROMAN = re.compile(r"^(?:[IVXLC]+|\d+)$")
-_CONNECTOR_WORDS = frozenset(
-    _words("of the de la del della di da du des van der den von le for and & bin ibn al")
-)
+_CONNECTOR_WORDS = frozenset(_words("of the de la del della di da du des van der den von le for and & bin ibn al"))
 
 _OPENERS = frozenset("\"'“‘([*-–—• \t")
 
@@ -157,30 +155,29 @@ class RuleBasedExtraction(ExtractionStrategy):
         """Extract one document (runs in a worker thread like `extract_many`)."""
         return (await self.extract_many([chunks], ontology))[0]
 
-    async def extract_many(
-        self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology
-    ) -> list[GraphData]:
+    async def extract_many(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """Extract several documents in one worker thread, so large inputs never block the event loop."""
         return await asyncio.to_thread(self.extract_sync, documents, ontology)
 
     def extract_sync(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """The synchronous core, for callers without an event loop (and for benchmarks)."""
-        return [
-            graph_from_hits(chunks, [find_hits(chunk.text, ontology) for chunk in chunks])
-            for chunks in documents
-        ]
+        return [graph_from_hits(chunks, [find_hits(chunk.text, ontology) for chunk in chunks]) for chunks in documents]
 
 
 def find_hits(text: str, ontology: Ontology) -> list[Hit]:
     """Every entity the rules find in `text`, non-overlapping, in reading order."""
     taken: list[tuple[int, int]] = []
     hits: list[Hit] = []
+    labels: dict[str, str] = {}
 
     def take(start: int, end: int, tag: str) -> None:
         if start >= end or any(start < e and s < end for s, e in taken):
             return
         taken.append((start, end))
-        hits.append(Hit(start, end, text[start:end], map_label(tag, ontology)))
+        label = labels.get(tag)
+        if label is None:
+            label = labels[tag] = map_label(tag, ontology)
+        hits.append(Hit(start, end, text[start:end], label))
 
     candidates: list[tuple[int, int, int, str]] = []
     for m in _DATE_RE.finditer(text):
@@ -201,11 +198,11 @@ def find_hits(text: str, ontology: Ontology) -> list[Hit]:
 
     # Capitalised names are searched only outside what the specific patterns took, so that
     # "President Abraham Lincoln of Illinois" still yields "Illinois" after the person is taken.
-    masked = list(text)
+    masked = text
     for s, e in taken:
-        masked[s:e] = "\x00" * (e - s)
+        masked = masked[:s] + "\x00" * (e - s) + masked[e:]
     sentence_starts = {s for s, _ in split_sentences(text)}
-    for m in _NAME_RE.finditer("".join(masked)):
+    for m in _NAME_RE.finditer(masked):
         found = _clean_name(text, m.start(), m.end(), sentence_starts)
         if found is not None:
             take(found[0], found[1], _suffix_tag(text[found[0] : found[1]]))

@@ -128,9 +128,7 @@ class SpacyExtraction(ExtractionStrategy):
         reduced_pipeline: bool = True,
     ) -> None:
         if batch_size < 1 or n_process < 1:
-            raise ConfigurationError(
-                "batch_size and n_process must be at least 1", hint="pass positive values"
-            )
+            raise ConfigurationError("batch_size and n_process must be at least 1", hint="pass positive values")
         self.model = model
         self.batch_size = batch_size
         self.n_process = n_process
@@ -145,9 +143,7 @@ class SpacyExtraction(ExtractionStrategy):
         """Extract one document; the same batched path as `extract_many`."""
         return (await self.extract_many([chunks], ontology))[0]
 
-    async def extract_many(
-        self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology
-    ) -> list[GraphData]:
+    async def extract_many(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """Extract every document with one `nlp.pipe` call over all their chunks, in a worker thread."""
         return await asyncio.to_thread(self.extract_sync, documents, ontology)
 

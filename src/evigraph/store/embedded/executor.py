@@ -9,9 +9,10 @@ writes commit or roll back as a whole, reads run `READ ONLY` so the engine refus
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -26,7 +27,9 @@ class Tx:
     def execute(self, query: str, params: dict[str, Any] | None = None) -> Any:
         return self._conn.execute(query, params or {})
 
-    def rows(self, query: str, params: dict[str, Any] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, query: str, params: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         result = self.execute(query, params)
         try:
             names = result.get_column_names()
@@ -40,7 +43,7 @@ class Tx:
     def column(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
         return [next(iter(r.values())) for r in self.rows(query, params)]
 
-    def run_batched(self, query: str, rows: list[dict[str, Any]], batch: int = 5000) -> None:
+    def run_batched(self, query: str, rows: Sequence[Any], batch: int = 5000) -> None:
         """UNWIND `rows` in slices: the engine cannot type an empty list, and huge lists cost memory."""
         for i in range(0, len(rows), batch):
             self.execute(query, {"rows": rows[i : i + batch]}).close()
@@ -140,7 +143,5 @@ class Executor:
 
 def _rollback(conn: Any) -> None:
     """Roll back unless the engine already did (it ends a transaction on a failed statement)."""
-    try:
+    with contextlib.suppress(RuntimeError):
         conn.execute("ROLLBACK")
-    except RuntimeError:
-        pass

@@ -168,5 +168,9 @@ class EmbeddedStore(GraphStore):
             return await self.executor.read(lambda tx: reads.run_query(tx, cypher, params, limit), timeout_ms)
         except RuntimeError as exc:
             message = str(exc).splitlines()[0]
-            hint = "only read queries run here" if "read-only" in message else "check the query against the schema"
+            hint = (
+                "only read queries run here"
+                if "read-only" in message
+                else "check the query against the schema"
+            )
             raise ReadOnlyQueryError(message, hint=hint) from exc

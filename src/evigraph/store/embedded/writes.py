@@ -9,6 +9,7 @@ folded by key in Python first.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -113,7 +114,9 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     now = datetime.now(UTC).replace(tzinfo=None)
     numbers = {v.key: previous.get(v.key, 0) + 1 for v in versions}
 
-    docs, chunks, nexts = [], [], []
+    docs: list[dict[str, Any]] = []
+    chunks: list[dict[str, Any]] = []
+    nexts: list[dict[str, str]] = []
     entities: dict[str, dict[str, Any]] = {}
     mentions: list[dict[str, Any]] = []
     relations: dict[str, dict[str, Any]] = {}
@@ -148,7 +151,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                     "ce": c.end,
                 }
             )
-        nexts.extend({"a": a, "b": b} for a, b in zip(ids, ids[1:], strict=False))
+        nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
         for e in v.graph.entities:
             row = entities.get(e.id)
             if row is None:

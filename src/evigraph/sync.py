@@ -1,4 +1,7 @@
-"""Plain-function mirrors of the KnowledgeBase operations, for scripts and notebooks without asyncio.
+"""Plain-function mirrors of the KnowledgeBase operations, for scripts without asyncio.
+
+`evigraph.sync.ingest(...)` is `KnowledgeBase(...).ingest(...)` run to completion; the names
+match the async methods and the CLI verbs.
 
 Each opens the knowledge base, runs one operation and closes it, so the database is not held
 between calls (another process may write in between).
