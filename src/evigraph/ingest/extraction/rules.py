@@ -46,7 +46,7 @@ _TITLE_RE = re.compile(
 
 _CONNECTORS = (
     r"(?:of the|of|de la|de|del|della|di|da|du|des|van der|van den|van|von der|von|der|den|la|le"
-    r"|the|for|and the|&|bin|ibn|al)"
+    r"|the|for|&|bin|ibn|al)"
 )
 _NAME_RE = re.compile(rf"{_CAP_WORD}(?:(?:{_GAP}{_CONNECTORS})?{_GAP}{_CAP_WORD})*")
 
@@ -133,7 +133,7 @@ for _tag, _names in (
         _SUFFIX_TAGS[_word] = _tag
 _PLACE_PREFIXES = frozenset(_words("Mount Mt Lake Cape Fort Port Isle Lake Gulf Sierra Rio"))
 _ROMAN = re.compile(r"^(?:[IVXLC]+|\d+)$")
-_CONNECTOR_WORDS = frozenset(_words("of the de la del della di da du des van der den von le for and & bin ibn al"))
+_CONNECTOR_WORDS = frozenset(_words("of the de la del della di da du des van der den von le for & bin ibn al"))
 
 _OPENERS = frozenset("\"'“‘([*-–—• \t")
 

@@ -44,6 +44,9 @@ NUMERIC_TAGS = frozenset({"DATE", "TIME", "MONEY", "QUANTITY", "PERCENT"})
 
 _MODELS: dict[tuple[str, bool], Any] = {}
 _MODELS_LOCK = threading.Lock()
+_PIPE_LOCK = threading.Lock()
+"""Serialises `nlp.pipe` on the shared pipelines: spaCy does not promise thread safety, and
+concurrent calls would not run faster under the GIL anyway."""
 _LEADING_THE = re.compile(r"the\s+", re.I)  # used with match(): anchored at the span start
 _EDGE_JUNK = " \t\r\n\"'`“”‘’,;:!?()[]{}"  # not ".": "Inc." and "U.S." keep their periods
 
@@ -153,8 +156,9 @@ class SpacyExtraction(ExtractionStrategy):
             return [GraphData() for _ in documents]
         nlp = self.nlp
         texts = [chunk.text for chunks in documents for chunk in chunks]
-        docs = nlp.pipe(texts, batch_size=self.batch_size, n_process=self.n_process)
-        per_chunk = [_hits(doc, text, ontology) for doc, text in zip(docs, texts, strict=True)]
+        with _PIPE_LOCK:
+            docs = nlp.pipe(texts, batch_size=self.batch_size, n_process=self.n_process)
+            per_chunk = [_hits(doc, text, ontology) for doc, text in zip(docs, texts, strict=True)]
         graphs: list[GraphData] = []
         offset = 0
         for chunks in documents:

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from evigraph.errors import StoreError
+
 T = TypeVar("T")
 
 
@@ -78,7 +80,7 @@ class Executor:
 
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
         if self._write_conn is None:
-            raise RuntimeError("store opened read-only")
+            raise StoreError("the knowledge base is open read-only", hint="open it with read_only=False to write")
         with self._write_lock:
             conn = self._write_conn
             conn.execute("BEGIN TRANSACTION")

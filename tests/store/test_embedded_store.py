@@ -1,0 +1,151 @@
+"""The embedded GraphStore on a real Kuzu file: versions, search, neighbours, engines."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from evigraph.errors import EngineUnavailableError, ReadOnlyQueryError, StoreError
+from evigraph.models import (
+    DocumentVersion,
+    ExtractedEntity,
+    ExtractedRelation,
+    GraphData,
+    Mention,
+    Span,
+    TextChunk,
+)
+from evigraph.store.embedded.store import EmbeddedStore
+
+
+def version(key: str, sentences: list[str], names: list[list[tuple[str, str]]]) -> DocumentVersion:
+    """A document whose chunk i names the entities names[i], chained by relations in that order."""
+    chunks, entities, mentions, relations = [], [], [], []
+    pos = 0
+    for i, (text, chunk_names) in enumerate(zip(sentences, names, strict=True)):
+        chunks.append(TextChunk(index=i, text=text, start=pos, end=pos + len(text)))
+        pos += len(text) + 1
+        ids = []
+        for name, label in chunk_names:
+            e = ExtractedEntity.create(name, label)
+            entities.append(e)
+            at = text.index(name)
+            mentions.append(Mention(entity_id=e.id, chunk_index=i, spans=(Span(start=at, end=at + len(name)),)))
+            ids.append(e.id)
+        relations += [
+            ExtractedRelation(source=a, target=b, fact=text, confidence=0.5, chunk_indexes=(i,))
+            for a, b in zip(ids, ids[1:], strict=False)
+        ]
+    return DocumentVersion(
+        key=key,
+        title=key.title(),
+        path=None,
+        content_hash=str(hash(tuple(sentences))),
+        loader="text",
+        chunks=tuple(chunks),
+        graph=GraphData(
+            entities=tuple({e.id: e for e in entities}.values()), relations=tuple(relations), mentions=tuple(mentions)
+        ),
+    )
+
+
+async def test_versions_numbers_and_search(tmp_path: Path) -> None:
+    async with EmbeddedStore(tmp_path / "kb.db") as store:
+        [a] = await store.write_versions(
+            [
+                version(
+                    "a", ["Alice met Bob in Paris."], [[("Alice", "Person"), ("Bob", "Person"), ("Paris", "Location")]]
+                )
+            ]
+        )
+        assert a.version == 1
+        [a2] = await store.write_versions(
+            [version("a", ["Alice moved to Rome."], [[("Alice", "Person"), ("Rome", "Location")]])]
+        )
+        assert a2.version == 2
+        hits = await store.search_chunks("Rome", limit=5)
+        assert [h.text for h in hits] == ["Alice moved to Rome."]
+        assert hits[0].document == "a" and hits[0].title == "A" and hits[0].score > 0
+        assert await store.search_chunks("Paris") == []  # the old version is gone from the index
+        assert await store.search_chunks('"(:)"') == []  # query syntax characters are not operators
+        counts = await store.counts()
+        assert (counts.documents, counts.chunks, counts.entities, counts.relations) == (1, 1, 2, 1)
+
+
+async def test_neighbours_walk_hops_in_order(tmp_path: Path) -> None:
+    doc = version(
+        "chain",
+        ["Ann knows Ben.", "Ben knows Cid.", "Cid knows Dee."],
+        [
+            [("Ann", "Person"), ("Ben", "Person")],
+            [("Ben", "Person"), ("Cid", "Person")],
+            [("Cid", "Person"), ("Dee", "Person")],
+        ],
+    )
+    async with EmbeddedStore(tmp_path / "kb.db") as store:
+        await store.write_versions([doc])
+        one = await store.neighbours(["person:ann"], hops=1)
+        assert [(n.source_name, n.target_name, n.hop) for n in one] == [("Ann", "Ben", 1)]
+        three = await store.neighbours(["person:ann"], hops=3)
+        assert [(n.source_name, n.target_name, n.hop) for n in three] == [
+            ("Ann", "Ben", 1),
+            ("Ben", "Cid", 2),
+            ("Cid", "Dee", 3),
+        ]
+        reverse = await store.neighbours(["person:dee"], hops=1)
+        assert [(n.source_name, n.target_name) for n in reverse] == [("Cid", "Dee")]  # direction is kept
+        assert len(await store.neighbours(["person:ann"], hops=3, limit=2)) == 2
+
+
+async def test_failed_batch_writes_nothing(tmp_path: Path) -> None:
+    async with EmbeddedStore(tmp_path / "kb.db") as store:
+        doc = version("a", ["Alice met Bob."], [[("Alice", "Person"), ("Bob", "Person")]])
+        with pytest.raises(ValueError, match="two versions"):
+            await store.write_versions([doc, doc])
+        assert (await store.counts()).documents == 0
+
+
+async def test_reads_refuse_writes_even_inside_procedures(tmp_path: Path) -> None:
+    async with EmbeddedStore(tmp_path / "kb.db") as store:
+        await store.write_versions([version("a", ["Alice met Bob."], [[("Alice", "Person"), ("Bob", "Person")]])])
+        for cypher in (
+            "CREATE (:Entity {id: 'x'})",
+            "MATCH (e:Entity) SET e.name = 'x'",
+            "MATCH (e:Entity) DETACH DELETE e",
+            "MERGE (:Entity {id: 'y'})",
+        ):
+            with pytest.raises(ReadOnlyQueryError):
+                await store.query(cypher)
+        assert (await store.counts()).entities == 2
+        rows = await store.query("MATCH (e:Entity) RETURN e.name AS name ORDER BY name", limit=1)
+        assert rows == [{"name": "Alice"}]
+
+
+async def test_read_only_store_on_existing_file(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    async with EmbeddedStore(db) as store:
+        await store.write_versions([version("a", ["Alice met Bob."], [[("Alice", "Person"), ("Bob", "Person")]])])
+    async with EmbeddedStore(db, read_only=True) as ro:
+        assert (await ro.counts()).documents == 1
+        with pytest.raises(StoreError, match="read-only"):
+            await ro.delete_document("a")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("real_ladybug") is not None or importlib.util.find_spec("ladybug") is not None,
+    reason="LadybugDB is installed here",
+)
+async def test_ladybug_engine_missing_says_how_to_get_it(tmp_path: Path) -> None:
+    with pytest.raises(EngineUnavailableError, match="LadybugDB is not installed") as info:
+        async with EmbeddedStore(tmp_path / "kb.db", engine="ladybug"):
+            pass
+    assert "evigraph[ladybug]" in info.value.hint
+    assert not (tmp_path / "kb.db").exists()
+
+
+async def test_unknown_engine_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(EngineUnavailableError, match="unknown engine"):
+        async with EmbeddedStore(tmp_path / "kb.db", engine="postgres"):
+            pass
