@@ -80,9 +80,7 @@ def child(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=Path("../shared/bench/musique/corpus.jsonl"))
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     parser.add_argument("--phase", choices=["floor", "ingest", "reingest"], help=argparse.SUPPRESS)
@@ -109,9 +107,7 @@ def main() -> None:
 
     floor = results.get("floor (read + chunk)")
     print(f"corpus: {args.corpus}")
-    print(
-        f"{'system':<32} {'passages':>8} {'seconds':>8} {'passages/s':>11} {'x floor time':>12} {'peak MB':>8}"
-    )
+    print(f"{'system':<32} {'passages':>8} {'seconds':>8} {'passages/s':>11} {'x floor time':>12} {'peak MB':>8}")
     for name, r in results.items():
         ratio = r["seconds"] / floor["seconds"] if floor else float("nan")
         print(

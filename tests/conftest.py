@@ -24,9 +24,7 @@ class CliResult:
         return json.loads(self.out)
 
 
-def run_cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 180
-) -> CliResult:
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 180) -> CliResult:
     """Run `python -m evigraph` as a user would, in a fresh process."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("EVIGRAPH_DB", None) if env is None or "EVIGRAPH_DB" not in env else None

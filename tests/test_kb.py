@@ -57,7 +57,9 @@ async def test_context_manager_closes_the_database(tmp_path: Path) -> None:
     # A closed knowledge base releases the file: another process can write to it.
     proc = subprocess.run(
         [sys.executable, "-m", "evigraph", "ingest", "--db", str(db), "--json", str(_write(tmp_path / "b.txt"))],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
 
@@ -135,7 +137,9 @@ class GadgetExtraction(ExtractionStrategy):
             for m in re.finditer(r"Gadget \d+", c.text):
                 e = ExtractedEntity.create(m.group(), "Product")
                 ents.append(e)
-                mentions.append(Mention(entity_id=e.id, chunk_index=c.index, spans=(Span(start=m.start(), end=m.end()),)))
+                mentions.append(
+                    Mention(entity_id=e.id, chunk_index=c.index, spans=(Span(start=m.start(), end=m.end()),))
+                )
         return GraphData(entities=tuple(ents), mentions=tuple(mentions))
 
 
@@ -144,7 +148,11 @@ async def test_user_written_strategies_are_accepted(tmp_path: Path) -> None:
     page.write_text("<p>Gadget 7 is new. Gadget 9 is old. Nothing else</p>", encoding="utf-8")
     ontology = Ontology(entities=(EntityType(label="Product"),))
     async with KnowledgeBase(
-        tmp_path / "kb.db", loaders=[HtmlLoader()], chunker=LineChunking(), extractor=GadgetExtraction(), ontology=ontology
+        tmp_path / "kb.db",
+        loaders=[HtmlLoader()],
+        chunker=LineChunking(),
+        extractor=GadgetExtraction(),
+        ontology=ontology,
     ) as kb:
         report = await kb.ingest([page])
         assert report.ok, report.failed
@@ -163,7 +171,9 @@ def test_plain_function_mirrors(tmp_path: Path) -> None:
 
 def _records(path: Path, version: str, n: int) -> Path:
     lines = [
-        json.dumps({"id": f"doc-{i}", "title": f"Doc {i}", "text": f"Doc {i} {version}. " + "Lisbon and Porto trade. " * 40})
+        json.dumps(
+            {"id": f"doc-{i}", "title": f"Doc {i}", "text": f"Doc {i} {version}. " + "Lisbon and Porto trade. " * 40}
+        )
         for i in range(n)
     ]
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -28,9 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB, else ./evigraph.db)"
-    )
+    common.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB, else ./evigraph.db)")
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
     common.add_argument(
         "--engine",
@@ -59,9 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
 
-    status = sub.add_parser(
-        "status", parents=[common], help="counts of documents, passages, entities, relations"
-    )
+    status = sub.add_parser("status", parents=[common], help="counts of documents, passages, entities, relations")
     status.add_argument("--documents", action="store_true", help="also list document keys")
 
     delete = sub.add_parser("delete", parents=[common], help="remove a document and what only it mentioned")
@@ -114,11 +110,7 @@ async def _ingest(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     report = await kb.ingest(args.paths, progress=progress)
     if args.json:
         _print_json(
-            {
-                "documents": [
-                    d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents
-                ]
-            }
+            {"documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents]}
         )
     else:
         _print_report(report, quiet=args.quiet)

@@ -193,9 +193,7 @@ class KnowledgeBase:
         store = await self._open(for_write=True)
         run = IngestRun(store, self._strategies(), batch_documents=self.batch_documents)
         async with self._write_lock:
-            return await run.run(
-                [os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress)
-            )
+            return await run.run([os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress))
 
     async def delete(self, key: str) -> bool:
         """Remove a document, its passages and the entities only it mentioned; False if absent."""

@@ -106,17 +106,13 @@ def test_bad_file_fails_alone_and_loses_nothing(
     assert after["chunks"] > before["chunks"]
 
 
-def test_missing_path_fails_with_hint(
-    stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path
-) -> None:
+def test_missing_path_fails_with_hint(stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path) -> None:
     db, before = stored
     _check_batch(_batch(db, tmp_path / "nope.md", good), "nope.md", "no such file", "check the path")
     assert run_cli("status", "--db", str(db), "--json").json()["documents"] == before["documents"] + 1
 
 
-def test_folder_without_supported_files(
-    stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path
-) -> None:
+def test_folder_without_supported_files(stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path) -> None:
     db, _ = stored
     folder = tmp_path / "images"
     folder.mkdir()

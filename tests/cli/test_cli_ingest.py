@@ -33,12 +33,7 @@ def test_ingest_reingest_edit_delete_cycle(corpus: Path, tmp_path: Path) -> None
     statuses = {Path(d["key"]).name: d["status"] for d in first.json()["documents"]}
     assert statuses == {"lisbon.txt": "created", "reefwatch.md": "created", "tidescope.pdf": "created"}
     counts = run_cli("status", "--db", str(db), "--json").json()
-    assert (
-        counts["documents"] == 3
-        and counts["chunks"] >= 3
-        and counts["entities"] > 0
-        and counts["relations"] > 0
-    )
+    assert counts["documents"] == 3 and counts["chunks"] >= 3 and counts["entities"] > 0 and counts["relations"] > 0
 
     again = run_cli("ingest", str(corpus), "--db", str(db), "--json")
     assert again.code == 0, again.err
@@ -91,9 +86,7 @@ def test_text_output_lists_each_file_and_a_summary(corpus: Path, tmp_path: Path)
 
 def test_globs_and_db_from_environment(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "env.db"
-    result = run_cli(
-        "ingest", str(corpus / "*.md"), "--json", "--extractor", "rules", env={"EVIGRAPH_DB": str(db)}
-    )
+    result = run_cli("ingest", str(corpus / "*.md"), "--json", "--extractor", "rules", env={"EVIGRAPH_DB": str(db)})
     assert result.code == 0, result.err
     assert [Path(d["key"]).name for d in result.json()["documents"]] == ["reefwatch.md"]
     assert db.exists()
@@ -104,16 +97,12 @@ def test_jsonl_records_become_documents(tmp_path: Path) -> None:
     records = tmp_path / "corpus.jsonl"
     records.write_text(
         "\n".join(
-            json.dumps(
-                {"id": f"rec-{i}", "title": f"Record {i}", "text": f"Record {i} mentions Lisbon and Porto."}
-            )
+            json.dumps({"id": f"rec-{i}", "title": f"Record {i}", "text": f"Record {i} mentions Lisbon and Porto."})
             for i in range(5)
         ),
         encoding="utf-8",
     )
-    result = run_cli(
-        "ingest", str(records), "--db", str(tmp_path / "kb.db"), "--json", "--extractor", "rules"
-    )
+    result = run_cli("ingest", str(records), "--db", str(tmp_path / "kb.db"), "--json", "--extractor", "rules")
     assert result.code == 0, result.err
     assert sorted(d["key"] for d in result.json()["documents"]) == [f"rec-{i}" for i in range(5)]
     assert run_cli("status", "--db", str(tmp_path / "kb.db"), "--json").json()["documents"] == 5

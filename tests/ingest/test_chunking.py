@@ -58,9 +58,7 @@ def check_invariants(document: LoadedDocument, chunks: list[TextChunk], exact: b
 
 
 def covered_sentences(document: LoadedDocument, chunks: list[TextChunk]) -> set[tuple[int, int]]:
-    return {
-        (s, e) for s, e in split_sentences(document.text) if any(c.start <= s and e <= c.end for c in chunks)
-    }
+    return {(s, e) for s, e in split_sentences(document.text) if any(c.start <= s and e <= c.end for c in chunks)}
 
 
 # -- fixed --------------------------------------------------------------------------------------
@@ -294,9 +292,7 @@ def test_structural_splits_big_section_keeping_breadcrumbs(tmp_path: Path) -> No
     assert all(TOK.count(c.text) <= 60 for c in chunks)
     long_chunks = [c for c in chunks if c.breadcrumbs == ("Top", "Long part")]
     assert len(long_chunks) > 5
-    assert covered_sentences(d, long_chunks) >= {
-        s for s in split_sentences(d.text) if "day" in d.text[s[0] : s[1]]
-    }
+    assert covered_sentences(d, long_chunks) >= {s for s in split_sentences(d.text) if "day" in d.text[s[0] : s[1]]}
     assert chunks[-1].breadcrumbs == ("Top", "Short") and chunks[-1].text.endswith("Just this.")
     starts = {s for s, _ in split_sentences(d.text)}
     assert all(c.start in starts for c in long_chunks)

@@ -244,9 +244,7 @@ def test_pdf_with_owner_password_only_still_loads(tmp_path: Path) -> None:
     assert "Readable by anyone." in doc.text
 
 
-@pytest.mark.parametrize(
-    "content", [b"this is not a pdf at all \x01\x02", b"%PDF-1.7\n garbage garbage \n%%EOF"]
-)
+@pytest.mark.parametrize("content", [b"this is not a pdf at all \x01\x02", b"%PDF-1.7\n garbage garbage \n%%EOF"])
 def test_malformed_pdf_is_input_error(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "broken.pdf"
     path.write_bytes(content)

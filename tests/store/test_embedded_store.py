@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def version(key: str, sentences: list[str], names: list[list[tuple[str, str]]]) 
             ids.append(e.id)
         relations += [
             ExtractedRelation(source=a, target=b, fact=text, confidence=0.5, chunk_indexes=(i,))
-            for a, b in zip(ids, ids[1:], strict=False)
+            for a, b in itertools.pairwise(ids)
         ]
     return DocumentVersion(
         key=key,

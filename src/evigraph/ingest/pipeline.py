@@ -107,9 +107,7 @@ class IngestRun:
         out = []
         for d in docs:
             if d.key in seen:
-                self._fail(
-                    d.key, f"duplicate document key {d.key!r} in this ingest; give each record its own id"
-                )
+                self._fail(d.key, f"duplicate document key {d.key!r} in this ingest; give each record its own id")
                 continue
             seen.add(d.key)
             out.append(d)
@@ -123,9 +121,7 @@ class IngestRun:
         for d in docs:
             old = stored.get(d.key)
             if old is not None and old.content_hash == d.content_hash:
-                self._outcome(
-                    DocumentOutcome(key=d.key, status=IngestStatus.unchanged, path=d.path, chunks=old.chunks)
-                )
+                self._outcome(DocumentOutcome(key=d.key, status=IngestStatus.unchanged, path=d.path, chunks=old.chunks))
                 advance(1)
             else:
                 pending.append(_Pending(d, existed=old is not None))
@@ -146,9 +142,7 @@ class IngestRun:
             batches.append(current)
         return batches
 
-    async def _process(
-        self, batch: list[_Pending], advance: ProgressFn
-    ) -> list[tuple[_Pending, DocumentVersion]]:
+    async def _process(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, DocumentVersion]]:
         chunked = await asyncio.to_thread(self._chunk_all, batch, advance)
         if not chunked:
             return []
@@ -180,9 +174,7 @@ class IngestRun:
             )
         return out
 
-    def _chunk_all(
-        self, batch: list[_Pending], advance: ProgressFn
-    ) -> list[tuple[_Pending, list[TextChunk]]]:
+    def _chunk_all(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, list[TextChunk]]]:
         out = []
         for p in batch:
             try:
@@ -192,9 +184,7 @@ class IngestRun:
                 advance(1)
                 continue
             if not chunks:
-                self._fail(
-                    p.doc.key, "the chunker produced no passages; the document has no text", path=p.doc.path
-                )
+                self._fail(p.doc.key, "the chunker produced no passages; the document has no text", path=p.doc.path)
                 advance(1)
                 continue
             out.append((p, chunks))

@@ -72,9 +72,7 @@ def expand_sources(
             for f in matched:
                 add(f)
         elif path.exists():
-            failures.append(
-                SourceFailure(text, f"{text} is not a regular file or folder; name a file or folder")
-            )
+            failures.append(SourceFailure(text, f"{text} is not a regular file or folder; name a file or folder"))
         else:
             failures.append(SourceFailure(text, f"no such file or folder: {text}; check the path"))
     return sorted(files.values(), key=lambda s: s.path), failures

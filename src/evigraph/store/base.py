@@ -78,7 +78,5 @@ class GraphStore(ABC):
         """Relations reachable from the given entities, nearest hop first."""
 
     @abstractmethod
-    async def query(
-        self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    async def query(self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Run read-only Cypher; writes are refused by the engine."""

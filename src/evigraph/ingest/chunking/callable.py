@@ -58,9 +58,7 @@ class CallableChunking(ChunkingStrategy):
             if not piece:
                 continue
             start, end = _locate(text, piece, prev_start, prev_end, first=not out)
-            out.append(
-                TextChunk(index=len(out), text=piece, start=start, end=end, page=document.page_at(start))
-            )
+            out.append(TextChunk(index=len(out), text=piece, start=start, end=end, page=document.page_at(start)))
             prev_start, prev_end = start, end
         return out
 

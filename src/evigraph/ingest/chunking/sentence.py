@@ -46,9 +46,7 @@ def trim_span(text: str, start: int, end: int) -> Span | None:
     return (start, end) if end > start else None
 
 
-def chunks_from_spans(
-    document: LoadedDocument, spans: Iterable[tuple[int, int, tuple[str, ...]]]
-) -> list[TextChunk]:
+def chunks_from_spans(document: LoadedDocument, spans: Iterable[tuple[int, int, tuple[str, ...]]]) -> list[TextChunk]:
     """Turn (start, end, breadcrumbs) spans into indexed chunks, dropping white-space-only ones.
 
     Shared by the chunkers so that every one of them guarantees the same contract: indexes from 0,
@@ -62,9 +60,7 @@ def chunks_from_spans(
             continue
         s, e = span
         out.append(
-            TextChunk(
-                index=len(out), text=text[s:e], start=s, end=e, breadcrumbs=crumbs, page=document.page_at(s)
-            )
+            TextChunk(index=len(out), text=text[s:e], start=s, end=e, breadcrumbs=crumbs, page=document.page_at(s))
         )
     return out
 
@@ -85,9 +81,7 @@ class SentenceTokenCapChunking(ChunkingStrategy):
 
     name = "sentence"
 
-    def __init__(
-        self, max_tokens: int = 384, overlap_sentences: int = 2, tokenizer: Tokenizer | None = None
-    ) -> None:
+    def __init__(self, max_tokens: int = 384, overlap_sentences: int = 2, tokenizer: Tokenizer | None = None) -> None:
         if max_tokens < 1:
             raise ConfigurationError(f"max_tokens must be at least 1, got {max_tokens}", "use e.g. 384")
         if overlap_sentences < 0:

@@ -40,8 +40,6 @@ class ExtractionStrategy(ABC):
     async def extract(self, chunks: Sequence[TextChunk], ontology: Ontology) -> GraphData:
         """Extract the graph stated by `chunks` (all from one document)."""
 
-    async def extract_many(
-        self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology
-    ) -> list[GraphData]:
+    async def extract_many(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """Extract several documents at once; override to batch model calls across documents."""
         return [await self.extract(chunks, ontology) for chunks in documents]

@@ -45,9 +45,7 @@ def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
         with path.open("rb") as fh:
             data = fh.read(max_bytes + 1)
     except PermissionError as exc:
-        raise InputError(
-            f"{path}: permission denied", "make the file readable by this user (chmod u+r)"
-        ) from exc
+        raise InputError(f"{path}: permission denied", "make the file readable by this user (chmod u+r)") from exc
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
     if len(data) > max_bytes:

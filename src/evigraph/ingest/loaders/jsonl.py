@@ -56,9 +56,7 @@ class JsonlLoader(LoaderStrategy):
         try:
             record: Any = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{where}: invalid JSON ({exc.msg} at column {exc.colno})", _RECORD_HINT
-            ) from exc
+            raise InputError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})", _RECORD_HINT) from exc
         if not isinstance(record, dict):
             raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}", _RECORD_HINT)
 

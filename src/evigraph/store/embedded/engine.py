@@ -27,9 +27,7 @@ _LADYBUG_MODULES = ("real_ladybug", "ladybug")
 def import_engine(engine: str) -> Any:
     """Import the engine module; `auto` prefers Kuzu, whose extensions are linked in."""
     if engine not in (*ENGINES, "auto"):
-        raise EngineUnavailableError(
-            f"unknown engine {engine!r}", hint=f"use one of: auto, {', '.join(ENGINES)}"
-        )
+        raise EngineUnavailableError(f"unknown engine {engine!r}", hint=f"use one of: auto, {', '.join(ENGINES)}")
     if engine in ("kuzu", "auto"):
         try:
             return importlib.import_module("kuzu")

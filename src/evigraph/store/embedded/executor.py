@@ -29,9 +29,7 @@ class Tx:
     def execute(self, query: str, params: dict[str, Any] | None = None) -> Any:
         return self._conn.execute(query, params or {})
 
-    def rows(
-        self, query: str, params: dict[str, Any] | None = None, limit: int | None = None
-    ) -> list[dict[str, Any]]:
+    def rows(self, query: str, params: dict[str, Any] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         result = self.execute(query, params)
         try:
             names = result.get_column_names()

@@ -27,9 +27,7 @@ def _document(row: dict[str, Any]) -> StoredDocument:
 
 
 def get_documents(tx: Tx, keys: Sequence[str]) -> dict[str, StoredDocument]:
-    rows = tx.rows(
-        f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) RETURN {_DOC_FIELDS}", {"keys": list(keys)}
-    )
+    rows = tx.rows(f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) RETURN {_DOC_FIELDS}", {"keys": list(keys)})
     return {r["key"]: _document(r) for r in rows}
 
 
@@ -42,13 +40,8 @@ def list_documents(tx: Tx, limit: int, offset: int) -> list[StoredDocument]:
 
 
 def counts(tx: Tx) -> StoreCounts:
-    labels = {
-        r["label"]: int(r["n"]) for r in tx.rows("MATCH (e:Entity) RETURN e.label AS label, count(*) AS n")
-    }
-    types = {
-        r["type"]: int(r["n"])
-        for r in tx.rows("MATCH ()-[r:RELATES]->() RETURN r.type AS type, count(*) AS n")
-    }
+    labels = {r["label"]: int(r["n"]) for r in tx.rows("MATCH (e:Entity) RETURN e.label AS label, count(*) AS n")}
+    types = {r["type"]: int(r["n"]) for r in tx.rows("MATCH ()-[r:RELATES]->() RETURN r.type AS type, count(*) AS n")}
     return StoreCounts(
         documents=int(tx.column("MATCH (d:Document) RETURN count(d)")[0]),
         chunks=int(tx.column("MATCH (c:Chunk) RETURN count(c)")[0]),

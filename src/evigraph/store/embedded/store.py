@@ -75,8 +75,7 @@ class EmbeddedStore(GraphStore):
             if rows:
                 if rows[0]["v"] != SCHEMA_VERSION:
                     raise StoreError(
-                        f"{self.path} has evigraph schema version {rows[0]['v']}, "
-                        f"this evigraph reads {SCHEMA_VERSION}",
+                        f"{self.path} has evigraph schema version {rows[0]['v']}, this evigraph reads {SCHEMA_VERSION}",
                         hint="upgrade evigraph, or re-ingest into a new --db path",
                     )
                 return
@@ -168,9 +167,5 @@ class EmbeddedStore(GraphStore):
             return await self.executor.read(lambda tx: reads.run_query(tx, cypher, params, limit), timeout_ms)
         except RuntimeError as exc:
             message = str(exc).splitlines()[0]
-            hint = (
-                "only read queries run here"
-                if "read-only" in message
-                else "check the query against the schema"
-            )
+            hint = "only read queries run here" if "read-only" in message else "check the query against the schema"
             raise ReadOnlyQueryError(message, hint=hint) from exc

@@ -208,9 +208,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                             char_start: r.cs, char_end: r.ce})-[:PART_OF]->(d)""",
         chunks,
     )
-    tx.run_batched(
-        "UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", nexts
-    )
+    tx.run_batched("UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", nexts)
     _write_entities(tx, entities, now)
     tx.run_batched(
         """UNWIND $rows AS r MATCH (e:Entity {id: r.e}), (c:Chunk {id: r.c})
