@@ -21,6 +21,9 @@ def test_import_evigraph_is_light() -> None:
 def test_cli_help_is_light() -> None:
     code = "from evigraph.cli import build_parser\nbuild_parser().format_help()"
     assert _loaded_after(code) == set()
-    assert "pydantic" not in subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys; print(sorted(sys.modules))"], capture_output=True, text=True
-    ).stdout
+    assert (
+        "pydantic"
+        not in subprocess.run(
+            [sys.executable, "-c", f"{code}\nimport sys; print(sorted(sys.modules))"], capture_output=True, text=True
+        ).stdout
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
+from tests.conftest import make_pdf
 
 from evigraph.errors import InputError
 from evigraph.ingest.loaders import (
@@ -21,15 +22,7 @@ from evigraph.ingest.loaders import (
 )
 from evigraph.models import LoadedDocument
 
-
-def write_pdf(path: Path, pages: list[str]) -> Path:
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=12)
-    for body in pages:
-        pdf.add_page()
-        pdf.multi_cell(0, 8, body)
-    pdf.output(str(path))
-    return path
+write_pdf = make_pdf
 
 
 def encrypt_pdf(src: Path, dst: Path, user_password: str) -> Path:

@@ -80,29 +80,14 @@ class Executor:
         if self._write_conn is None:
             raise StoreError("the knowledge base is open read-only", hint="open it with read_only=False to write")
         with self._write_lock:
-            conn = self._write_conn
-            conn.execute("BEGIN TRANSACTION")
-            try:
-                out = fn(Tx(conn))
-            except BaseException:
-                _rollback(conn)
-                raise
-            conn.execute("COMMIT")
-            return out
+            return _in_transaction(self._write_conn, "BEGIN TRANSACTION", fn)
 
     def read_sync(self, fn: Callable[[Tx], T], timeout_ms: int | None = None) -> T:
         conn = self._take()
         try:
             if timeout_ms is not None:
                 conn.set_query_timeout(timeout_ms)
-            conn.execute("BEGIN TRANSACTION READ ONLY")
-            try:
-                out = fn(Tx(conn))
-            except BaseException:
-                _rollback(conn)
-                raise
-            conn.execute("COMMIT")
-            return out
+            return _in_transaction(conn, "BEGIN TRANSACTION READ ONLY", fn)
         finally:
             if timeout_ms is not None:
                 conn.set_query_timeout(0)
@@ -139,6 +124,18 @@ class Executor:
             conn.close()
         self._write_conn = None
         self._db.close()
+
+
+def _in_transaction(conn: Any, begin: str, fn: Callable[[Tx], T]) -> T:
+    """Run `fn` in one transaction: commit what it did, or roll all of it back."""
+    conn.execute(begin)
+    try:
+        out = fn(Tx(conn))
+    except BaseException:
+        _rollback(conn)
+        raise
+    conn.execute("COMMIT")
+    return out
 
 
 def _rollback(conn: Any) -> None:
