@@ -195,7 +195,7 @@ class ExtractedRelation(_Frozen):
     @property
     def id(self) -> str:
         """Stable identity: one relation per (endpoints, type, fact), wherever it is stated."""
-        fact = re.sub(r"\s+", " ", self.fact).strip().casefold()
+        fact = " ".join(self.fact.split()).casefold()
         raw = "\x1f".join((self.source, self.target, self.type, fact))
         return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 

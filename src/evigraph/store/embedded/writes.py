@@ -2,8 +2,15 @@
 
 Every function runs inside the caller's write transaction, so a batch of documents replaces
 their old versions in one step. Rows go to the engine as UNWIND lists (one round trip per
-statement, not per row). The engine mis-merges duplicate keys within one UNWIND, so rows are
-folded by key in Python first.
+statement, not per row). Three engine behaviours shape the statements:
+
+- a node pattern keyed on a struct field (`{id: r.id}`) is planned as a cross product with the
+  whole table, so every statement first projects the fields to plain variables (`WITH r.id AS
+  id`), which the engine joins by hash; a second node is matched after another `WITH`;
+- MERGE mis-merges duplicate keys within one UNWIND, and crashes on a table with a full-text
+  index, so rows are folded by key in Python and written as lookup + CREATE/SET;
+- strings copied straight from a parameter into a full-text-indexed column are not indexed,
+  hence `concat(x, '')` on those columns.
 """
 
 from __future__ import annotations
@@ -84,12 +91,14 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": kept}
         (update if kept else drop).append(row)
     tx.run_batched(
-        """UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES {id: r.id}]->(:Entity {id: r.d})
-           SET x.source_chunks = CAST(r.src AS STRING[])""",
+        """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
+           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+           SET x.source_chunks = CAST(src AS STRING[])""",
         update,
     )
     tx.run_batched(
-        "UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES {id: r.id}]->(:Entity {id: r.d}) DELETE x",
+        """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
+           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid DELETE x""",
         drop,
     )
 
@@ -195,35 +204,37 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                 seen["conf"] = max(seen["conf"], float(r.confidence))
 
     tx.run_batched(
-        """UNWIND $rows AS r MERGE (d:Document {key: r.key})
-           SET d.title = r.title, d.path = CAST(r.path AS STRING), d.content_hash = r.hash,
-               d.version = r.version, d.loader = r.loader, d.metadata = r.metadata,
-               d.chunk_count = r.chunks, d.ingested_at = r.at""",
+        """UNWIND $rows AS r
+           WITH r.key AS key, r.title AS title, r.path AS path, r.hash AS hash, r.version AS version,
+                r.loader AS loader, r.metadata AS metadata, r.chunks AS chunks, r.at AS at
+           MERGE (d:Document {key: key})
+           SET d.title = title, d.path = CAST(path AS STRING), d.content_hash = hash, d.version = version,
+               d.loader = loader, d.metadata = metadata, d.chunk_count = chunks, d.ingested_at = at""",
         docs,
     )
     tx.run_batched(
-        """UNWIND $rows AS r MATCH (d:Document {key: r.doc})
-           CREATE (c:Chunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: concat(r.text, ''),
-                            breadcrumbs: CAST(r.bc AS STRING[]), page: CAST(r.page AS INT64),
-                            char_start: r.cs, char_end: r.ce})-[:PART_OF]->(d)""",
+        """UNWIND $rows AS r
+           WITH r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
+                r.page AS page, r.cs AS cs, r.ce AS ce
+           MATCH (d:Document {key: doc})
+           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
+                            breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
+                            char_start: cs, char_end: ce})-[:PART_OF]->(d)""",
         chunks,
     )
-    tx.run_batched("UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", nexts)
+    tx.run_batched(
+        """UNWIND $rows AS r WITH r.a AS a_id, r.b AS b_id
+           MATCH (a:Chunk {id: a_id}) WITH a, b_id MATCH (b:Chunk {id: b_id}) CREATE (a)-[:NEXT]->(b)""",
+        nexts,
+    )
     _write_entities(tx, entities, now)
     tx.run_batched(
-        """UNWIND $rows AS r MATCH (e:Entity {id: r.e}), (c:Chunk {id: r.c})
-           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(r.s AS INT64[]), span_ends: CAST(r.t AS INT64[])}]->(c)""",
+        """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
+           MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
+           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(span_s AS INT64[]), span_ends: CAST(span_e AS INT64[])}]->(c)""",
         mentions,
     )
-    tx.run_batched(
-        f"""UNWIND $rows AS r MATCH (a:Entity {{id: r.s}}), (b:Entity {{id: r.d}})
-           MERGE (a)-[x:RELATES {{id: r.id}}]->(b)
-           ON CREATE SET x.type = r.type, x.fact = r.fact, x.confidence = r.conf,
-               x.source_chunks = CAST(r.src AS STRING[]), x._source = '{EXTRACTION_SOURCE}'
-           ON MATCH SET x.source_chunks = list_distinct(list_concat(x.source_chunks, CAST(r.src AS STRING[]))),
-               x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END""",
-        list(relations.values()),
-    )
+    _write_relations(tx, relations)
     delete_orphans(tx, candidates)
     return numbers
 
@@ -262,9 +273,47 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
         created,
     )
     tx.run_batched(
-        """UNWIND $rows AS r MATCH (e:Entity {id: r.id})
-           SET e.description = concat(r.dtext, ''), e.descriptions = CAST(r.descs AS STRING[]),
-               e.aliases = CAST(r.aliases AS STRING[])""",
+        """UNWIND $rows AS r WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases
+           MATCH (e:Entity {id: id})
+           SET e.description = concat(dtext, ''), e.descriptions = CAST(descs AS STRING[]),
+               e.aliases = CAST(aliases AS STRING[])""",
+        updated,
+    )
+
+
+def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]]) -> None:
+    """Create new relations and add this batch's passages as sources of existing ones."""
+    if not relations:
+        return
+    existing = {
+        r["id"]: r
+        for r in tx.rows(
+            """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
+               MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+               RETURN x.id AS id, x.source_chunks AS src, x.confidence AS conf""",
+            {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in relations.values()]},
+        )
+    }
+    created, updated = [], []
+    for rid, row in relations.items():
+        old = existing.get(rid)
+        if old is None:
+            created.append(row)
+        else:
+            src = list(dict.fromkeys([*(old["src"] or []), *row["src"]]))
+            updated.append({**row, "src": src, "conf": max(float(old["conf"] or 0.0), row["conf"])})
+    tx.run_batched(
+        f"""UNWIND $rows AS r
+           WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
+           MATCH (a:Entity {{id: s}}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {{id: d}})
+           CREATE (a)-[:RELATES {{id: rid, type: type, fact: fact, confidence: conf,
+                                  source_chunks: CAST(src AS STRING[]), _source: '{EXTRACTION_SOURCE}'}}]->(b)""",
+        created,
+    )
+    tx.run_batched(
+        """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
+           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+           SET x.source_chunks = CAST(src AS STRING[]), x.confidence = conf""",
         updated,
     )
 
