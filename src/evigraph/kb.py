@@ -21,10 +21,12 @@ from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.pipeline import IngestRun, ProgressFn, Strategies, text_document
+from evigraph.ingest.pipeline import IngestRun, ProgressFn, Strategies, embed_all, text_document
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
 from evigraph.models import IngestReport, Ontology, StoreCounts, StoredDocument
+from evigraph.providers.embedders import Embedder
+from evigraph.retrieval.result import RetrievalResult
 from evigraph.store.base import GraphStore
 
 DEFAULT_DB = "evigraph.db"
@@ -73,6 +75,7 @@ class KnowledgeBase:
         extractor: ExtractionStrategy | str | None = None,
         resolver: ResolutionStrategy | None = None,
         loaders: Sequence[LoaderStrategy] = (),
+        embedder: Embedder | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         batch_documents: int = 64,
     ) -> None:
@@ -86,6 +89,7 @@ class KnowledgeBase:
         self._extractor = extractor
         self._resolver = resolver or ExactMatchResolution()
         self._loaders = tuple(loaders)
+        self.embedder = embedder
         if max_file_bytes <= 0:
             raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
         self.max_file_bytes = max_file_bytes
@@ -165,6 +169,7 @@ class KnowledgeBase:
             ontology=self.ontology,
             loader_for=pick,
             extensions=sorted(extensions),
+            embedder=self.embedder,
         )
 
     # -- operations --------------------------------------------------------------------------
@@ -191,9 +196,66 @@ class KnowledgeBase:
         elif key is not None:
             raise ConfigurationError("key= is for text= input", hint="pass text= with key=, or paths alone")
         store = await self._open(for_write=True)
+        await self._claim_embedding_model(store)
         run = IngestRun(store, self._strategies(), batch_documents=self.batch_documents)
         async with self._write_lock:
             return await run.run([os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress))
+
+    async def retrieve(
+        self,
+        question: str,
+        *,
+        paths: Sequence[str] | None = None,
+        top_k: int = 10,
+        expand_hops: int = 1,
+    ) -> RetrievalResult:
+        """Find the passages, entities, relations and facts that answer `question`, each numbered.
+
+        `paths` picks search paths by name (default: all of passages, exact_names, fuzzy_names,
+        links, facts); `expand_hops` (1-5) is how far `links` walks from the named entities.
+        """
+        from evigraph.retrieval.retriever import MultiPathRetriever
+
+        store = await self._open(for_write=False)
+        retriever = MultiPathRetriever(store, self.embedder)
+        return await retriever.search(question, paths=paths, top_k=top_k, expand_hops=expand_hops)
+
+    async def finalize(self, *, progress: bool | None = None) -> int:
+        """Embed passages that have no vector yet (ingested before an embedder was set); returns how many."""
+        store = await self._open(for_write=True)
+        if self.embedder is None:
+            return 0
+        await self._claim_embedding_model(store)
+        done = 0
+        async with self._write_lock:
+            while batch := await store.pending_embeddings(limit=512):
+                vectors = await asyncio.to_thread(embed_all, self.embedder, [text for _, text in batch])
+                await store.write_embeddings([(cid, vec) for (cid, _), vec in zip(batch, vectors, strict=True)])
+                done += len(batch)
+        return done
+
+    async def reembed(self) -> int:
+        """Drop every stored vector and embed all passages with this knowledge base's embedder."""
+        if self.embedder is None:
+            raise ConfigurationError("no embedder to re-embed with", hint="pass embedder= to KnowledgeBase")
+        store = await self._open(for_write=True)
+        await store.set_embedding_model(None)
+        return await self.finalize()
+
+    async def _claim_embedding_model(self, store: GraphStore) -> None:
+        """Record the embedder on first use; refuse one that differs from the stored vectors' model."""
+        if self.embedder is None:
+            return
+        stored = await store.embedding_model()
+        if stored is None:
+            dimension = await asyncio.to_thread(lambda: self.embedder.dimension if self.embedder else 0)
+            await store.set_embedding_model(self.embedder.name, dimension)
+        elif stored[0] != self.embedder.name:
+            raise ConfigurationError(
+                f"{self.path} is embedded with {stored[0]!r}, not {self.embedder.name!r}",
+                hint="use the same embedder, or re-embed every passage with `evigraph reembed --embedder ...` "
+                "(KnowledgeBase.reembed())",
+            )
 
     async def delete(self, key: str) -> bool:
         """Remove a document, its passages and the entities only it mentioned; False if absent."""

@@ -224,6 +224,9 @@ class DocumentVersion(_Frozen):
     metadata: dict[str, str] = Field(default_factory=dict)
     chunks: tuple[TextChunk, ...]
     graph: GraphData
+    embeddings: tuple[tuple[float, ...], ...] | None = Field(
+        default=None, description="one vector per chunk, when an embedder is set"
+    )
 
 
 class StoredDocument(_Frozen):
@@ -297,7 +300,16 @@ class ChunkHit(BaseModel):
     breadcrumbs: list[str] = Field(default_factory=list)
 
 
+class EntityHit(BaseModel):
+    id: str
+    name: str
+    label: str
+    description: str = ""
+    score: float = 0.0
+
+
 class Neighbour(BaseModel):
+    id: str = ""
     source: str
     source_name: str
     type: str
@@ -306,3 +318,4 @@ class Neighbour(BaseModel):
     target_name: str
     confidence: float
     hop: int
+    source_chunks: list[str] = Field(default_factory=list)

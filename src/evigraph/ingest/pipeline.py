@@ -30,6 +30,7 @@ from evigraph.models import (
     StoredDocument,
     TextChunk,
 )
+from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class Strategies:
     ontology: Ontology
     loader_for: Callable[[SourceFile], LoaderStrategy]
     extensions: Sequence[str]
+    embedder: Embedder | None = None
 
 
 @dataclass
@@ -146,11 +148,18 @@ class IngestRun:
         chunked = await asyncio.to_thread(self._chunk_all, batch, advance)
         if not chunked:
             return []
-        graphs = await self._extract(chunked, advance)
+        offsets: dict[str, int] = {}
+        position = 0
+        for p, chunks in chunked:
+            offsets[p.doc.key] = position
+            position += len(chunks)
+        graphs, vectors = await asyncio.gather(self._extract(chunked, advance), self._embed(chunked))
         out = []
         for (p, chunks), graph in zip(chunked, graphs, strict=True):
             if graph is None:
                 continue
+            start = offsets[p.doc.key]
+            embeddings = tuple(tuple(v) for v in vectors[start : start + len(chunks)]) if vectors else None
             try:
                 resolved = await self.strategies.resolver.resolve(graph)
             except Exception as exc:
@@ -169,6 +178,7 @@ class IngestRun:
                         metadata=p.doc.metadata,
                         chunks=tuple(chunks),
                         graph=resolved,
+                        embeddings=embeddings,
                     ),
                 )
             )
@@ -189,6 +199,14 @@ class IngestRun:
                 continue
             out.append((p, chunks))
         return out
+
+    async def _embed(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[list[float]] | None:
+        """Vectors for every chunk of the batch, in one batched call per `batch_size` texts."""
+        embedder = self.strategies.embedder
+        if embedder is None:
+            return None
+        texts = [c.text for _, chunks in chunked for c in chunks]
+        return await asyncio.to_thread(embed_all, embedder, texts)
 
     async def _extract(
         self, chunked: list[tuple[_Pending, list[TextChunk]]], advance: ProgressFn
@@ -253,3 +271,14 @@ def text_document(text: str, key: str, title: str | None = None) -> LoadedDocume
     if not text.strip():
         raise InputError(f"the text for {key!r} is empty", hint="pass the document's text")
     return LoadedDocument(key=key, title=title or key, path=None, text=text, loader="text")
+
+
+def embed_all(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Embed in slices of the embedder's batch size (memory stays bounded on big batches)."""
+    out: list[list[float]] = []
+    size = max(1, embedder.batch_size)
+    for i in range(0, len(texts), size):
+        out.extend(embedder.embed(texts[i : i + size]))
+    if len(out) != len(texts):
+        raise ValueError(f"the embedder returned {len(out)} vectors for {len(texts)} texts")
+    return out

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from evigraph.models import ChunkHit, DocumentVersion, Neighbour, StoreCounts, StoredDocument
+from evigraph.models import ChunkHit, DocumentVersion, EntityHit, Neighbour, StoreCounts, StoredDocument
 
 
 class GraphStore(ABC):
@@ -80,3 +80,52 @@ class GraphStore(ABC):
     @abstractmethod
     async def query(self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Run read-only Cypher; writes are refused by the engine."""
+
+    # -- retrieval ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+        """Passages by id, in the order asked; unknown ids are skipped."""
+
+    @abstractmethod
+    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        """(entity id, chunk id) pairs: passages that mention each entity."""
+
+    @abstractmethod
+    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
+        """Full-text search over entity names and descriptions."""
+
+    @abstractmethod
+    async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]: ...
+
+    @abstractmethod
+    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
+        """Entity ids whose name or alias equals each phrase (after normalisation)."""
+
+    @abstractmethod
+    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+        """Relations stated in the given passages."""
+
+    # -- embeddings --------------------------------------------------------------------------
+
+    @abstractmethod
+    async def embedding_model(self) -> tuple[str, int] | None:
+        """(model name, dimension) the passages are embedded with, or None."""
+
+    @abstractmethod
+    async def set_embedding_model(self, name: str | None, dimension: int = 0) -> None:
+        """Record the model; None clears every stored vector so another model can take over."""
+
+    @abstractmethod
+    async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
+        """(chunk id, text) of passages without a vector."""
+
+    @abstractmethod
+    async def count_pending_embeddings(self) -> int: ...
+
+    @abstractmethod
+    async def write_embeddings(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None: ...
+
+    @abstractmethod
+    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
+        """(chunk id, cosine similarity) of the nearest passages."""

@@ -6,6 +6,8 @@ being altered, and records the schema version for future migrations.
 
 from __future__ import annotations
 
+import re
+
 META_TABLE = "EvigraphMeta"
 SCHEMA_VERSION = "1"
 
@@ -19,10 +21,12 @@ DDL = (
         loader STRING, metadata STRING, chunk_count INT64, ingested_at TIMESTAMP)""",
     """CREATE NODE TABLE IF NOT EXISTS Chunk(
         id STRING PRIMARY KEY, document STRING, version INT64, index INT64, text STRING,
-        breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64)""",
+        breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64, embedding FLOAT[],
+        search_text STRING)""",
     """CREATE NODE TABLE IF NOT EXISTS Entity(
         id STRING PRIMARY KEY, name STRING, label STRING, description STRING,
-        descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP)""",
+        descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP,
+        search_text STRING)""",
     "CREATE REL TABLE IF NOT EXISTS PART_OF(FROM Chunk TO Document)",
     "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts INT64[], span_ends INT64[])",
@@ -33,10 +37,27 @@ DDL = (
 TABLES = frozenset({META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES"})
 
 FTS_INDEXES = {
-    CHUNK_FTS: f"CALL CREATE_FTS_INDEX('Chunk', '{CHUNK_FTS}', ['text'], stemmer := 'porter')",
-    ENTITY_FTS: f"CALL CREATE_FTS_INDEX('Entity', '{ENTITY_FTS}', ['name', 'description'], stemmer := 'porter')",
+    CHUNK_FTS: f"CALL CREATE_FTS_INDEX('Chunk', '{CHUNK_FTS}', ['search_text'], stemmer := 'porter')",
+    ENTITY_FTS: f"CALL CREATE_FTS_INDEX('Entity', '{ENTITY_FTS}', ['search_text'], stemmer := 'porter')",
 }
 """Full-text indexes; the engine builds them only outside explicit transactions."""
 
 EXTRACTION_SOURCE = "extraction"
 """`_source` of entities and relations written by ingestion; only these are garbage-collected."""
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_DIGIT_LETTERS = str.maketrans("0123456789", "bcdfghklmn")
+
+
+def fts_text(text: str) -> str:
+    """The text the full-text index sees, and the form queries are put in.
+
+    The engine's tokenizer splits on spaces only (a word after a line break or `#` is glued to
+    its neighbour) and drops every token holding a digit (years, model numbers). So punctuation
+    and line breaks become spaces, and a token with digits is spelled with consonants behind a
+    `qx` marker ("1915" -> "qxcnch"), which no stemmer rule touches.
+    """
+    out = []
+    for token in _NON_WORD.sub(" ", text).lower().split():
+        out.append("qx" + token.translate(_DIGIT_LETTERS) if any(ch.isdigit() for ch in token) else token)
+    return " ".join(out)

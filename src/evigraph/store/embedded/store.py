@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from evigraph.errors import NotAKnowledgeBaseError, ReadOnlyQueryError, StoreError
-from evigraph.models import ChunkHit, DocumentVersion, Neighbour, StoreCounts, StoredDocument
+from evigraph.models import ChunkHit, DocumentVersion, EntityHit, Neighbour, StoreCounts, StoredDocument
 from evigraph.store.base import GraphStore
 from evigraph.store.embedded import reads, writes
+from evigraph.store.embedded.caches import Cached, NameIndex, VectorMatrix, build_matrix, build_name_index
 from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
@@ -42,6 +43,7 @@ class EmbeddedStore(GraphStore):
         self.buffer_pool_mb = buffer_pool_mb
         self.read_connections = read_connections
         self._exec: Executor | None = None
+        self._cache = Cached()
 
     @property
     def executor(self) -> Executor:
@@ -142,10 +144,16 @@ class EmbeddedStore(GraphStore):
                 for v in versions
             ]
 
-        return await self.executor.write(work)
+        try:
+            return await self.executor.write(work)
+        finally:
+            self._cache.invalidate()
 
     async def delete_document(self, key: str) -> bool:
-        return await self.executor.write(lambda tx: writes.delete_document(tx, key))
+        try:
+            return await self.executor.write(lambda tx: writes.delete_document(tx, key))
+        finally:
+            self._cache.invalidate()
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -169,3 +177,80 @@ class EmbeddedStore(GraphStore):
             message = str(exc).splitlines()[0]
             hint = "only read queries run here" if "read-only" in message else "check the query against the schema"
             raise ReadOnlyQueryError(message, hint=hint) from exc
+
+    # -- retrieval ---------------------------------------------------------------------------
+
+    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+        if not ids:
+            return []
+        return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids))
+
+    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        if not entity_ids:
+            return []
+        return await self.executor.read(lambda tx: reads.chunks_for_entities(tx, entity_ids, per_entity))
+
+    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
+        return await self.executor.read(lambda tx: reads.search_entities(tx, query, limit))
+
+    async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        if not ids:
+            return []
+        return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
+
+    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
+        index: NameIndex = await asyncio.to_thread(
+            self._cache.get, "names", lambda: build_name_index(self.executor.read_sync(reads.name_rows))
+        )
+        return index.lookup(phrases)
+
+    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+        if not chunk_ids:
+            return []
+        return await self.executor.read(lambda tx: reads.relations_for_chunks(tx, chunk_ids, limit))
+
+    # -- embeddings --------------------------------------------------------------------------
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        def work(tx: Tx) -> tuple[str, int] | None:
+            name = reads.get_meta(tx, "embedding_model")
+            dim = reads.get_meta(tx, "embedding_dimension")
+            return (name, int(dim or 0)) if name else None
+
+        return await self.executor.read(work)
+
+    async def set_embedding_model(self, name: str | None, dimension: int = 0) -> None:
+        def work(tx: Tx) -> None:
+            if name is None:
+                tx.execute("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL SET c.embedding = NULL").close()
+            for key, value in (("embedding_model", name), ("embedding_dimension", str(dimension) if name else None)):
+                tx.execute(f"MERGE (m:{META_TABLE} {{key: $k}}) SET m.value = $v", {"k": key, "v": value}).close()
+
+        try:
+            await self.executor.write(work)
+        finally:
+            self._cache.invalidate()
+
+    async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
+        return await self.executor.read(lambda tx: reads.pending_embeddings(tx, limit))
+
+    async def count_pending_embeddings(self) -> int:
+        return await self.executor.read(reads.count_pending_embeddings)
+
+    async def write_embeddings(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+        payload = [{"id": cid, "v": [float(x) for x in vec]} for cid, vec in rows]
+        try:
+            await self.executor.write(
+                lambda tx: tx.run_batched(
+                    "UNWIND $rows AS r WITH r.id AS cid, r.v AS v MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
+                    payload,
+                )
+            )
+        finally:
+            self._cache.invalidate()
+
+    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
+        matrix: VectorMatrix = await asyncio.to_thread(
+            self._cache.get, "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
+        )
+        return matrix.search(vector, limit)

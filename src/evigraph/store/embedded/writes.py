@@ -24,7 +24,7 @@ from typing import Any
 
 from evigraph.models import DocumentVersion
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
 
 
 def chunk_id(key: str, version: int, index: int) -> str:
@@ -146,7 +146,8 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         )
         ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
         by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
-        for c, cid in zip(v.chunks, ids, strict=True):
+        vectors = v.embeddings or [None] * len(v.chunks)
+        for c, cid, vec in zip(v.chunks, ids, vectors, strict=True):
             chunks.append(
                 {
                     "id": cid,
@@ -158,6 +159,8 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                     "page": c.page,
                     "cs": c.start,
                     "ce": c.end,
+                    "emb": list(vec) if vec is not None else None,
+                    "st": fts_text(" ".join((*c.breadcrumbs, c.text))),
                 }
             )
         nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
@@ -215,11 +218,12 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     tx.run_batched(
         """UNWIND $rows AS r
            WITH r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
-                r.page AS page, r.cs AS cs, r.ce AS ce
+                r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st
            MATCH (d:Document {key: doc})
            CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
-                            char_start: cs, char_end: ce})-[:PART_OF]->(d)""",
+                            char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
+                            search_text: concat(st, '')})-[:PART_OF]->(d)""",
         chunks,
     )
     tx.run_batched(
@@ -260,23 +264,26 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
     for eid, row in entities.items():
         old = existing.get(eid)
         if old is None:
-            created.append({**row, "dtext": " | ".join(row["descs"]), "at": now})
+            created.append({**row, "dtext": " | ".join(row["descs"]), "at": now, "st": _entity_text(row)})
             continue
         descs = list(dict.fromkeys([*(old["descs"] or []), *row["descs"]]))
         aliases = list(dict.fromkeys([*(old["aliases"] or []), *row["aliases"]]))
         if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
-            updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
+            full = {"id": eid, "name": row["name"], "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)}
+            updated.append({**full, "st": _entity_text(full)})
     tx.run_batched(
         f"""UNWIND $rows AS r CREATE (e:Entity {{id: r.id, name: concat(r.name, ''), label: r.label,
                description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
-               aliases: CAST(r.aliases AS STRING[]), _source: '{EXTRACTION_SOURCE}', _created_at: r.at}})""",
+               aliases: CAST(r.aliases AS STRING[]), _source: '{EXTRACTION_SOURCE}', _created_at: r.at,
+               search_text: concat(r.st, '')}})""",
         created,
     )
     tx.run_batched(
-        """UNWIND $rows AS r WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases
+        """UNWIND $rows AS r
+           WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases, r.st AS st
            MATCH (e:Entity {id: id})
-           SET e.description = concat(dtext, ''), e.descriptions = CAST(descs AS STRING[]),
-               e.aliases = CAST(aliases AS STRING[])""",
+           SET e.description = dtext, e.descriptions = CAST(descs AS STRING[]),
+               e.aliases = CAST(aliases AS STRING[]), e.search_text = concat(st, '')""",
         updated,
     )
 
@@ -316,6 +323,11 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]]) -> None:
            SET x.source_chunks = CAST(src AS STRING[]), x.confidence = conf""",
         updated,
     )
+
+
+def _entity_text(row: dict[str, Any]) -> str:
+    """What full-text search over entities matches: every name form and the descriptions."""
+    return fts_text(" ".join(dict.fromkeys([row["name"], *row["aliases"], *row["descs"]])))
 
 
 def delete_document(tx: Tx, key: str) -> bool:

@@ -1,0 +1,266 @@
+"""Multi-path hybrid retrieval: full-text, vectors and the graph, fused into one cited result.
+
+`search` validates and assembles; `_gather` runs the paths concurrently against the store.
+Each path is cheap on its own (one or two store calls), so the latency is roughly the slowest
+path plus embedding the question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evigraph.errors import ConfigurationError
+from evigraph.models import ChunkHit, EntityHit, Neighbour
+from evigraph.providers.embedders import Embedder
+from evigraph.retrieval.analysis import question_phrases
+from evigraph.retrieval.fusion import cap_per_label, rrf
+from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem, RetrievalResult, Source
+from evigraph.store.base import GraphStore
+
+PATHS = ("passages", "exact_names", "fuzzy_names", "links", "facts")
+MAX_TOP_K = 50
+MAX_HOPS = 5
+
+# How much each ranked list counts in passage fusion. Direct matches (words, meaning) lead;
+# passages reached through named entities or their relations add evidence without outvoting them.
+PASSAGE_WEIGHTS = {"bm25": 1.0, "vector": 1.0, "entity_mentions": 0.35, "relation_sources": 0.25}
+
+_TERM = re.compile(r"\w+", re.UNICODE)
+_FACT_STOP = frozenset("a an the of in on at to for from by with and or is are was were who what which".split())  # noqa: SIM905
+
+
+@dataclass
+class _Found:
+    bm25: list[ChunkHit] = field(default_factory=list)
+    vector: list[tuple[str, float]] = field(default_factory=list)
+    exact: list[str] = field(default_factory=list)
+    fuzzy: list[EntityHit] = field(default_factory=list)
+    links: list[Neighbour] = field(default_factory=list)
+    facts: list[Neighbour] = field(default_factory=list)
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+
+
+class MultiPathRetriever:
+    """Runs the search paths named in `paths` and fuses what they find.
+
+    `label_cap` bounds how many entities of one label the result lists before other labels get
+    a turn (0 disables it).
+    """
+
+    def __init__(self, store: GraphStore, embedder: Embedder | None = None, *, label_cap: int = 3) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.label_cap = label_cap
+
+    async def search(
+        self,
+        question: str,
+        *,
+        paths: Sequence[str] | None = None,
+        top_k: int = 10,
+        expand_hops: int = 1,
+    ) -> RetrievalResult:
+        chosen = validate(question, paths, top_k, expand_hops)
+        vector = await self._embed(question) if self.embedder and {"passages", "facts"} & set(chosen) else None
+        found = await self._gather(question, chosen, top_k, expand_hops, vector)
+        return await self._assemble(question, chosen, top_k, found)
+
+    async def _embed(self, question: str) -> list[float] | None:
+        assert self.embedder is not None
+        stored = await self.store.embedding_model()
+        if stored is None:
+            return None  # nothing embedded yet: full-text and graph only
+        name, dimension = stored
+        if name != self.embedder.name:
+            raise ConfigurationError(
+                f"the knowledge base is embedded with {name!r}, not {self.embedder.name!r}",
+                hint=f"search with embedder {name!r}, or re-embed every passage: `evigraph reembed --embedder ...` "
+                "(KnowledgeBase.reembed())",
+            )
+        vec = await asyncio.to_thread(self.embedder.embed_query, question)
+        if len(vec) != dimension:
+            raise ConfigurationError(
+                f"the embedder gives {len(vec)} dimensions, the knowledge base holds {dimension}",
+                hint="re-embed with `evigraph reembed` (KnowledgeBase.reembed())",
+            )
+        return vec
+
+    async def _gather(
+        self, question: str, paths: Sequence[str], top_k: int, hops: int, vector: list[float] | None
+    ) -> _Found:
+        found = _Found()
+        pool = max(top_k * 3, 20)
+        want_names = "exact_names" in paths or "links" in paths
+
+        async def passages() -> None:
+            if "passages" in paths or "facts" in paths:
+                found.bm25 = await self.store.search_chunks(question, pool)
+                if vector is not None:
+                    found.vector = await self.store.vector_search(vector, pool)
+
+        async def exact() -> None:
+            if want_names:
+                named = await self.store.entities_named(question_phrases(question))
+                found.exact = list(dict.fromkeys(eid for ids in named.values() for eid in ids))
+
+        async def fuzzy() -> None:
+            if "fuzzy_names" in paths or ("links" in paths and "exact_names" not in paths):
+                found.fuzzy = await self.store.search_entities(question, top_k * 2)
+
+        await asyncio.gather(passages(), exact(), fuzzy())
+
+        seeds = list(dict.fromkeys([*found.exact, *(e.id for e in found.fuzzy[:5])]))
+        entity_ids = list(
+            dict.fromkeys(
+                [
+                    *(found.exact if "exact_names" in paths else []),
+                    *(e.id for e in found.fuzzy if "fuzzy_names" in paths),
+                ]
+            )
+        )
+
+        async def links() -> None:
+            if "links" in paths and seeds:
+                found.links = await self.store.neighbours(seeds, hops=hops, limit=min(4 * top_k, 40))
+
+        async def facts() -> None:
+            if "facts" in paths:
+                top_chunks = [h.id for h in found.bm25[:10]] + [cid for cid, _ in found.vector[:10]]
+                candidates = await self.store.relations_for_chunks(list(dict.fromkeys(top_chunks)), limit=400)
+                found.facts = rank_facts(question, candidates)[:top_k]
+
+        async def mentions() -> None:
+            if entity_ids:
+                found.mentions = await self.store.chunks_for_entities(entity_ids[:top_k], per_entity=3)
+
+        await asyncio.gather(links(), facts(), mentions())
+        return found
+
+    async def _assemble(self, question: str, paths: Sequence[str], top_k: int, found: _Found) -> RetrievalResult:
+        ranked: dict[str, list[str]] = {}
+        if "passages" in paths:
+            ranked["bm25"] = [h.id for h in found.bm25]
+            ranked["vector"] = [cid for cid, _ in found.vector]
+        entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
+        ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
+        ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
+        fused = rrf({k: v for k, v in ranked.items() if v}, PASSAGE_WEIGHTS)[:top_k]
+        hits = {h.id: h for h in found.bm25}
+        missing = [f.key for f in fused if f.key not in hits]
+        hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
+
+        result = RetrievalResult(question=question, paths=list(paths))
+        for f in fused:
+            hit = hits.get(f.key)
+            if hit is None:
+                continue
+            result.passages.append(
+                PassageItem(
+                    id=hit.id,
+                    text=hit.text,
+                    score=f.score,
+                    scores=f.scores,
+                    paths=sorted(_passage_paths(f.scores)),
+                    source=Source(
+                        document=hit.document,
+                        title=hit.title,
+                        path=hit.path,
+                        page=hit.page,
+                        start=hit.start,
+                        end=hit.end,
+                        breadcrumbs=hit.breadcrumbs,
+                    ),
+                )
+            )
+        result.entities = await self._entities(paths, top_k, found)
+        result.relations = [_relation(r) for r in found.links]
+        result.facts = [_relation(r) for r in found.facts]
+        number(result)
+        return result
+
+    async def _entities(self, paths: Sequence[str], top_k: int, found: _Found) -> list[EntityItem]:
+        lists: dict[str, list[str]] = {}
+        if "exact_names" in paths:
+            lists["exact_names"] = found.exact
+        if "fuzzy_names" in paths:
+            lists["fuzzy_names"] = [e.id for e in found.fuzzy]
+        if not lists:
+            return []
+        fused = rrf(lists)
+        details = {e.id: e for e in found.fuzzy}
+        details.update(
+            {e.id: e for e in await self.store.entities_by_ids([f.key for f in fused if f.key not in details])}
+        )
+        items = [
+            EntityItem(
+                id=f.key,
+                name=details[f.key].name,
+                label=details[f.key].label,
+                description=details[f.key].description,
+                score=f.score,
+                scores=f.scores,
+                paths=sorted(f.scores),
+            )
+            for f in fused
+            if f.key in details
+        ]
+        return cap_per_label(items, lambda e: e.label, self.label_cap, top_k)
+
+
+def validate(question: str, paths: Sequence[str] | None, top_k: int, expand_hops: int) -> list[str]:
+    if not question or not question.strip():
+        raise ConfigurationError("the question is empty", hint="pass the question text")
+    chosen = list(PATHS) if paths is None else list(dict.fromkeys(paths))
+    unknown = [p for p in chosen if p not in PATHS]
+    if unknown or not chosen:
+        raise ConfigurationError(
+            f"unknown search path(s): {', '.join(unknown) or '(none given)'}", hint=f"choose from {', '.join(PATHS)}"
+        )
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ConfigurationError(f"top_k must be 1 to {MAX_TOP_K}, not {top_k}", hint="e.g. top_k=10")
+    if not 1 <= expand_hops <= MAX_HOPS:
+        raise ConfigurationError(f"expand_hops must be 1 to {MAX_HOPS}, not {expand_hops}", hint="e.g. expand_hops=2")
+    return chosen
+
+
+def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour]:
+    """Facts sharing the most question terms first; ties by confidence."""
+    terms = {t for t in _TERM.findall(question.casefold()) if t not in _FACT_STOP}
+    scored = []
+    for rel in {r.id: r for r in candidates}.values():
+        overlap = len(terms & set(_TERM.findall(rel.fact.casefold())))
+        if overlap:
+            scored.append((overlap, rel.confidence, rel))
+    scored.sort(key=lambda t: (-t[0], -t[1], t[2].id))
+    return [rel for _, _, rel in scored]
+
+
+def number(result: RetrievalResult) -> None:
+    """Give every item its citation number: passages first, then entities, relations, facts."""
+    n = 0
+    for section in (result.passages, result.entities, result.relations, result.facts):
+        for item in section:
+            n += 1
+            item.n = n
+
+
+def _relation(r: Neighbour) -> RelationItem:
+    return RelationItem(
+        id=r.id,
+        source=r.source_name,
+        type=r.type,
+        target=r.target_name,
+        fact=r.fact,
+        confidence=r.confidence,
+        hop=r.hop,
+        score=r.confidence,
+        passages=r.source_chunks,
+    )
+
+
+def _passage_paths(scores: dict[str, float]) -> set[str]:
+    names = {"bm25": "passages", "vector": "passages", "entity_mentions": "names", "relation_sources": "links"}
+    return {names.get(k, k) for k in scores}

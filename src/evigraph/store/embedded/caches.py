@@ -1,0 +1,105 @@
+"""In-process indexes the embedded store rebuilds from the graph after each write.
+
+Two look-ups need structures the engine lacks: passages by vector similarity (exact cosine over
+a matrix is faster than an approximate index below a few hundred thousand passages, and never
+misses), and entities by any of their names (the engine indexes only primary keys). Both are
+built lazily from one query and dropped when a write changes the graph.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from evigraph.models import normalize_name
+
+
+@dataclass(frozen=True)
+class VectorMatrix:
+    ids: list[str]
+    matrix: Any  # numpy float32 array, one L2-normalised row per id
+
+    def search(self, vector: Iterable[float], limit: int) -> list[tuple[str, float]]:
+        import numpy as np
+
+        if not self.ids:
+            return []
+        query = np.asarray(list(vector), dtype=np.float32)
+        if query.shape[0] != self.matrix.shape[1]:
+            raise ValueError(f"query has {query.shape[0]} dimensions, the stored vectors {self.matrix.shape[1]}")
+        scores = self.matrix @ query
+        k = min(limit, len(self.ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        return [(self.ids[i], float(scores[i])) for i in top]
+
+
+def build_matrix(rows: list[tuple[str, list[float]]]) -> VectorMatrix:
+    import numpy as np
+
+    if not rows:
+        return VectorMatrix([], np.zeros((0, 0), dtype=np.float32))
+    matrix = np.asarray([vec for _, vec in rows], dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.where(norms == 0, 1, norms)
+    return VectorMatrix([cid for cid, _ in rows], matrix)
+
+
+@dataclass(frozen=True)
+class NameIndex:
+    """Normalised name or alias -> entity ids."""
+
+    by_name: dict[str, list[str]]
+    longest: int  # tokens in the longest name, to bound question n-grams
+
+    def lookup(self, names: Iterable[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name in names:
+            ids = self.by_name.get(normalize_name(name))
+            if ids:
+                out[name] = ids
+        return out
+
+
+def build_name_index(rows: list[tuple[str, str, list[str]]]) -> NameIndex:
+    by_name: dict[str, list[str]] = defaultdict(list)
+    longest = 1
+    for eid, name, aliases in rows:
+        for form in {name, *(aliases or [])}:
+            key = normalize_name(form)
+            if key and eid not in by_name[key]:
+                by_name[key].append(eid)
+                longest = max(longest, len(key.split()))
+    return NameIndex(dict(by_name), longest)
+
+
+class Cached:
+    """Values computed on demand and dropped by `invalidate`; safe across threads.
+
+    A value built from data a concurrent write has since changed is returned to its caller
+    but not kept: the generation check drops it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, Any] = {}
+        self._generation = 0
+
+    def get(self, key: str, build: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+            generation = self._generation
+        value = build()
+        with self._lock:
+            if generation == self._generation:
+                self._values.setdefault(key, value)
+        return value
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._generation += 1
