@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from evigraph.models import IngestReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EMBEDDER_HELP = (
+    "minilm, sentence-transformers:MODEL, fastembed:MODEL or openai:MODEL (default: $EVIGRAPH_EMBEDDER, else none)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +59,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="entity extraction (default auto: spaCy when a model is installed, else rules)",
     )
     ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
+    ingest.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+
+    search = sub.add_parser(
+        "search",
+        parents=[common],
+        help="hybrid search: cited passages, entities, relations and facts",
+        description="Full-text, vector and graph search fused into one result; every item is numbered [n].",
+    )
+    search.add_argument("question", help="the question, in words")
+    search.add_argument("--top-k", type=int, default=5, help="items per section (1-50, default 5)")
+    search.add_argument("--paths", default=None, help="comma-separated: passages,exact_names,fuzzy_names,links,facts")
+    search.add_argument("--hops", type=int, default=1, help="how far `links` walks from named entities (1-5)")
+    search.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
+    search.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+
+    reembed = sub.add_parser("reembed", parents=[common], help="drop every passage vector and embed again")
+    reembed.add_argument("--embedder", required=True, help=EMBEDDER_HELP)
 
     status = sub.add_parser("status", parents=[common], help="counts of documents, passages, entities, relations")
     status.add_argument("--documents", action="store_true", help="also list document keys")
@@ -93,6 +113,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
             chunker=args.chunker,
             extractor=args.extractor,
             max_file_bytes=max(1, int(args.max_file_mb * 1024 * 1024)),
+            embedder=_embedder(args),
         )
         async with kb:
             return await _ingest(kb, args)
@@ -102,6 +123,14 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "delete":
         async with KnowledgeBase(args.db, engine=args.engine) as kb:
             return await _delete(kb, args)
+    if args.command == "search":
+        async with KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=_embedder(args)) as kb:
+            return await _search(kb, args)
+    if args.command == "reembed":
+        async with KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args)) as kb:
+            count = await kb.reembed()
+            _print_json({"embedded": count}) if args.json else print(f"embedded {count} passages")
+            return EXIT_OK
     raise AssertionError(args.command)
 
 
@@ -175,6 +204,22 @@ async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_OK if deleted else EXIT_FAILED
+
+
+def _embedder(args: argparse.Namespace) -> Any:
+    from evigraph.providers.embedders import embedder_by_name, embedder_from_env
+
+    return embedder_by_name(args.embedder) if args.embedder else embedder_from_env()
+
+
+async def _search(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()] if args.paths else None
+    result = await kb.retrieve(args.question, paths=paths, top_k=args.top_k, expand_hops=args.hops)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(result.to_context(args.max_tokens))
+    return EXIT_OK
 
 
 def _print_json(payload: Any) -> None:

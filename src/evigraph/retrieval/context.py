@@ -118,8 +118,11 @@ def _passage_line(p: PassageItem) -> str:
     where = p.source.title or p.source.document
     if p.source.page is not None:
         where += f", p. {p.source.page}"
-    if p.source.breadcrumbs:
-        where += " > " + " > ".join(p.source.breadcrumbs)
+    crumbs = list(p.source.breadcrumbs)
+    if crumbs and crumbs[0] == p.source.title:
+        crumbs = crumbs[1:]  # the document title is usually its top heading
+    if crumbs:
+        where += " > " + " > ".join(crumbs)
     return f"[{p.n}] ({where}) " + " ".join(p.text.split())
 
 

@@ -235,7 +235,14 @@ def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour
         if overlap:
             scored.append((overlap, rel.confidence, rel))
     scored.sort(key=lambda t: (-t[0], -t[1], t[2].id))
-    return [rel for _, _, rel in scored]
+    seen: set[str] = set()
+    out = []
+    for _, _, rel in scored:  # one fact per sentence: several relations often share it
+        sentence = " ".join(rel.fact.split()).casefold()
+        if sentence not in seen:
+            seen.add(sentence)
+            out.append(rel)
+    return out
 
 
 def number(result: RetrievalResult) -> None:

@@ -1,0 +1,186 @@
+"""Retrieval on a small real corpus in the real embedded database: every path, fusion, budgets."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from evigraph import ConfigurationError, KnowledgeBase
+from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.models import (
+    ExtractedEntity,
+    ExtractedRelation,
+    GraphData,
+    Mention,
+    Ontology,
+    Span,
+    TextChunk,
+)
+from evigraph.providers.embedders import Embedder
+from evigraph.providers.tokenizers import default_tokenizer
+
+NAMES = {
+    "Zorvath Industries": "Organization",
+    "Kellan Marsh": "Person",
+    "Quillon Bridge": "Product",
+    "Vetra River": "Location",
+    "Oskar Lind": "Person",
+    "Brightwater Labs": "Organization",
+}
+
+DOCS = {
+    "hire": "Zorvath Industries hired Kellan Marsh in 1999 as chief engineer.",
+    "bridge": "Kellan Marsh designed the Quillon Bridge after years of study.",
+    "river": "The Quillon Bridge spans the Vetra River near the old mill.",
+    "noise": "Oskar Lind founded Brightwater Labs to study soil chemistry in 2004.",
+}
+
+
+class KnownNames(ExtractionStrategy):
+    """A deterministic extractor for the test corpus: known names, co-occurrence relations."""
+
+    async def extract(self, chunks: Sequence[TextChunk], ontology: Ontology) -> GraphData:
+        entities, mentions, relations = [], [], []
+        for c in chunks:
+            found = []
+            for name, label in NAMES.items():
+                for m in re.finditer(re.escape(name), c.text):
+                    e = ExtractedEntity.create(name, label)
+                    entities.append(e)
+                    mentions.append(
+                        Mention(entity_id=e.id, chunk_index=c.index, spans=(Span(start=m.start(), end=m.end()),))
+                    )
+                    found.append((m.start(), e.id))
+            ids = [eid for _, eid in sorted(found)]
+            relations += [
+                ExtractedRelation(source=a, target=b, fact=c.text, confidence=0.5, chunk_indexes=(c.index,))
+                for a, b in zip(ids, ids[1:], strict=False)
+            ]
+        return GraphData(entities=tuple(entities), relations=tuple(relations), mentions=tuple(mentions))
+
+
+class HashEmbedder(Embedder):
+    """Bag of hashed words: a user-written embedder, deterministic and offline."""
+
+    dimension = 64
+
+    def __init__(self, name: str = "test-hash-64") -> None:
+        self.name = name
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dimension
+            for word in re.findall(r"\w+", text.lower()):
+                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
+
+@pytest.fixture
+async def kb(tmp_path: Path):  # type: ignore[no-untyped-def]
+    async with KnowledgeBase(tmp_path / "kb.db", extractor=KnownNames()) as kb:
+        for key, text in DOCS.items():
+            report = await kb.ingest(text=text, key=key)
+            assert report.ok
+        yield kb
+
+
+async def test_two_hop_relation_comes_back_through_links(kb: KnowledgeBase) -> None:
+    question = "What did the engineer hired by Zorvath Industries design?"
+    result = await kb.retrieve(question, expand_hops=2, top_k=5)
+    hops = {(r.source, r.target): r.hop for r in result.relations}
+    assert hops.get(("Zorvath Industries", "Kellan Marsh")) == 1
+    assert hops.get(("Kellan Marsh", "Quillon Bridge")) == 2
+    bridge = next(p for p in result.passages if p.source.document == "bridge")
+    assert "links" in bridge.paths  # reached through the graph, not by its words
+    one_hop = await kb.retrieve(question, expand_hops=1, top_k=5)
+    assert ("Kellan Marsh", "Quillon Bridge") not in {(r.source, r.target) for r in one_hop.relations}
+
+
+async def test_passages_path_alone_returns_no_entities(kb: KnowledgeBase) -> None:
+    result = await kb.retrieve("Who founded Brightwater Labs?", paths=["passages"])
+    assert result.entities == [] and result.relations == [] and result.facts == []
+    assert result.passages[0].source.document == "noise"
+    assert result.passages[0].paths == ["passages"]
+
+
+async def test_exact_and_fuzzy_names(kb: KnowledgeBase) -> None:
+    exact = await kb.retrieve("Tell me about Oskar Lind", paths=["exact_names"])
+    assert [e.name for e in exact.entities] == ["Oskar Lind"]
+    assert exact.entities[0].paths == ["exact_names"]
+    fuzzy = await kb.retrieve("Brightwater", paths=["fuzzy_names"])
+    assert "Brightwater Labs" in [e.name for e in fuzzy.entities]
+    assert all(e.paths == ["fuzzy_names"] for e in fuzzy.entities)
+
+
+async def test_facts_match_question_terms(kb: KnowledgeBase) -> None:
+    result = await kb.retrieve("Which river does the Quillon Bridge span?", paths=["facts"])
+    assert result.facts and "Vetra River" in result.facts[0].fact
+
+
+async def test_numbers_are_searchable(kb: KnowledgeBase) -> None:
+    result = await kb.retrieve("what happened in 2004", paths=["passages"], top_k=1)
+    assert result.passages[0].source.document == "noise"
+
+
+async def test_every_item_is_numbered_once(kb: KnowledgeBase) -> None:
+    result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3)
+    numbers = [i.n for section in (result.passages, result.entities, result.relations, result.facts) for i in section]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+@pytest.mark.parametrize("budget", [40, 80, 150, 400, 2000])
+async def test_context_stays_within_budget_and_shows_every_section(kb: KnowledgeBase, budget: int) -> None:
+    result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3, top_k=10)
+    assert result.passages and result.entities and result.relations and result.facts
+    text = result.to_context(budget)
+    assert default_tokenizer().count(text) <= budget
+    if budget >= 80:
+        for section in ("## Passages", "## Entities", "## Relations", "## Facts"):
+            assert section in text
+    if budget <= 150:
+        assert "more omitted)" in text
+    if budget == 2000:
+        assert "omitted" not in text
+        assert all(f"[{p.n}]" in text for p in result.passages)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"paths": ["teleport"]}, "unknown search path"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 51}, "top_k"),
+        ({"expand_hops": 6}, "expand_hops"),
+    ],
+)
+async def test_bad_arguments_are_refused(kb: KnowledgeBase, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        await kb.retrieve("Kellan Marsh", **kwargs)  # type: ignore[arg-type]
+
+
+async def test_vectors_find_passages_and_other_models_are_refused(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor=KnownNames(), embedder=HashEmbedder()) as kb:
+        for key, text in DOCS.items():
+            await kb.ingest(text=text, key=key)
+        result = await kb.retrieve("mill near old spans", paths=["passages"], top_k=2)
+        assert result.passages[0].source.document == "river"
+        assert "vector" in result.passages[0].scores
+    async with KnowledgeBase(db, embedder=HashEmbedder("other-model")) as other:
+        with pytest.raises(ConfigurationError, match="embedded with 'test-hash-64'") as info:
+            await other.retrieve("Kellan Marsh")
+        assert "reembed" in info.value.hint
+        with pytest.raises(ConfigurationError, match="embedded with 'test-hash-64'"):
+            await other.ingest(text="Another note about Kellan Marsh.", key="new")
+        assert (await other.status()).documents == 4  # nothing was written
+        assert await other.reembed() == 4
+        again = await other.retrieve("mill near old spans", paths=["passages"], top_k=2)
+        assert "vector" in again.passages[0].scores
