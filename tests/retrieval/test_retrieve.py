@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -59,7 +60,7 @@ class KnownNames(ExtractionStrategy):
             ids = [eid for _, eid in sorted(found)]
             relations += [
                 ExtractedRelation(source=a, target=b, fact=c.text, confidence=0.5, chunk_indexes=(c.index,))
-                for a, b in zip(ids, ids[1:], strict=False)
+                for a, b in itertools.pairwise(ids)
             ]
         return GraphData(entities=tuple(entities), relations=tuple(relations), mentions=tuple(mentions))
 

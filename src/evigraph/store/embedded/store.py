@@ -242,7 +242,8 @@ class EmbeddedStore(GraphStore):
         try:
             await self.executor.write(
                 lambda tx: tx.run_batched(
-                    "UNWIND $rows AS r WITH r.id AS cid, r.v AS v MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
+                    "UNWIND $rows AS r WITH r.id AS cid, r.v AS v "
+                    "MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
                     payload,
                 )
             )

@@ -235,7 +235,8 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
            MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
-           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(span_s AS INT64[]), span_ends: CAST(span_e AS INT64[])}]->(c)""",
+           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(span_s AS INT64[]),
+                                      span_ends: CAST(span_e AS INT64[])}]->(c)""",
         mentions,
     )
     _write_relations(tx, relations)
