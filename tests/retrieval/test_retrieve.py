@@ -185,3 +185,21 @@ async def test_vectors_find_passages_and_other_models_are_refused(tmp_path: Path
         assert await other.reembed() == 4
         again = await other.retrieve("mill near old spans", paths=["passages"], top_k=2)
         assert "vector" in again.passages[0].scores
+
+
+async def test_items_carry_their_document_location(kb: KnowledgeBase) -> None:
+    result = await kb.retrieve("What did the engineer hired by Zorvath Industries design?", expand_hops=2)
+    assert all(p.source.title for p in result.passages)
+    located = [e for e in result.entities if e.location is not None]
+    assert located and all(e.location and e.location.document in DOCS for e in located)
+    assert all(r.location is not None and r.location.document in DOCS for r in result.relations)
+    keys = set(_keys(result.model_dump()))
+    assert "embedding" not in keys and not any(k.startswith("_") for k in keys)
+
+
+def _keys(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [k for k, v in value.items() for k in (k, *_keys(v))]
+    if isinstance(value, list):
+        return [k for v in value for k in _keys(v)]
+    return []

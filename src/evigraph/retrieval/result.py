@@ -43,6 +43,7 @@ class EntityItem(Item):
     name: str
     label: str
     description: str = ""
+    location: Source | None = Field(None, description="where a passage that mentions it lives")
 
 
 class RelationItem(Item):
@@ -54,6 +55,7 @@ class RelationItem(Item):
     confidence: float
     hop: int = Field(1, description="hops from the entities the question names")
     passages: list[str] = Field(default_factory=list, description="chunk ids that state it")
+    location: Source | None = Field(None, description="where the first passage that states it lives")
 
 
 class RetrievalResult(BaseModel):

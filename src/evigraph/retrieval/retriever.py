@@ -164,22 +164,31 @@ class MultiPathRetriever:
                     score=f.score,
                     scores=f.scores,
                     paths=sorted(_passage_paths(f.scores)),
-                    source=Source(
-                        document=hit.document,
-                        title=hit.title,
-                        path=hit.path,
-                        page=hit.page,
-                        start=hit.start,
-                        end=hit.end,
-                        breadcrumbs=hit.breadcrumbs,
-                    ),
+                    source=_source(hit),
                 )
             )
         result.entities = await self._entities(paths, top_k, found)
         result.relations = [_relation(r) for r in found.links]
         result.facts = [_relation(r) for r in found.facts]
+        await self._attach_sources(result, found, hits)
         number(result)
         return result
+
+    async def _attach_sources(self, result: RetrievalResult, found: _Found, hits: dict[str, ChunkHit]) -> None:
+        """Give entities and relations the document location of one passage that backs them."""
+        first_mention: dict[str, str] = {}
+        for eid, cid in found.mentions:
+            first_mention.setdefault(eid, cid)
+        wanted = [first_mention[e.id] for e in result.entities if e.id in first_mention]
+        wanted += [r.passages[0] for r in (*result.relations, *result.facts) if r.passages]
+        missing = [cid for cid in dict.fromkeys(wanted) if cid not in hits]
+        hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
+        for e in result.entities:
+            hit = hits.get(first_mention.get(e.id, ""))
+            e.location = _source(hit) if hit else None
+        for r in (*result.relations, *result.facts):
+            hit = hits.get(r.passages[0]) if r.passages else None
+            r.location = _source(hit) if hit else None
 
     async def _entities(self, paths: Sequence[str], top_k: int, found: _Found) -> list[EntityItem]:
         lists: dict[str, list[str]] = {}
@@ -252,6 +261,18 @@ def number(result: RetrievalResult) -> None:
         for item in section:
             n += 1
             item.n = n
+
+
+def _source(hit: ChunkHit) -> Source:
+    return Source(
+        document=hit.document,
+        title=hit.title,
+        path=hit.path,
+        page=hit.page,
+        start=hit.start,
+        end=hit.end,
+        breadcrumbs=hit.breadcrumbs,
+    )
 
 
 def _relation(r: Neighbour) -> RelationItem:
