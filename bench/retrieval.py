@@ -323,6 +323,8 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {SYSTEMS}")
 
+    args.out.mkdir(parents=True, exist_ok=True)
+    json_path = args.out / "retrieval.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     results: dict[str, dict[str, dict[str, Any]]] = {}
     extras: dict[tuple[str, str], dict[str, Any]] = {}
@@ -344,11 +346,11 @@ def main() -> None:
             print(f"{res.seconds:.1f}s", file=sys.stderr)
             results[data_dir.name][label] = {k: res.data[k] for k in JSON_KEYS}
             extras[(data_dir.name, label)] = {**res.data, "run_seconds": res.seconds}
+            json_path.write_text(json.dumps(results, indent=2) + "\n")  # after each system: a cut run keeps its numbers
 
     print_table(results, extras)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "retrieval.json").write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {args.out / 'retrieval.json'}")
+    json_path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {json_path}")
     plot(results, [s for d in results.values() for s in d], args.out / "retrieval.png")
 
 

@@ -249,7 +249,9 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
 
     Not a MERGE: the engine crashes merging into a table with a full-text index, and it skips
     indexing strings taken straight from a struct parameter, hence `concat(x, '')` on every
-    indexed column.
+    indexed column. An update never sets the indexed `search_text` either (that crashes the
+    engine too, seen on the hotpotqa corpus): it keeps the name forms known at creation, and
+    later aliases are found by exact-name look-up, which indexes every alias.
     """
     if not entities:
         return
@@ -270,8 +272,7 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
         descs = list(dict.fromkeys([*(old["descs"] or []), *row["descs"]]))
         aliases = list(dict.fromkeys([*(old["aliases"] or []), *row["aliases"]]))
         if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
-            full = {"id": eid, "name": row["name"], "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)}
-            updated.append({**full, "st": _entity_text(full)})
+            updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
     tx.run_batched(
         f"""UNWIND $rows AS r CREATE (e:Entity {{id: r.id, name: concat(r.name, ''), label: r.label,
                description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
@@ -280,11 +281,10 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
         created,
     )
     tx.run_batched(
-        """UNWIND $rows AS r
-           WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases, r.st AS st
+        """UNWIND $rows AS r WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases
            MATCH (e:Entity {id: id})
            SET e.description = dtext, e.descriptions = CAST(descs AS STRING[]),
-               e.aliases = CAST(aliases AS STRING[]), e.search_text = concat(st, '')""",
+               e.aliases = CAST(aliases AS STRING[])""",
         updated,
     )
 
