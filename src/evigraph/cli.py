@@ -180,6 +180,9 @@ async def _status(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         print("entity labels   " + ", ".join(f"{k} {v}" for k, v in status.labels.items()))
     if status.relation_types:
         print("relation types  " + ", ".join(f"{k} {v}" for k, v in status.relation_types.items()))
+    if status.embedding_model:
+        pending = f", {status.pending_embeddings} passages pending" if status.pending_embeddings else ""
+        print(f"embeddings      {status.embedding_model} ({status.embedding_dimension} dimensions{pending})")
     for d in docs or []:
         print(f"  {d.key}  v{d.version}  {d.chunks} passages  {d.title}")
     return EXIT_OK

@@ -51,6 +51,9 @@ class Status(BaseModel):
     mentions: int
     labels: dict[str, int]
     relation_types: dict[str, int]
+    embedding_model: str | None = None
+    embedding_dimension: int = 0
+    pending_embeddings: int = 0
 
 
 class KnowledgeBase:
@@ -266,7 +269,15 @@ class KnowledgeBase:
     async def status(self) -> Status:
         store = await self._open(for_write=False)
         counts: StoreCounts = await store.counts()
-        return Status(db=str(self.path), engine=self.engine, **counts.model_dump())
+        model = await store.embedding_model()
+        return Status(
+            db=str(self.path),
+            engine=self.engine,
+            **counts.model_dump(),
+            embedding_model=model[0] if model else None,
+            embedding_dimension=model[1] if model else 0,
+            pending_embeddings=await store.count_pending_embeddings() if model else 0,
+        )
 
     async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
         store = await self._open(for_write=False)

@@ -150,3 +150,13 @@ async def test_unknown_engine_is_refused(tmp_path: Path) -> None:
     with pytest.raises(EngineUnavailableError, match="unknown engine"):
         async with EmbeddedStore(tmp_path / "kb.db", engine="postgres"):
             pass
+
+
+async def test_alias_variants_update_an_entity_and_stay_searchable(tmp_path: Path) -> None:
+    async with EmbeddedStore(tmp_path / "kb.db") as store:
+        await store.write_versions([version("a", ["The Vetra River floods."], [[("The Vetra River", "Location")]])])
+        await store.write_versions([version("b", ["Vetra River trout."], [[("Vetra River", "Location")]])])
+        [row] = await store.query("MATCH (e:Entity) RETURN e.aliases AS aliases")
+        assert set(row["aliases"]) == {"The Vetra River", "Vetra River"}
+        assert [e.name for e in await store.search_entities("vetra")] == ["The Vetra River"]
+        assert await store.entities_named(["vetra river"]) == {"vetra river": ["location:vetra river"]}

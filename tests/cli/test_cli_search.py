@@ -1,0 +1,33 @@
+"""`evigraph search` end to end: cited context, typed JSON, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+
+def test_search_prints_cited_context_and_json(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    assert run_cli("ingest", str(corpus), "--db", str(db), "-q").code == 0
+    text = run_cli("search", "Who leads ReefWatch?", "--db", str(db), "--top-k", "3", "--max-tokens", "400")
+    assert text.code == 0, text.err
+    assert text.out.startswith("## Passages\n[1] ")
+    assert "Ana Costa leads ReefWatch" in text.out
+    typed = run_cli("search", "Who leads ReefWatch?", "--db", str(db), "--json", "--paths", "passages")
+    assert typed.code == 0, typed.err
+    result = typed.json()
+    assert result["entities"] == [] and result["paths"] == ["passages"]
+    top = result["passages"][0]
+    assert top["n"] == 1 and top["source"]["document"].endswith("reefwatch.md") and top["source"]["title"]
+
+
+def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    missing = run_cli("search", "anything", "--db", str(db))
+    assert missing.code == 1 and "no knowledge base" in missing.err and not db.exists()
+    assert run_cli("ingest", str(corpus / "lisbon.txt"), "--db", str(db), "-q", "--extractor", "rules").code == 0
+    bad = run_cli("search", "Lisbon", "--db", str(db), "--paths", "teleport")
+    assert bad.code == 1 and "choose from passages" in bad.err
+    hops = run_cli("search", "Lisbon", "--db", str(db), "--hops", "9")
+    assert hops.code == 1 and "expand_hops must be 1 to 5" in hops.err
