@@ -80,6 +80,14 @@ class LoadedDocument(_Frozen):
         return page
 
 
+def embedding_text(title: str, text: str) -> str:
+    """What a passage's vector is computed from: its document title, then its text.
+
+    A passage often never names its subject ("He was born in 1915"); the title does.
+    """
+    return f"{title}\n{text}" if title else text
+
+
 class TextChunk(_Frozen):
     """A passage cut from a document by a chunking strategy."""
 

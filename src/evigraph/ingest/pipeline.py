@@ -29,6 +29,7 @@ from evigraph.models import (
     Ontology,
     StoredDocument,
     TextChunk,
+    embedding_text,
 )
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
@@ -205,7 +206,7 @@ class IngestRun:
         embedder = self.strategies.embedder
         if embedder is None:
             return None
-        texts = [c.text for _, chunks in chunked for c in chunks]
+        texts = [embedding_text(p.doc.title, c.text) for p, chunks in chunked for c in chunks]
         return await asyncio.to_thread(embed_all, embedder, texts)
 
     async def _extract(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.models import ChunkHit, EntityHit, Neighbour, StoreCounts, StoredDocument
+from evigraph.models import ChunkHit, EntityHit, Neighbour, StoreCounts, StoredDocument, embedding_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CHUNK_FTS, ENTITY_FTS, META_TABLE, fts_text
 
@@ -247,8 +247,12 @@ def name_rows(tx: Tx) -> list[tuple[str, str, list[str]]]:
 
 
 def pending_embeddings(tx: Tx, limit: int) -> list[tuple[str, str]]:
-    rows = tx.rows("MATCH (c:Chunk) WHERE c.embedding IS NULL RETURN c.id AS id, c.text AS text LIMIT $k", {"k": limit})
-    return [(r["id"], r["text"]) for r in rows]
+    rows = tx.rows(
+        """MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE c.embedding IS NULL
+           RETURN c.id AS id, d.title AS title, c.text AS text LIMIT $k""",
+        {"k": limit},
+    )
+    return [(r["id"], embedding_text(r["title"] or "", r["text"])) for r in rows]
 
 
 def count_pending_embeddings(tx: Tx) -> int:

@@ -160,7 +160,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                     "cs": c.start,
                     "ce": c.end,
                     "emb": list(vec) if vec is not None else None,
-                    "st": fts_text(" ".join((*c.breadcrumbs, c.text))),
+                    "st": fts_text(" ".join((v.title, *c.breadcrumbs, c.text))),
                 }
             )
         nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
