@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.models import ChunkHit, EntityHit, Neighbour, StoreCounts, StoredDocument, embedding_text
+from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, embedding_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CHUNK_FTS, ENTITY_FTS, META_TABLE, fts_text
 
@@ -88,65 +88,6 @@ def search_chunks(tx: Tx, query: str, limit: int) -> list[ChunkHit]:
     ]
 
 
-_HOP_FIELDS = """r.id AS rid, a.id AS s, b.id AS d, a.name AS s_name, b.name AS d_name, r.type AS type,
-                  r.fact AS fact, r.confidence AS conf, r.source_chunks AS src"""
-
-
-def _neighbour(r: dict[str, Any], hop: int) -> Neighbour:
-    return Neighbour(
-        id=r["rid"],
-        source=r["s"],
-        source_name=r["s_name"],
-        type=r["type"],
-        fact=r["fact"],
-        target=r["d"],
-        target_name=r["d_name"],
-        confidence=float(r["conf"]),
-        hop=hop,
-        source_chunks=list(r["src"] or []),
-    )
-
-
-_HOP_OUT = f"""UNWIND $ids AS eid MATCH (a:Entity {{id: eid}})-[r:RELATES]->(b:Entity)
-               RETURN {_HOP_FIELDS}, b.id AS other ORDER BY conf DESC LIMIT $cap"""
-_HOP_IN = f"""UNWIND $ids AS eid MATCH (a:Entity)-[r:RELATES]->(b:Entity {{id: eid}})
-              RETURN {_HOP_FIELDS}, a.id AS other ORDER BY conf DESC LIMIT $cap"""
-
-
-def neighbours(tx: Tx, entity_ids: Sequence[str], hops: int, limit: int) -> list[Neighbour]:
-    """Breadth-first over RELATES in either direction, one hop per query so nearer hops come first.
-
-    Each hop may take an equal share of what the cap has left, so a busy first hop cannot crowd
-    out the deeper hops a multi-hop question needs; a sparse hop leaves its share to the next.
-    """
-    seen_rel: set[str] = set()
-    visited = set(entity_ids)
-    frontier = list(dict.fromkeys(entity_ids))
-    out: list[Neighbour] = []
-    for hop in range(1, hops + 1):
-        if not frontier or len(out) >= limit:
-            break
-        allowance = -(-(limit - len(out)) // (hops - hop + 1))
-        params = {"ids": frontier, "cap": max(allowance * 4, 50)}
-        rows = tx.rows(_HOP_OUT, params) + tx.rows(_HOP_IN, params)
-        rows.sort(key=lambda r: (-float(r["conf"]), r["rid"]))
-        nxt: list[str] = []
-        taken = 0
-        for r in rows:
-            if r["rid"] in seen_rel:
-                continue
-            seen_rel.add(r["rid"])
-            out.append(_neighbour(r, hop))
-            taken += 1
-            if r["other"] not in visited:
-                visited.add(r["other"])
-                nxt.append(r["other"])
-            if taken >= allowance:
-                break
-        frontier = nxt
-    return out
-
-
 def run_query(tx: Tx, cypher: str, params: dict[str, Any] | None, limit: int) -> list[dict[str, Any]]:
     return tx.rows(cypher, params, limit=limit)
 
@@ -181,19 +122,6 @@ def chunks_by_ids(tx: Tx, ids: Sequence[str]) -> list[ChunkHit]:
     return [by_id[i] for i in ids if i in by_id]
 
 
-def chunks_for_entities(tx: Tx, entity_ids: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
-    """(entity id, chunk id) pairs: the passages that mention each entity, at most `per_entity` each."""
-    rows = tx.rows(
-        """UNWIND $ids AS eid MATCH (e:Entity {id: eid})-[:MENTIONED_IN]->(c:Chunk)
-           WITH eid, collect(c.id) AS chunks RETURN eid, chunks""",
-        {"ids": list(entity_ids)},
-    )
-    out: list[tuple[str, str]] = []
-    for r in rows:
-        out.extend((r["eid"], cid) for cid in sorted(r["chunks"])[:per_entity])
-    return out
-
-
 def search_entities(tx: Tx, query: str, limit: int) -> list[EntityHit]:
     terms = fts_terms(query)
     if not terms:
@@ -218,22 +146,6 @@ def entities_by_ids(tx: Tx, ids: Sequence[str]) -> list[EntityHit]:
     )
     by_id = {r["id"]: EntityHit(**{**r, "description": r["description"] or ""}) for r in rows}
     return [by_id[i] for i in ids if i in by_id]
-
-
-def relations_for_chunks(tx: Tx, chunk_ids: Sequence[str], limit: int) -> list[Neighbour]:
-    """Relations stated in the given passages (found through the entities they mention)."""
-    rows = tx.rows(
-        f"""UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})<-[:MENTIONED_IN]-(a:Entity)-[r:RELATES]->(b:Entity)
-            RETURN c.id AS chunk, {_HOP_FIELDS}""",
-        {"ids": list(chunk_ids)},
-    )
-    out: dict[str, Neighbour] = {}
-    for r in rows:
-        if r["rid"] not in out and r["chunk"] in (r["src"] or []):
-            out[r["rid"]] = _neighbour(r, hop=1)
-            if len(out) >= limit:
-                break
-    return list(out.values())
 
 
 def vector_rows(tx: Tx) -> list[tuple[str, list[float]]]:

@@ -15,6 +15,7 @@ from evigraph.store.embedded import reads, writes
 from evigraph.store.embedded.caches import Cached, NameIndex, VectorMatrix, build_matrix, build_name_index
 from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
 
 DEFAULT_BUFFER_POOL_MB = 512
@@ -166,7 +167,7 @@ class EmbeddedStore(GraphStore):
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         if not entity_ids:
             return []
-        return await self.executor.read(lambda tx: reads.neighbours(tx, entity_ids, hops, limit))
+        return (await self._graph()).neighbours(entity_ids, hops, limit)
 
     async def query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
@@ -188,7 +189,7 @@ class EmbeddedStore(GraphStore):
     async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
         if not entity_ids:
             return []
-        return await self.executor.read(lambda tx: reads.chunks_for_entities(tx, entity_ids, per_entity))
+        return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
         return await self.executor.read(lambda tx: reads.search_entities(tx, query, limit))
@@ -197,6 +198,12 @@ class EmbeddedStore(GraphStore):
         if not ids:
             return []
         return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
+
+    async def _graph(self) -> GraphIndex:
+        index: GraphIndex = await asyncio.to_thread(
+            self._cache.get, "graph", lambda: self.executor.read_sync(build_graph_index)
+        )
+        return index
 
     async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
         index: NameIndex = await asyncio.to_thread(
@@ -207,7 +214,7 @@ class EmbeddedStore(GraphStore):
     async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
         if not chunk_ids:
             return []
-        return await self.executor.read(lambda tx: reads.relations_for_chunks(tx, chunk_ids, limit))
+        return (await self._graph()).relations_for_chunks(chunk_ids, limit)
 
     # -- embeddings --------------------------------------------------------------------------
 
