@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import peak_rss_mb, pyplot, run_child
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SYSTEMS = {
     "floor (read + chunk)": ["--phase", "floor"],
@@ -25,10 +27,6 @@ SYSTEMS = {
     "evigraph (spaCy extractor)": ["--phase", "ingest", "--extractor", "spacy"],
     "evigraph re-ingest (unchanged)": ["--phase", "reingest", "--extractor", "rules"],
 }
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def phase_floor(corpus: Path) -> dict[str, Any]:
@@ -92,16 +90,11 @@ def main() -> None:
 
     results: dict[str, dict[str, Any]] = {}
     for name, extra in SYSTEMS.items():
-        proc = subprocess.run(
-            [sys.executable, __file__, "--corpus", str(args.corpus), *extra],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            print(f"{name}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+        child_result = run_child([__file__, "--corpus", str(args.corpus), *extra])
+        if not child_result.ok:
+            print(f"{name}: failed\n{child_result.error}", file=sys.stderr)
             continue
-        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        r = child_result.data
         r["passages_per_s"] = r["passages"] / r["seconds"]
         results[name] = r
 
@@ -120,13 +113,8 @@ def main() -> None:
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install 'evigraph[bench]'): no plot", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     names = list(results)
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
