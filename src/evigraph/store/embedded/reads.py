@@ -52,46 +52,6 @@ def counts(tx: Tx) -> StoreCounts:
     )
 
 
-def fts_terms(query: str) -> str:
-    """A question in the index's form; the full-text syntax would read quotes or colons as operators."""
-    return fts_text(query)
-
-
-def search_chunks(tx: Tx, query: str, limit: int) -> list[ChunkHit]:
-    terms = fts_terms(query)
-    if not terms:
-        return []
-    rows = tx.rows(
-        f"""CALL QUERY_FTS_INDEX('Chunk', '{CHUNK_FTS}', $q, top := $k)
-            MATCH (node)-[:PART_OF]->(d:Document)
-            RETURN node.id AS id, node.document AS document, d.title AS title, d.path AS path,
-                   node.index AS index, node.text AS text, score, node.page AS page,
-                   node.char_start AS cs, node.char_end AS ce, node.breadcrumbs AS breadcrumbs
-            ORDER BY score DESC""",
-        {"q": terms, "k": limit},
-    )
-    return [
-        ChunkHit(
-            id=r["id"],
-            document=r["document"],
-            title=r["title"] or "",
-            path=r["path"],
-            index=int(r["index"]),
-            text=r["text"],
-            score=float(r["score"]),
-            page=r["page"],
-            start=int(r["cs"] or 0),
-            end=int(r["ce"] or 0),
-            breadcrumbs=list(r["breadcrumbs"] or []),
-        )
-        for r in rows
-    ]
-
-
-def run_query(tx: Tx, cypher: str, params: dict[str, Any] | None, limit: int) -> list[dict[str, Any]]:
-    return tx.rows(cypher, params, limit=limit)
-
-
 _CHUNK_FIELDS = """c.id AS id, c.document AS document, d.title AS title, d.path AS path, c.index AS index,
                    c.text AS text, c.page AS page, c.char_start AS cs, c.char_end AS ce,
                    c.breadcrumbs AS breadcrumbs"""
@@ -113,6 +73,23 @@ def _chunk_hit(r: dict[str, Any], score: float = 0.0) -> ChunkHit:
     )
 
 
+def search_chunks(tx: Tx, query: str, limit: int) -> list[ChunkHit]:
+    terms = fts_text(query)  # the full-text syntax would read quotes or colons as operators
+    if not terms:
+        return []
+    rows = tx.rows(
+        f"""CALL QUERY_FTS_INDEX('Chunk', '{CHUNK_FTS}', $q, top := $k)
+            WITH node AS c, score MATCH (c)-[:PART_OF]->(d:Document)
+            RETURN {_CHUNK_FIELDS}, score ORDER BY score DESC""",
+        {"q": terms, "k": limit},
+    )
+    return [_chunk_hit(r, float(r["score"])) for r in rows]
+
+
+def run_query(tx: Tx, cypher: str, params: dict[str, Any] | None, limit: int) -> list[dict[str, Any]]:
+    return tx.rows(cypher, params, limit=limit)
+
+
 def chunks_by_ids(tx: Tx, ids: Sequence[str]) -> list[ChunkHit]:
     rows = tx.rows(
         f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})-[:PART_OF]->(d:Document) RETURN {_CHUNK_FIELDS}",
@@ -123,7 +100,7 @@ def chunks_by_ids(tx: Tx, ids: Sequence[str]) -> list[ChunkHit]:
 
 
 def search_entities(tx: Tx, query: str, limit: int) -> list[EntityHit]:
-    terms = fts_terms(query)
+    terms = fts_text(query)
     if not terms:
         return []
     rows = tx.rows(
