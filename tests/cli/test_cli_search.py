@@ -31,3 +31,5 @@ def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
     assert bad.code == 1 and "choose from passages" in bad.err
     hops = run_cli("search", "Lisbon", "--db", str(db), "--hops", "9")
     assert hops.code == 1 and "expand_hops must be 1 to 5" in hops.err
+    budget = run_cli("search", "Lisbon", "--db", str(db), "--max-tokens", "0")
+    assert budget.code == 1 and "max_tokens must be positive" in budget.err and "Traceback" not in budget.err

@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -101,8 +101,20 @@ def _chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
 # sentence-transformers (torch)
 # --------------------------------------------------------------------------------------------
 
-_ST_MODELS: dict[tuple[str, str], Any] = {}
-_ST_LOCK = threading.Lock()
+_MODELS: dict[tuple[str, ...], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_once(key: tuple[str, ...], load: Callable[[], Any]) -> Any:
+    """One loaded model per key and process: loading costs seconds and the weights hundreds of MB."""
+    model = _MODELS.get(key)
+    if model is not None:
+        return model
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            model = _MODELS[key] = load()
+    return model
 
 
 def _bundled_minilm_path() -> str | None:
@@ -162,15 +174,7 @@ class SentenceTransformerEmbedder(Embedder):
         self._dimension = value
 
     def _load(self) -> Any:
-        key = (self._source, self.device)
-        model = _ST_MODELS.get(key)
-        if model is not None:
-            return model
-        with _ST_LOCK:
-            model = _ST_MODELS.get(key)
-            if model is None:
-                model = _ST_MODELS[key] = self._load_uncached()
-        return model
+        return _load_once(("sentence-transformers", self._source, self.device), self._load_uncached)
 
     def _load_uncached(self) -> Any:
         try:
@@ -236,9 +240,6 @@ class SentenceTransformerEmbedder(Embedder):
 # fastembed (ONNX, no torch)
 # --------------------------------------------------------------------------------------------
 
-_FE_MODELS: dict[tuple[str, str | None, str | None], Any] = {}
-_FE_LOCK = threading.Lock()
-
 
 class FastEmbedEmbedder(Embedder):
     """A fastembed model run on ONNX Runtime: a light install with no torch.
@@ -278,15 +279,8 @@ class FastEmbedEmbedder(Embedder):
         self._dimension = value
 
     def _load(self) -> Any:
-        key = (self.model, self.cache_dir, self.model_path)
-        model = _FE_MODELS.get(key)
-        if model is not None:
-            return model
-        with _FE_LOCK:
-            model = _FE_MODELS.get(key)
-            if model is None:
-                model = _FE_MODELS[key] = self._load_uncached()
-        return model
+        key = ("fastembed", self.model, self.cache_dir or "", self.model_path or "")
+        return _load_once(key, self._load_uncached)
 
     def _load_uncached(self) -> Any:
         text_embedding = _fastembed_class()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evigraph.errors import ConfigurationError
 from evigraph.providers.tokenizers import Tokenizer, default_tokenizer
 from evigraph.retrieval.result import PassageItem, RelationItem, RetrievalResult
 
@@ -27,7 +28,7 @@ class _Section:
 
 def pack_context(result: RetrievalResult, max_tokens: int, tokenizer: Tokenizer | None = None) -> str:
     if max_tokens <= 0:
-        raise ValueError("max_tokens must be positive")
+        raise ConfigurationError(f"max_tokens must be positive, not {max_tokens}", hint="e.g. max_tokens=2000")
     tok = tokenizer or default_tokenizer()
     sections = [
         _Section("Passages", [_passage_line(p) for p in result.passages]),

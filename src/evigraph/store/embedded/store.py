@@ -224,7 +224,11 @@ class EmbeddedStore(GraphStore):
             dim = reads.get_meta(tx, "embedding_dimension")
             return (name, int(dim or 0)) if name else None
 
-        return await self.executor.read(work)
+        # Read on every retrieve; the cache is dropped by any write, including set_embedding_model.
+        model: tuple[str, int] | None = await asyncio.to_thread(
+            self._cache.get, "embedding_model", lambda: self.executor.read_sync(work)
+        )
+        return model
 
     async def set_embedding_model(self, name: str | None, dimension: int = 0) -> None:
         def work(tx: Tx) -> None:
