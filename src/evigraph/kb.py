@@ -8,6 +8,7 @@ knowledge base, a read of one that was never written fails with a hint and creat
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,7 +25,16 @@ from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.pipeline import IngestRun, ProgressFn, Strategies, embed_all, text_document
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
-from evigraph.models import IngestReport, Ontology, StoreCounts, StoredDocument
+from evigraph.models import (
+    IngestReport,
+    IngestStatus,
+    Ontology,
+    SourceRecord,
+    SourceState,
+    StoreCounts,
+    StoredDocument,
+    ThemeRecord,
+)
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.store.base import GraphStore
@@ -54,6 +64,18 @@ class Status(BaseModel):
     embedding_model: str | None = None
     embedding_dimension: int = 0
     pending_embeddings: int = 0
+
+
+class FinalizeReport(BaseModel):
+    """What `finalize` did: passages embedded and themes found."""
+
+    embedded: int = 0
+    themes: int = 0
+
+
+ONTOLOGY_SETTING = "ontology"
+THEME_MIN_SIZE = 2
+MAX_THEMES = 2000
 
 
 class KnowledgeBase:
@@ -131,6 +153,10 @@ class KnowledgeBase:
         if not self._opened:
             await self._store.open()
             self._opened = True
+            if self._ontology is None:
+                stored = await self._store.get_setting(ONTOLOGY_SETTING)
+                if stored:
+                    self._ontology = Ontology.model_validate_json(stored)
         return self._store
 
     @property
@@ -138,6 +164,19 @@ class KnowledgeBase:
         return self._store
 
     # -- strategies --------------------------------------------------------------------------
+
+    async def get_ontology(self) -> Ontology:
+        """The ontology extraction uses: the one passed in, else the one stored, else the default."""
+        if self._ontology is None and (self._store is not None or self.path.exists()):
+            await self._open(for_write=False)
+        return self.ontology
+
+    async def set_ontology(self, ontology: Ontology) -> None:
+        """Use and store `ontology`, so later sessions and processes extract with it too."""
+        store = await self._open(for_write=True)
+        async with self._write_lock:
+            await store.set_setting(ONTOLOGY_SETTING, ontology.model_dump_json())
+            self._ontology = ontology
 
     @property
     def ontology(self) -> Ontology:
@@ -202,7 +241,25 @@ class KnowledgeBase:
         await self._claim_embedding_model(store)
         run = IngestRun(store, self._strategies(), batch_documents=self.batch_documents)
         async with self._write_lock:
-            return await run.run([os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress))
+            report = await run.run([os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress))
+            await self._log_outcomes(store, report)
+        return report
+
+    @staticmethod
+    async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
+        """Record each written or failed document for `source_status`; unchanged ones need nothing."""
+        written = [d.key for d in report.documents if d.status in (IngestStatus.created, IngestStatus.updated)]
+        stored = await store.get_documents(written) if written else {}
+        records = [
+            SourceRecord(key=k, state=SourceState.current, content_hash=doc.content_hash, version=doc.version)
+            for k, doc in stored.items()
+        ]
+        records += [
+            SourceRecord(key=d.key, state=SourceState.failed, error=d.error)
+            for d in report.failed
+            if d.key and not d.key.startswith("(")
+        ]
+        await store.log_sources(records)
 
     async def retrieve(
         self,
@@ -223,19 +280,54 @@ class KnowledgeBase:
         retriever = MultiPathRetriever(store, self.embedder)
         return await retriever.search(question, paths=paths, top_k=top_k, expand_hops=expand_hops)
 
-    async def finalize(self, *, progress: bool | None = None) -> int:
-        """Embed passages that have no vector yet (ingested before an embedder was set); returns how many."""
+    async def finalize(self, *, progress: bool | None = None) -> FinalizeReport:
+        """Finish a batch of ingests: embed passages without a vector, then find themes.
+
+        Themes are communities of entities (Louvain over the relations); they are recomputed
+        whole, since one ingest can merge or split clusters anywhere in the graph.
+        """
         store = await self._open(for_write=True)
-        if self.embedder is None:
-            return 0
-        await self._claim_embedding_model(store)
-        done = 0
+        report = FinalizeReport()
         async with self._write_lock:
-            while batch := await store.pending_embeddings(limit=512):
-                vectors = await asyncio.to_thread(embed_all, self.embedder, [text for _, text in batch])
-                await store.write_embeddings([(cid, vec) for (cid, _), vec in zip(batch, vectors, strict=True)])
-                done += len(batch)
-        return done
+            if self.embedder is not None:
+                await self._claim_embedding_model(store)
+                while batch := await store.pending_embeddings(limit=512):
+                    vectors = await asyncio.to_thread(embed_all, self.embedder, [text for _, text in batch])
+                    await store.write_embeddings([(cid, vec) for (cid, _), vec in zip(batch, vectors, strict=True)])
+                    report.embedded += len(batch)
+            themes = await self._detect_themes(store)
+            await store.replace_themes(themes)
+            report.themes = len(themes)
+        return report
+
+    @staticmethod
+    async def _detect_themes(store: GraphStore) -> list[ThemeRecord]:
+        from evigraph.ingest.communities import louvain
+
+        weights = await store.relation_weights()
+        groups = [g for g in await asyncio.to_thread(louvain, weights) if len(g) >= THEME_MIN_SIZE][:MAX_THEMES]
+        degree: dict[str, float] = {}
+        for (a, b), w in weights.items():
+            degree[a] = degree.get(a, 0.0) + w
+            degree[b] = degree.get(b, 0.0) + w
+        wanted = [eid for g in groups for eid in g]
+        details = {e.id: e for e in await store.entities_by_ids(wanted)} if wanted else {}
+        themes = []
+        for group in groups:
+            members = sorted((e for e in group if e in details), key=lambda e: (-degree.get(e, 0.0), e))
+            if len(members) < THEME_MIN_SIZE:
+                continue
+            digest = hashlib.sha1("\x1f".join(sorted(members)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            themes.append(
+                ThemeRecord(
+                    id=f"theme:{digest}",
+                    members=members,
+                    names=[details[e].name for e in members],
+                    labels=[details[e].label for e in members],
+                    size=len(members),
+                )
+            )
+        return themes
 
     async def reembed(self) -> int:
         """Drop every stored vector and embed all passages with this knowledge base's embedder."""
@@ -243,7 +335,7 @@ class KnowledgeBase:
             raise ConfigurationError("no embedder to re-embed with", hint="pass embedder= to KnowledgeBase")
         store = await self._open(for_write=True)
         await store.set_embedding_model(None)
-        return await self.finalize()
+        return (await self.finalize()).embedded
 
     async def _claim_embedding_model(self, store: GraphStore) -> None:
         """Record the embedder on first use; refuse one that differs from the stored vectors' model."""
@@ -264,7 +356,26 @@ class KnowledgeBase:
         """Remove a document, its passages and the entities only it mentioned; False if absent."""
         store = await self._open(for_write=True)
         async with self._write_lock:
-            return await store.delete_document(key)
+            deleted = await store.delete_document(key)
+            if deleted:
+                await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
+            return deleted
+
+    async def source_status(self, key: str) -> SourceRecord:
+        """Whether a document is current, failed at its last ingest, deleted, or unknown here."""
+        store = await self._open(for_write=False)
+        doc = (await store.get_documents([key])).get(key)
+        logged = (await store.source_log([key])).get(key)
+        if doc is not None:
+            record = SourceRecord(
+                key=key, state=SourceState.current, content_hash=doc.content_hash, version=doc.version
+            )
+            if logged is not None:
+                record.at = logged.at
+                if logged.state == SourceState.failed:
+                    record.error = f"the last ingest failed, the stored version is older: {logged.error}"
+            return record
+        return logged or SourceRecord(key=key, state=SourceState.unknown)
 
     async def status(self) -> Status:
         store = await self._open(for_write=False)

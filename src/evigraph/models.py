@@ -247,6 +247,51 @@ class StoredDocument(_Frozen):
     chunks: int
 
 
+class PatternExample(BaseModel):
+    relation: str
+    source_label: str
+    target_label: str
+    fact: str = Field(description="one dropped fact with this pattern")
+    count: int = 1
+
+
+class PruneReport(BaseModel):
+    """What the ontology did not let through, summed over an ingest."""
+
+    entity_types: dict[str, int] = Field(default_factory=dict, description="undeclared entity labels dropped")
+    relation_types: dict[str, int] = Field(default_factory=dict, description="undeclared relation types dropped")
+    pattern_examples: list[PatternExample] = Field(
+        default_factory=list, description="relations dropped for an undeclared (source, target) pattern"
+    )
+    unknown_endpoints: int = Field(0, description="relations dropped because an end is an Unknown entity")
+    unknown_entities: int = Field(0, description="entities stored with the label Unknown")
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.entity_types
+            or self.relation_types
+            or self.pattern_examples
+            or self.unknown_endpoints
+            or self.unknown_entities
+        )
+
+    def merge(self, other: PruneReport) -> None:
+        for label, n in other.entity_types.items():
+            self.entity_types[label] = self.entity_types.get(label, 0) + n
+        for rtype, n in other.relation_types.items():
+            self.relation_types[rtype] = self.relation_types.get(rtype, 0) + n
+        known = {(p.relation, p.source_label, p.target_label): p for p in self.pattern_examples}
+        for p in other.pattern_examples:
+            mine = known.get((p.relation, p.source_label, p.target_label))
+            if mine is None:
+                self.pattern_examples.append(p.model_copy())
+            else:
+                mine.count += p.count
+        self.unknown_endpoints += other.unknown_endpoints
+        self.unknown_entities += other.unknown_entities
+
+
 class IngestStatus(StrEnum):
     created = "created"
     updated = "updated"
@@ -266,6 +311,7 @@ class DocumentOutcome(BaseModel):
 
 class IngestReport(BaseModel):
     documents: list[DocumentOutcome] = Field(default_factory=list)
+    pruned: PruneReport = Field(default_factory=lambda: PruneReport())
 
     @property
     def failed(self) -> list[DocumentOutcome]:
@@ -327,3 +373,54 @@ class Neighbour(BaseModel):
     confidence: float
     hop: int
     source_chunks: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# Bookkeeping the toolkit reads: source history, themes, schema
+# --------------------------------------------------------------------------------------------
+
+
+class SourceState(StrEnum):
+    current = "current"
+    pending = "pending"
+    failed = "failed"
+    deleted = "deleted"
+    unknown = "unknown"
+
+
+class SourceRecord(BaseModel):
+    """The last thing that happened to a document key: written, failed or deleted."""
+
+    key: str
+    state: SourceState
+    content_hash: str | None = None
+    version: int = 0
+    error: str | None = None
+    at: str | None = Field(None, description="UTC time, ISO 8601")
+
+
+class ThemeRecord(BaseModel):
+    """A cluster of related entities found by community detection at finalize."""
+
+    id: str
+    members: list[str] = Field(description="entity ids, most connected first")
+    names: list[str] = Field(description="member names, in the order of `members`")
+    labels: list[str] = Field(description="member labels, in the order of `members`")
+    size: int
+
+
+class Exploration(BaseModel):
+    """The relations around one entity, and which bound cut the walk short."""
+
+    nodes: list[str]
+    edges: list[Neighbour]
+    truncated_by: list[str] = Field(default_factory=list, description="max_nodes and/or max_edges")
+
+
+class TableInfo(BaseModel):
+    name: str
+    kind: str = Field(description="node or relationship")
+    properties: dict[str, str] = Field(description="property name -> type")
+    rows: int = 0
+    sample_keys: list[str] = Field(default_factory=list)
+    connects: list[tuple[str, str]] = Field(default_factory=list, description="(from, to) node tables")

@@ -17,6 +17,7 @@ from evigraph.errors import EvigraphError, InputError
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sources import SourceFile, expand_sources
 from evigraph.models import (
@@ -64,6 +65,8 @@ class IngestRun:
     strategies: Strategies
     batch_documents: int = 64
     batch_chunks: int = 2048
+    force: bool = False
+    """Process documents even when unchanged (re-extraction after the ontology grew)."""
     report: IngestReport = field(default_factory=IngestReport)
 
     async def run(
@@ -123,7 +126,7 @@ class IngestRun:
         pending = []
         for d in docs:
             old = stored.get(d.key)
-            if old is not None and old.content_hash == d.content_hash:
+            if old is not None and old.content_hash == d.content_hash and not self.force:
                 self._outcome(DocumentOutcome(key=d.key, status=IngestStatus.unchanged, path=d.path, chunks=old.chunks))
                 advance(1)
             else:
@@ -167,6 +170,8 @@ class IngestRun:
                 self._fail(p.doc.key, f"resolution failed: {exc}", path=p.doc.path)
                 advance(1)
                 continue
+            resolved, pruned = prune(resolved, self.strategies.ontology)
+            self.report.pruned.merge(pruned)
             out.append(
                 (
                     p,

@@ -13,7 +13,20 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from evigraph.models import ChunkHit, DocumentVersion, EntityHit, Neighbour, StoreCounts, StoredDocument
+from evigraph.models import (
+    ChunkHit,
+    DocumentVersion,
+    EntityHit,
+    Exploration,
+    ExtractedEntity,
+    ExtractedRelation,
+    Neighbour,
+    SourceRecord,
+    StoreCounts,
+    StoredDocument,
+    TableInfo,
+    ThemeRecord,
+)
 
 
 class GraphStore(ABC):
@@ -129,3 +142,57 @@ class GraphStore(ABC):
     @abstractmethod
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity) of the nearest passages."""
+
+    # -- graph navigation and agent writes ---------------------------------------------------
+
+    @abstractmethod
+    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
+        """The passages of a document's current version, in reading order."""
+
+    @abstractmethod
+    async def explore(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        relation_types: Sequence[str] | None = None,
+        max_nodes: int = 25,
+        max_edges: int = 50,
+    ) -> Exploration:
+        """Relations around one entity, bounded, saying which bound cut the walk."""
+
+    @abstractmethod
+    async def relation_weights(self) -> dict[tuple[str, str], float]:
+        """Entity pairs joined by relations and how many relations join each (for themes)."""
+
+    @abstractmethod
+    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
+        """Create or merge entities written by an agent; `source` is their `_source` provenance."""
+
+    @abstractmethod
+    async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+        """Create or merge relations written by an agent, each with its supporting chunk ids."""
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    @abstractmethod
+    async def get_setting(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    async def set_setting(self, key: str, value: str | None) -> None: ...
+
+    @abstractmethod
+    async def log_sources(self, records: Sequence[SourceRecord]) -> None:
+        """Remember each key's last outcome (written, failed, deleted) for `source_status`."""
+
+    @abstractmethod
+    async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]: ...
+
+    @abstractmethod
+    async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None: ...
+
+    @abstractmethod
+    async def themes(self) -> list[ThemeRecord]: ...
+
+    @abstractmethod
+    async def schema_tables(self) -> list[TableInfo]:
+        """Node and relationship tables with properties, row counts and sample keys, for Cypher authors."""

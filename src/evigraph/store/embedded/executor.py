@@ -43,10 +43,12 @@ class Tx:
     def column(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
         return [next(iter(r.values())) for r in self.rows(query, params)]
 
-    def run_batched(self, query: str, rows: Sequence[Any], batch: int = 5000) -> None:
+    def run_batched(
+        self, query: str, rows: Sequence[Any], batch: int = 5000, extra: dict[str, Any] | None = None
+    ) -> None:
         """UNWIND `rows` in slices: the engine cannot type an empty list, and huge lists cost memory."""
         for i in range(0, len(rows), batch):
-            self.execute(query, {"rows": rows[i : i + batch]}).close()
+            self.execute(query, {**(extra or {}), "rows": rows[i : i + batch]}).close()
 
 
 class Executor:

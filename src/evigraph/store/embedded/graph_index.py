@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evigraph.models import Neighbour
+from evigraph.models import Exploration, Neighbour
 from evigraph.store.embedded.executor import Tx
 
 
@@ -85,6 +85,53 @@ class GraphIndex:
                     break
             frontier = nxt
         return out
+
+    def explore(
+        self, entity_id: str, depth: int, types: Sequence[str] | None, max_nodes: int, max_edges: int
+    ) -> Exploration:
+        """Relations around one entity, breadth first, most confident first within a hop.
+
+        The walk stops at whichever bound it meets first and says which, so an agent knows the
+        neighbourhood is bigger than what it sees.
+        """
+        wanted = set(types) if types else None
+        nodes = [entity_id]
+        known = {entity_id}
+        edges: list[Neighbour] = []
+        seen: set[str] = set()
+        truncated: set[str] = set()
+        frontier = [entity_id]
+        for hop in range(1, depth + 1):
+            nxt: list[str] = []
+            for eid in frontier:
+                for rel in sorted(self.edges.get(eid, ()), key=lambda r: (-r.confidence, r.id)):
+                    if rel.id in seen or (wanted is not None and rel.type not in wanted):
+                        continue
+                    other = rel.target if rel.source == eid else rel.source
+                    if other not in known and len(nodes) >= max_nodes:
+                        truncated.add("max_nodes")
+                        continue
+                    if len(edges) >= max_edges:
+                        truncated.add("max_edges")
+                        break
+                    seen.add(rel.id)
+                    edges.append(rel.neighbour(hop))
+                    if other not in known:
+                        known.add(other)
+                        nodes.append(other)
+                        nxt.append(other)
+            frontier = nxt
+        return Exploration(nodes=nodes, edges=edges, truncated_by=sorted(truncated))
+
+    def weighted_pairs(self) -> dict[tuple[str, str], float]:
+        """Entity pairs joined by relations, weighted by how many relations join them."""
+        out: dict[tuple[str, str], float] = defaultdict(float)
+        for eid, rels in self.edges.items():
+            for rel in rels:
+                if rel.source == eid and rel.source != rel.target:
+                    a, b = sorted((rel.source, rel.target))
+                    out[(a, b)] += 1.0
+        return dict(out)
 
     def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
         return [(eid, cid) for eid in entity_ids for cid in sorted(self.mentions.get(eid, ()))[:per_entity]]

@@ -32,9 +32,19 @@ DDL = (
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts INT64[], span_ends INT64[])",
     """CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, type STRING, fact STRING,
         confidence DOUBLE, source_chunks STRING[], _source STRING)""",
+    """CREATE NODE TABLE IF NOT EXISTS SourceLog(
+        key STRING PRIMARY KEY, state STRING, content_hash STRING, version INT64, error STRING, at TIMESTAMP)""",
+    """CREATE NODE TABLE IF NOT EXISTS Theme(
+        id STRING PRIMARY KEY, members STRING[], names STRING[], labels STRING[], size INT64, run STRING)""",
 )
 
-TABLES = frozenset({META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES"})
+TABLES = frozenset(
+    {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}
+)
+"""Every table evigraph creates; tables added by a later release are created on a writable open."""
+
+INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme"})
+"""Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
 FTS_INDEXES = {
     CHUNK_FTS: f"CALL CREATE_FTS_INDEX('Chunk', '{CHUNK_FTS}', ['search_text'], stemmer := 'porter')",

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evigraph.errors import NotAKnowledgeBaseError, ReadOnlyQueryError, StoreError
-from evigraph.models import ChunkHit, DocumentVersion, EntityHit, Neighbour, StoreCounts, StoredDocument
+from evigraph.models import (
+    ChunkHit,
+    DocumentVersion,
+    EntityHit,
+    Exploration,
+    ExtractedEntity,
+    ExtractedRelation,
+    Neighbour,
+    SourceRecord,
+    StoreCounts,
+    StoredDocument,
+    TableInfo,
+    ThemeRecord,
+)
 from evigraph.store.base import GraphStore
-from evigraph.store.embedded import reads, writes
+from evigraph.store.embedded import reads, records, writes
 from evigraph.store.embedded.caches import Cached, NameIndex, VectorMatrix, build_matrix, build_name_index
 from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
@@ -81,6 +95,8 @@ class EmbeddedStore(GraphStore):
                         f"{self.path} has evigraph schema version {rows[0]['v']}, this evigraph reads {SCHEMA_VERSION}",
                         hint="upgrade evigraph, or re-ingest into a new --db path",
                     )
+                if not self.read_only and not tables >= TABLES:
+                    self._create_schema(tx)  # additive: tables a later release introduced
                 return
         if not tables <= TABLES:
             raise NotAKnowledgeBaseError(
@@ -266,3 +282,64 @@ class EmbeddedStore(GraphStore):
             self._cache.get, "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
         )
         return matrix.search(vector, limit)
+
+    # -- graph navigation and agent writes ---------------------------------------------------
+
+    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
+        return await self.executor.read(lambda tx: records.document_chunks(tx, key, limit))
+
+    async def explore(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        relation_types: Sequence[str] | None = None,
+        max_nodes: int = 25,
+        max_edges: int = 50,
+    ) -> Exploration:
+        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
+
+    async def relation_weights(self) -> dict[tuple[str, str], float]:
+        return (await self._graph()).weighted_pairs()
+
+    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
+        await self._write(lambda tx: writes.upsert_entities(tx, entities, source))
+
+    async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+        await self._write(lambda tx: writes.upsert_relations(tx, relations, source))
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    async def get_setting(self, key: str) -> str | None:
+        return await self.executor.read(lambda tx: reads.get_meta(tx, key))
+
+    async def set_setting(self, key: str, value: str | None) -> None:
+        await self._write(lambda tx: records.set_meta(tx, key, value))
+
+    async def log_sources(self, records_: Sequence[SourceRecord]) -> None:
+        if records_:
+            await self.executor.write(lambda tx: records.log_sources(tx, records_))
+
+    async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
+        if not keys:
+            return {}
+        return await self.executor.read(lambda tx: records.source_log(tx, keys))
+
+    async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None:
+        run = datetime.now(UTC).isoformat()
+        await self._write(lambda tx: records.replace_themes(tx, themes, run))
+
+    async def themes(self) -> list[ThemeRecord]:
+        found: list[ThemeRecord] = await asyncio.to_thread(
+            self._cache.get, "themes", lambda: self.executor.read_sync(records.themes)
+        )
+        return found
+
+    async def schema_tables(self) -> list[TableInfo]:
+        return await self.executor.read(records.schema_tables)
+
+    async def _write(self, fn: Callable[[Tx], object]) -> None:
+        """A write that changes what the read caches hold."""
+        try:
+            await self.executor.write(fn)
+        finally:
+            self._cache.invalidate()

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from evigraph.models import DocumentVersion
+from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
 
@@ -244,7 +244,9 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     return numbers
 
 
-def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) -> None:
+def _write_entities(
+    tx: Tx, entities: dict[str, dict[str, Any]], now: datetime, source: str = EXTRACTION_SOURCE
+) -> None:
     """Create new entities and fold descriptions and aliases into existing ones.
 
     Not a MERGE: the engine crashes merging into a table with a full-text index, and it skips
@@ -274,11 +276,12 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
         if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
             updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
     tx.run_batched(
-        f"""UNWIND $rows AS r CREATE (e:Entity {{id: r.id, name: concat(r.name, ''), label: r.label,
+        """UNWIND $rows AS r CREATE (e:Entity {id: r.id, name: concat(r.name, ''), label: r.label,
                description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
-               aliases: CAST(r.aliases AS STRING[]), _source: '{EXTRACTION_SOURCE}', _created_at: r.at,
-               search_text: concat(r.st, '')}})""",
+               aliases: CAST(r.aliases AS STRING[]), _source: $source, _created_at: r.at,
+               search_text: concat(r.st, '')})""",
         created,
+        extra={"source": source},
     )
     tx.run_batched(
         """UNWIND $rows AS r WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases
@@ -289,7 +292,7 @@ def _write_entities(tx: Tx, entities: dict[str, dict[str, Any]], now: datetime) 
     )
 
 
-def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]]) -> None:
+def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str = EXTRACTION_SOURCE) -> None:
     """Create new relations and add this batch's passages as sources of existing ones."""
     if not relations:
         return
@@ -311,12 +314,13 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]]) -> None:
             src = list(dict.fromkeys([*(old["src"] or []), *row["src"]]))
             updated.append({**row, "src": src, "conf": max(float(old["conf"] or 0.0), row["conf"])})
     tx.run_batched(
-        f"""UNWIND $rows AS r
+        """UNWIND $rows AS r
            WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
-           MATCH (a:Entity {{id: s}}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {{id: d}})
-           CREATE (a)-[:RELATES {{id: rid, type: type, fact: fact, confidence: conf,
-                                  source_chunks: CAST(src AS STRING[]), _source: '{EXTRACTION_SOURCE}'}}]->(b)""",
+           MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
+           CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
+                                  source_chunks: CAST(src AS STRING[]), _source: $source}]->(b)""",
         created,
+        extra={"source": source},
     )
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
@@ -338,3 +342,33 @@ def delete_document(tx: Tx, key: str) -> bool:
     tx.execute("MATCH (d:Document {key: $key}) DETACH DELETE d", {"key": key}).close()
     delete_orphans(tx, candidates)
     return True
+
+
+def upsert_entities(tx: Tx, entities: Sequence[ExtractedEntity], source: str) -> None:
+    """Entities an agent records: created with its `_source`, or merged into an existing entity."""
+    rows: dict[str, dict[str, Any]] = {}
+    for e in entities:
+        row = rows.setdefault(e.id, {"id": e.id, "name": e.name, "label": e.label, "descs": [], "aliases": []})
+        row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
+        row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+    _write_entities(tx, rows, datetime.now(UTC).replace(tzinfo=None), source)
+
+
+def upsert_relations(tx: Tx, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+    """Relations an agent records, each with the passages (chunk ids) that support it, possibly none."""
+    rows: dict[str, dict[str, Any]] = {}
+    for rel, chunks in relations:
+        row = rows.setdefault(
+            rel.id,
+            {
+                "id": rel.id,
+                "s": rel.source,
+                "d": rel.target,
+                "type": rel.type,
+                "fact": rel.fact,
+                "conf": float(rel.confidence),
+                "src": [],
+            },
+        )
+        row["src"] = list(dict.fromkeys([*row["src"], *chunks]))
+    _write_relations(tx, rows, source)
