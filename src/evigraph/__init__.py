@@ -53,6 +53,14 @@ _EXPORTS = {
     "RuleBasedExtraction": "evigraph.ingest.extraction",
     "ResolutionStrategy": "evigraph.ingest.resolution",
     "ExactMatchResolution": "evigraph.ingest.resolution",
+    "FinalizeReport": "evigraph.kb",
+    "ToolError": "evigraph.errors",
+    "ReadOnlyViolation": "evigraph.errors",
+    "Toolkit": "evigraph.tools.toolkit",
+    "ToolSpec": "evigraph.tools.registry",
+    "ToolResult": "evigraph.tools.results",
+    "CHEAP_PLAN_LIMITS": "evigraph.tools.plans",
+    "PruneReport": "evigraph.models",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -80,7 +88,9 @@ if TYPE_CHECKING:
         InputError,
         KnowledgeBaseMissingError,
         NotAKnowledgeBaseError,
+        ReadOnlyViolation,
         StoreError,
+        ToolError,
     )
     from evigraph.ingest.chunking import (
         CallableChunking,
@@ -93,7 +103,7 @@ if TYPE_CHECKING:
     from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy, MarkdownLoader, PdfLoader, TextLoader
     from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
     from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
-    from evigraph.kb import KnowledgeBase, Status
+    from evigraph.kb import FinalizeReport, KnowledgeBase, Status
     from evigraph.models import (
         DocumentOutcome,
         EntityType,
@@ -105,9 +115,14 @@ if TYPE_CHECKING:
         LoadedDocument,
         Mention,
         Ontology,
+        PruneReport,
         RelationType,
         Span,
         TextChunk,
     )
     from evigraph.store.base import GraphStore
     from evigraph.store.embedded.store import EmbeddedStore
+    from evigraph.tools.plans import CHEAP_PLAN_LIMITS
+    from evigraph.tools.registry import ToolSpec
+    from evigraph.tools.results import ToolResult
+    from evigraph.tools.toolkit import Toolkit

@@ -49,3 +49,11 @@ class EngineUnavailableError(StoreError):
 
 class ReadOnlyQueryError(StoreError):
     """A read-only query tried to write, or failed in the engine."""
+
+
+class ToolError(EvigraphError):
+    """A toolkit call that cannot run; the hint tells the agent what to do instead."""
+
+
+class ReadOnlyViolation(ToolError):
+    """A write tool called on a read-only toolkit."""

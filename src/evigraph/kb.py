@@ -19,6 +19,7 @@ from typing import Self
 from pydantic import BaseModel
 
 from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
+from evigraph.gate import Gate
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
@@ -26,8 +27,11 @@ from evigraph.ingest.pipeline import IngestRun, ProgressFn, Strategies, embed_al
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
 from evigraph.models import (
+    ExtractedEntity,
+    ExtractedRelation,
     IngestReport,
     IngestStatus,
+    LoadedDocument,
     Ontology,
     SourceRecord,
     SourceState,
@@ -119,7 +123,7 @@ class KnowledgeBase:
             raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
         self.max_file_bytes = max_file_bytes
         self.batch_documents = batch_documents
-        self._write_lock = asyncio.Lock()
+        self._gate = Gate()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -159,6 +163,15 @@ class KnowledgeBase:
                     self._ontology = Ontology.model_validate_json(stored)
         return self._store
 
+    async def open_store(self, *, for_write: bool = False) -> GraphStore:
+        """The store, opened; a read of a knowledge base that was never written raises and creates nothing."""
+        return await self._open(for_write=for_write)
+
+    @property
+    def loaders(self) -> tuple[LoaderStrategy, ...]:
+        """User loaders, consulted before the built-in ones."""
+        return self._loaders
+
     @property
     def store(self) -> GraphStore | None:
         return self._store
@@ -174,7 +187,7 @@ class KnowledgeBase:
     async def set_ontology(self, ontology: Ontology) -> None:
         """Use and store `ontology`, so later sessions and processes extract with it too."""
         store = await self._open(for_write=True)
-        async with self._write_lock:
+        async with self._gate.exclusive():
             await store.set_setting(ONTOLOGY_SETTING, ontology.model_dump_json())
             self._ontology = ontology
 
@@ -237,11 +250,41 @@ class KnowledgeBase:
             texts.append(text_document(text, key or "", title))
         elif key is not None:
             raise ConfigurationError("key= is for text= input", hint="pass text= with key=, or paths alone")
+        return await self.ingest_documents(texts, sources=[os.fspath(s) for s in sources], progress=progress)
+
+    async def ingest_documents(
+        self,
+        documents: Sequence[LoadedDocument],
+        *,
+        sources: Sequence[str] = (),
+        chunker: ChunkingStrategy | str | None = None,
+        extractor: ExtractionStrategy | str | None = None,
+        resolver: ResolutionStrategy | None = None,
+        reextract: bool = False,
+        max_chunks: int | None = None,
+        exclusive: bool = True,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Ingest already-loaded documents (and `sources` paths) with optional per-call strategies.
+
+        `reextract` processes unchanged documents again (after the ontology grew); `max_chunks`
+        refuses a document that chunks into more passages before it is extracted. With
+        `exclusive=False` the ingest may run beside other non-exclusive ones; only ingests that
+        add new documents should ask for that.
+        """
         store = await self._open(for_write=True)
         await self._claim_embedding_model(store)
-        run = IngestRun(store, self._strategies(), batch_documents=self.batch_documents)
-        async with self._write_lock:
-            report = await run.run([os.fspath(s) for s in sources], texts, start_progress=_progress_bar(progress))
+        strategies = self._strategies()
+        if chunker is not None:
+            strategies.chunker = _chunker(chunker)
+        if extractor is not None:
+            strategies.extractor = _extractor(extractor)
+        if resolver is not None:
+            strategies.resolver = resolver
+        run = IngestRun(store, strategies, batch_documents=self.batch_documents, force=reextract, max_chunks=max_chunks)
+        gate = self._gate.exclusive() if exclusive or reextract else self._gate.shared()
+        async with gate:
+            report = await run.run(list(sources), list(documents), start_progress=_progress_bar(progress))
             await self._log_outcomes(store, report)
         return report
 
@@ -288,7 +331,7 @@ class KnowledgeBase:
         """
         store = await self._open(for_write=True)
         report = FinalizeReport()
-        async with self._write_lock:
+        async with self._gate.exclusive():
             if self.embedder is not None:
                 await self._claim_embedding_model(store)
                 while batch := await store.pending_embeddings(limit=512):
@@ -355,11 +398,25 @@ class KnowledgeBase:
     async def delete(self, key: str) -> bool:
         """Remove a document, its passages and the entities only it mentioned; False if absent."""
         store = await self._open(for_write=True)
-        async with self._write_lock:
+        async with self._gate.exclusive():
             deleted = await store.delete_document(key)
             if deleted:
                 await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
             return deleted
+
+    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str = "agent") -> None:
+        """Record entities (idempotent): new ones are created with `source` as provenance, known ones merged."""
+        store = await self._open(for_write=True)
+        async with self._gate.exclusive():
+            await store.upsert_entities(entities, source)
+
+    async def upsert_relations(
+        self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str = "agent"
+    ) -> None:
+        """Record relations between existing entities, each with the chunk ids that support it."""
+        store = await self._open(for_write=True)
+        async with self._gate.exclusive():
+            await store.upsert_relations(relations, source)
 
     async def source_status(self, key: str) -> SourceRecord:
         """Whether a document is current, failed at its last ingest, deleted, or unknown here."""
@@ -393,6 +450,18 @@ class KnowledgeBase:
     async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
         store = await self._open(for_write=False)
         return await store.list_documents(limit, offset)
+
+
+def _chunker(value: ChunkingStrategy | str) -> ChunkingStrategy:
+    from evigraph.ingest.chunking import chunker_by_name
+
+    return chunker_by_name(value) if isinstance(value, str) else value
+
+
+def _extractor(value: ExtractionStrategy | str) -> ExtractionStrategy:
+    from evigraph.ingest.extraction import extractor_by_name
+
+    return extractor_by_name(value) if isinstance(value, str) else value
 
 
 def _progress_bar(enabled: bool | None) -> Callable[[int], ProgressFn] | None:

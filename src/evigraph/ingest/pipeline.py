@@ -65,6 +65,8 @@ class IngestRun:
     strategies: Strategies
     batch_documents: int = 64
     batch_chunks: int = 2048
+    max_chunks: int | None = None
+    """Refuse a document that chunks into more passages than this, before extracting it."""
     force: bool = False
     """Process documents even when unchanged (re-extraction after the ontology grew)."""
     report: IngestReport = field(default_factory=IngestReport)
@@ -201,6 +203,15 @@ class IngestRun:
                 continue
             if not chunks:
                 self._fail(p.doc.key, "the chunker produced no passages; the document has no text", path=p.doc.path)
+                advance(1)
+                continue
+            if self.max_chunks is not None and len(chunks) > self.max_chunks:
+                self._fail(
+                    p.doc.key,
+                    f"{len(chunks)} passages, over the limit of {self.max_chunks} per file; "
+                    "split the file, pick a chunker with larger passages, or raise the plan's max_chunks",
+                    path=p.doc.path,
+                )
                 advance(1)
                 continue
             out.append((p, chunks))

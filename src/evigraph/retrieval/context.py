@@ -8,6 +8,7 @@ with `…(N more omitted)`, and the total never exceeds the budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from evigraph.errors import ConfigurationError
@@ -19,11 +20,17 @@ MAX_PASSAGE_SHARE = 0.5  # one passage may take at most this part of its section
 
 
 @dataclass
-class _Section:
+class Section:
+    """A titled list of lines that gets `share` of the budget relative to the other sections."""
+
     title: str
     lines: list[str]
+    share: float = 1.0
     kept: list[str] = field(default_factory=list)
     used: int = 0
+
+
+Measure = Callable[[str], int]
 
 
 def pack_context(result: RetrievalResult, max_tokens: int, tokenizer: Tokenizer | None = None) -> str:
@@ -31,55 +38,78 @@ def pack_context(result: RetrievalResult, max_tokens: int, tokenizer: Tokenizer 
         raise ConfigurationError(f"max_tokens must be positive, not {max_tokens}", hint="e.g. max_tokens=2000")
     tok = tokenizer or default_tokenizer()
     sections = [
-        _Section("Passages", [_passage_line(p) for p in result.passages]),
-        _Section(
+        Section("Passages", [_passage_line(p) for p in result.passages], SHARES["Passages"]),
+        Section(
             "Entities",
             [
                 f"[{e.n}] {e.name} ({e.label})" + (f": {e.description}" if e.description else "")
                 for e in result.entities
             ],
+            SHARES["Entities"],
         ),
-        _Section("Relations", [_relation_line(r) for r in result.relations]),
-        _Section("Facts", [f"[{f.n}] {f.fact}" for f in result.facts]),
+        Section("Relations", [_relation_line(r) for r in result.relations], SHARES["Relations"]),
+        Section("Facts", [f"[{f.n}] {f.fact}" for f in result.facts], SHARES["Facts"]),
     ]
-    sections = [s for s in sections if s.lines]
-    if not sections:
-        return _fit(tok, "No evidence found.", max_tokens)
-    total_share = sum(SHARES[s.title] for s in sections)
-    # What every section costs at least: its header and its omission line, so each one shows.
-    fixed = {s.title: tok.count(f"## {s.title}\n") + tok.count(_omitted(len(s.lines)) + "\n") for s in sections}
-    spare = max_tokens - sum(fixed.values())
-    if spare < 0:
-        return _fit(tok, "\n".join(f"## {s.title}\n{_omitted(len(s.lines))}" for s in sections), max_tokens)
+    return pack_sections(sections, max_tokens, tok.count)
 
-    budgets = {s.title: int(spare * SHARES[s.title] / total_share) for s in sections}
+
+def pack_sections(
+    sections: Sequence[Section],
+    budget: int,
+    measure: Measure,
+    *,
+    header: str = "",
+    line_share: float = MAX_PASSAGE_SHARE,
+    line_cap: int = 0,
+) -> str:
+    """Pack titled sections into `budget` (as counted by `measure`: tokens, or `len` for characters).
+
+    Each section first fills its own share, then unused shares go to the others in order; a
+    section that does not fit whole ends with `…(N more omitted)`. A first line too long for its
+    section is trimmed to `line_share` of the section's budget; `line_cap` (if set) trims every
+    line to at most that much.
+    """
+    sections = [s for s in sections if s.lines]
+    if line_cap:
+        for s in sections:
+            s.lines = [_trim(measure, line, line_cap) if measure(line) > line_cap else line for line in s.lines]
+    head = f"{header}\n" if header else ""
+    if not sections:
+        return _fit(measure, header or "No evidence found.", budget)
+    total_share = sum(s.share for s in sections)
+    # What every section costs at least: its header and its omission line, so each one shows.
+    fixed = {s.title: measure(f"## {s.title}\n") + measure(_omitted(len(s.lines)) + "\n") for s in sections}
+    spare = budget - sum(fixed.values()) - measure(head)
+    if spare < 0:
+        return _fit(measure, head + "\n".join(f"## {s.title}\n{_omitted(len(s.lines))}" for s in sections), budget)
+
+    budgets = {s.title: int(spare * s.share / total_share) for s in sections}
     for s in sections:  # first pass: each within its own share
-        _fill(tok, s, budgets[s.title], trim_to=int(budgets[s.title] * MAX_PASSAGE_SHARE))
+        _fill(measure, s, budgets[s.title], trim_to=int(budgets[s.title] * line_share))
     leftover = spare - sum(s.used for s in sections)
     for s in sections:  # second pass: unused shares, in section order
         before = s.used
-        _fill(tok, s, s.used + leftover, trim_to=0)
+        _fill(measure, s, s.used + leftover, trim_to=0)
         leftover -= s.used - before
 
-    out = []
+    out = [header] if header else []
     for s in sections:
         out.append(f"## {s.title}")
         out.extend(s.kept)
         if len(s.kept) < len(s.lines):
             out.append(_omitted(len(s.lines) - len(s.kept)))
-    text = "\n".join(out)
-    return _fit(tok, text, max_tokens)
+    return _fit(measure, "\n".join(out), budget)
 
 
-def _fill(tok: Tokenizer, s: _Section, budget: int, trim_to: int) -> None:
-    """Add the section's next lines while they fit; trim a too-long first line to `trim_to` tokens."""
+def _fill(measure: Measure, s: Section, budget: int, trim_to: int) -> None:
+    """Add the section's next lines while they fit; trim a too-long first line to `trim_to`."""
     while len(s.kept) < len(s.lines):
         line = s.lines[len(s.kept)]
-        cost = tok.count(line + "\n")
+        cost = measure(line + "\n")
         if s.used + cost > budget:
             if trim_to and not s.kept and budget - s.used > 8:
-                line = _trim(tok, line, min(trim_to, budget - s.used))
-                cost = tok.count(line + "\n")
+                line = _trim(measure, line, min(trim_to, budget - s.used))
+                cost = measure(line + "\n")
                 if s.used + cost <= budget:
                     s.kept.append(line)
                     s.used += cost
@@ -88,25 +118,25 @@ def _fill(tok: Tokenizer, s: _Section, budget: int, trim_to: int) -> None:
         s.used += cost
 
 
-def _trim(tok: Tokenizer, line: str, tokens: int) -> str:
-    """Cut a line to about `tokens` tokens at a word boundary, marking the cut."""
+def _trim(measure: Measure, line: str, size: int) -> str:
+    """Cut a line to about `size` at a word boundary, marking the cut."""
     words = line.split(" ")
     lo, hi = 1, len(words)
     while lo < hi:  # longest prefix of words that fits
         mid = (lo + hi + 1) // 2
-        if tok.count(" ".join(words[:mid]) + " …\n") <= tokens:
+        if measure(" ".join(words[:mid]) + " …\n") <= size:
             lo = mid
         else:
             hi = mid - 1
     return " ".join(words[:lo]) + " …"
 
 
-def _fit(tok: Tokenizer, text: str, max_tokens: int) -> str:
+def _fit(measure: Measure, text: str, budget: int) -> str:
     """Last guard: cut from the end until the text is within the budget."""
-    if tok.count(text) <= max_tokens:
+    if measure(text) <= budget:
         return text
     lines = text.split("\n")
-    while lines and tok.count("\n".join(lines)) > max_tokens:
+    while lines and measure("\n".join(lines)) > budget:
         lines.pop()
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ class Source(BaseModel):
 
 class Item(BaseModel):
     n: int = Field(0, description="evidence number to cite as [n]")
+    evidence_id: str = Field("", description="stable id of this evidence across sessions")
     score: float = Field(0.0, description="fused score; higher is better")
     scores: dict[str, float] = Field(default_factory=dict, description="rank score per search path")
     paths: list[str] = Field(default_factory=list, description="search paths that found this item")

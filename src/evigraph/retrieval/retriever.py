@@ -67,11 +67,12 @@ class MultiPathRetriever:
         expand_hops: int = 1,
     ) -> RetrievalResult:
         chosen = validate(question, paths, top_k, expand_hops)
-        vector = await self._embed(question) if self.embedder and {"passages", "facts"} & set(chosen) else None
+        vector = await self.embed_question(question) if self.embedder and {"passages", "facts"} & set(chosen) else None
         found = await self._gather(question, chosen, top_k, expand_hops, vector)
         return await self._assemble(question, chosen, top_k, found)
 
-    async def _embed(self, question: str) -> list[float] | None:
+    async def embed_question(self, question: str) -> list[float] | None:
+        """The question's vector, or None when nothing is embedded yet; refuses a mismatched model."""
         assert self.embedder is not None
         stored = await self.store.embedding_model()
         if stored is None:
@@ -167,7 +168,7 @@ class MultiPathRetriever:
                     score=f.score,
                     scores=f.scores,
                     paths=sorted(_passage_paths(f.scores)),
-                    source=_source(hit),
+                    source=source_of(hit),
                 )
             )
         result.entities = await self._entities(paths, top_k, found)
@@ -188,10 +189,10 @@ class MultiPathRetriever:
         hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
         for e in result.entities:
             hit = hits.get(first_mention.get(e.id, ""))
-            e.location = _source(hit) if hit else None
+            e.location = source_of(hit) if hit else None
         for r in (*result.relations, *result.facts):
             hit = hits.get(r.passages[0]) if r.passages else None
-            r.location = _source(hit) if hit else None
+            r.location = source_of(hit) if hit else None
 
     async def _entities(self, paths: Sequence[str], top_k: int, found: _Found) -> list[EntityItem]:
         lists: dict[str, list[str]] = {}
@@ -266,7 +267,7 @@ def number(result: RetrievalResult) -> None:
             item.n = n
 
 
-def _source(hit: ChunkHit) -> Source:
+def source_of(hit: ChunkHit) -> Source:
     return Source(
         document=hit.document,
         title=hit.title,

@@ -91,8 +91,10 @@ class GraphStore(ABC):
         """Relations reachable from the given entities, nearest hop first."""
 
     @abstractmethod
-    async def query(self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """Run read-only Cypher; writes are refused by the engine."""
+    async def query(
+        self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
+    ) -> list[dict[str, Any]]:
+        """Run read-only Cypher within `timeout_ms`; writes are refused by the engine."""
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -114,6 +116,10 @@ class GraphStore(ABC):
     @abstractmethod
     async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
         """Entity ids whose name or alias equals each phrase (after normalisation)."""
+
+    @abstractmethod
+    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(chunk id, entity id) pairs: the entities each passage mentions."""
 
     @abstractmethod
     async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:

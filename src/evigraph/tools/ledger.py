@@ -19,7 +19,7 @@ from evigraph.errors import ConfigurationError
 from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem
 
 # What a number can point at; checked so a typo cannot create a kind no reader expects.
-EVIDENCE_KINDS = frozenset({"passage", "entity", "relation", "fact", "status", "ontology"})
+EVIDENCE_KINDS = frozenset({"passage", "entity", "relation", "fact", "status", "ontology", "theme"})
 
 
 class EvidenceRecord(BaseModel):

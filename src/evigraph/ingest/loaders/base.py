@@ -32,3 +32,17 @@ class LoaderStrategy(ABC):
     @abstractmethod
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         """Read `path`; `key` is the document key the caller chose for the file."""
+
+    def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
+        """Parse a file's content already read by the caller (`path` names it in messages and metadata).
+
+        The toolkit reads files itself, through a handle opened without following symlinks, so
+        a loader must not reopen the path. Built-in loaders implement this; a custom loader that
+        does not is refused there with this error.
+        """
+        from evigraph.errors import InputError
+
+        raise InputError(
+            f"{path}: the {self.name!r} loader can only read from a path",
+            hint="implement load_bytes() on the loader to ingest through the toolkit",
+        )

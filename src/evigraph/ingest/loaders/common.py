@@ -100,7 +100,11 @@ def require_content(text: str, path: Path) -> None:
 
 def read_text(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """Read a text file with every check a loader needs: size, binary, UTF-8, non-empty."""
-    data = read_bytes(path, max_bytes)
+    return text_of(read_bytes(path, max_bytes), path)
+
+
+def text_of(data: bytes, path: Path) -> str:
+    """A file's bytes as text, with the binary, UTF-8 and non-empty checks."""
     check_not_binary(data, path)
     text = normalize_newlines(decode_utf8(data, path))
     require_content(text, path)

@@ -14,7 +14,7 @@ from typing import Any
 
 from evigraph.errors import InputError
 from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_text
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_of
 from evigraph.models import LoadedDocument
 
 _RECORD_HINT = 'each line must be a JSON object like {"id": "a1", "title": "...", "text": "..."}'
@@ -35,7 +35,11 @@ class JsonlLoader(LoaderStrategy):
 
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
-        text = read_text(path, self.max_bytes)
+        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
+
+    def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
+        path = Path(path)
+        text = text_of(data, path)
         documents: list[LoadedDocument] = []
         seen: dict[str, int] = {}
         for number, line in enumerate(text.split("\n"), start=1):

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_text
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_of
 from evigraph.models import Element, LoadedDocument
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
@@ -209,7 +209,11 @@ class MarkdownLoader(LoaderStrategy):
 
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
-        text = read_text(path, self.max_bytes)
+        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
+
+    def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
+        path = Path(path)
+        text = text_of(data, path)
         elements = parse_markdown(text)
         title = next((e.text for e in elements if e.kind == "heading" and e.level == 1), path.stem)
         return [

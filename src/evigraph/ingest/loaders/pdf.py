@@ -37,7 +37,10 @@ class PdfLoader(LoaderStrategy):
 
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
-        data = read_bytes(path, self.max_bytes)
+        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
+
+    def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
+        path = Path(path)
         reader = _open(data, path)
         texts = _page_texts(reader, path)
 

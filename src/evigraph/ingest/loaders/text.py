@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_text
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_of
 from evigraph.models import LoadedDocument
 
 
@@ -24,7 +24,11 @@ class TextLoader(LoaderStrategy):
 
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
-        text = read_text(path, self.max_bytes)
+        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
+
+    def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
+        path = Path(path)
+        text = text_of(data, path)
         return [
             LoadedDocument(
                 key=key,

@@ -136,6 +136,9 @@ class GraphIndex:
     def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
         return [(eid, cid) for eid in entity_ids for cid in sorted(self.mentions.get(eid, ()))[:per_entity]]
 
+    def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+        return [(cid, eid) for cid in chunk_ids for eid in self.mentioned.get(cid, ())]
+
     def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int) -> list[Neighbour]:
         out: dict[str, Neighbour] = {}
         for cid in chunk_ids:

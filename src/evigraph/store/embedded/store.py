@@ -227,6 +227,11 @@ class EmbeddedStore(GraphStore):
         )
         return index.lookup(phrases)
 
+    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+        if not chunk_ids:
+            return []
+        return (await self._graph()).entities_for_chunks(chunk_ids)
+
     async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
         if not chunk_ids:
             return []

@@ -1,0 +1,208 @@
+"""The input model of every tool: one definition gives validation, bounds and the JSON Schema.
+
+Unknown fields are refused (`extra="forbid"`) so a misspelt argument fails loudly instead of
+being ignored, and every bound an agent could exceed is stated in the schema it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evigraph.retrieval.retriever import MAX_HOPS, MAX_TOP_K, PATHS
+
+SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
+assert set(SearchPath.__args__) == set(PATHS)  # type: ignore[attr-defined]
+Mode = Literal["lexical", "semantic", "hybrid"]
+Relation = Literal["parent", "children", "siblings", "previous", "next", "table_context"]
+EvidenceRef = Annotated[
+    int | str, Field(description="an evidence number n from this session, or a stable evidence_id such as 'passage:…'")
+]
+Query = Annotated[str, Field(min_length=1, max_length=1000)]
+
+RESERVED_LABELS = frozenset(
+    {"Chunk", "Document", "Unknown", "Entity", "Theme", "SourceLog", "EvigraphMeta"}
+    | {"PART_OF", "NEXT", "MENTIONED_IN", "RELATES"}
+)
+_LABEL = re.compile(r"^[\w\- ]+$", re.UNICODE)
+
+
+def check_label(label: str) -> str:
+    """Labels become part of the schema and of queries, so only plain names are allowed."""
+    if not label or label != label.strip():
+        raise ValueError(f"label {label!r} is empty or has leading/trailing spaces")
+    if len(label) > 64:
+        raise ValueError(f"label {label[:20]!r}… is over 64 characters")
+    if not _LABEL.match(label):
+        raise ValueError(
+            f"label {label!r} has characters a label may not hold; use letters, digits, spaces, '-' and '_' "
+            "(no '|', ':', backticks or line breaks)"
+        )
+    if label.startswith("__") and label.endswith("__"):
+        raise ValueError(f"label {label!r}: names of the form __X__ are reserved")
+    if label in RESERVED_LABELS:
+        raise ValueError(f"label {label!r} is one of evigraph's own; choose another name")
+    return label
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class NoInput(ToolInput):
+    pass
+
+
+class RetrieveInput(ToolInput):
+    question: str = Field(min_length=1, max_length=2000, description="the user's question, word for word")
+    paths: list[SearchPath] | None = Field(None, min_length=1, description="search paths to run; all when omitted")
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K, description="items per section")
+    expand_hops: int = Field(1, ge=1, le=MAX_HOPS, description="how far `links` walks from the entities found")
+
+
+class SearchPassagesInput(ToolInput):
+    query: Query = Field(description="plain words; query syntax has no effect")
+    mode: Mode = Field("hybrid", description="lexical (BM25), semantic (vectors) or hybrid (both, fused)")
+    limit: int = Field(10, ge=1, le=50)
+
+
+class ReadPassagesInput(ToolInput):
+    passages: list[EvidenceRef] = Field(min_length=1, max_length=20, description="evidence numbers or ids")
+    max_chars: int = Field(4000, ge=1, le=20000, description="most characters of text per passage")
+
+
+class NavigateInput(ToolInput):
+    passage: EvidenceRef = Field(description="the passage to start from: its number or evidence id")
+    relation: Relation = Field(
+        description="parent (the section's first passage), children (passages under this heading), siblings "
+        "(same section), previous, next, table_context (the passages around a table)"
+    )
+    limit: int = Field(10, ge=1, le=50)
+    max_chars: int = Field(12000, ge=1, le=20000, description="total characters of text returned")
+
+
+class SearchEntitiesInput(ToolInput):
+    query: Query
+    labels: list[str] | None = Field(None, max_length=20, description="only entities with these labels")
+    mode: Mode = "hybrid"
+    limit: int = Field(10, ge=1, le=50)
+
+
+class ExploreInput(ToolInput):
+    entity: EvidenceRef = Field(description="an entity id (from search_entities or retrieve) or its evidence number")
+    depth: int = Field(1, ge=1, le=2)
+    relation_types: list[str] | None = Field(None, max_length=20)
+    max_nodes: int = Field(25, ge=1, le=200)
+    max_edges: int = Field(50, ge=1, le=200)
+
+
+class SearchThemesInput(ToolInput):
+    query: Query
+    limit: int = Field(5, ge=1, le=10)
+    support_limit: int = Field(3, ge=1, le=10, description="most passages listed per theme")
+
+
+class CypherInput(ToolInput):
+    query: str = Field(min_length=1, max_length=10000, description="read-only Cypher")
+    params: dict[str, Any] = Field(default_factory=dict, description="query parameters ($name)")
+    limit: int = Field(100, ge=1, le=1000, description="most rows returned")
+
+
+class GetContextInput(ToolInput):
+    evidence: list[int] = Field(min_length=1, max_length=200, description="evidence numbers to pack")
+    max_tokens: int = Field(2000, ge=50, le=32000)
+
+
+class SourceStatusInput(ToolInput):
+    document_key: str = Field(min_length=1, max_length=4000, description="a document key, e.g. 'file:notes/a.md'")
+
+
+class CheckCitationsInput(ToolInput):
+    answer: str = Field(min_length=1, max_length=100_000, description="the draft answer with [n] citations")
+
+
+# -- write tools -----------------------------------------------------------------------------
+
+
+class EntityTypeInput(ToolInput):
+    label: str
+    description: str = Field("", max_length=2000)
+    properties: list[str] = Field(default_factory=list, max_length=50)
+
+    _label = field_validator("label")(check_label)
+
+
+class RelationTypeInput(ToolInput):
+    label: str = Field(description="relation type, e.g. WORKS_FOR")
+    description: str = Field("", max_length=2000)
+    patterns: list[tuple[str, str]] = Field(
+        default_factory=list, max_length=100, description="allowed [source label, target label] pairs"
+    )
+
+    _label = field_validator("label")(check_label)
+
+
+class SetOntologyInput(ToolInput):
+    entities: list[EntityTypeInput] = Field(default_factory=list, max_length=200)
+    relations: list[RelationTypeInput] = Field(default_factory=list, max_length=200)
+
+
+class PlanRule(ToolInput):
+    match: str = Field("*", min_length=1, max_length=500, description="glob on the file's path under the root")
+    chunker: str | None = None
+    extractor: str | None = None
+    resolver: str | None = None
+
+
+class IngestInput(ToolInput):
+    text: str | None = Field(None, max_length=5_000_000, description="text to ingest under document_id")
+    document_id: str | None = Field(None, min_length=1, max_length=500)
+    title: str | None = Field(None, max_length=500)
+    files: list[str] | None = Field(None, min_length=1, max_length=50, description="paths or globs under files_root")
+    plan: list[PlanRule] | None = Field(None, max_length=20, description="rules; the first matching a file applies")
+    reextract: bool = Field(False, description="extract unchanged documents again (after set_ontology)")
+
+
+class PreviewFilesInput(ToolInput):
+    offset: int = Field(0, ge=0, description="next_offset from the previous page")
+
+
+class EntityInput(ToolInput):
+    name: str = Field(min_length=1, max_length=500)
+    label: str
+    description: str = Field("", max_length=4000)
+    aliases: list[str] = Field(default_factory=list, max_length=20)
+
+    _label = field_validator("label")(check_label)
+
+
+class UpsertEntitiesInput(ToolInput):
+    entities: list[EntityInput] = Field(min_length=1, max_length=100)
+
+
+class EntityRefInput(ToolInput):
+    name: str = Field(min_length=1, max_length=500)
+    label: str
+
+    _label = field_validator("label")(check_label)
+
+
+class RelationInput(ToolInput):
+    source: EntityRefInput
+    type: str
+    target: EntityRefInput
+    fact: str = Field(min_length=1, max_length=4000, description="the statement, in one sentence")
+    evidence: list[EvidenceRef] = Field(default_factory=list, max_length=20, description="supporting passages")
+    confidence: float = Field(1.0, ge=0.0, le=1.0)
+
+    _type = field_validator("type")(check_label)
+
+
+class UpsertRelationsInput(ToolInput):
+    relations: list[RelationInput] = Field(min_length=1, max_length=100)
+
+
+class DeleteDocumentInput(ToolInput):
+    document_id: str = Field(min_length=1, max_length=4000)

@@ -1,0 +1,137 @@
+"""Tools over the session and sources: re-packing evidence, source status, citation checking."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from evigraph.models import SourceState
+from evigraph.providers.tokenizers import default_tokenizer
+from evigraph.retrieval.context import Section, pack_sections
+from evigraph.tools.citations import check_citations as run_check
+from evigraph.tools.inputs import CheckCitationsInput, GetContextInput, SourceStatusInput
+from evigraph.tools.registry import tool
+from evigraph.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from evigraph.tools.toolkit import Toolkit
+
+_SECTION_OF = {
+    "passage": "Passages",
+    "entity": "Entities",
+    "relation": "Relations",
+    "fact": "Relations",
+    "theme": "Themes",
+    "status": "Knowledge base",
+    "ontology": "Knowledge base",
+}
+_SHARE = {"Passages": 2.0}
+
+
+class ContextResult(ToolResult):
+    context: str = Field(description="the evidence packed into the token budget, every item as [n]")
+    included: list[int] = Field(default_factory=list)
+    missing: list[int] = Field(default_factory=list, description="numbers that are not live evidence")
+
+    def header(self) -> str:
+        return self.context
+
+
+@tool(
+    "get_context",
+    GetContextInput,
+    "Re-pack chosen evidence numbers from this session into one text within max_tokens, passages given "
+    "twice the share of other kinds, every item prefixed [n]. Use it to hand a sub-agent or a final prompt "
+    "exactly the evidence an answer rests on.",
+)
+async def get_context(tk: Toolkit, args: GetContextInput) -> ContextResult:
+    sections: dict[str, Section] = {}
+    included, missing = [], []
+    for n in dict.fromkeys(args.evidence):
+        rec = tk.ledger.get(n)
+        if rec is None:
+            missing.append(n)
+            continue
+        title = _SECTION_OF.get(rec.kind, "Other")
+        section = sections.setdefault(title, Section(title, [], _SHARE.get(title, 1.0)))
+        section.lines.append(f"[{n}] " + " ".join(rec.content.split()))
+        included.append(n)
+    tok = default_tokenizer()
+    text = pack_sections(list(sections.values()), args.max_tokens, tok.count)
+    result = ContextResult(context=text, included=included, missing=missing)
+    if missing:
+        result.hint = "some numbers are not evidence of this session (never given, or dropped); they were skipped"
+    return result
+
+
+class SourceStatusResult(ToolResult):
+    document_key: str
+    state: SourceState
+    content_hash: str | None = None
+    version: int = 0
+    error: str | None = None
+    at: str | None = None
+
+    def header(self) -> str:
+        parts: dict[str, Any] = {"state": self.state.value, "version": self.version, "content_hash": self.content_hash}
+        text = f"{self.document_key}: " + ", ".join(f"{k} {v}" for k, v in parts.items() if v not in (None, 0))
+        return text + (f"; {self.error}" if self.error else "")
+
+
+@tool(
+    "source_status",
+    SourceStatusInput,
+    "Whether a document is current (stored version complete), pending (being ingested now), failed (its "
+    "last ingest failed), deleted, or unknown here, with its content hash and version.",
+)
+async def source_status(tk: Toolkit, args: SourceStatusInput) -> SourceStatusResult:
+    record = await tk.kb.source_status(args.document_key)
+    result = SourceStatusResult(document_key=args.document_key, **record.model_dump(exclude={"key"}))
+    if args.document_key in tk.shared.pending:
+        result.state = SourceState.pending
+    if result.state == SourceState.unknown:
+        result.hint = "keys of files read through the toolkit are 'file:' + the path under the files root"
+    return result
+
+
+class CitationResult(ToolResult):
+    grounded: bool
+    answer: str
+    cited: list[int] = Field(default_factory=list)
+    invalid: list[int] = Field(default_factory=list)
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    uncited: list[str] = Field(default_factory=list)
+    unsupported: list[dict[str, Any]] = Field(default_factory=list)
+
+    def header(self) -> str:
+        verdict = "grounded" if self.grounded else "NOT grounded"
+        return f"{verdict}; cited {self.cited or 'nothing valid'}" + (
+            f"; invalid {self.invalid}" if self.invalid else ""
+        )
+
+    def sections(self) -> list[Section]:
+        return [
+            Section("Uncited claims (add [n] or drop them)", list(self.uncited)),
+            Section(
+                "Unsupported (the cited evidence lacks these)",
+                [f"{u['sentence']} -- missing: {', '.join(u['missing'])}" for u in self.unsupported],
+            ),
+            Section("Answer with invalid numbers removed", [self.answer] if self.invalid else []),
+        ]
+
+
+@tool(
+    "check_citations",
+    CheckCitationsInput,
+    "Check a draft answer before replying: every [n] ([3], [1, 4], [1-3]) must be evidence returned in this "
+    "session. Returns grounded, the valid and invalid numbers (invalid ones removed from the answer), the "
+    "cited evidence, sentences stating a figure or name without their own [n], and cited sentences whose "
+    "figures or names the cited evidence lacks. A sentence saying the graph lacks something needs no [n].",
+)
+async def check_citations(tk: Toolkit, args: CheckCitationsInput) -> CitationResult:
+    check = run_check(args.answer, tk.ledger)
+    result = CitationResult(**check.model_dump())
+    if not result.grounded:
+        result.hint = "cite evidence numbers returned in this session, or say what the knowledge base does not hold"
+    return result

@@ -1,0 +1,263 @@
+"""`Toolkit`: bounded tools over a knowledge base, with numbered evidence per session.
+
+evigraph runs no agent loop. The user's agent calls these tools; each call is validated against
+its input model, runs bounded, and numbers the evidence it returns in this session's ledger, so
+`check_citations` can verify the `[n]` in the agent's draft. One toolkit serves one
+conversation; `new_session()` gives another conversation its own numbering over the same
+knowledge base and the same write coordination.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from evigraph.errors import EvigraphError, KnowledgeBaseMissingError, ReadOnlyViolation, ToolError
+from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem
+from evigraph.store.base import GraphStore
+from evigraph.tools.ledger import EvidenceLedger, entity_content, passage_content, relation_content
+from evigraph.tools.plans import PlanLimits, plan_limits_from
+from evigraph.tools.registry import Tool, ToolAnnotations, ToolSpec, load_tools
+from evigraph.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from evigraph.kb import KnowledgeBase
+    from evigraph.tools.files import FilesRoot
+
+FinalizePolicy = Literal["manual", "on_write", "never"]
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+EVIDENCE_PREFIXES = ("passage:", "entity:", "relation:", "theme:", "status:", "ontology:")
+
+
+@dataclass
+class _Shared:
+    """State every session of one toolkit shares: options, plan memory, files in flight."""
+
+    kb: KnowledgeBase
+    read_only: bool
+    files_root: FilesRoot | None
+    include: frozenset[str] | None
+    finalize_policy: FinalizePolicy
+    ledger_capacity: int
+    max_file_bytes: int | None
+    plan_limits: PlanLimits
+    plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
+    pending: set[str] = field(default_factory=set)  # document ids being ingested
+    finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
+
+
+class Toolkit:
+    """The agent tools over `kb`; see the README for the tool list.
+
+    Example::
+
+        toolkit = Toolkit(kb, read_only=True)
+        for spec in toolkit.tool_specs():
+            register(spec.name, spec.description, spec.input_schema)
+        result = await toolkit.call("retrieve", {"question": "Who founded Acme?"})
+        print(result.to_llm_text())
+    """
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        read_only: bool = False,
+        files_root: str | os.PathLike[str] | None = None,
+        include: Iterable[str] | None = None,
+        finalize_policy: FinalizePolicy = "manual",
+        ledger_capacity: int = 2000,
+        max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
+        plan_limits: dict[str, Any] | None = None,
+    ) -> None:
+        tools = load_tools()
+        if finalize_policy not in ("manual", "on_write", "never"):
+            raise ToolError(f"unknown finalize_policy {finalize_policy!r}", hint="use 'manual', 'on_write' or 'never'")
+        chosen = frozenset(include) if include is not None else None
+        if chosen is not None and (unknown := sorted(chosen - set(tools))):
+            raise ToolError(f"unknown tool(s) in include: {', '.join(unknown)}", hint=f"choose from {', '.join(tools)}")
+        if max_file_bytes is not None and max_file_bytes <= 0:
+            raise ToolError("max_file_bytes must be positive or None", hint="e.g. 50 * 2**20")
+        root = None
+        if files_root is not None:
+            from evigraph.tools.files import FilesRoot
+
+            root = FilesRoot(files_root)
+        self._shared = _Shared(
+            kb=kb,
+            read_only=read_only,
+            files_root=root,
+            include=chosen,
+            finalize_policy=finalize_policy,
+            ledger_capacity=ledger_capacity,
+            max_file_bytes=max_file_bytes,
+            plan_limits=plan_limits_from(plan_limits),
+        )
+        self.ledger = EvidenceLedger(ledger_capacity)
+
+    # -- sessions and specs ------------------------------------------------------------------
+
+    def new_session(self) -> Toolkit:
+        """A toolkit for another conversation: same knowledge base and options, its own numbering."""
+        session = object.__new__(Toolkit)
+        session._shared = self._shared
+        session.ledger = EvidenceLedger(self._shared.ledger_capacity)
+        return session
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self._shared.kb
+
+    @property
+    def read_only(self) -> bool:
+        return self._shared.read_only
+
+    @property
+    def files_root(self) -> FilesRoot | None:
+        return self._shared.files_root
+
+    @property
+    def shared(self) -> _Shared:
+        return self._shared
+
+    def tools(self) -> list[Tool]:
+        """The tools this toolkit offers, in registry order."""
+        out = []
+        for t in load_tools().values():
+            if self._shared.include is not None and t.name not in self._shared.include:
+                continue
+            if t.write and self._shared.read_only:
+                continue
+            if t.available is not None and not t.available(self):
+                continue
+            out.append(t)
+        return out
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(
+                name=t.name,
+                description=t.describe(self),
+                input_schema=t.input.model_json_schema(),
+                annotations=ToolAnnotations(
+                    read_only=not t.write, destructive=t.destructive, idempotent=t.idempotent, open_world=t.open_world
+                ),
+            )
+            for t in self.tools()
+        ]
+
+    # -- calling -----------------------------------------------------------------------------
+
+    async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """Validate `args` against the tool's input model, run it and return its typed result."""
+        tool = self._tool(name)
+        try:
+            parsed = tool.input.model_validate(args or {})
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments for {name}: {_errors(exc)}", hint=_schema_hint(tool)) from None
+        try:
+            result = await tool.handler(self, parsed)
+        except ToolError:
+            raise
+        except KnowledgeBaseMissingError as exc:
+            raise ToolError(
+                f"knowledge base {self.kb.path} does not exist", hint=exc.hint or "ingest documents first"
+            ) from exc
+        except EvigraphError as exc:
+            raise ToolError(exc.message, hint=exc.hint) from exc
+        result.tool = name
+        return result
+
+    def _tool(self, name: str) -> Tool:
+        every = load_tools()
+        tool = every.get(name)
+        offered = {t.name for t in self.tools()}
+        if tool is not None and name in offered:
+            return tool
+        if tool is not None and tool.write and self._shared.read_only:
+            raise ReadOnlyViolation(f"{name} writes, and this toolkit is read-only", hint="use the read tools")
+        if tool is not None:
+            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(offered))
+        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(offered))
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[ToolResult]]:
+        if name.startswith("_") or name not in load_tools():
+            raise AttributeError(name)
+
+        async def method(**kwargs: Any) -> ToolResult:
+            return await self.call(name, kwargs)
+
+        method.__name__ = name
+        method.__doc__ = load_tools()[name].describe(self)
+        return method
+
+    # -- helpers for tool handlers -----------------------------------------------------------
+
+    async def reader(self) -> GraphStore:
+        """The store for a read tool; a knowledge base that was never written is an error."""
+        return await self.kb.open_store(for_write=False)
+
+    def cite(self, evidence_id: str, tool: str, kind: str, content: str) -> int:
+        """Number one piece of evidence; empty content gets no number (0)."""
+        if not content.strip():
+            return 0
+        return self.ledger.record(evidence_id, tool, kind, content)
+
+    def cite_passages(self, tool: str, items: Sequence[PassageItem]) -> None:
+        for p in items:
+            p.evidence_id = f"passage:{p.id}"
+            p.n = self.cite(p.evidence_id, tool, "passage", passage_content(p) if p.text.strip() else "")
+
+    def cite_entities(self, tool: str, items: Sequence[EntityItem]) -> None:
+        for e in items:
+            e.evidence_id = f"entity:{e.id}"
+            e.n = self.cite(e.evidence_id, tool, "entity", entity_content(e))
+
+    def cite_relations(self, tool: str, items: Sequence[RelationItem], kind: str = "relation") -> None:
+        for r in items:
+            r.evidence_id = f"relation:{r.id}"
+            r.n = self.cite(r.evidence_id, tool, kind, relation_content(r))
+
+    def evidence_id(self, ref: int | str, prefix: str) -> str:
+        """The evidence id behind a number from this session, or an id given directly."""
+        if isinstance(ref, int):
+            rec = self.ledger.get(ref)
+            if rec is None:
+                raise ToolError(
+                    f"[{ref}] is not evidence of this session", hint="use a number a tool returned in this session"
+                )
+            if not rec.evidence_id.startswith(prefix):
+                raise ToolError(f"[{ref}] is a {rec.kind}, not a {prefix.rstrip(':')}", hint="pass the right number")
+            return rec.evidence_id
+        if ref.isdigit():
+            return self.evidence_id(int(ref), prefix)
+        if ref.startswith(EVIDENCE_PREFIXES) and not ref.startswith(prefix):
+            raise ToolError(f"{ref!r} is not a {prefix.rstrip(':')} id", hint=f"pass an id starting with {prefix!r}")
+        return ref if ref.startswith(prefix) else prefix + ref
+
+
+def _errors(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    more = len(exc.errors()) - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _schema_hint(tool: Tool) -> str:
+    props = tool.input.model_json_schema().get("properties", {})
+    fields = []
+    for name, schema in props.items():
+        bounds = [
+            f"{k} {schema[k]}" for k in ("minimum", "maximum", "minLength", "maxLength", "maxItems") if k in schema
+        ]
+        fields.append(f"{name} ({', '.join(bounds)})" if bounds else name)
+    return f"{tool.name} takes: {', '.join(fields) or 'no arguments'}"
+
+
+def _offered_hint(offered: set[str]) -> str:
+    return f"tools offered: {', '.join(sorted(offered))}"
