@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = sub.add_parser(
         "search",
+        aliases=["retrieve"],
         parents=[common],
         help="hybrid search: cited passages, entities, relations and facts",
         description="Full-text, vector and graph search fused into one result; every item is numbered [n].",
@@ -80,14 +81,42 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", parents=[common], help="counts of documents, passages, entities, relations")
     status.add_argument("--documents", action="store_true", help="also list document keys")
 
-    delete = sub.add_parser("delete", parents=[common], help="remove a document and what only it mentioned")
+    finalize = sub.add_parser(
+        "finalize", parents=[common], help="embed passages without a vector and recompute themes (after ingests)"
+    )
+    finalize.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+
+    delete = sub.add_parser(
+        "delete",
+        aliases=["delete_document"],
+        parents=[common],
+        help="remove a document and what only it mentioned",
+    )
     delete.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the agent toolkit over MCP (stdio, streamable HTTP or SSE)",
+        description="Serve every toolkit tool over MCP. Environment: EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, "
+        "EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_EMBEDDER.",
+    )
+    mcp.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
+    mcp.add_argument("--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help=argparse.SUPPRESS)
+    mcp.add_argument("--read-only", action="store_true", default=None, help="serve the read tools only")
+    mcp.add_argument("--files-root", default=None, help="folder the ingest and preview_files tools may read")
+    mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
+    mcp.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
     return parser
+
+
+ALIASES = {"retrieve": "search", "delete_document": "delete"}
+"""Verbs named as the toolkit's tools, so the tool name works on the command line too."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command = ALIASES.get(args.command, args.command)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -126,6 +155,29 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "search":
         async with KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=_embedder(args)) as kb:
             return await _search(kb, args)
+    if args.command == "mcp":
+        from evigraph.mcp.main import McpConfig, configure_logging, serve
+
+        configure_logging()
+        config = McpConfig.from_env(
+            db=args.db,
+            read_only=args.read_only,
+            files_root=args.files_root,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            engine=args.engine,
+        )
+        await serve(config)
+        return EXIT_OK
+    if args.command == "finalize":
+        async with KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args)) as kb:
+            report = await kb.finalize()
+            if args.json:
+                _print_json(report.model_dump())
+            else:
+                print(f"embedded {report.embedded} passages; {report.themes} themes")
+            return EXIT_OK
     if args.command == "reembed":
         async with KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args)) as kb:
             count = await kb.reembed()

@@ -42,6 +42,14 @@ _STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`", re.DOTA
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CALL = re.compile(r"\bcall\s+([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+# Vectors and full-text index text are internal: named as a property (plain or backticked) or as a
+# string (`struct_extract(c, 'embedding')`), they are refused, since a result cannot tell them apart.
+HIDDEN_PROPERTIES = frozenset({"embedding", "search_text"})
+_TOKENS = re.compile(
+    r"'(?P<s1>(?:[^'\\]|\\.)*)'|\"(?P<s2>(?:[^\"\\]|\\.)*)\"|`(?P<q>[^`]*)`|//[^\n]*|/\*.*?\*/"
+    r"|(?P<w>[A-Za-z_][A-Za-z0-9_]*)",
+    re.DOTALL,
+)
 HINT = "cypher_query only reads: use MATCH ... RETURN (call get_ontology for labels and properties)"
 
 
@@ -60,6 +68,13 @@ def check_read_only(query: str) -> str:
     for word, reason in _FORBIDDEN.items():
         if word in words:
             raise ToolError(f"cypher_query refuses {word.upper()}: it {reason}", hint=HINT)
+    hidden = _hidden_names(query)
+    if hidden:
+        raise ToolError(
+            f"cypher_query does not return {' or '.join(hidden)}: vectors and index text are internal",
+            hint="return text, name, description or other properties (get_ontology lists them); "
+            "for similarity use search_passages",
+        )
     for m in _CALL.finditer(code):
         if m.group(1).lower() not in READ_PROCEDURES:
             raise ToolError(
@@ -67,6 +82,16 @@ def check_read_only(query: str) -> str:
                 hint=f"allowed procedures: {', '.join(sorted(READ_PROCEDURES))}",
             )
     return query
+
+
+def _hidden_names(query: str) -> list[str]:
+    """Internal properties the query names, as identifiers (plain or backticked) or as strings."""
+    found = set()
+    for m in _TOKENS.finditer(query):
+        name = m.group("s1") or m.group("s2") or m.group("q") or m.group("w") or ""
+        if name.strip().lower() in HIDDEN_PROPERTIES:
+            found.add(name.strip().lower())
+    return sorted(found)
 
 
 def _is_property(code: str, start: int) -> bool:

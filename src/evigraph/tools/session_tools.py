@@ -31,7 +31,8 @@ _SHARE = {"Passages": 2.0}
 
 class ContextResult(ToolResult):
     context: str = Field(description="the evidence packed into the token budget, every item as [n]")
-    included: list[int] = Field(default_factory=list)
+    included: list[int] = Field(default_factory=list, description="numbers whose evidence is in the context")
+    omitted: list[int] = Field(default_factory=list, description="live numbers left out to stay within max_tokens")
     missing: list[int] = Field(default_factory=list, description="numbers that are not live evidence")
 
     def header(self) -> str:
@@ -47,7 +48,7 @@ class ContextResult(ToolResult):
 )
 async def get_context(tk: Toolkit, args: GetContextInput) -> ContextResult:
     sections: dict[str, Section] = {}
-    included, missing = [], []
+    live, missing = [], []
     for n in dict.fromkeys(args.evidence):
         rec = tk.ledger.get(n)
         if rec is None:
@@ -56,12 +57,20 @@ async def get_context(tk: Toolkit, args: GetContextInput) -> ContextResult:
         title = _SECTION_OF.get(rec.kind, "Other")
         section = sections.setdefault(title, Section(title, [], _SHARE.get(title, 1.0)))
         section.lines.append(f"[{n}] " + " ".join(rec.content.split()))
-        included.append(n)
+        live.append(n)
     tok = default_tokenizer()
     text = pack_sections(list(sections.values()), args.max_tokens, tok.count)
-    result = ContextResult(context=text, included=included, missing=missing)
+    # every item is one line starting "[n] "; what the budget cut is not in the context
+    shown = {line.split(" ", 1)[0] for line in text.splitlines()}
+    included = [n for n in live if f"[{n}]" in shown]
+    omitted = [n for n in live if f"[{n}]" not in shown]
+    result = ContextResult(context=text, included=included, omitted=omitted, missing=missing)
+    hints = []
     if missing:
-        result.hint = "some numbers are not evidence of this session (never given, or dropped); they were skipped"
+        hints.append("some numbers are not evidence of this session (never given, or dropped); they were skipped")
+    if omitted:
+        hints.append(f"{len(omitted)} item(s) did not fit in max_tokens: raise it or pick fewer numbers")
+    result.hint = "; ".join(hints) or None
     return result
 
 

@@ -27,6 +27,8 @@ from evigraph.models import (
     Ontology,
     PruneReport,
     RelationType,
+    SourceRecord,
+    SourceState,
     entity_id,
 )
 from evigraph.retrieval.context import Section
@@ -256,6 +258,11 @@ async def _ingest_files(tk: Toolkit, args: IngestInput) -> IngestResult:
             failed.append(IngestedDocument(document_id=doc_id, status="failed", plan=chosen, error=error))
             continue
         groups.setdefault(json.dumps(chosen, sort_keys=True), []).append((loaded, why, chosen))
+    if failed:  # as the knowledge base does for files it cannot load, so source_status says "failed"
+        store = await tk.kb.open_store(for_write=True)
+        await store.log_sources(
+            [SourceRecord(key=d.document_id, state=SourceState.failed, error=d.error) for d in failed]
+        )
     result = IngestResult(documents=failed)
     for key, items in groups.items():
         group_plan: dict[str, str] = json.loads(key)

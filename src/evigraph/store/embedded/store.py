@@ -175,7 +175,11 @@ class EmbeddedStore(GraphStore):
     # -- reads -------------------------------------------------------------------------------
 
     async def counts(self) -> StoreCounts:
-        return await self.executor.read(reads.counts)
+        # Full scans; cached until the next write, as agents ask for status and the ontology often.
+        found: StoreCounts = await asyncio.to_thread(
+            self._cache.get, "counts", lambda: self.executor.read_sync(reads.counts)
+        )
+        return found.model_copy(deep=True)
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
         return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit))
@@ -340,7 +344,10 @@ class EmbeddedStore(GraphStore):
         return found
 
     async def schema_tables(self) -> list[TableInfo]:
-        return await self.executor.read(records.schema_tables)
+        found: list[TableInfo] = await asyncio.to_thread(
+            self._cache.get, "schema", lambda: self.executor.read_sync(records.schema_tables)
+        )
+        return [t.model_copy(deep=True) for t in found]
 
     async def _write(self, fn: Callable[[Tx], object]) -> None:
         """A write that changes what the read caches hold."""

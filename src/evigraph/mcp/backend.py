@@ -1,0 +1,84 @@
+"""Running one tool call for one client and shaping the reply, independent of any transport.
+
+The MCP server, and a second `evigraph mcp` process forwarding to this one, both go through
+`LocalBackend.call`, so size limits, evidence dropping and error masking happen in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from evigraph.errors import ToolError
+from evigraph.mcp.sessions import Sessions
+from evigraph.mcp.shaping import MAX_RESULT_CHARS, failure_kind, mask_secrets, truncate
+from evigraph.tools.registry import ToolSpec
+from evigraph.tools.results import ToolResult
+from evigraph.tools.toolkit import Toolkit
+
+log = logging.getLogger("evigraph.mcp")
+
+SECRET_ENV = ("EVIGRAPH_MCP_TOKEN", "OPENAI_API_KEY", "EVIGRAPH_EMBED_API_KEY")
+
+
+@dataclass
+class Reply:
+    """What a tool call sends back: structured data and text, or an error message."""
+
+    text: str
+    data: dict[str, Any] | None = None
+    error: bool = False
+    dropped: list[int] = field(default_factory=list)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"text": self.text, "data": self.data, "error": self.error, "dropped": self.dropped}
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Reply:
+        return cls(text=raw["text"], data=raw.get("data"), error=bool(raw.get("error")), dropped=raw.get("dropped", []))
+
+
+def secrets_from_env() -> tuple[str, ...]:
+    return tuple(v for k in SECRET_ENV if (v := os.environ.get(k)))
+
+
+class LocalBackend:
+    """Tool calls against this process's toolkit, one evidence session per client key."""
+
+    def __init__(self, toolkit: Toolkit, max_chars: int = MAX_RESULT_CHARS) -> None:
+        self.toolkit = toolkit
+        self.sessions = Sessions(toolkit)
+        self.max_chars = max_chars
+        self.secrets = secrets_from_env()
+
+    def specs(self) -> list[ToolSpec]:
+        return self.toolkit.tool_specs()
+
+    async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
+        session = self.sessions.get(client)
+        try:
+            result = await session.call(name, args or {})
+        except ToolError as exc:
+            return Reply(text=self._mask(str(exc)), error=True)
+        except Exception as exc:  # the agent gets the kind and a next step; the log gets the details
+            kind, step = failure_kind(exc)
+            log.error("tool %s failed: %s", name, self._mask(f"{type(exc).__name__}: {exc}"), exc_info=exc)
+            return Reply(text=f"{name} failed ({kind} error). Next step: {step}.", error=True)
+        return self.shape(session, result)
+
+    def shape(self, session: Toolkit, result: ToolResult) -> Reply:
+        data = result.model_dump(mode="json")
+        data, _, dropped = truncate(data, self.max_chars)
+        if dropped:
+            session.ledger.drop(dropped)
+            try:  # render the text from what is left, so it shows no number that was dropped
+                result = type(result).model_validate({k: v for k, v in data.items() if k != "truncated"})
+            except Exception:
+                log.warning("could not rebuild a truncated %s result for its text", result.tool, exc_info=True)
+                return Reply(text=str(data.get("hint", "result truncated")), data=data, dropped=sorted(dropped))
+        return Reply(text=result.to_llm_text(), data=data, dropped=sorted(dropped))
+
+    def _mask(self, text: str) -> str:
+        return mask_secrets(text, self.secrets)

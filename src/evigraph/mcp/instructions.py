@@ -1,0 +1,49 @@
+"""The guide an MCP client receives at start, written for the tools this server actually offers."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+
+def build_instructions(tools: Collection[str]) -> str:
+    """Steps that need a tool the server does not offer are left out, so the guide never lies."""
+    lines = [
+        "evigraph is a knowledge base of documents, passages, entities and relations. "
+        "Every item a tool returns has an evidence number [n].",
+    ]
+    if "retrieve" in tools:
+        lines.append(
+            "1. Call retrieve first with the user's question word for word (all paths unless you know it needs "
+            "only a few)."
+        )
+        lines.append(
+            "2. If that did not answer it, call retrieve again with exact names from what you found, or with "
+            "expand_hops 2-3 (up to 5) for multi-hop questions."
+        )
+    if {"status", "get_ontology"} & set(tools):
+        lines.append("3. For questions about the knowledge base itself, use status or get_ontology.")
+    lines.append("4. Answer briefly and cite every claim with its [n].")
+    if "check_citations" in tools:
+        lines.append("5. Always run check_citations on your draft before replying, and fix what it reports.")
+    write_steps = []
+    if "set_ontology" in tools:
+        if "preview_files" in tools:
+            write_steps.append(
+                "ask the user for their ontology, or design one from preview_files (page with next_offset until it "
+                "is null), with a specific relation type for each kind of link; declare it with set_ontology "
+                "before the first ingest"
+            )
+        else:
+            write_steps.append("ask the user for their ontology and declare it with set_ontology before ingesting")
+    if "ingest" in tools:
+        write_steps.append(
+            "ingest text or files (at most 50 files per call) and check each result's pruned report: to keep what "
+            "the ontology dropped, extend it with set_ontology and ingest again with reextract=true"
+            if "set_ontology" in tools
+            else "ingest text or files (at most 50 files per call)"
+        )
+    if "finalize" in tools:
+        write_steps.append("call finalize once, after the last ingest of a batch")
+    if write_steps:
+        lines.append("To build the knowledge base: " + "; then ".join(write_steps) + ".")
+    return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""Shaping tool results for the wire: a size limit that keeps JSON valid, and safe error text.
+
+A client's context window is the scarce resource, so a result over the limit is shortened
+before it is sent: the longest lists first (at any depth), then the longest strings, until it
+fits. The result stays valid JSON and says what was cut, and every evidence number that was cut
+or shortened is reported so the session can forget it: an agent must not cite what it never saw.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_RESULT_CHARS = 40_000
+_MIN_STRING = 200
+
+Path = tuple[str | int, ...]
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _walk(value: Any, path: Path = ()) -> list[tuple[Path, Any]]:
+    out: list[tuple[Path, Any]] = [(path, value)]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _walk(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _walk(v, (*path, i))
+    return out
+
+
+def _get(root: Any, path: Path) -> Any:
+    for key in path:
+        root = root[key]
+    return root
+
+
+def evidence_numbers(value: Any) -> set[int]:
+    """Every evidence number `n` (positive int under the key "n") anywhere in `value`."""
+    return {
+        v["n"]
+        for _, v in _walk(value)
+        if isinstance(v, dict) and isinstance(v.get("n"), int) and not isinstance(v.get("n"), bool) and v["n"] > 0
+    }
+
+
+def _owner_numbers(root: Any, path: Path) -> set[int]:
+    """Numbers of the evidence items enclosing `path` (a shortened string spoils its item)."""
+    found = set()
+    for depth in range(len(path), -1, -1):
+        node = _get(root, path[:depth])
+        if isinstance(node, dict) and isinstance(node.get("n"), int) and node["n"] > 0:
+            found.add(node["n"])
+    return found
+
+
+def _label(path: Path) -> str:
+    return ".".join(str(p) if isinstance(p, str) else "[]" for p in path) or "result"
+
+
+def truncate(data: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> tuple[dict[str, Any], list[str], set[int]]:
+    """`data` shortened to at most `limit` characters of JSON.
+
+    Returns the shortened copy, a description of each list that was cut, and the evidence
+    numbers that were cut or shortened.
+    """
+    if _size(data) <= limit:
+        return data, [], set()
+    work: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+    before = evidence_numbers(work)
+    spoiled: set[int] = set()
+    cut: dict[str, list[int]] = {}  # list label -> [original length, kept]
+    while _size(work) > limit:
+        lists = [(p, v) for p, v in _walk(work) if isinstance(v, list) and len(v) > 1]
+        if lists:
+            path, longest = max(lists, key=lambda pv: (len(pv[1]), _size(pv[1])))
+            label = _label(path)
+            entry = cut.setdefault(label, [len(longest), len(longest)])
+            keep = len(longest) // 2
+            del longest[keep:]
+            entry[1] = keep
+            continue
+        strings = [(p, v) for p, v in _walk(work) if isinstance(v, str) and len(v) > _MIN_STRING]
+        if not strings:
+            break
+        path, text = max(strings, key=lambda pv: len(pv[1]))
+        parent = _get(work, path[:-1])
+        parent[path[-1]] = text[: len(text) // 2].rstrip() + " …(shortened)"
+        spoiled |= _owner_numbers(work, path)
+    dropped = (before - evidence_numbers(work)) | spoiled
+    notes = [f"{label} ({n} → {kept})" for label, (n, kept) in cut.items()]
+    work["truncated"] = True
+    hint = f"result shortened to fit {limit:,} characters; lists cut: {', '.join(notes) or 'none'}"
+    if spoiled:
+        hint += "; long texts were shortened (read them with read_passages)"
+    hint += "; ask for fewer items (top_k, limit) to see everything"
+    work["hint"] = f"{work['hint']}; {hint}" if work.get("hint") else hint
+    return work, notes, dropped
+
+
+_SECRET = re.compile(
+    r"(?i)(bearer\s+|api[_-]?key[\"'=:\s]+|token[\"'=:\s]+|password[\"'=:\s]+|secret[\"'=:\s]+)([^\s\"',;]{4,})"
+    r"|\b(sk-[A-Za-z0-9_\-]{8,})\b"
+)
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` with API keys, tokens and the given secret values replaced by `***`."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _SECRET.sub(lambda m: (m.group(1) or "") + "***" if m.group(1) else "***", text)
+
+
+def failure_kind(exc: BaseException) -> tuple[str, str]:
+    """(kind, next step) for a failure that is not a ToolError, without its internals."""
+    from evigraph.errors import ConfigurationError, StoreError
+
+    name = type(exc).__name__.lower()
+    text = str(exc).lower()
+    if isinstance(exc, TimeoutError) or "timeout" in name or "interrupt" in text:
+        return "timeout", "retry with a narrower request (smaller limit, top_k or depth)"
+    if "openai" in name or "provider" in text or "api" in name or "http" in name:
+        return "model provider", "check the model endpoint, its API key and network access, then retry"
+    if isinstance(exc, StoreError) or "kuzu" in text or "database" in text or "runtime" in name:
+        return "database", "check the server log; the knowledge base may be locked, missing or damaged"
+    if isinstance(exc, ConfigurationError | ValueError | KeyError | TypeError):
+        return "configuration", "check the server's options and environment (see the server log)"
+    return "internal", "see the server log (stderr) for details"

@@ -1,0 +1,122 @@
+"""Serving the MCP server: stdio, streamable HTTP and SSE, with the network safety rules.
+
+A server reachable from other machines must not answer strangers: on a non-loopback host it
+refuses to start without a token, and with one every request needs `Authorization: Bearer`.
+A loopback server answers only requests whose Host and Origin name it, so a web page cannot
+reach it through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from typing import Any
+
+from evigraph.errors import ConfigurationError
+
+log = logging.getLogger("evigraph.mcp")
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+MCP_PATH = "/mcp"
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_network(host: str, token: str | None) -> None:
+    """Refuse to serve a non-loopback address without a token."""
+    if not is_loopback(host) and not token:
+        raise ConfigurationError(
+            f"refusing to serve MCP on {host} without a token: anyone who can reach the port could use it",
+            hint="set EVIGRAPH_MCP_TOKEN (clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1",
+        )
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request needs `Authorization: Bearer <token>` (scheme case-insensitive)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            from starlette.responses import JSONResponse
+
+            response = JSONResponse(
+                {"error": "unauthorized", "hint": "send Authorization: Bearer <EVIGRAPH_MCP_TOKEN>"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        raw = dict(scope.get("headers") or ()).get(b"authorization", b"")
+        scheme, _, credentials = raw.strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.token)
+
+
+def security_settings(host: str, port: int) -> Any:
+    """Host/Origin allow-lists: loopback names on this port (and the bind host), nothing else."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = {*LOOPBACK_NAMES, host}
+    hosts = []
+    origins = []
+    for name in names:
+        shown = f"[{name}]" if ":" in name else name
+        hosts += [f"{shown}:{port}", shown]
+        origins += [f"http://{shown}:{port}", f"https://{shown}:{port}"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
+    """Streamable HTTP at /mcp."""
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, transport_security=security_settings(host, port), host=host
+    )
+    return BearerAuth(app, token) if token else app
+
+
+def sse_app(server: Any, host: str, port: int, token: str | None) -> Any:
+    """SSE at /sse, messages posted to /messages/."""
+    from mcp.server.sse import SseServerTransport
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    sse = SseServerTransport("/messages/", security_settings=security_settings(host, port))
+
+    async def handle_sse(request: Request) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        return Response()
+
+    app = Starlette(
+        routes=[Route("/sse", handle_sse, methods=["GET"]), Mount("/messages/", app=sse.handle_post_message)]
+    )
+    return BearerAuth(app, token) if token else app
+
+
+async def serve_stdio(server: Any) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(app: Any, host: str, port: int) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()
