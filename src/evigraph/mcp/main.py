@@ -75,7 +75,15 @@ async def local_backend(config: McpConfig) -> LocalBackend:
     from evigraph.providers.embedders import embedder_from_env
     from evigraph.tools.toolkit import Toolkit
 
-    kb = KnowledgeBase(config.db, read_only=config.read_only, engine=config.engine, embedder=embedder_from_env())
+    store = None
+    if config.scope:
+        from evigraph.store.embedded.store import EmbeddedStore
+        from evigraph.store.scoped import ScopedStore
+
+        store = ScopedStore(EmbeddedStore(config.db, read_only=config.read_only, engine=config.engine), config.scope)
+    kb = KnowledgeBase(
+        config.db, store=store, read_only=config.read_only, engine=config.engine, embedder=embedder_from_env()
+    )
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call
         await kb.open_store(for_write=not config.read_only)
     toolkit = Toolkit(kb, read_only=config.read_only, files_root=config.files_root)

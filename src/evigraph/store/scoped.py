@@ -1,0 +1,262 @@
+"""A store that shows only some documents: the scope an operator gives a server.
+
+Every read a tool makes goes through the store, so filtering here bounds every tool at once and
+no tool argument can widen it. Passages count when their document key matches the scope (exact
+keys or globs); an entity when a passage in scope mentions it; a relation when a passage in
+scope states it, and then only with those passages as its sources. Free-form Cypher cannot be
+bounded this way, so it is refused. Counts (`status`) stay whole-graph figures.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from typing import Any
+
+from evigraph.errors import ReadOnlyQueryError, StoreError
+from evigraph.models import (
+    ChunkHit,
+    DocumentVersion,
+    EntityHit,
+    Exploration,
+    ExtractedEntity,
+    ExtractedRelation,
+    Neighbour,
+    SourceRecord,
+    StoreCounts,
+    StoredDocument,
+    TableInfo,
+    ThemeRecord,
+)
+from evigraph.store.base import GraphStore
+
+_OVERFETCH = 5
+_ALL = 1_000_000
+
+
+class ScopedStore(GraphStore):
+    def __init__(self, inner: GraphStore, scope: Sequence[str]) -> None:
+        if not scope:
+            raise ValueError("a scope needs at least one document key or glob")
+        self.inner = inner
+        self.scope = tuple(scope)
+        self.read_only = inner.read_only
+        self._chunks: set[str] | None = None
+
+    def allows(self, key: str) -> bool:
+        return any(key == p or fnmatch.fnmatchcase(key, p) for p in self.scope)
+
+    async def _in_scope(self) -> set[str]:
+        if self._chunks is None:
+            chunks: set[str] = set()
+            offset = 0
+            while docs := await self.inner.list_documents(1000, offset):
+                offset += len(docs)
+                for d in docs:
+                    if self.allows(d.key):
+                        chunks.update(c.id for c in await self.inner.document_chunks(d.key, _ALL))
+            self._chunks = chunks
+        return self._chunks
+
+    def _changed(self) -> None:
+        self._chunks = None
+
+    async def _visible_entities(self, ids: Sequence[str]) -> set[str]:
+        allowed = await self._in_scope()
+        pairs = await self.inner.chunks_for_entities(list(ids), per_entity=_ALL)
+        return {eid for eid, cid in pairs if cid in allowed}
+
+    async def _relations(self, rels: list[Neighbour]) -> list[Neighbour]:
+        allowed = await self._in_scope()
+        out = []
+        for r in rels:
+            kept = [c for c in r.source_chunks if c in allowed]
+            if kept:
+                out.append(r.model_copy(update={"source_chunks": kept}))
+        return out
+
+    # -- lifecycle and writes ----------------------------------------------------------------
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+        outside = [v.key for v in versions if not self.allows(v.key)]
+        if outside:
+            raise StoreError(
+                f"{outside[0]} is outside this server's document scope", hint="ingest under a key the scope names"
+            )
+        self._changed()
+        return await self.inner.write_versions(versions)
+
+    async def delete_document(self, key: str) -> bool:
+        if not self.allows(key):
+            return False
+        self._changed()
+        return await self.inner.delete_document(key)
+
+    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
+        await self.inner.upsert_entities(entities, source)
+
+    async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+        allowed = await self._in_scope()
+        if any(c not in allowed for _, chunks in relations for c in chunks):
+            raise StoreError("a cited passage is outside this server's scope", hint="cite passages you can read")
+        await self.inner.upsert_relations(relations, source)
+
+    # -- documents and passages --------------------------------------------------------------
+
+    async def get_documents(self, keys: Sequence[str]) -> dict[str, StoredDocument]:
+        return await self.inner.get_documents([k for k in keys if self.allows(k)])
+
+    async def list_documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+        out: list[StoredDocument] = []
+        skipped = 0
+        position = 0
+        while len(out) < limit and (docs := await self.inner.list_documents(1000, position)):
+            position += len(docs)
+            for d in docs:
+                if not self.allows(d.key):
+                    continue
+                if skipped < offset:
+                    skipped += 1
+                elif len(out) < limit:
+                    out.append(d)
+        return out
+
+    async def counts(self) -> StoreCounts:
+        return await self.inner.counts()
+
+    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+        hits = await self.inner.search_chunks(query, limit * _OVERFETCH)
+        return [h for h in hits if self.allows(h.document)][:limit]
+
+    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+        allowed = await self._in_scope()
+        return await self.inner.chunks_by_ids([i for i in ids if i in allowed])
+
+    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
+        return await self.inner.document_chunks(key, limit) if self.allows(key) else []
+
+    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
+        allowed = await self._in_scope()
+        return [(c, s) for c, s in await self.inner.vector_search(vector, limit * _OVERFETCH) if c in allowed][:limit]
+
+    # -- entities and relations --------------------------------------------------------------
+
+    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        allowed = await self._in_scope()
+        out: list[tuple[str, str]] = []
+        counts: dict[str, int] = {}
+        for eid, cid in await self.inner.chunks_for_entities(entity_ids, per_entity=_ALL):
+            if cid in allowed and counts.get(eid, 0) < per_entity:
+                counts[eid] = counts.get(eid, 0) + 1
+                out.append((eid, cid))
+        return out
+
+    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+        allowed = await self._in_scope()
+        return await self.inner.entities_for_chunks([c for c in chunk_ids if c in allowed])
+
+    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
+        hits = await self.inner.search_entities(query, limit * _OVERFETCH)
+        visible = await self._visible_entities([h.id for h in hits])
+        return [h for h in hits if h.id in visible][:limit]
+
+    async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        visible = await self._visible_entities(ids)
+        return await self.inner.entities_by_ids([i for i in ids if i in visible])
+
+    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
+        named = await self.inner.entities_named(phrases)
+        visible = await self._visible_entities([e for ids in named.values() for e in ids])
+        return {p: kept for p, ids in named.items() if (kept := [e for e in ids if e in visible])}
+
+    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
+        return (await self._relations(await self.inner.neighbours(entity_ids, hops, limit * _OVERFETCH)))[:limit]
+
+    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+        allowed = await self._in_scope()
+        rels = await self.inner.relations_for_chunks([c for c in chunk_ids if c in allowed], limit)
+        return await self._relations(rels)
+
+    async def explore(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        relation_types: Sequence[str] | None = None,
+        max_nodes: int = 25,
+        max_edges: int = 50,
+    ) -> Exploration:
+        if not await self._visible_entities([entity_id]):
+            return Exploration(nodes=[], edges=[])
+        walk = await self.inner.explore(entity_id, depth, relation_types, max_nodes, max_edges)
+        edges = await self._relations(walk.edges)
+        ends = {entity_id} | {e for r in edges for e in (r.source, r.target)}
+        return Exploration(nodes=[n for n in walk.nodes if n in ends], edges=edges, truncated_by=walk.truncated_by)
+
+    async def relation_weights(self) -> dict[tuple[str, str], float]:
+        return await self.inner.relation_weights()
+
+    async def themes(self) -> list[ThemeRecord]:
+        out = []
+        for t in await self.inner.themes():
+            visible = await self._visible_entities(t.members)
+            keep = [i for i, m in enumerate(t.members) if m in visible]
+            if len(keep) >= 2:
+                out.append(
+                    ThemeRecord(
+                        id=t.id,
+                        members=[t.members[i] for i in keep],
+                        names=[t.names[i] for i in keep],
+                        labels=[t.labels[i] for i in keep],
+                        size=len(keep),
+                    )
+                )
+        return out
+
+    async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None:
+        await self.inner.replace_themes(themes)
+
+    # -- queries, embeddings, bookkeeping ----------------------------------------------------
+
+    async def query(
+        self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
+    ) -> list[dict[str, Any]]:
+        raise ReadOnlyQueryError(
+            "free-form Cypher cannot be limited to this server's document scope, so it is off",
+            hint="use retrieve, search_passages, search_entities or explore_relationships",
+        )
+
+    async def schema_tables(self) -> list[TableInfo]:
+        return [t.model_copy(update={"sample_keys": []}) for t in await self.inner.schema_tables()]
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        return await self.inner.embedding_model()
+
+    async def set_embedding_model(self, name: str | None, dimension: int = 0) -> None:
+        await self.inner.set_embedding_model(name, dimension)
+
+    async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
+        return await self.inner.pending_embeddings(limit)
+
+    async def count_pending_embeddings(self) -> int:
+        return await self.inner.count_pending_embeddings()
+
+    async def write_embeddings(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+        await self.inner.write_embeddings(rows)
+
+    async def get_setting(self, key: str) -> str | None:
+        return await self.inner.get_setting(key)
+
+    async def set_setting(self, key: str, value: str | None) -> None:
+        await self.inner.set_setting(key, value)
+
+    async def log_sources(self, records: Sequence[SourceRecord]) -> None:
+        await self.inner.log_sources(records)
+
+    async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
+        return await self.inner.source_log([k for k in keys if self.allows(k)])
