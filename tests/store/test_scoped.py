@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evigraph import KnowledgeBase, Toolkit, ToolError
+from evigraph import KnowledgeBase, ToolError, Toolkit
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.scoped import ScopedStore
 
