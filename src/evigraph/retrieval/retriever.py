@@ -172,8 +172,8 @@ class MultiPathRetriever:
                 )
             )
         result.entities = await self._entities(paths, top_k, found)
-        result.relations = [_relation(r) for r in found.links]
-        result.facts = [_relation(r) for r in found.facts]
+        result.relations = [relation_item(r) for r in found.links]
+        result.facts = [relation_item(r) for r in found.facts]
         await self._attach_sources(result, found, hits)
         number(result)
         return result
@@ -279,7 +279,7 @@ def source_of(hit: ChunkHit) -> Source:
     )
 
 
-def _relation(r: Neighbour) -> RelationItem:
+def relation_item(r: Neighbour) -> RelationItem:
     return RelationItem(
         id=r.id,
         source=r.source_name,

@@ -16,7 +16,7 @@ from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.context import Section
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.result import EntityItem, RelationItem
-from evigraph.retrieval.retriever import MultiPathRetriever, source_of
+from evigraph.retrieval.retriever import MultiPathRetriever, relation_item, source_of
 from evigraph.tools.cypher import HINT as CYPHER_HINT
 from evigraph.tools.cypher import check_read_only
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
@@ -343,20 +343,7 @@ async def explore_relationships(tk: Toolkit, args: ExploreInput) -> ExplorationR
         for d in (details.get(n) for n in walk.nodes)
         if d is not None
     ]
-    result.edges = [
-        RelationItem(
-            id=r.id,
-            source=r.source_name,
-            type=r.type,
-            target=r.target_name,
-            fact=r.fact,
-            confidence=r.confidence,
-            hop=r.hop,
-            score=r.confidence,
-            passages=r.source_chunks,
-        )
-        for r in walk.edges
-    ]
+    result.edges = [relation_item(r) for r in walk.edges]
     tk.cite_entities("explore_relationships", result.nodes)
     tk.cite_relations("explore_relationships", result.edges)
     if result.truncated:
