@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evigraph.errors import ConfigurationError
 from evigraph.tools.inputs import PlanRule
 
-DEFAULTS = {"chunker": "structural", "extractor": "auto", "resolver": "exact"}
+KB_DEFAULT = "default"
+"""A plan slot left to the knowledge base's own strategy (what `evigraph ingest` would use)."""
+DEFAULTS = {"chunker": KB_DEFAULT, "extractor": KB_DEFAULT, "resolver": "exact"}
 
 COSTS = {
     "chunker": {
@@ -80,9 +82,8 @@ def choose_plan(path: str, rules: Sequence[PlanRule] | None, limits: PlanLimits)
             if wanted in allowed:
                 plan[kind] = wanted
             else:
-                reasons.append(
-                    f"{kind} {wanted!r} is not allowed here (allowed: {', '.join(allowed)}); used {plan[kind]!r}"
-                )
+                used = "the knowledge base's default" if plan[kind] == KB_DEFAULT else repr(plan[kind])
+                reasons.append(f"{kind} {wanted!r} is not allowed here (allowed: {', '.join(allowed)}); used {used}")
         if rule.resolver is not None:
             if rule.resolver in limits.resolvers:
                 plan["resolver"] = rule.resolver
@@ -100,7 +101,8 @@ def describe_options(limits: PlanLimits) -> str:
         ("resolver", limits.resolvers),
     ):
         options = "; ".join(f"{name}: {COSTS[kind].get(name, 'allowed by the operator')}" for name in allowed)
-        lines.append(f"- {kind} (default {DEFAULTS[kind]}): {options}")
+        default = "the knowledge base's own" if DEFAULTS[kind] == KB_DEFAULT else DEFAULTS[kind]
+        lines.append(f"- {kind} (default: {default}): {options}")
     if limits.max_chunks:
         lines.append(f"- files of more than {limits.max_chunks} passages are refused before extraction")
     return "\n".join(lines)

@@ -232,8 +232,8 @@ class Toolkit:
             if not rec.evidence_id.startswith(prefix):
                 raise ToolError(f"[{ref}] is a {rec.kind}, not a {prefix.rstrip(':')}", hint="pass the right number")
             return rec.evidence_id
-        if ref.isdigit():
-            return self.evidence_id(int(ref), prefix)
+        if ref.isdigit() and ref.lstrip("0") and int(ref) in self.ledger:
+            return self.evidence_id(int(ref), prefix)  # a number sent as a string
         if ref.startswith(EVIDENCE_PREFIXES) and not ref.startswith(prefix):
             raise ToolError(f"{ref!r} is not a {prefix.rstrip(':')} id", hint=f"pass an id starting with {prefix!r}")
         return ref if ref.startswith(prefix) else prefix + ref

@@ -42,7 +42,7 @@ from evigraph.tools.inputs import (
     UpsertEntitiesInput,
     UpsertRelationsInput,
 )
-from evigraph.tools.plans import choose_plan, describe_options
+from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options
 from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
 
@@ -291,8 +291,8 @@ async def _run(
     try:
         report = await tk.kb.ingest_documents(
             [d for d, _, _ in items],
-            chunker=plan.get("chunker"),
-            extractor=plan.get("extractor"),
+            chunker=_chosen(plan.get("chunker")),
+            extractor=_chosen(plan.get("extractor")),
             reextract=reextract,
             max_chunks=tk.shared.plan_limits.max_chunks if plan else None,
             exclusive=reextract or bool(existing),
@@ -332,6 +332,10 @@ async def _run(
             tk.shared.finalize_owed, result.finalized = True, False
             result.hint = f"documents are stored, but finalize failed ({exc.message}); the next ingest retries it"
     return result
+
+
+def _chosen(name: str | None) -> str | None:
+    return None if name in (None, KB_DEFAULT) else name
 
 
 def _pruned_hint(pruned: PruneReport, file_ids: list[str]) -> str | None:
