@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from evigraph.errors import ConfigurationError
-from evigraph.providers import embedders
 from evigraph.providers.embedders import (
     MINILM_NAME,
     FastEmbedEmbedder,
@@ -31,6 +30,7 @@ from evigraph.providers.embedders import (
     embedder_by_name,
     embedder_from_env,
 )
+from evigraph.providers.embedders import base as embedder_base
 
 
 def _norm(vector: list[float]) -> float:
@@ -407,5 +407,5 @@ def test_embedder_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_pure_python_normalise() -> None:
-    assert embedders._normalise([3, 4]) == [0.6, 0.8]
-    assert embedders._normalise([0.0, 0.0]) == [0.0, 0.0]  # a zero vector stays zero, no division error
+    assert embedder_base._normalise([3, 4]) == [0.6, 0.8]
+    assert embedder_base._normalise([0.0, 0.0]) == [0.0, 0.0]  # a zero vector stays zero, no division error

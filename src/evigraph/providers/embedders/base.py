@@ -1,0 +1,104 @@
+"""The embedder contract and what every built-in shares: batching, normalising, loading once, offline checks."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlparse
+
+
+class Embedder(ABC):
+    """Turns texts into fixed-size vectors.
+
+    `name` identifies the model (two embedders with one name must give the same vectors);
+    vectors are L2-normalised so a dot product is the cosine similarity.
+
+    Example::
+
+        class HashEmbedder(Embedder):
+            name, dimension = "hash-16", 16
+
+            def embed(self, texts):
+                return [normalise([hash((t, i)) % 97 for i in range(16)]) for t in texts]
+    """
+
+    name: str
+    dimension: int
+    batch_size: int = 64
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for `texts`, in order; blocking (callers run it in a worker thread)."""
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query; models with query instructions override this."""
+        return self.embed([text])[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------------
+
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_ALIASES = frozenset({MINILM_NAME.lower(), "all-minilm-l6-v2"})
+_OFFLINE_HINT = "download it once with internet access (it is cached), or pass the path of a local model folder"
+
+
+def _normalise(vector: Sequence[float]) -> list[float]:
+    """L2-normalised copy in pure Python, so remote embedders need neither numpy nor torch."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [float(x) / norm for x in vector] if norm > 0 else [float(x) for x in vector]
+
+
+def _hf_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connect.
+
+    Both sentence-transformers and fastembed retry a failed download for over a minute with
+    growing sleeps; offline that is a minute of silence before a useless error. One short
+    connect tells us first. Behind a proxy a direct connect proves nothing, so we then assume
+    the hub is reachable and let the library try.
+    """
+    if any(os.environ.get(var) for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    parsed = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = parsed.hostname or "huggingface.co"
+    port = parsed.port or (80 if parsed.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
+    size = max(1, size)
+    return [texts[i : i + size] for i in range(0, len(texts), size)]
+
+
+# --------------------------------------------------------------------------------------------
+# sentence-transformers (torch)
+# --------------------------------------------------------------------------------------------
+
+_MODELS: dict[tuple[str, ...], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_once(key: tuple[str, ...], load: Callable[[], Any]) -> Any:
+    """One loaded model per key and process: loading costs seconds and the weights hundreds of MB."""
+    model = _MODELS.get(key)
+    if model is not None:
+        return model
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            model = _MODELS[key] = load()
+    return model

