@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,9 @@ class Reply:
 
 
 def secrets_from_env() -> tuple[str, ...]:
-    return tuple(v for k in SECRET_ENV if (v := os.environ.get(k)))
+    # The embedder's key lives in the variable EVIGRAPH_EMBED_API_KEY_ENV names, when it names one.
+    names = (*SECRET_ENV, os.environ.get("EVIGRAPH_EMBED_API_KEY_ENV", ""))
+    return tuple(v for k in names if k and (v := os.environ.get(k)))
 
 
 class LocalBackend:
@@ -64,7 +67,8 @@ class LocalBackend:
             return Reply(text=self._mask(str(exc)), error=True)
         except Exception as exc:  # the agent gets the kind and a next step; the log gets the details
             kind, step = failure_kind(exc)
-            log.error("tool %s failed: %s", name, self._mask(f"{type(exc).__name__}: {exc}"), exc_info=exc)
+            trace = "".join(traceback.format_exception(exc))  # masked too: its last line repeats the message
+            log.error("tool %s failed: %s\n%s", name, self._mask(f"{type(exc).__name__}: {exc}"), self._mask(trace))
             return Reply(text=f"{name} failed ({kind} error). Next step: {step}.", error=True)
         return self.shape(session, result)
 

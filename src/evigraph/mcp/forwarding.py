@@ -6,8 +6,13 @@ database; a later process that finds the database locked connects there and forw
 call, so all windows share one database and see each other's writes. If the serving process goes
 away, a forwarder takes over the database itself.
 
+A forwarder must not get more than its own options allow: told them (`options=`), it serves only
+the read tools when it is read-only, and refuses to start when the serving process has another
+document scope or files root.
+
 Wire format: one JSON object per line. Requests are `{"op": "specs"}` or
-`{"op": "call", "client": ..., "tool": ..., "args": ...}`; replies are the specs or a `Reply`.
+`{"op": "call", "client": ..., "tool": ..., "args": ...}`; replies are the specs (with the serving
+process's options) or a `Reply`.
 """
 
 from __future__ import annotations
@@ -23,18 +28,40 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from evigraph.errors import ConfigurationError
+from evigraph.errors import ConfigurationError, DatabaseLockedError
 from evigraph.mcp.backend import LocalBackend, Reply
 from evigraph.tools.registry import ToolSpec
 
 log = logging.getLogger("evigraph.mcp")
 
 _LIMIT = 64 * 1024 * 1024  # one line may carry a large ingest text
+CONNECT_WAIT_S = 10.0  # how long a starting or orphaned forwarder waits for the database or a server
 
 
 def pointer_path(db: Path) -> Path:
     """The file next to the database that names the serving process's socket."""
     return db.with_name(db.name + ".mcp.json")
+
+
+def read_pointer(db: Path) -> str | None:
+    """The socket named in the pointer file next to `db`, if there is one."""
+    try:
+        socket = json.loads(pointer_path(db).read_text())["socket"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return socket if isinstance(socket, str) else None
+
+
+def forward_options(read_only: bool, files_root: str | os.PathLike[str] | None, scope: Any) -> dict[str, Any]:
+    """The options a forwarder compares with the serving process's (see `RemoteBackend.connect`)."""
+    root = str(Path(files_root).resolve()) if files_root is not None else None
+    return {"read_only": bool(read_only), "files_root": root, "scope": sorted(scope or ())}
+
+
+def backend_options(backend: LocalBackend) -> dict[str, Any]:
+    toolkit = backend.toolkit
+    root = toolkit.files_root.root if toolkit.files_root is not None else None
+    return forward_options(toolkit.read_only, root, getattr(toolkit.kb.store, "scope", ()))
 
 
 def _socket_path(db: Path) -> Path:
@@ -52,6 +79,7 @@ class ForwardingListener:
         self.socket = _socket_path(db)
         self._server: asyncio.AbstractServer | None = None
         self._connections = 0
+        self._open: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -67,6 +95,15 @@ class ForwardingListener:
         if self._server is not None:
             self._server.close()
             self._server = None
+        # Hang up on the forwarders (they take over), letting a call in flight finish first.
+        for writer in self._open.values():
+            writer.close()
+        if self._open:
+            _, pending = await asyncio.wait(list(self._open), timeout=CONNECT_WAIT_S)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
         pointer = pointer_path(self.db)
         with contextlib.suppress(OSError, ValueError):
             if json.loads(pointer.read_text()).get("pid") == os.getpid():
@@ -77,11 +114,17 @@ class ForwardingListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections += 1
         prefix = f"fwd{self._connections}:"
+        task = asyncio.current_task()
+        if task is not None:
+            self._open[task] = writer
         try:
             while line := await reader.readline():
                 request = json.loads(line)
                 if request.get("op") == "specs":
-                    answer: Any = {"specs": [s.model_dump() for s in self.backend.specs()]}
+                    answer: Any = {
+                        "specs": [s.model_dump() for s in self.backend.specs()],
+                        "options": backend_options(self.backend),
+                    }
                 else:
                     reply = await self.backend.call(
                         prefix + request.get("client", ""), request["tool"], request.get("args")
@@ -91,49 +134,126 @@ class ForwardingListener:
                 await writer.drain()
         except (ConnectionError, json.JSONDecodeError, KeyError) as exc:
             log.warning("forwarding connection closed: %s", exc)
+        except asyncio.CancelledError:  # shutting down; a cancelled handler would be logged as a crash
+            log.info("forwarding connection closed at shutdown")
         finally:
+            if task is not None:
+                self._open.pop(task, None)
             writer.close()
 
 
 class RemoteBackend:
     """Sends tool calls to the process serving the database; takes over if that process is gone."""
 
-    def __init__(self, socket: str, specs: list[ToolSpec], take_over: Callable[[], Awaitable[LocalBackend]]) -> None:
+    def __init__(
+        self,
+        socket: str,
+        specs: list[ToolSpec],
+        take_over: Callable[[], Awaitable[LocalBackend]],
+        db: Path | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.socket = socket
+        self.db = db
+        self.read_only = read_only
         self._specs = specs
         self._take_over = take_over
         self._local: LocalBackend | None = None
         self._lock = asyncio.Lock()
+        self._recovering = asyncio.Lock()
         self._stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     @classmethod
-    async def connect(cls, db: Path, take_over: Callable[[], Awaitable[LocalBackend]]) -> RemoteBackend:
-        pointer = pointer_path(db)
-        try:
-            socket = json.loads(pointer.read_text())["socket"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ConfigurationError(
-                f"{db} is locked by another process that does not serve MCP",
-                hint="wait for that process (an ingest?) to finish, then start evigraph mcp again",
-            ) from exc
-        backend = cls(socket, [], take_over)
-        raw = await backend._request({"op": "specs"})
-        backend._specs = [ToolSpec.model_validate(s) for s in raw["specs"]]
-        return backend
+    async def connect(
+        cls,
+        db: Path,
+        take_over: Callable[[], Awaitable[LocalBackend]],
+        options: dict[str, Any] | None = None,
+    ) -> RemoteBackend:
+        """Forward to the process serving `db`; `options` (from `forward_options`) are this process's own."""
+        # The serving process writes its pointer just after opening the database, so a process
+        # started at the same moment (two IDE windows) may find the lock before the pointer.
+        deadline = asyncio.get_running_loop().time() + CONNECT_WAIT_S
+        while True:
+            socket = read_pointer(db)
+            if socket is not None:
+                backend = cls(socket, [], take_over, db, read_only=bool(options and options["read_only"]))
+                try:
+                    raw = await backend._request({"op": "specs"})
+                    specs = [ToolSpec.model_validate(s) for s in raw["specs"]]
+                except (OSError, ConnectionError, json.JSONDecodeError, KeyError):
+                    pass  # a pointer left by a process that is gone
+                else:
+                    if options is not None:
+                        try:
+                            _check_options(db, options, raw.get("options") or {})
+                        except ConfigurationError:
+                            await backend.close()
+                            raise
+                    backend._specs = [s for s in specs if s.annotations.read_only or not backend.read_only]
+                    return backend
+            if asyncio.get_running_loop().time() >= deadline:
+                raise ConfigurationError(
+                    f"{db} is locked by another process that does not serve MCP",
+                    hint="wait for that process (an ingest?) to finish, then start evigraph mcp again",
+                )
+            await asyncio.sleep(0.2)
 
     def specs(self) -> list[ToolSpec]:
         return self._specs
 
+    async def close(self) -> None:
+        """Hang up, and close the database if this process took it over."""
+        if self._stream is not None:
+            self._stream[1].close()
+            self._stream = None
+        if self._local is not None:
+            await self._local.toolkit.kb.close()
+
     async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
         if self._local is not None:
             return await self._local.call(client, name, args)
+        if self.read_only and name not in {s.name for s in self._specs}:
+            return Reply(text=f"{name} is not offered by this read-only server (use the read tools)", error=True)
+        request = {"op": "call", "client": client, "tool": name, "args": args}
+        socket = self.socket
         try:
-            raw = await self._request({"op": "call", "client": client, "tool": name, "args": args})
+            raw = await self._request(request)
         except (OSError, ConnectionError, asyncio.IncompleteReadError, json.JSONDecodeError):
             log.warning("the serving process is gone; taking over the database")
-            self._local = await self._take_over()
-            return await self._local.call(client, name, args)
+            if await self._recover(socket):
+                return await self.call(client, name, args)
+            raw = await self._request(request)
         return Reply.from_wire(raw)
+
+    async def _recover(self, failed: str) -> bool:
+        """Open the database here (True), or find the process that took it over first (False).
+
+        The serving process closes its socket before it releases the database, and other
+        forwarders race for it too, so a locked database is retried for a few seconds.
+        """
+        async with self._recovering:
+            if self._local is not None:  # a concurrent call took over already
+                return True
+            if self.socket != failed:  # or found the process that did
+                return False
+            return await self._recover_once()
+
+    async def _recover_once(self) -> bool:
+        deadline = asyncio.get_running_loop().time() + CONNECT_WAIT_S
+        while True:
+            try:
+                self._local = await self._take_over()
+                return True
+            except DatabaseLockedError:
+                socket = read_pointer(self.db) if self.db is not None else None
+                if socket is not None and socket != self.socket:
+                    log.warning("another evigraph process took the database over; forwarding to it")
+                    self.socket = socket
+                    return False
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
     async def _request(self, payload: dict[str, Any]) -> Any:
         async with self._lock:
@@ -151,3 +271,14 @@ class RemoteBackend:
                 self._stream = None
                 writer.close()
                 raise
+
+
+def _check_options(db: Path, own: dict[str, Any], served: dict[str, Any]) -> None:
+    """Refuse to forward where the serving process would show this one more than its options allow."""
+    for key, what in (("scope", "document scope (EVIGRAPH_MCP_SCOPE)"), ("files_root", "files root")):
+        if own.get(key) != served.get(key):
+            raise ConfigurationError(
+                f"{db} is served by another evigraph process with another {what}: "
+                f"{served.get(key) or 'none'} there, {own.get(key) or 'none'} here",
+                hint="start evigraph mcp with the same options as the other window, or stop that one",
+            )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend
+from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options
 
 TRANSPORTS = ("stdio", "http", "sse")
 DEFAULT_PORT = 8765
@@ -112,7 +112,8 @@ async def serve(config: McpConfig) -> None:
             await listener.start()
             return local
 
-        backend = await RemoteBackend.connect(config.db, take_over)
+        options = forward_options(config.read_only, config.files_root, config.scope)
+        backend = await RemoteBackend.connect(config.db, take_over, options)
     server = build_server(backend)
     try:
         if config.transport == "stdio":
@@ -126,6 +127,8 @@ async def serve(config: McpConfig) -> None:
             await listener.close()
         if isinstance(backend, LocalBackend):
             await backend.toolkit.kb.close()
+        else:
+            await backend.close()
 
 
 def configure_logging() -> None:

@@ -23,13 +23,16 @@ def _size(value: Any) -> int:
 
 
 def _walk(value: Any, path: Path = ()) -> list[tuple[Path, Any]]:
-    out: list[tuple[Path, Any]] = [(path, value)]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _walk(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _walk(v, (*path, i))
+    """Every node under `value` with its path (iterative: results are walked on every tool call)."""
+    out: list[tuple[Path, Any]] = []
+    stack: list[tuple[Path, Any]] = [(path, value)]
+    while stack:
+        here, node = stack.pop()
+        out.append((here, node))
+        if isinstance(node, dict):
+            stack.extend(((*here, k), v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend(((*here, i), v) for i, v in enumerate(node))
     return out
 
 
@@ -41,11 +44,18 @@ def _get(root: Any, path: Path) -> Any:
 
 def evidence_numbers(value: Any) -> set[int]:
     """Every evidence number `n` (positive int under the key "n") anywhere in `value`."""
-    return {
-        v["n"]
-        for _, v in _walk(value)
-        if isinstance(v, dict) and isinstance(v.get("n"), int) and not isinstance(v.get("n"), bool) and v["n"] > 0
-    }
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            n = node.get("n")
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                found.add(n)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 def _owner_numbers(root: Any, path: Path) -> set[int]:
@@ -62,6 +72,21 @@ def _label(path: Path) -> str:
     return ".".join(str(p) if isinstance(p, str) else "[]" for p in path) or "result"
 
 
+def _keep(root_size: int, items: list[Any], budget: int) -> int:
+    """How many of `items` (a list inside a root of `root_size` characters) to keep: half, or more if more fit.
+
+    Halving alone could cut a list to half the budget when a few items fewer would have fit. JSON
+    sizes add up (each item, plus ", " between items), so one pass over the items finds the count.
+    """
+    half = len(items) // 2
+    over = root_size - budget
+    keep, saved = len(items), 0
+    while keep > half and saved < over:
+        keep -= 1
+        saved += _size(items[keep]) + 2
+    return keep
+
+
 def truncate(data: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> tuple[dict[str, Any], list[str], set[int]]:
     """`data` shortened to at most `limit` characters of JSON.
 
@@ -74,13 +99,46 @@ def truncate(data: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> tuple[dict[
     before = evidence_numbers(work)
     spoiled: set[int] = set()
     cut: dict[str, list[int]] = {}  # list label -> [original length, kept]
-    while _size(work) > limit:
+    hint0 = work.get("hint")
+    reserve = 400  # room for the "truncated" flag and the hint added below
+    while True:
+        more, size = _shrink(work, limit - reserve, cut)
+        spoiled |= more
+        notes = [f"{label} ({n} → {kept})" for label, (n, kept) in cut.items()]
+        hint = f"result shortened to fit {limit:,} characters; lists cut: {', '.join(notes) or 'none'}"
+        if spoiled:
+            hint += "; long texts were shortened (read them with read_passages)"
+        hint += "; ask for fewer items (top_k, limit) to see everything"
+        shaped = {**work, "truncated": True, "hint": f"{hint0}; {hint}" if hint0 else hint}
+        shaped_size = _size(shaped)
+        extra = shaped_size - size
+        if shaped_size <= limit or extra < reserve or not _shrinkable(work):
+            break
+        reserve = extra + 100
+    dropped = (before - evidence_numbers(shaped)) | spoiled
+    return shaped, notes, dropped
+
+
+def _shrinkable(work: Any) -> bool:
+    return any(
+        (isinstance(v, list) and len(v) > 1) or (isinstance(v, str) and len(v) > _MIN_STRING) for _, v in _walk(work)
+    )
+
+
+def _shrink(work: dict[str, Any], budget: int, cut: dict[str, list[int]]) -> tuple[set[int], int]:
+    """Cut `work` in place to `budget` characters.
+
+    Returns the numbers of the items whose text was shortened, and the size reached.
+    """
+    spoiled: set[int] = set()
+    while (size := _size(work)) > budget:
         lists = [(p, v) for p, v in _walk(work) if isinstance(v, list) and len(v) > 1]
         if lists:
-            path, longest = max(lists, key=lambda pv: (len(pv[1]), _size(pv[1])))
-            label = _label(path)
-            entry = cut.setdefault(label, [len(longest), len(longest)])
-            keep = len(longest) // 2
+            most = max(len(v) for _, v in lists)
+            ties = [(p, v) for p, v in lists if len(v) == most]  # sizes only to break ties: they cost
+            path, longest = max(ties, key=lambda pv: _size(pv[1])) if len(ties) > 1 else ties[0]
+            entry = cut.setdefault(_label(path), [len(longest), len(longest)])
+            keep = _keep(size, longest, budget)
             del longest[keep:]
             entry[1] = keep
             continue
@@ -91,15 +149,7 @@ def truncate(data: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> tuple[dict[
         parent = _get(work, path[:-1])
         parent[path[-1]] = text[: len(text) // 2].rstrip() + " …(shortened)"
         spoiled |= _owner_numbers(work, path)
-    dropped = (before - evidence_numbers(work)) | spoiled
-    notes = [f"{label} ({n} → {kept})" for label, (n, kept) in cut.items()]
-    work["truncated"] = True
-    hint = f"result shortened to fit {limit:,} characters; lists cut: {', '.join(notes) or 'none'}"
-    if spoiled:
-        hint += "; long texts were shortened (read them with read_passages)"
-    hint += "; ask for fewer items (top_k, limit) to see everything"
-    work["hint"] = f"{work['hint']}; {hint}" if work.get("hint") else hint
-    return work, notes, dropped
+    return spoiled, size
 
 
 _SECRET = re.compile(

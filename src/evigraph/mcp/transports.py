@@ -8,9 +8,13 @@ reach it through DNS rebinding.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from evigraph.errors import ConfigurationError
@@ -66,9 +70,15 @@ class BearerAuth:
 
 
 def security_settings(host: str, port: int) -> Any:
-    """Host/Origin allow-lists: loopback names on this port (and the bind host), nothing else."""
+    """Host/Origin allow-lists for a loopback server: loopback names on this port (and the bind host).
+
+    A server bound to another address is meant for other machines, which name it by addresses
+    and DNS names it cannot know; there the required token guards it, so the lists are off.
+    """
     from mcp.server.transport_security import TransportSecuritySettings
 
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = {*LOOPBACK_NAMES, host}
     hosts = []
     origins = []
@@ -79,8 +89,24 @@ def security_settings(host: str, port: int) -> Any:
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+async def _no_discover(ctx: Any, params: Any) -> Any:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import METHOD_NOT_FOUND
+
+    raise MCPError(code=METHOD_NOT_FOUND, message="Method not found")
+
+
 def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
-    """Streamable HTTP at /mcp."""
+    """Streamable HTTP at /mcp.
+
+    `server/discover` is refused, so clients that can fall back (the SDK's `mode="auto"`) use the
+    session handshake and send an `mcp-session-id`: on the stateless protocol a client is only
+    known by its TCP connection, which HTTP clients drop after a few idle seconds, and with it
+    the evidence numbers it was given.
+    """
+    from mcp_types import RequestParams
+
+    server.add_request_handler("server/discover", RequestParams, _no_discover)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, transport_security=security_settings(host, port), host=host
     )
@@ -116,7 +142,31 @@ async def serve_stdio(server: Any) -> None:
 
 
 async def serve_http(app: Any, host: str, port: int) -> None:
+    """Until SIGINT or SIGTERM; then uvicorn shuts down gracefully and this returns."""
     import uvicorn
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    await _returning_server_class()(config).serve()
+
+
+def _returning_server_class() -> Any:
+    import uvicorn
+    from uvicorn.server import HANDLED_SIGNALS
+
+    class ReturningServer(uvicorn.Server):
+        """uvicorn re-raises the signal after its graceful shutdown, which kills the process before
+        the caller can close the database and remove its forwarding socket; this one only returns."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return ReturningServer
