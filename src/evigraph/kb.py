@@ -300,7 +300,7 @@ class KnowledgeBase:
         records += [
             SourceRecord(key=d.key, state=SourceState.failed, error=d.error)
             for d in report.failed
-            if d.key and not d.key.startswith("(")
+            if d.key
         ]
         await store.log_sources(records)
 

@@ -314,9 +314,7 @@ async def _entity_id(tk: Toolkit, store: GraphStore, ref: int | str) -> str:
     eid = tk.evidence_id(ref, "entity:").removeprefix("entity:")
     if await store.entities_by_ids([eid]):
         return eid
-    named = (await store.entities_named([str(ref)])).get(str(ref).strip(), [])
-    if not named:
-        named = [eid for ids in (await store.entities_named([str(ref)])).values() for eid in ids]
+    named = list(dict.fromkeys(e for ids in (await store.entities_named([str(ref)])).values() for e in ids))
     if len(named) == 1:
         return named[0]
     if len(named) > 1:
