@@ -297,11 +297,7 @@ class KnowledgeBase:
             SourceRecord(key=k, state=SourceState.current, content_hash=doc.content_hash, version=doc.version)
             for k, doc in stored.items()
         ]
-        records += [
-            SourceRecord(key=d.key, state=SourceState.failed, error=d.error)
-            for d in report.failed
-            if d.key
-        ]
+        records += [SourceRecord(key=d.key, state=SourceState.failed, error=d.error) for d in report.failed if d.key]
         await store.log_sources(records)
 
     async def retrieve(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ReadOnlyQueryError, ToolError
-from evigraph.models import TableInfo
+from evigraph.models import TableInfo, ThemeRecord
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.context import Section
 from evigraph.retrieval.fusion import rrf
@@ -374,6 +375,35 @@ class ThemeSearchResult(ToolResult):
         return [Section("Themes", lines), passages_section([p for t in self.themes for p in t.passages])]
 
 
+@dataclass
+class _ThemeIndex:
+    themes: list[ThemeRecord]
+    by_member: dict[str, list[int]]
+    by_name: dict[str, list[int]]
+
+
+_theme_index_cache: list[_ThemeIndex] = []
+
+
+def _theme_index(themes: list[ThemeRecord]) -> _ThemeIndex:
+    """Member and name look-ups over the themes, built once per themes list the store hands out.
+
+    The store returns the same list object until a write, so identity is the cache key.
+    """
+    if _theme_index_cache and _theme_index_cache[0].themes is themes:
+        return _theme_index_cache[0]
+    by_member: dict[str, list[int]] = {}
+    by_name: dict[str, list[int]] = {}
+    for i, t in enumerate(themes):
+        for m in t.members:
+            by_member.setdefault(m, []).append(i)
+        for name in t.names:
+            by_name.setdefault(name.casefold(), []).append(i)
+    index = _ThemeIndex(themes, by_member, by_name)
+    _theme_index_cache[:] = [index]
+    return index
+
+
 @tool(
     "search_themes",
     SearchThemesInput,
@@ -397,26 +427,35 @@ async def search_themes(tk: Toolkit, args: SearchThemesInput) -> ThemeSearchResu
     for cid, eid in await store.entities_for_chunks(ranked):
         weight[eid] = weight.get(eid, 0.0) + 1.0 / (60 + rank[cid])
     terms = {t.casefold() for t in question_phrases(args.query)} | set(args.query.casefold().split())
-    scored = []
-    for t in themes:
-        score = sum(weight.get(m, 0.0) for m in t.members)
-        score += sum(1.0 / 60 for name in t.names if name.casefold() in terms)
-        if score > 0:
-            scored.append((score, t))
-    scored.sort(key=lambda st: (-st[0], st[1].id))
-    for score, t in scored[: args.limit]:
-        mentions = await store.chunks_for_entities(t.members[:20], per_entity=3)
-        support = [cid for cid, _ in Counter(cid for _, cid in mentions).most_common(args.support_limit)]
-        hits = await store.chunks_by_ids(support)
-        passages = [
-            PassageHit(
-                id=h.id,
-                text=(s := snippet(h.text, " ".join(t.names[:5]))),
-                partial=len(s) < len(h.text),
-                source=source_of(h),
-            )
-            for h in hits
-        ]
+    index = _theme_index(themes)
+    scores: dict[int, float] = {}
+    for eid, w in weight.items():
+        for i in index.by_member.get(eid, ()):
+            scores[i] = scores.get(i, 0.0) + w
+    for term in terms:
+        for i in index.by_name.get(term, ()):
+            scores[i] = scores.get(i, 0.0) + 1.0 / 60
+    top = sorted(scores.items(), key=lambda kv: (-kv[1], themes[kv[0]].id))[: args.limit]
+    chosen = [(score, themes[i]) for i, score in top]
+    # Supporting passages for every chosen theme in two store calls: the passages that mention most members.
+    mentions = await store.chunks_for_entities([m for _, t in chosen for m in t.members[:20]], per_entity=3)
+    member_of = {m: t.id for _, t in chosen for m in t.members[:20]}
+    per_theme: dict[str, Counter[str]] = {}
+    for eid, cid in mentions:
+        per_theme.setdefault(member_of[eid], Counter())[cid] += 1
+    support = {
+        t.id: [cid for cid, _ in per_theme.get(t.id, Counter()).most_common(args.support_limit)] for _, t in chosen
+    }
+    texts = {
+        h.id: h for h in await store.chunks_by_ids(list(dict.fromkeys(c for ids in support.values() for c in ids)))
+    }
+    for score, t in chosen:
+        hits = [texts[c] for c in support[t.id] if c in texts]
+        names = " ".join(t.names[:5])
+        passages = []
+        for h in hits:
+            text = snippet(h.text, names)
+            passages.append(PassageHit(id=h.id, text=text, partial=len(text) < len(h.text), source=source_of(h)))
         hit = ThemeHit(
             evidence_id=t.id,
             theme_id=t.id,
@@ -425,10 +464,8 @@ async def search_themes(tk: Toolkit, args: SearchThemesInput) -> ThemeSearchResu
             entities=t.names[:THEME_NAMES_SHOWN],
             passages=passages,
         )
-        content = "Theme of related entities: " + ", ".join(
-            f"{n} ({lb})" for n, lb in zip(t.names, t.labels, strict=True)
-        )
-        hit.n = tk.cite(t.id, "search_themes", "theme", content)
+        members = ", ".join(f"{n} ({lb})" for n, lb in zip(t.names, t.labels, strict=True))
+        hit.n = tk.cite(t.id, "search_themes", "theme", f"Theme of related entities: {members}")
         tk.cite_passages("search_themes", passages)
         result.themes.append(hit)
     if not result.themes:
