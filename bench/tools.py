@@ -84,7 +84,7 @@ async def run(data: Path, db: Path, questions: int, extractor: str) -> dict[str,
             if not report.ok:
                 raise SystemExit(f"ingest failed: {report.failed[:3]}")
             t0 = time.perf_counter()
-            info["themes"] = (await kb.finalize(progress=False)).themes
+            info["themes"] = (await kb.finalize()).themes
             info["finalize_seconds"] = round(time.perf_counter() - t0, 1)
         store = await kb.open_store()
         toolkit = Toolkit(kb, read_only=True)

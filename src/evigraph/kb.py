@@ -8,7 +8,6 @@ knowledge base, a read of one that was never written fails with a hint and creat
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,8 +20,10 @@ from pydantic import BaseModel
 from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
 from evigraph.gate import Gate
 from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.communities import detect_themes
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.ingest.pipeline import IngestRun, ProgressFn, Strategies, embed_all, text_document
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
@@ -37,14 +38,12 @@ from evigraph.models import (
     SourceState,
     StoreCounts,
     StoredDocument,
-    ThemeRecord,
 )
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.store.base import GraphStore
 
 DEFAULT_DB = "evigraph.db"
-DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
@@ -78,8 +77,6 @@ class FinalizeReport(BaseModel):
 
 
 ONTOLOGY_SETTING = "ontology"
-THEME_MIN_SIZE = 2
-MAX_THEMES = 2000
 
 
 class KnowledgeBase:
@@ -105,7 +102,7 @@ class KnowledgeBase:
         resolver: ResolutionStrategy | None = None,
         loaders: Sequence[LoaderStrategy] = (),
         embedder: Embedder | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_file_bytes: int = DEFAULT_MAX_BYTES,
         batch_documents: int = 64,
     ) -> None:
         self.path = resolve_db_path(db)
@@ -291,11 +288,11 @@ class KnowledgeBase:
     @staticmethod
     async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
         """Record each written or failed document for `source_status`; unchanged ones need nothing."""
-        written = [d.key for d in report.documents if d.status in (IngestStatus.created, IngestStatus.updated)]
-        stored = await store.get_documents(written) if written else {}
+        written = (IngestStatus.created, IngestStatus.updated)
         records = [
-            SourceRecord(key=k, state=SourceState.current, content_hash=doc.content_hash, version=doc.version)
-            for k, doc in stored.items()
+            SourceRecord(key=d.key, state=SourceState.current, content_hash=d.content_hash, version=d.version)
+            for d in report.documents
+            if d.status in written
         ]
         records += [SourceRecord(key=d.key, state=SourceState.failed, error=d.error) for d in report.failed if d.key]
         await store.log_sources(records)
@@ -319,7 +316,7 @@ class KnowledgeBase:
         retriever = MultiPathRetriever(store, self.embedder)
         return await retriever.search(question, paths=paths, top_k=top_k, expand_hops=expand_hops)
 
-    async def finalize(self, *, progress: bool | None = None) -> FinalizeReport:
+    async def finalize(self) -> FinalizeReport:
         """Finish a batch of ingests: embed passages without a vector, then find themes.
 
         Themes are communities of entities (Louvain over the relations); they are recomputed
@@ -334,39 +331,10 @@ class KnowledgeBase:
                     vectors = await asyncio.to_thread(embed_all, self.embedder, [text for _, text in batch])
                     await store.write_embeddings([(cid, vec) for (cid, _), vec in zip(batch, vectors, strict=True)])
                     report.embedded += len(batch)
-            themes = await self._detect_themes(store)
+            themes = await detect_themes(store)
             await store.replace_themes(themes)
             report.themes = len(themes)
         return report
-
-    @staticmethod
-    async def _detect_themes(store: GraphStore) -> list[ThemeRecord]:
-        from evigraph.ingest.communities import louvain
-
-        weights = await store.relation_weights()
-        groups = [g for g in await asyncio.to_thread(louvain, weights) if len(g) >= THEME_MIN_SIZE][:MAX_THEMES]
-        degree: dict[str, float] = {}
-        for (a, b), w in weights.items():
-            degree[a] = degree.get(a, 0.0) + w
-            degree[b] = degree.get(b, 0.0) + w
-        wanted = [eid for g in groups for eid in g]
-        details = {e.id: e for e in await store.entities_by_ids(wanted)} if wanted else {}
-        themes = []
-        for group in groups:
-            members = sorted((e for e in group if e in details), key=lambda e: (-degree.get(e, 0.0), e))
-            if len(members) < THEME_MIN_SIZE:
-                continue
-            digest = hashlib.sha1("\x1f".join(sorted(members)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            themes.append(
-                ThemeRecord(
-                    id=f"theme:{digest}",
-                    members=members,
-                    names=[details[e].name for e in members],
-                    labels=[details[e].label for e in members],
-                    size=len(members),
-                )
-            )
-        return themes
 
     async def reembed(self) -> int:
         """Drop every stored vector and embed all passages with this knowledge base's embedder."""

@@ -307,6 +307,8 @@ class DocumentOutcome(BaseModel):
     chunks: int = 0
     entities: int = 0
     relations: int = 0
+    content_hash: str | None = Field(None, description="of the stored version (written or unchanged documents)")
+    version: int = 0
 
 
 class IngestReport(BaseModel):

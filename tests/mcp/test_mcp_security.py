@@ -106,3 +106,14 @@ def test_loopback_sse_refuses_foreign_host_and_origin(sse_server: HttpServer) ->
     messages = url.replace("/sse", "/messages/?session_id=00000000000000000000000000000000")
     posted = post_status(messages, {"Host": f"evil.example:{port}"})
     assert 400 <= posted < 500, posted
+
+
+def test_a_read_only_setting_that_is_not_yes_or_no_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evigraph.errors import ConfigurationError
+    from evigraph.mcp.main import McpConfig
+
+    monkeypatch.setenv("EVIGRAPH_MCP_READ_ONLY", "maybe")
+    with pytest.raises(ConfigurationError, match="EVIGRAPH_MCP_READ_ONLY"):
+        McpConfig.from_env(db="kb.db")
+    monkeypatch.setenv("EVIGRAPH_MCP_READ_ONLY", "Yes")
+    assert McpConfig.from_env(db="kb.db").read_only is True

@@ -31,6 +31,8 @@ async def test_out_of_scope_passages_never_come_back(scoped: Toolkit) -> None:
     found = await scoped.call("retrieve", {"question": "Who runs Marrowind Shipping in Porto?"})
     docs = {p.source.document for p in found.passages}
     assert "team-b/marrow" not in docs
+    inside_retrieve = await scoped.call("retrieve", {"question": "Who founded Quillworks in Lisbon?"})
+    assert {p.source.document for p in inside_retrieve.passages} == {"team-a/quill"}
     assert all("Marrowind" not in r.fact for r in [*found.relations, *found.facts])
     lexical = await scoped.call("search_passages", {"query": "Marrowind grain Tangier", "mode": "lexical"})
     assert all(h.source.document == "team-a/quill" for h in lexical.hits)
@@ -41,6 +43,8 @@ async def test_out_of_scope_passages_never_come_back(scoped: Toolkit) -> None:
 async def test_entities_and_ids_outside_scope_are_unreachable(scoped: Toolkit) -> None:
     hits = await scoped.call("search_entities", {"query": "Marrowind Shipping", "mode": "lexical"})
     assert all("marrowind" not in e.id for e in hits.hits)
+    visible = await scoped.call("search_entities", {"query": "Quillworks", "mode": "lexical"})
+    assert any("quillworks" in e.id for e in visible.hits)  # the filter hides, it does not blind
     with pytest.raises(ToolError):
         await scoped.call("explore_relationships", {"entity": "Boris Marrowind"})
     store = scoped.kb.store

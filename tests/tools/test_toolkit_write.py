@@ -495,3 +495,20 @@ async def test_passages_of_files_cite_the_path_under_the_root(tk: Toolkit) -> No
     assert (p.source.document, p.source.path) == ("file:acme.md", "acme.md")
     assert ACME[p.source.start : p.source.end] == p.text
     assert p.citation == f"Acme Robotics, acme.md, chars {p.source.start}-{p.source.end}"
+
+
+async def test_ingest_refuses_arguments_it_would_ignore(tk: Toolkit) -> None:
+    with pytest.raises(ToolError, match="a plan applies to files only"):
+        await tk.call("ingest", {"text": "Some text.", "document_id": "notes/x", "plan": [{"match": "*"}]})
+    with pytest.raises(ToolError, match="take their ids and titles from the files"):
+        await tk.call("ingest", {"files": ["acme.md"], "title": "Ignored"})
+
+
+async def test_set_ontology_says_when_patterns_cannot_narrow_an_open_relation(tk: Toolkit) -> None:
+    entities = [{"label": "Person"}, {"label": "Organization"}]
+    await tk.call("set_ontology", {"entities": entities, "relations": [{"label": "RELATED_TO"}]})  # any pair
+    change = await tk.call(
+        "set_ontology", {"relations": [{"label": "RELATED_TO", "patterns": [["Person", "Organization"]]}]}
+    )
+    assert change.unrestricted == ["RELATED_TO"] and change.added_patterns == []
+    assert "patterns not added: RELATED_TO" in change.to_llm_text()

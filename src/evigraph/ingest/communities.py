@@ -7,10 +7,48 @@ dependency. Ties are broken by sorted node order, so one graph always gives the 
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from collections import defaultdict
 from collections.abc import Mapping
 
+from evigraph.models import ThemeRecord
+from evigraph.store.base import GraphStore
+
 _EPS = 1e-12
+THEME_MIN_SIZE = 2
+MAX_THEMES = 2000
+
+
+async def detect_themes(store: GraphStore) -> list[ThemeRecord]:
+    """The graph's themes: communities of at least two entities, largest first, most connected member first.
+
+    A theme's id is a digest of its members, so an unchanged cluster keeps its id across runs.
+    """
+    weights = await store.relation_weights()
+    groups = [g for g in await asyncio.to_thread(louvain, weights) if len(g) >= THEME_MIN_SIZE][:MAX_THEMES]
+    degree: dict[str, float] = defaultdict(float)
+    for (a, b), w in weights.items():
+        degree[a] += w
+        degree[b] += w
+    wanted = [eid for g in groups for eid in g]
+    details = {e.id: e for e in await store.entities_by_ids(wanted)} if wanted else {}
+    themes = []
+    for group in groups:
+        members = sorted((e for e in group if e in details), key=lambda e: (-degree[e], e))
+        if len(members) < THEME_MIN_SIZE:
+            continue
+        digest = hashlib.sha1("\x1f".join(sorted(members)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        themes.append(
+            ThemeRecord(
+                id=f"theme:{digest}",
+                members=members,
+                names=[details[e].name for e in members],
+                labels=[details[e].label for e in members],
+                size=len(members),
+            )
+        )
+    return themes
 
 
 def louvain(pairs: Mapping[tuple[str, str], float], resolution: float = 1.0, max_levels: int = 10) -> list[list[str]]:

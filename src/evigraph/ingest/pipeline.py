@@ -129,7 +129,16 @@ class IngestRun:
         for d in docs:
             old = stored.get(d.key)
             if old is not None and old.content_hash == d.content_hash and not self.force:
-                self._outcome(DocumentOutcome(key=d.key, status=IngestStatus.unchanged, path=d.path, chunks=old.chunks))
+                self._outcome(
+                    DocumentOutcome(
+                        key=d.key,
+                        status=IngestStatus.unchanged,
+                        path=d.path,
+                        chunks=old.chunks,
+                        content_hash=old.content_hash,
+                        version=old.version,
+                    )
+                )
                 advance(1)
             else:
                 pending.append(_Pending(d, existed=old is not None))
@@ -247,7 +256,7 @@ class IngestRun:
         if not versions:
             return
         try:
-            await self.store.write_versions([v for _, v in versions])
+            stored = await self.store.write_versions([v for _, v in versions])
         except Exception as exc:
             if len(versions) == 1:
                 p, _ = versions[0]
@@ -258,7 +267,7 @@ class IngestRun:
             for one in versions:
                 await self._write([one], advance)
             return
-        for p, v in versions:
+        for (p, v), doc in zip(versions, stored, strict=True):
             status = IngestStatus.updated if p.existed else IngestStatus.created
             self._outcome(
                 DocumentOutcome(
@@ -268,6 +277,8 @@ class IngestRun:
                     chunks=len(v.chunks),
                     entities=len(v.graph.entities),
                     relations=len(v.graph.relations),
+                    content_hash=doc.content_hash,
+                    version=doc.version,
                 )
             )
         advance(len(versions))

@@ -11,20 +11,22 @@ def build_instructions(tools: Collection[str]) -> str:
         "evigraph is a knowledge base of documents, passages, entities and relations. "
         "Every item a tool returns has an evidence number [n].",
     ]
+    steps: list[str] = []
     if "retrieve" in tools:
-        lines.append(
-            "1. Call retrieve first with the user's question word for word (all paths unless you know it needs "
+        steps.append(
+            "Call retrieve first with the user's question word for word (all paths unless you know it needs "
             "only a few)."
         )
-        lines.append(
-            "2. If that did not answer it, call retrieve again with exact names from what you found, or with "
+        steps.append(
+            "If that did not answer it, call retrieve again with exact names from what you found, or with "
             "expand_hops 2-3 (up to 5) for multi-hop questions."
         )
-    if {"status", "get_ontology"} & set(tools):
-        lines.append("3. For questions about the knowledge base itself, use status or get_ontology.")
-    lines.append("4. Answer briefly and cite every claim with its [n].")
+    if about := [t for t in ("status", "get_ontology") if t in tools]:
+        steps.append(f"For questions about the knowledge base itself, use {' or '.join(about)}.")
+    steps.append("Answer briefly and cite every claim with its [n].")
     if "check_citations" in tools:
-        lines.append("5. Always run check_citations on your draft before replying, and fix what it reports.")
+        steps.append("Always run check_citations on your draft before replying, and fix what it reports.")
+    lines += [f"{i}. {step}" for i, step in enumerate(steps, start=1)]
     write_steps = []
     if "set_ontology" in tools:
         if "preview_files" in tools:

@@ -20,6 +20,16 @@ from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_o
 TRANSPORTS = ("stdio", "http", "sse")
 DEFAULT_PORT = 8765
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+def _flag(name: str) -> bool:
+    """A yes/no environment variable; anything else is refused rather than read as "no"."""
+    value = os.environ.get(name, "").strip().lower()
+    if value not in _TRUE | _FALSE:
+        raise ConfigurationError(f"{name}={value!r} is not a yes/no value", hint=f"set {name}=1 or {name}=0")
+    return value in _TRUE
+
 
 log = logging.getLogger("evigraph.mcp")
 
@@ -54,7 +64,7 @@ class McpConfig:
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
         if read_only is None:
-            read_only = os.environ.get("EVIGRAPH_MCP_READ_ONLY", "").strip().lower() in _TRUE
+            read_only = _flag("EVIGRAPH_MCP_READ_ONLY")
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
         return cls(
             db=resolve_db_path(db).resolve(),

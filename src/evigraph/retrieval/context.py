@@ -26,6 +26,8 @@ class Section:
     title: str
     lines: list[str]
     share: float = 1.0
+    line_cap: int = 0
+    """Longest line kept whole (0: the packer's default); longer lines are cut at a word."""
     kept: list[str] = field(default_factory=list)
     used: int = 0
 
@@ -66,13 +68,14 @@ def pack_sections(
 
     Each section first fills its own share, then unused shares go to the others in order; a
     section that does not fit whole ends with `…(N more omitted)`. A first line too long for its
-    section is trimmed to `line_share` of the section's budget; `line_cap` (if set) trims every
-    line to at most that much.
+    section is trimmed to `line_share` of the section's budget; a section's `line_cap`, else
+    `line_cap`, trims every line to at most that much.
     """
     sections = [s for s in sections if s.lines]
-    if line_cap:
-        for s in sections:
-            s.lines = [_trim(measure, line, line_cap) if measure(line) > line_cap else line for line in s.lines]
+    for s in sections:
+        cap = s.line_cap or line_cap
+        if cap:
+            s.lines = [_trim(measure, line, cap) if measure(line) > cap else line for line in s.lines]
     head = f"{header}\n" if header else ""
     if not sections:
         return _fit(measure, header or "No evidence found.", budget)

@@ -17,11 +17,11 @@ from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.context import Section
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.result import EntityItem, RelationItem
-from evigraph.retrieval.retriever import MultiPathRetriever, relation_item, source_of
+from evigraph.retrieval.retriever import relation_item, source_of
 from evigraph.tools.cypher import HINT as CYPHER_HINT
 from evigraph.tools.cypher import check_read_only
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
-from evigraph.tools.passage_tools import PassageHit, snippet
+from evigraph.tools.passage_tools import PassageHit, semantic_chunks, snippet
 from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult, entity_line, key_values, num, passages_section, relation_line
 
@@ -230,13 +230,6 @@ class EntitySearchResult(ToolResult):
         return [Section("Entities", entities), passages_section(support, "Mentioned in")]
 
 
-async def _semantic_chunks(tk: Toolkit, store: GraphStore, query: str, limit: int) -> list[str] | None:
-    if tk.kb.embedder is None:
-        return None
-    vector = await MultiPathRetriever(store, tk.kb.embedder).embed_question(query)
-    return None if vector is None else [cid for cid, _ in await store.vector_search(vector, limit)]
-
-
 @tool(
     "search_entities",
     SearchEntitiesInput,
@@ -254,7 +247,7 @@ async def search_entities(tk: Toolkit, args: SearchEntitiesInput) -> EntitySearc
         lists["lexical"] = [e.id for e in await store.search_entities(args.query, pool)]
     result = EntitySearchResult(query=args.query)
     if args.mode in ("semantic", "hybrid"):
-        chunks = await _semantic_chunks(tk, store, args.query, pool)
+        chunks = await semantic_chunks(tk, store, args.query, pool)
         if chunks is None:
             if args.mode == "semantic":
                 raise ToolError(
@@ -420,7 +413,7 @@ async def search_themes(tk: Toolkit, args: SearchThemesInput) -> ThemeSearchResu
         result.hint = "no themes yet: run finalize after ingesting (themes need relations between entities)"
         return result
     chunks = [h.id for h in await store.search_chunks(args.query, 30)]
-    semantic = await _semantic_chunks(tk, store, args.query, 30)
+    semantic = await semantic_chunks(tk, store, args.query, 30)
     ranked = [f.key for f in rrf({"lexical": chunks, "semantic": semantic or []})]
     weight: dict[str, float] = {}
     rank = {cid: i for i, cid in enumerate(ranked)}

@@ -25,6 +25,7 @@ from evigraph.tools.results import (
 )
 
 if TYPE_CHECKING:
+    from evigraph.store.base import GraphStore
     from evigraph.tools.toolkit import Toolkit
 
 SNIPPET_CHARS = 400
@@ -102,6 +103,14 @@ class PassageSearchResult(ToolResult):
         return [passages_section(list(self.hits))]
 
 
+async def semantic_chunks(tk: Toolkit, store: GraphStore, query: str, limit: int) -> list[str] | None:
+    """Chunk ids nearest to `query` by meaning, or None without an embedder or stored vectors."""
+    if tk.kb.embedder is None:
+        return None
+    vector = await MultiPathRetriever(store, tk.kb.embedder).embed_question(query)
+    return None if vector is None else [cid for cid, _ in await store.vector_search(vector, limit)]
+
+
 def snippet(text: str, query: str, size: int = SNIPPET_CHARS) -> str:
     """About `size` characters of `text` around its first word from `query`, cut at word boundaries."""
     if len(text) <= size:
@@ -136,10 +145,8 @@ async def search_passages(tk: Toolkit, args: SearchPassagesInput) -> PassageSear
         hits.update({h.id: h for h in lexical})
         lists["lexical"] = [h.id for h in lexical]
     if args.mode in ("semantic", "hybrid"):
-        vector = None
-        if tk.kb.embedder is not None:
-            vector = await MultiPathRetriever(store, tk.kb.embedder).embed_question(args.query)
-        if vector is None:
+        semantic = await semantic_chunks(tk, store, args.query, args.limit * 2)
+        if semantic is None:
             if args.mode == "semantic":
                 raise ToolError(
                     "semantic search needs passage vectors, and this knowledge base has none for this embedder",
@@ -148,7 +155,7 @@ async def search_passages(tk: Toolkit, args: SearchPassagesInput) -> PassageSear
                 )
             result.hint = "semantic leg skipped: no embedder or no vectors; results are lexical only"
         else:
-            lists["semantic"] = [cid for cid, _ in await store.vector_search(vector, args.limit * 2)]
+            lists["semantic"] = semantic
             result.index_state["pending_embeddings"] = await store.count_pending_embeddings()
     fused = rrf({k: v for k, v in lists.items() if v})[: args.limit]
     missing = [f.key for f in fused if f.key not in hits]

@@ -92,13 +92,7 @@ class ToolResult(BaseModel):
 
 
 def passages_section(items: Sequence[PassageItem], title: str = "Passages") -> Section:
-    lines = []
-    for p in items:
-        line = passage_line(p)
-        if len(line) > PASSAGE_LINE_CHARS:
-            line = line[: PASSAGE_LINE_CHARS - 2].rsplit(" ", 1)[0] + " …"
-        lines.append(line)
-    return Section(title, lines, PASSAGE_SHARE)
+    return Section(title, [passage_line(p) for p in items], PASSAGE_SHARE, line_cap=PASSAGE_LINE_CHARS)
 
 
 def key_values(values: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from evigraph.errors import EvigraphError, KnowledgeBaseMissingError, ReadOnlyViolation, ToolError
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem
 from evigraph.store.base import GraphStore
 from evigraph.tools.ledger import EvidenceLedger, entity_content, passage_content, relation_content
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from evigraph.tools.files import FilesRoot
 
 FinalizePolicy = Literal["manual", "on_write", "never"]
-DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 EVIDENCE_PREFIXES = ("passage:", "entity:", "relation:", "theme:", "status:", "ontology:")
 
 
@@ -70,7 +70,7 @@ class Toolkit:
         include: Iterable[str] | None = None,
         finalize_policy: FinalizePolicy = "manual",
         ledger_capacity: int = 2000,
-        max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
+        max_file_bytes: int | None = DEFAULT_MAX_BYTES,
         plan_limits: dict[str, Any] | None = None,
     ) -> None:
         tools = load_tools()

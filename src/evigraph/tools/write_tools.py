@@ -64,6 +64,9 @@ class OntologyChange(ToolResult):
     added_relation_types: list[str] = Field(default_factory=list)
     added_patterns: list[tuple[str, str, str]] = Field(default_factory=list, description="(relation, source, target)")
     replaced_default: bool = Field(False, description="the default types were dropped: nothing was ingested yet")
+    unrestricted: list[str] = Field(
+        default_factory=list, description="relation types that already allow every pair, so patterns were not added"
+    )
 
     def header(self) -> str:
         parts = [
@@ -71,6 +74,8 @@ class OntologyChange(ToolResult):
             f"relation types added: {', '.join(self.added_relation_types) or 'none'}",
             f"patterns added: {', '.join(f'{r} {a}->{b}' for r, a, b in self.added_patterns) or 'none'}",
         ]
+        if self.unrestricted:
+            parts.append(f"already allowing every pair, patterns not added: {', '.join(self.unrestricted)}")
         if self.replaced_default:
             parts.append("the default ontology was replaced (nothing was ingested yet)")
         return "; ".join(parts)
@@ -120,7 +125,9 @@ async def set_ontology(tk: Toolkit, args: SetOntologyInput) -> OntologyChange:
             )
             continue
         if not old_rel.patterns:
-            continue  # already allows every pair; adding patterns would narrow it
+            if r.patterns:  # it already allows every pair; adding patterns would narrow it
+                change.unrestricted.append(r.label)
+            continue
         new = [tuple(p) for p in r.patterns if tuple(p) not in old_rel.patterns]
         change.added_patterns += [(r.label, a, b) for a, b in new]
         relations[r.label] = RelationType(
@@ -189,18 +196,23 @@ def _ingest_description(tk: Toolkit) -> str:
 @tool("ingest", IngestInput, _ingest_description, write=True, destructive=True, idempotent=True)
 async def ingest(tk: Toolkit, args: IngestInput) -> IngestResult:
     if args.files is not None:
-        if args.text is not None:
-            raise ToolError("pass text or files, not both", hint="make two calls")
+        if args.text is not None or args.document_id is not None or args.title is not None:
+            raise ToolError(
+                "pass text or files, not both: files take their ids and titles from the files; "
+                "text, document_id and title are for text",
+                hint="make one call for files and another for text",
+            )
         return await _ingest_files(tk, args)
-    if args.text is None and not args.reextract:
-        raise ToolError("nothing to ingest", hint="pass text= and document_id=, or files= (with a files root)")
+    if args.plan is not None:
+        raise ToolError("a plan applies to files only", hint="pass files=[...] with plan=, or drop plan for text")
+    if args.text is None:
+        raise ToolError(
+            "nothing to ingest",
+            hint="pass text= and document_id= (re-extracting a text needs its text too), or files= with a files root",
+        )
     if not args.document_id:
         raise ToolError("text needs a document_id", hint="pass document_id='notes/meeting-3'")
     await _refuse_file_id(tk, args.document_id)
-    if args.text is None:  # re-extract a stored text
-        raise ToolError(
-            "re-extracting a text needs its text", hint="pass text= with the same content and reextract=true"
-        )
     doc = text_document(args.text, args.document_id, args.title)
     return await _run(tk, [(doc, None, None)], {}, reextract=args.reextract)
 
@@ -326,7 +338,7 @@ async def _run(
     changed = any(d.status in ("ingested", "updated", "reextracted") for d in result.documents)
     if tk.shared.finalize_policy == "on_write" and (changed or tk.shared.finalize_owed):
         try:
-            await tk.kb.finalize(progress=False)
+            await tk.kb.finalize()
             tk.shared.finalize_owed, result.finalized = False, True
         except EvigraphError as exc:
             tk.shared.finalize_owed, result.finalized = True, False
@@ -386,7 +398,7 @@ class FinalizeResult(ToolResult):
     available=lambda tk: tk.shared.finalize_policy == "manual",
 )
 async def finalize(tk: Toolkit, args: NoInput) -> FinalizeResult:
-    report = await tk.kb.finalize(progress=False)
+    report = await tk.kb.finalize()
     tk.shared.finalize_owed = False
     return FinalizeResult(embedded=report.embedded, themes=report.themes)
 

@@ -99,6 +99,15 @@ def chunks_by_ids(tx: Tx, ids: Sequence[str]) -> list[ChunkHit]:
     return [by_id[i] for i in ids if i in by_id]
 
 
+def document_chunks(tx: Tx, key: str, limit: int) -> list[ChunkHit]:
+    rows = tx.rows(
+        f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document {{key: $key}})
+            RETURN {_CHUNK_FIELDS} ORDER BY c.index LIMIT $limit""",
+        {"key": key, "limit": limit},
+    )
+    return [_chunk_hit(r) for r in rows]
+
+
 def search_entities(tx: Tx, query: str, limit: int) -> list[EntityHit]:
     terms = fts_text(query)
     if not terms:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from evigraph.models import ChunkHit, SourceRecord, SourceState, TableInfo, ThemeRecord
+from evigraph.models import SourceRecord, SourceState, TableInfo, ThemeRecord
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.reads import _CHUNK_FIELDS, _chunk_hit
 from evigraph.store.embedded.schema import INTERNAL_TABLES, META_TABLE
 
 _SAMPLE_KEYS = 3
@@ -63,15 +62,6 @@ def source_log(tx: Tx, keys: Sequence[str]) -> dict[str, SourceRecord]:
         )
         for r in rows
     }
-
-
-def document_chunks(tx: Tx, key: str, limit: int) -> list[ChunkHit]:
-    rows = tx.rows(
-        f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document {{key: $key}})
-            RETURN {_CHUNK_FIELDS} ORDER BY c.index LIMIT $limit""",
-        {"key": key, "limit": limit},
-    )
-    return [_chunk_hit(r) for r in rows]
 
 
 def replace_themes(tx: Tx, themes: Sequence[ThemeRecord], run: str) -> None:

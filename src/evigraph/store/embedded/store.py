@@ -295,7 +295,7 @@ class EmbeddedStore(GraphStore):
     # -- graph navigation and agent writes ---------------------------------------------------
 
     async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
-        return await self.executor.read(lambda tx: records.document_chunks(tx, key, limit))
+        return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit))
 
     async def explore(
         self,
