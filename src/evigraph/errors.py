@@ -51,6 +51,10 @@ class ReadOnlyQueryError(StoreError):
     """A read-only query tried to write, or failed in the engine."""
 
 
+class CypherRefused(ReadOnlyQueryError):
+    """Free-form Cypher refused before it ran: not a single read statement, too costly, or busy."""
+
+
 class ToolError(EvigraphError):
     """A toolkit call that cannot run; the hint tells the agent what to do instead."""
 

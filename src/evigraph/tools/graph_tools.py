@@ -11,15 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from evigraph.errors import ReadOnlyQueryError, ToolError
+from evigraph.errors import CypherRefused, ReadOnlyQueryError, ToolError
 from evigraph.models import TableInfo, ThemeRecord
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.context import Section
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.result import EntityItem, RelationItem
 from evigraph.retrieval.retriever import relation_item, source_of
-from evigraph.tools.cypher import HINT as CYPHER_HINT
-from evigraph.tools.cypher import check_read_only
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
 from evigraph.tools.passage_tools import PassageHit, semantic_chunks, snippet
 from evigraph.tools.registry import tool
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
 
 CYPHER_TIMEOUT_MS = 10_000
+CYPHER_HINT = "cypher_query only reads: use MATCH ... RETURN (call get_ontology for labels and properties)"
 THEME_NAMES_SHOWN = 5
 
 
@@ -510,13 +509,16 @@ def clean_value(value: Any) -> Any:
     "property names. Errors come back with a hint.",
 )
 async def cypher_query(tk: Toolkit, args: CypherInput) -> CypherResult:
-    query = check_read_only(args.query)
     store = await tk.reader()
     try:
-        rows = await store.query(query, args.params, limit=args.limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
+        # The store guards the query (one read statement, allow-listed functions and procedures,
+        # the engine's plan checked, rows and sizes bounded); refusals carry their own hint.
+        rows = await store.query(args.query, args.params, limit=args.limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
+    except CypherRefused as exc:
+        raise ToolError(exc.message, hint=exc.hint or CYPHER_HINT) from exc
     except ReadOnlyQueryError as exc:
         raise ToolError(exc.message, hint=await _query_hint(store, exc.message)) from exc
-    result = CypherResult(truncated=len(rows) > args.limit)
+    result = CypherResult(truncated=len(rows) > args.limit or bool(getattr(rows, "truncated", False)))
     result.rows = [clean_value(r) for r in rows[: args.limit]]
     result.columns = list(rows[0]) if rows else []
     return result
