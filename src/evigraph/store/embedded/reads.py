@@ -86,10 +86,6 @@ def search_chunks(tx: Tx, query: str, limit: int) -> list[ChunkHit]:
     return [_chunk_hit(r, float(r["score"])) for r in rows]
 
 
-def run_query(tx: Tx, cypher: str, params: dict[str, Any] | None, limit: int) -> list[dict[str, Any]]:
-    return tx.rows(cypher, params, limit=limit)
-
-
 def chunks_by_ids(tx: Tx, ids: Sequence[str]) -> list[ChunkHit]:
     rows = tx.rows(
         f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})-[:PART_OF]->(d:Document) RETURN {_CHUNK_FIELDS}",
