@@ -228,3 +228,5 @@ def test_killed_ingest_leaves_each_document_whole(
     # Whatever the kill interrupted, ingesting again finishes the job.
     assert evigraph.sync.ingest([v2], db=db, extractor="rules", progress=False).ok
     assert evigraph.sync.status(db=db).documents == n
+    check = subprocess.run([sys.executable, "-m", "evigraph", "check", "--db", str(db)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr  # no ghost edges, orphans or missing indexes

@@ -309,6 +309,7 @@ class DocumentOutcome(BaseModel):
     relations: int = 0
     content_hash: str | None = Field(None, description="of the stored version (written or unchanged documents)")
     version: int = 0
+    line: int | None = Field(None, description="for a record of a many-record file (JSONL), its line")
 
 
 class IngestReport(BaseModel):
@@ -338,6 +339,28 @@ class StoreCounts(BaseModel):
     mentions: int = 0
     labels: dict[str, int] = Field(default_factory=dict)
     relation_types: dict[str, int] = Field(default_factory=dict)
+
+
+class IntegrityProblem(BaseModel):
+    """One kind of damage an integrity check found: how much, a few examples, whether repair fixes it."""
+
+    kind: str
+    count: int
+    detail: str
+    examples: list[str] = Field(default_factory=list)
+    repairable: bool = True
+
+
+class IntegrityReport(BaseModel):
+    """What `check` found and, with repair, what it fixed and what is left."""
+
+    found: list[IntegrityProblem] = Field(default_factory=list)
+    repaired: dict[str, int] = Field(default_factory=dict)
+    remaining: list[IntegrityProblem] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.remaining
 
 
 class ChunkHit(BaseModel):

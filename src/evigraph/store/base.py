@@ -20,6 +20,7 @@ from evigraph.models import (
     Exploration,
     ExtractedEntity,
     ExtractedRelation,
+    IntegrityReport,
     Neighbour,
     SourceRecord,
     StoreCounts,
@@ -76,6 +77,10 @@ class GraphStore(ABC):
     @abstractmethod
     async def delete_document(self, key: str) -> bool:
         """Remove a document the way a replacement removes its old version; False if absent."""
+
+    @abstractmethod
+    async def check(self, repair: bool = False) -> IntegrityReport:
+        """Find damage a crash or an engine fault left (ghost edges, orphans, missing indexes); fix it on repair."""
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ TABLES = frozenset(
 )
 """Every table evigraph creates; tables added by a later release are created on a writable open."""
 
+NODE_TABLES = frozenset({META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme"})
+
 INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme"})
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 

@@ -17,6 +17,7 @@ from evigraph.models import (
     Exploration,
     ExtractedEntity,
     ExtractedRelation,
+    IntegrityReport,
     Neighbour,
     SourceRecord,
     StoreCounts,
@@ -25,12 +26,21 @@ from evigraph.models import (
     ThemeRecord,
 )
 from evigraph.store.base import GraphStore
-from evigraph.store.embedded import reads, records, writes
+from evigraph.store.embedded import cypher_run, integrity, reads, records, writes
 from evigraph.store.embedded.caches import Cached, NameIndex, VectorMatrix, build_matrix, build_name_index
+from evigraph.store.embedded.creation import (
+    UnfinishedSchema,
+    create_database_file,
+    discard,
+    finish_interrupted_checkpoint,
+)
+from evigraph.store.embedded.cypher_guard import guard
+from evigraph.store.embedded.cypher_params import check_params
+from evigraph.store.embedded.cypher_run import QueryRows, Slots
 from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
-from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
+from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, NODE_TABLES, SCHEMA_VERSION, TABLES
 
 DEFAULT_BUFFER_POOL_MB = 512
 
@@ -59,6 +69,7 @@ class EmbeddedStore(GraphStore):
         self.read_connections = read_connections
         self._exec: Executor | None = None
         self._cache = Cached()
+        self._cypher_slots = Slots()
 
     @property
     def executor(self) -> Executor:
@@ -75,6 +86,29 @@ class EmbeddedStore(GraphStore):
     def _open_sync(self) -> Executor:
         module = import_engine(self.engine)
         engine_name = "kuzu" if module.__name__ == "kuzu" else "ladybug"
+        if not self.read_only and not os.path.lexists(self.path):
+            self._create_file(module, engine_name)
+        if self.read_only:
+            finish_interrupted_checkpoint(module, self.path)
+        try:
+            return self._connect(module, engine_name)
+        except UnfinishedSchema:
+            # Left by a process killed while creating it, before crash-safe creation: it holds
+            # no rows, and its half-built full-text index cannot be finished in place.
+            discard(self.path)
+            self._create_file(module, engine_name)
+            return self._connect(module, engine_name)
+
+    def _create_file(self, module: Any, engine_name: str) -> None:
+        create_database_file(
+            module,
+            self.path,
+            buffer_pool_mb=min(self.buffer_pool_mb, 128),
+            prepare=lambda conn: load_extensions(conn, engine_name),
+            build=self._create_schema,
+        )
+
+    def _connect(self, module: Any, engine_name: str) -> Executor:
         db = open_database(module, self.path, read_only=self.read_only, buffer_pool_mb=self.buffer_pool_mb)
         ex = Executor(db, module, read_only=self.read_only, pool_size=self.read_connections)
         try:
@@ -108,11 +142,17 @@ class EmbeddedStore(GraphStore):
                 f"{self.path} holds no evigraph knowledge base yet",
                 hint=f"ingest something first: `evigraph ingest PATH --db {self.path}`",
             )
+        if all(not tx.column(f"MATCH (n:{t}) RETURN count(n) > 0")[0] for t in tables & NODE_TABLES):
+            raise UnfinishedSchema(str(self.path))
         self._create_schema(tx)
 
     @staticmethod
     def _create_schema(tx: Tx) -> None:
-        """Create tables, then indexes, then the version mark; a crash before the mark is resumed."""
+        """Create tables, then indexes, then the version mark.
+
+        A new file is built aside (`creation`), so a crash here only ever interrupts adding the
+        tables a later release introduced to an existing knowledge base; the next open resumes.
+        """
         tx.execute("BEGIN TRANSACTION").close()
         for statement in DDL:
             tx.execute(statement).close()
@@ -172,6 +212,25 @@ class EmbeddedStore(GraphStore):
         finally:
             self._cache.invalidate()
 
+    async def check(self, repair: bool = False) -> IntegrityReport:
+        found = await self.executor.read(integrity.inspect)
+        report = IntegrityReport(found=integrity.problems(found))
+        if not repair or not report.found:
+            report.remaining = report.found
+            return report
+        if self.read_only:
+            raise StoreError("cannot repair a knowledge base opened read-only", hint="open it writable to repair")
+        try:
+            if found.needs_schema:  # first: the graph checks need every table
+                await asyncio.to_thread(self.executor.raw, self._create_schema)
+            report.repaired = await self.executor.write(integrity.repair)
+            if found.needs_schema:
+                report.repaired["schema"] = 1
+        finally:
+            self._cache.invalidate()
+        report.remaining = integrity.problems(await self.executor.read(integrity.inspect))
+        return report
+
     # -- reads -------------------------------------------------------------------------------
 
     async def counts(self) -> StoreCounts:
@@ -192,8 +251,16 @@ class EmbeddedStore(GraphStore):
     async def query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
+        """Agent-written Cypher: guarded (cypher_guard), plan-checked, bounded; see cypher_run."""
+        guarded = guard(cypher, check_params(params), row_cap=limit)
+        executor = self.executor
+
+        def work() -> QueryRows:
+            with self._cypher_slots:
+                return executor.read_sync(lambda tx: cypher_run.run(tx, guarded, limit), timeout_ms)
+
         try:
-            return await self.executor.read(lambda tx: reads.run_query(tx, cypher, params, limit), timeout_ms)
+            return await asyncio.to_thread(work)
         except RuntimeError as exc:
             message = str(exc).splitlines()[0]
             hint = "only read queries run here" if "read-only" in message else "check the query against the schema"

@@ -11,6 +11,14 @@ statement, not per row). Three engine behaviours shape the statements:
   index, so rows are folded by key in Python and written as lookup + CREATE/SET;
 - strings copied straight from a parameter into a full-text-indexed column are not indexed,
   hence `concat(x, '')` on those columns.
+
+Three more make deletes careful (Kuzu 0.11.3, each measured; see `delete_orphans` and
+`delete_chunks`): existence subqueries and OPTIONAL MATCH miss relationships created earlier in
+the same transaction on a reopened database, so no delete here is decided by `NOT EXISTS`;
+`DETACH DELETE` leaves, after a crash and WAL replay, the node's relationships in the table; and
+`DETACH DELETE` of a node whose relationships the same transaction already deleted removes,
+on replay, another node's relationship. So every relationship is deleted by its own statement,
+then its nodes by a plain `DELETE`, which also refuses (and rolls back) if one was missed.
 """
 
 from __future__ import annotations
@@ -62,8 +70,36 @@ def remove_contents(tx: Tx, keys: Sequence[str]) -> set[str]:
     )
     if candidates:
         _prune_relation_sources(tx, candidates, set(old_chunks))
-    tx.run_batched("UNWIND $rows AS r MATCH (c:Chunk {id: r}) DETACH DELETE c", list(old_chunks))
+    delete_chunks(tx, old_chunks)
     return candidates
+
+
+def delete_chunks(tx: Tx, chunk_ids: Sequence[str]) -> None:
+    """Delete chunks: their relationships first, each by its own statement, then the nodes.
+
+    A `DETACH DELETE` alone, committed just before a SIGKILL, left after WAL replay the chunk's
+    MENTIONED_IN edges in the relationship table (70 ghost edges for 10 deleted one-passage
+    documents; a raw count sees them, a pattern reading the deleted node does not), where a
+    chunk reusing the slot would inherit them. Explicit deletes followed by `DETACH DELETE`
+    of the document were worse: the replay removed the PART_OF edge of another document's
+    chunk (2 of 14 killed deletes in bench/crash.py; reproduced on a bare two-table graph).
+    Explicit deletes followed by plain `DELETE`s replay correctly.
+    """
+    ids = list(chunk_ids)
+    tx.run_batched("UNWIND $rows AS cid MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk {id: cid}) DELETE m", ids)
+    tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk {id: cid})-[n:NEXT]->(:Chunk) DELETE n", ids)
+    tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk)-[n:NEXT]->(:Chunk {id: cid}) DELETE n", ids)
+    tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk {id: cid})-[p:PART_OF]->(:Document) DELETE p", ids)
+    tx.run_batched("UNWIND $rows AS cid MATCH (c:Chunk {id: cid}) DELETE c", ids)
+
+
+def delete_entities(tx: Tx, entity_ids: Sequence[str]) -> None:
+    """Delete entities, their relations and mentions first (see `delete_chunks` for why)."""
+    ids = list(entity_ids)
+    tx.run_batched("UNWIND $rows AS eid MATCH (:Entity {id: eid})-[r:RELATES]->(:Entity) DELETE r", ids)
+    tx.run_batched("UNWIND $rows AS eid MATCH (:Entity)-[r:RELATES]->(:Entity {id: eid}) DELETE r", ids)
+    tx.run_batched("UNWIND $rows AS eid MATCH (:Entity {id: eid})-[m:MENTIONED_IN]->(:Chunk) DELETE m", ids)
+    tx.run_batched("UNWIND $rows AS eid MATCH (e:Entity {id: eid}) DELETE e", ids)
 
 
 def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> None:
@@ -103,14 +139,34 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
     )
 
 
-def delete_orphans(tx: Tx, candidates: Iterable[str]) -> None:
-    """Delete extracted entities that no chunk mentions any more (agent-written ones stay)."""
-    tx.run_batched(
-        """UNWIND $rows AS eid MATCH (e:Entity {id: eid})
-           WHERE e._source = $src AND NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Chunk) }
-           DETACH DELETE e""".replace("$src", f"'{EXTRACTION_SOURCE}'"),
-        sorted(candidates),
+def delete_orphans(tx: Tx, candidates: Iterable[str]) -> list[str]:
+    """Delete extracted entities that no chunk mentions any more (agent-written ones stay).
+
+    Which candidates are still mentioned is read with a plain MATCH and decided in Python. In
+    Kuzu 0.11.3, `NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Chunk) }` (and an OPTIONAL MATCH
+    count) run in the transaction that has just written the new version's mentions, on a
+    database reopened since its first ingest, called 219 of 261 candidates unmentioned while
+    a plain MATCH found all 261 mentioned: re-ingesting 20 of 60 changed files kept 369
+    entities where a fresh ingest has 588.
+    """
+    ids = sorted(set(candidates))
+    if not ids:
+        return []
+    mentioned = set(
+        tx.column(
+            "UNWIND $ids AS eid MATCH (e:Entity {id: eid})-[:MENTIONED_IN]->(:Chunk) RETURN DISTINCT e.id",
+            {"ids": ids},
+        )
     )
+    unmentioned = [i for i in ids if i not in mentioned]
+    if not unmentioned:
+        return []
+    extracted = tx.column(
+        "UNWIND $ids AS eid MATCH (e:Entity {id: eid}) WHERE e._source = $src RETURN e.id",
+        {"ids": unmentioned, "src": EXTRACTION_SOURCE},
+    )
+    delete_entities(tx, extracted)
+    return sorted(extracted)
 
 
 def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int]:
@@ -339,7 +395,8 @@ def delete_document(tx: Tx, key: str) -> bool:
     if not current_versions(tx, [key]):
         return False
     candidates = remove_contents(tx, [key])
-    tx.execute("MATCH (d:Document {key: $key}) DETACH DELETE d", {"key": key}).close()
+    # remove_contents deleted its PART_OF edges; a plain DELETE (see delete_chunks) does the rest.
+    tx.execute("MATCH (d:Document {key: $key}) DELETE d", {"key": key}).close()
     delete_orphans(tx, candidates)
     return True
 
