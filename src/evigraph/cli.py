@@ -1,7 +1,7 @@
 """The `evigraph` command: thin verbs over `KnowledgeBase`, named as its methods are.
 
-Only argparse is imported up front, so `evigraph --help` answers at once; each verb imports
-what it needs when it runs.
+Only argparse and the small display helpers are imported up front, so `evigraph --help` answers
+at once; each verb imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from evigraph.display import display_name, display_text
 
 if TYPE_CHECKING:
     from evigraph.kb import KnowledgeBase
@@ -93,16 +95,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove a document and what only it mentioned",
     )
     delete.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
+    check = sub.add_parser(
+        "check",
+        parents=[common],
+        help="look for damage a crash left (ghost edges, orphans, missing indexes); exit 1 if any remains",
+    )
+    check.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
     mcp = sub.add_parser(
         "mcp",
         help="serve the agent toolkit over MCP (stdio, streamable HTTP or SSE)",
-        description="Serve every toolkit tool over MCP. Environment: EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, "
-        "EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_EMBEDDER.",
+        description="Serve the toolkit over MCP: the read tools, and the write tools only with --allow-writes or "
+        "--files-root (without either the database is opened read-only). Environment: EVIGRAPH_DB, "
+        "EVIGRAPH_MCP_ALLOW_WRITES, EVIGRAPH_MCP_READ_ONLY, EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required "
+        "off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_EMBEDDER; flags win over them.",
     )
     mcp.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
     mcp.add_argument("--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help=argparse.SUPPRESS)
-    mcp.add_argument("--read-only", action="store_true", default=None, help="serve the read tools only")
-    mcp.add_argument("--files-root", default=None, help="folder the ingest and preview_files tools may read")
+    mcp.add_argument(
+        "--read-only",
+        action="store_true",
+        default=None,
+        help="serve the read tools only (the default, said explicitly)",
+    )
+    mcp.add_argument("--allow-writes", action="store_true", default=None, help="serve the write tools too")
+    mcp.add_argument(
+        "--files-root", default=None, help="serve the write tools, and let ingest and preview_files read this folder"
+    )
     mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
     mcp.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
@@ -152,23 +170,32 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "delete":
         async with KnowledgeBase(args.db, engine=args.engine) as kb:
             return await _delete(kb, args)
+    if args.command == "check":
+        async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.repair) as kb:
+            return await _check(kb, args)
     if args.command == "search":
         async with KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=_embedder(args)) as kb:
             return await _search(kb, args)
     if args.command == "mcp":
+        from evigraph.errors import ConfigurationError
         from evigraph.mcp.main import McpConfig, configure_logging, serve
 
         configure_logging()
-        config = McpConfig.from_env(
-            db=args.db,
-            read_only=args.read_only,
-            files_root=args.files_root,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            engine=args.engine,
-        )
-        await serve(config)
+        try:
+            config = McpConfig.from_env(
+                db=args.db,
+                read_only=args.read_only,
+                allow_writes=args.allow_writes,
+                files_root=args.files_root,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                engine=args.engine,
+            )
+            await serve(config)
+        except ConfigurationError as exc:  # flags that contradict each other or the database's holder
+            _error(str(exc), args)
+            return EXIT_USAGE
         return EXIT_OK
     if args.command == "finalize":
         async with KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args)) as kb:
@@ -202,14 +229,14 @@ def _print_report(report: IngestReport, *, quiet: bool) -> None:
     if not quiet:
         for d in report.documents:
             if d.status == "failed":
-                print(f"failed     {d.key}: {d.error}", file=sys.stderr)
+                print(f"failed     {display_name(d.key)}: {display_text(d.error or '')}", file=sys.stderr)
             else:
                 detail = (
                     f"{d.chunks} passages"
                     if d.status == "unchanged"
                     else (f"{d.chunks} passages, {d.entities} entities, {d.relations} relations")
                 )
-                print(f"{d.status.value:<10} {d.key} ({detail})")
+                print(f"{d.status.value:<10} {display_name(d.key)} ({detail})")
     counts = report.counts()
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     print(f"{len(report.documents)} documents: {summary or 'nothing to do'}", file=sys.stderr)
@@ -224,7 +251,7 @@ async def _status(kb: KnowledgeBase, args: argparse.Namespace) -> int:
             payload["document_list"] = [d.model_dump() for d in docs]
         _print_json(payload)
         return EXIT_OK
-    print(f"knowledge base  {status.db}")
+    print(f"knowledge base  {display_name(status.db)}")
     for name in ("documents", "chunks", "entities", "relations", "mentions"):
         label = "passages" if name == "chunks" else name
         print(f"{label:<15} {getattr(status, name)}")
@@ -236,7 +263,7 @@ async def _status(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         pending = f", {status.pending_embeddings} passages pending" if status.pending_embeddings else ""
         print(f"embeddings      {status.embedding_model} ({status.embedding_dimension} dimensions{pending})")
     for d in docs or []:
-        print(f"  {d.key}  v{d.version}  {d.chunks} passages  {d.title}")
+        print(f"  {display_name(d.key)}  v{d.version}  {d.chunks} passages  {display_text(d.title)}")
     return EXIT_OK
 
 
@@ -252,13 +279,32 @@ async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"key": key, "deleted": deleted})
     elif deleted:
-        print(f"deleted {key}")
+        print(f"deleted {display_name(key)}")
     else:
         print(
             f"error: no document with key {key!r} (list keys with `evigraph status --documents`)",
             file=sys.stderr,
         )
     return EXIT_OK if deleted else EXIT_FAILED
+
+
+async def _check(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+    report = await kb.check(repair=args.repair)
+    if args.json:
+        _print_json(report.model_dump() | {"ok": report.ok})
+        return EXIT_OK if report.ok else EXIT_FAILED
+    for problem in report.found:
+        examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in problem.examples)
+        print(f"found     {problem.kind}: {problem.count} ({problem.detail}; e.g. {examples})")
+    for kind, count in report.repaired.items():
+        print(f"repaired  {kind}: {count}")
+    if report.ok:
+        print("ok: no problems remain" if report.found else "ok: no problems found")
+        return EXIT_OK
+    left = ", ".join(f"{p.kind} {p.count}" for p in report.remaining)
+    hint = "" if args.repair else "; run `evigraph check --repair`"
+    print(f"problems remain: {left}{hint}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _embedder(args: argparse.Namespace) -> Any:
@@ -284,7 +330,7 @@ def _print_json(payload: Any) -> None:
 def _error(message: str, args: argparse.Namespace) -> None:
     if getattr(args, "json", False):
         _print_json({"error": message})
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {display_text(message)}", file=sys.stderr)
 
 
 def _version() -> str:

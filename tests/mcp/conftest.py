@@ -164,15 +164,15 @@ def running(
 
 @pytest.fixture(scope="session")
 def http_server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """A loopback streamable-HTTP server (no token) on its own copy of the sample, shared by the tests."""
-    with running(copy_db(sample_db, tmp_path_factory.mktemp("mcp-http")), "http") as server:
+    """A loopback streamable-HTTP server (no token, writes allowed) on its own copy of the sample, shared."""
+    with running(copy_db(sample_db, tmp_path_factory.mktemp("mcp-http")), "http", "--allow-writes") as server:
         yield server
 
 
 @pytest.fixture(scope="session")
 def sse_server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """A loopback SSE server (no token) on its own copy of the sample, shared by the tests."""
-    with running(copy_db(sample_db, tmp_path_factory.mktemp("mcp-sse")), "sse") as server:
+    """A loopback SSE server (no token, writes allowed) on its own copy of the sample, shared by the tests."""
+    with running(copy_db(sample_db, tmp_path_factory.mktemp("mcp-sse")), "sse", "--allow-writes") as server:
         yield server
 
 

@@ -42,7 +42,7 @@ async def test_two_stdio_servers_on_one_database(db_copy: Path, tmp_path: Path) 
 
     async def hold_first() -> None:
         """The first server lives in its own task, so it can end while the second one runs on."""
-        async with stdio_mcp_client(db_copy, errlog=logs["a"]) as client:
+        async with stdio_mcp_client(db_copy, "--allow-writes", errlog=logs["a"]) as client:
             first.set_result(client)
             await stop_first.wait()
 
@@ -50,7 +50,7 @@ async def test_two_stdio_servers_on_one_database(db_copy: Path, tmp_path: Path) 
     try:
         a = await asyncio.wait_for(asyncio.shield(first), timeout=60)
         first_pid = json.loads(pointer_path(db_copy).read_text())["pid"]
-        async with stdio_mcp_client(db_copy, errlog=logs["b"]) as b:
+        async with stdio_mcp_client(db_copy, "--allow-writes", errlog=logs["b"]) as b:
             # Both answer, the second through the first.
             await finds(a, QUESTION, "Marta Oliveira")
             await finds(b, QUESTION, "Marta Oliveira")
@@ -72,7 +72,7 @@ async def test_two_stdio_servers_on_one_database(db_copy: Path, tmp_path: Path) 
             assert new_pid != first_pid
 
             # A third window now forwards to the second.
-            async with stdio_mcp_client(db_copy, errlog=logs["c"]) as c:
+            async with stdio_mcp_client(db_copy, "--allow-writes", errlog=logs["c"]) as c:
                 await finds(c, "Who runs Quillon Station?", "Ada Brightwater")
     finally:
         stop_first.set()

@@ -111,7 +111,7 @@ async def test_read_only_server_lists_no_write_tool(transport: str, db_copy: Pat
 
     if transport == "stdio":  # read-only from the environment here, from the flag below
         env = {"EVIGRAPH_MCP_READ_ONLY": "true"}
-        async with stdio_mcp_client(db_copy, "--files-root", str(SAMPLE), env=env) as client:
+        async with stdio_mcp_client(db_copy, env=env) as client:
             await check(client)
         return
     with running(db_copy, transport, "--read-only") as server:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
+from evigraph.models import StoreCounts
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.scoped import ScopedStore
 
@@ -65,3 +66,48 @@ async def test_cypher_is_refused_under_a_scope(scoped: Toolkit) -> None:
     assert "scope" in str(err.value)
     status = await scoped.call("source_status", {"document_key": "team-b/marrow"})
     assert status.state.value == "unknown"
+
+
+# The out-of-scope document repeats a sentence of the scope, so entities and relations are shared
+# across the boundary: they count once, as they would in a knowledge base of the scope alone.
+SHARED = "Ada Quillfeather met Boris Marrowind in Lisbon."
+OUTSIDE = BETA + " Ada Quillfeather founded Quillworks in Lisbon. Carla Dunmere audits Marrowind Shipping."
+
+
+async def _build(db: Path, docs: dict[str, str]) -> None:
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        for key, text in docs.items():
+            await kb.ingest(text=text, key=key)
+
+
+async def test_status_counts_only_what_the_scope_shows(tmp_path: Path) -> None:
+    inside = {"team-a/quill": ALPHA, "team-a/meeting": SHARED}
+    await _build(tmp_path / "all.db", {**inside, "team-b/marrow": OUTSIDE})
+    await _build(tmp_path / "scope.db", inside)
+    async with KnowledgeBase(tmp_path / "scope.db", read_only=True) as alone:
+        expected = (await alone.status()).model_dump(include={*StoreCounts.model_fields})
+    store = ScopedStore(EmbeddedStore(tmp_path / "all.db", read_only=True), ["team-a/*"])
+    async with KnowledgeBase(tmp_path / "all.db", store=store, read_only=True) as kb:
+        tool = (await Toolkit(kb, read_only=True).call("status", {})).model_dump()
+        scoped = (await kb.status()).model_dump(include={*StoreCounts.model_fields})
+        whole = await store.inner.counts()
+    assert expected["documents"] == 2 and expected["relations"] > 0 and expected["mentions"] > 0
+    assert whole.documents == 3 and whole.entities > expected["entities"] and whole.relations > expected["relations"]
+    assert whole.labels != expected["labels"]
+    assert scoped == expected
+    assert {k: tool[k] for k in expected if k in tool} == {k: v for k, v in expected.items() if k in tool}
+
+
+async def test_scoped_counts_follow_writes(tmp_path: Path) -> None:
+    """The scoped figures are kept between calls: a write through the scope must refresh them."""
+    db = tmp_path / "kb.db"
+    await _build(db, {"team-a/quill": ALPHA, "team-b/marrow": OUTSIDE})
+    store = ScopedStore(EmbeddedStore(db), ["team-a/*"])
+    async with KnowledgeBase(db, store=store, extractor="rules") as kb:
+        before = await kb.status()
+        assert before.documents == 1
+        await kb.ingest(text=SHARED, key="team-a/meeting")
+        after = await kb.status()
+        assert after.documents == 2 and after.chunks == 2 and after.entities > before.entities
+        assert await kb.delete("team-a/meeting")
+        assert (await kb.status()).model_dump(exclude={"db"}) == before.model_dump(exclude={"db"})

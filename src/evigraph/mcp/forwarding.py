@@ -8,7 +8,9 @@ away, a forwarder takes over the database itself.
 
 A forwarder must not get more than its own options allow: told them (`options=`), it serves only
 the read tools when it is read-only, and refuses to start when the serving process has another
-document scope or files root.
+document scope or files root. Nor may it silently get less: a forwarder asked to write refuses to
+start when the serving process is read-only, and says so on each write call when a read-only
+process took the database over later.
 
 Wire format: one JSON object per line. Requests are `{"op": "specs"}` or
 `{"op": "call", "client": ..., "tool": ..., "args": ...}`; replies are the specs (with the serving
@@ -124,6 +126,7 @@ class ForwardingListener:
                     answer: Any = {
                         "specs": [s.model_dump() for s in self.backend.specs()],
                         "options": backend_options(self.backend),
+                        "pid": os.getpid(),
                     }
                 else:
                     reply = await self.backend.call(
@@ -158,6 +161,8 @@ class RemoteBackend:
         self.read_only = read_only
         self._specs = specs
         self._take_over = take_over
+        self.served_pid: int | None = None
+        self._served_read_only = False  # the serving process took the database over read-only
         self._local: LocalBackend | None = None
         self._lock = asyncio.Lock()
         self._recovering = asyncio.Lock()
@@ -184,9 +189,10 @@ class RemoteBackend:
                 except (OSError, ConnectionError, json.JSONDecodeError, KeyError):
                     pass  # a pointer left by a process that is gone
                 else:
+                    backend.served_pid = raw.get("pid")
                     if options is not None:
                         try:
-                            _check_options(db, options, raw.get("options") or {})
+                            _check_options(db, options, raw.get("options") or {}, backend.served_pid)
                         except ConfigurationError:
                             await backend.close()
                             raise
@@ -194,8 +200,9 @@ class RemoteBackend:
                     return backend
             if asyncio.get_running_loop().time() >= deadline:
                 raise ConfigurationError(
-                    f"{db} is locked by another process that does not serve MCP",
-                    hint="wait for that process (an ingest?) to finish, then start evigraph mcp again",
+                    f"{db} is locked by another process that does not serve MCP (an ingest, a search, or a "
+                    "read-only evigraph process when this one asks to write)",
+                    hint="wait for that process to finish, then start evigraph mcp again",
                 )
             await asyncio.sleep(0.2)
 
@@ -215,6 +222,8 @@ class RemoteBackend:
             return await self._local.call(client, name, args)
         if self.read_only and name not in {s.name for s in self._specs}:
             return Reply(text=f"{name} is not offered by this read-only server (use the read tools)", error=True)
+        if refused := self._refused(name):
+            return refused
         request = {"op": "call", "client": client, "tool": name, "args": args}
         socket = self.socket
         try:
@@ -223,8 +232,15 @@ class RemoteBackend:
             log.warning("the serving process is gone; taking over the database")
             if await self._recover(socket):
                 return await self.call(client, name, args)
+            if refused := self._refused(name):  # the process that took over may be read-only
+                return refused
             raw = await self._request(request)
         return Reply.from_wire(raw)
+
+    def _refused(self, name: str) -> Reply | None:
+        if self._served_read_only and name in {s.name for s in self._specs if not s.annotations.read_only}:
+            return Reply(text=_held_read_only(self.db, self.served_pid, after_start=True), error=True)
+        return None
 
     async def _recover(self, failed: str) -> bool:
         """Open the database here (True), or find the process that took it over first (False).
@@ -250,10 +266,22 @@ class RemoteBackend:
                 if socket is not None and socket != self.socket:
                     log.warning("another evigraph process took the database over; forwarding to it")
                     self.socket = socket
+                    await self._learn_served()
                     return False
                 if asyncio.get_running_loop().time() >= deadline:
                     raise
                 await asyncio.sleep(0.2)
+
+    async def _learn_served(self) -> None:
+        """Who serves the database now: a writable forwarder must not take a read-only server for itself."""
+        try:
+            raw = await self._request({"op": "specs"})
+        except (OSError, ConnectionError, json.JSONDecodeError):
+            return  # gone as well: the next call recovers again
+        self.served_pid = raw.get("pid")
+        self._served_read_only = bool((raw.get("options") or {}).get("read_only")) and not self.read_only
+        if self._served_read_only:
+            log.error("%s", _held_read_only(self.db, self.served_pid, after_start=True))
 
     async def _request(self, payload: dict[str, Any]) -> Any:
         async with self._lock:
@@ -273,12 +301,35 @@ class RemoteBackend:
                 raise
 
 
-def _check_options(db: Path, own: dict[str, Any], served: dict[str, Any]) -> None:
-    """Refuse to forward where the serving process would show this one more than its options allow."""
-    for key, what in (("scope", "document scope (EVIGRAPH_MCP_SCOPE)"), ("files_root", "files root")):
+def _check_options(db: Path, own: dict[str, Any], served: dict[str, Any], pid: int | None = None) -> None:
+    """Refuse to forward where the serving process would show this one more, or less, than its options say."""
+    if not own.get("read_only") and served.get("read_only"):
+        raise ConfigurationError(_held_read_only(db, pid, after_start=False), hint=_HELD_READ_ONLY_HINT)
+    # A read-only forwarder gets no tool that reads the files root, so only a writer must match it.
+    keys = [("scope", "document scope (EVIGRAPH_MCP_SCOPE)")]
+    if not own.get("read_only"):
+        keys.append(("files_root", "files root"))
+    for key, what in keys:
         if own.get(key) != served.get(key):
             raise ConfigurationError(
                 f"{db} is served by another evigraph process with another {what}: "
                 f"{served.get(key) or 'none'} there, {own.get(key) or 'none'} here",
                 hint="start evigraph mcp with the same options as the other window, or stop that one",
             )
+
+
+_HELD_READ_ONLY_HINT = (
+    "stop that process, or restart it with --allow-writes so this one forwards its writes to it; "
+    "or start this one without --allow-writes and --files-root to share the database read-only"
+)
+
+
+def _held_read_only(db: Path | None, pid: int | None, *, after_start: bool) -> str:
+    who = f"evigraph process {pid}" if pid is not None else "another evigraph process"
+    where = f" (named in {pointer_path(db)})" if db is not None else ""
+    if after_start:
+        return (
+            f"the database is now held read-only by {who}{where}, which took it over when the serving process "
+            f"exited: this server's write tools cannot run until that process exits ({_HELD_READ_ONLY_HINT})"
+        )
+    return f"{db} is held read-only by {who}{where}, so this server, asked to write, cannot"

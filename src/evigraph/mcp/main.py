@@ -1,5 +1,9 @@
 """`evigraph mcp`: configuration from flags and environment, then serve.
 
+The server writes only when asked (--allow-writes or --files-root): an agent reading documents
+that carry instructions should not find a delete tool it was never meant to have. Without
+either, the database is opened read-only, which other read-only processes may share.
+
 The process opens the database first. If another evigraph process holds it, this one forwards
 to that process instead of failing with a lock error (see `forwarding`).
 """
@@ -13,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options
@@ -37,7 +42,7 @@ log = logging.getLogger("evigraph.mcp")
 @dataclass
 class McpConfig:
     db: Path
-    read_only: bool = False
+    read_only: bool = True
     files_root: str | None = None
     transport: str = "stdio"
     host: str = "127.0.0.1"
@@ -45,6 +50,10 @@ class McpConfig:
     token: str | None = None
     scope: tuple[str, ...] = ()
     engine: str = "auto"
+    mode_source: str = "default"
+    """The flag or variable that chose read-only or writable, for the line said at start."""
+    overridden: tuple[str, ...] = ()
+    """Environment settings about writes that a flag overrode, also said at start."""
 
     @classmethod
     def from_env(
@@ -52,31 +61,94 @@ class McpConfig:
         *,
         db: str | None = None,
         read_only: bool | None = None,
+        allow_writes: bool | None = None,
         files_root: str | None = None,
         transport: str = "stdio",
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
         engine: str = "auto",
     ) -> McpConfig:
-        """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _FILES_ROOT, _TOKEN, _SCOPE)."""
+        """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _ALLOW_WRITES, _FILES_ROOT,
+        _TOKEN, _SCOPE). Writes are served only when asked for: with --allow-writes or --files-root (or
+        their variables); asking for writes and for read-only at once is refused."""
         from evigraph.kb import resolve_db_path
 
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
-        if read_only is None:
-            read_only = _flag("EVIGRAPH_MCP_READ_ONLY")
+        mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
         return cls(
             db=resolve_db_path(db).resolve(),
-            read_only=read_only,
-            files_root=files_root or os.environ.get("EVIGRAPH_MCP_FILES_ROOT") or None,
+            read_only=mode.read_only,
+            files_root=mode.files_root,
             transport=transport,
             host=host,
             port=port,
             token=os.environ.get("EVIGRAPH_MCP_TOKEN") or None,
             scope=scope,
             engine=engine,
+            mode_source=mode.source,
+            overridden=mode.overridden,
         )
+
+    def describe(self, forwarding_to: int | None = None) -> str:
+        """The line said on stderr at start: what this server may do to the database, and why."""
+        if self.read_only:
+            why = "default: no --allow-writes or --files-root" if self.mode_source == "default" else self.mode_source
+            line = f"read-only ({why}): the read tools only"
+        else:
+            line = f"writable ({self.mode_source}): the write tools are served"
+            if self.files_root and "files" not in self.mode_source.lower():  # a flag asked, the variable gave it
+                line += f", files root {display_name(self.files_root)} (EVIGRAPH_MCP_FILES_ROOT)"
+        if self.overridden:
+            line += f"; ignored, as the flag wins: {', '.join(self.overridden)}"
+        if forwarding_to is not None:
+            line += f"; forwarding to evigraph process {forwarding_to}, which holds the database"
+        elif self.read_only and not self.db.exists():
+            line += "; no knowledge base there yet (build one with `evigraph ingest`, or serve with --files-root DIR)"
+        return f"evigraph mcp on {display_name(str(self.db))}: {line}"
+
+
+@dataclass(frozen=True)
+class _WriteMode:
+    read_only: bool
+    files_root: str | None
+    source: str
+    overridden: tuple[str, ...] = ()
+
+
+def _write_mode(read_only: bool, allow_writes: bool, files_root: str | None) -> _WriteMode:
+    """Read-only unless writes are asked for. The flags decide when they say anything about writes,
+    else the environment; read-only and writes asked for at the same level is a usage error."""
+    env_root = os.environ.get("EVIGRAPH_MCP_FILES_ROOT") or None
+    # (asked read-only as, asked writes as) per level, each a list of the settings that asked.
+    flags = (
+        ["--read-only"] if read_only else [],
+        _asked(" ", ("--allow-writes", allow_writes), ("--files-root", files_root)),
+    )
+    env = (
+        ["EVIGRAPH_MCP_READ_ONLY"] if _flag("EVIGRAPH_MCP_READ_ONLY") else [],
+        _asked(
+            "=",
+            ("EVIGRAPH_MCP_ALLOW_WRITES", _flag("EVIGRAPH_MCP_ALLOW_WRITES")),
+            ("EVIGRAPH_MCP_FILES_ROOT", env_root),
+        ),
+    )
+    chosen, ignored = (flags, env) if any(flags) else (env, ([], []))
+    no_writes, writes = chosen
+    if no_writes and writes:
+        raise ConfigurationError(
+            f"{no_writes[0]} conflicts with {' and '.join(writes)}",
+            hint="ask for the read tools only or for the write tools (--allow-writes, or --files-root DIR), not both",
+        )
+    if writes:
+        return _WriteMode(False, files_root or env_root, " and ".join(writes), tuple(ignored[0]))
+    return _WriteMode(True, None, no_writes[0] if no_writes else "default", tuple(ignored[1]))
+
+
+def _asked(sep: str, *settings: tuple[str, object]) -> list[str]:
+    """The settings that are on, shown as given (a files root with its folder)."""
+    return [name if value is True else f"{name}{sep}{display_name(str(value))}" for name, value in settings if value]
 
 
 async def local_backend(config: McpConfig) -> LocalBackend:
@@ -124,6 +196,8 @@ async def serve(config: McpConfig) -> None:
 
         options = forward_options(config.read_only, config.files_root, config.scope)
         backend = await RemoteBackend.connect(config.db, take_over, options)
+    # Said on every start, as the database's safety depends on it; stderr, as stdout carries the protocol.
+    print(config.describe(backend.served_pid if isinstance(backend, RemoteBackend) else None), file=sys.stderr)
     server = build_server(backend)
     try:
         if config.transport == "stdio":

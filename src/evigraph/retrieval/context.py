@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from evigraph.display import display_text
 from evigraph.errors import ConfigurationError
 from evigraph.providers.tokenizers import Tokenizer, default_tokenizer
 from evigraph.retrieval.result import PassageItem, RelationItem, RetrievalResult
@@ -157,7 +158,7 @@ def _passage_line(p: PassageItem) -> str:
         crumbs = crumbs[1:]  # the document title is usually its top heading
     if crumbs:
         where += " > " + " > ".join(crumbs)
-    return f"[{p.n}] ({where}) " + " ".join(p.text.split())
+    return f"[{p.n}] ({display_text(where)}) " + " ".join(p.text.split())  # a file name cannot forge a [n] line
 
 
 def _relation_line(r: RelationItem) -> str:

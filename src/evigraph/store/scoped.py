@@ -4,7 +4,8 @@ Every read a tool makes goes through the store, so filtering here bounds every t
 no tool argument can widen it. Passages count when their document key matches the scope (exact
 keys or globs); an entity when a passage in scope mentions it; a relation when a passage in
 scope states it, and then only with those passages as its sources. Free-form Cypher cannot be
-bounded this way, so it is refused. Counts (`status`) stay whole-graph figures.
+bounded this way, so it is refused. Counts (`status`) follow the same rules, so they neither
+reveal how much lies outside the scope nor promise evidence no tool will return.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from evigraph.models import (
     Exploration,
     ExtractedEntity,
     ExtractedRelation,
+    IntegrityReport,
     Neighbour,
     SourceRecord,
     StoreCounts,
@@ -34,6 +36,11 @@ _OVERFETCH = 5
 _ALL = 1_000_000
 
 
+def _by_count(counts: dict[str, int]) -> dict[str, int]:
+    """Largest first, then by name: the order the unscoped store reports."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 class ScopedStore(GraphStore):
     def __init__(self, inner: GraphStore, scope: Sequence[str]) -> None:
         if not scope:
@@ -42,6 +49,7 @@ class ScopedStore(GraphStore):
         self.scope = tuple(scope)
         self.read_only = inner.read_only
         self._chunks: set[str] | None = None
+        self._counted: tuple[StoreCounts, StoreCounts] | None = None  # (whole graph, scope) when last counted
 
     def allows(self, key: str) -> bool:
         return any(key == p or fnmatch.fnmatchcase(key, p) for p in self.scope)
@@ -60,6 +68,7 @@ class ScopedStore(GraphStore):
 
     def _changed(self) -> None:
         self._chunks = None
+        self._counted = None
 
     async def _visible_entities(self, ids: Sequence[str]) -> set[str]:
         allowed = await self._in_scope()
@@ -98,14 +107,21 @@ class ScopedStore(GraphStore):
         self._changed()
         return await self.inner.delete_document(key)
 
+    async def check(self, repair: bool = False) -> IntegrityReport:
+        """Whole-graph maintenance for the operator, not a tool: damage is not confined to a scope."""
+        self._changed()
+        return await self.inner.check(repair)
+
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
         await self.inner.upsert_entities(entities, source)
+        self._counted = None
 
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
         allowed = await self._in_scope()
         if any(c not in allowed for _, chunks in relations for c in chunks):
             raise StoreError("a cited passage is outside this server's scope", hint="cite passages you can read")
         await self.inner.upsert_relations(relations, source)
+        self._counted = None
 
     # -- documents and passages --------------------------------------------------------------
 
@@ -128,7 +144,39 @@ class ScopedStore(GraphStore):
         return out
 
     async def counts(self) -> StoreCounts:
-        return await self.inner.counts()
+        # Built from the same filtered reads the tools see, not from engine counts, so a figure
+        # here is always something a tool can reach. That costs about a second per 10,000
+        # relations in scope, so the figures are kept until a write through this store, or a
+        # change in the whole graph's (cached) counts, shows they may be stale.
+        whole = await self.inner.counts()
+        if self._counted is not None and self._counted[0] == whole:
+            return self._counted[1].model_copy(deep=True)
+        allowed = await self._in_scope()
+        documents = 0
+        offset = 0
+        while docs := await self.inner.list_documents(1000, offset):
+            offset += len(docs)
+            documents += sum(1 for d in docs if self.allows(d.key))
+        mentions = await self.inner.entities_for_chunks(sorted(allowed))
+        entity_ids = sorted({eid for _, eid in mentions})
+        labels: dict[str, int] = {}
+        for e in await self.inner.entities_by_ids(entity_ids):
+            labels[e.label] = labels.get(e.label, 0) + 1
+        relations = await self._relations(await self.inner.neighbours(entity_ids, 1, _ALL)) if entity_ids else []
+        types: dict[str, int] = {}
+        for r in {r.id: r for r in relations}.values():
+            types[r.type] = types.get(r.type, 0) + 1
+        counted = StoreCounts(
+            documents=documents,
+            chunks=len(allowed),
+            entities=sum(labels.values()),
+            relations=sum(types.values()),
+            mentions=len(mentions),
+            labels=_by_count(labels),
+            relation_types=_by_count(types),
+        )
+        self._counted = (whole, counted)
+        return counted.model_copy(deep=True)
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
         hits = await self.inner.search_chunks(query, limit * _OVERFETCH)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evigraph.display import display_text
 from evigraph.retrieval.context import Section, pack_sections
 from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem, Source
 
@@ -40,7 +41,7 @@ def where(source: Source | None) -> str:
     crumbs = [c for c in source.breadcrumbs if c != source.title]
     if crumbs:
         label += " > " + " > ".join(crumbs[-2:])
-    return label
+    return display_text(label)  # a file name must not start a line of its own, such as a forged [n]
 
 
 def citation_line(source: Source) -> str:
@@ -51,7 +52,7 @@ def citation_line(source: Source) -> str:
     if source.page is not None:
         parts.append(f"p. {source.page}")
     parts.append(f"chars {source.start}-{source.end}")
-    return ", ".join(parts)
+    return display_text(", ".join(parts))
 
 
 def passage_line(p: PassageItem) -> str:

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from evigraph.errors import EvigraphError, ToolError
+from evigraph.display import display_name, display_text
+from evigraph.errors import EvigraphError, InputError, ToolError
 from evigraph.ingest.loaders import loader_for
+from evigraph.ingest.loaders.base import RejectedRecord
 from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
 from evigraph.ingest.pipeline import text_document
 from evigraph.models import (
@@ -32,6 +34,7 @@ from evigraph.models import (
     entity_id,
 )
 from evigraph.retrieval.context import Section
+from evigraph.surrogates import escaped, surrogate_at
 from evigraph.tools.files import FileSample
 from evigraph.tools.inputs import (
     DeleteDocumentInput,
@@ -167,11 +170,11 @@ class IngestResult(ToolResult):
 
     def sections(self) -> list[Section]:
         docs = [
-            f"{d.document_id}: {d.status}"
+            f"{display_name(d.document_id)}: {d.status}"
             + (f" ({d.chunks} passages, {d.entities} entities, {d.relations} relations)" if d.chunks else "")
             + (f"; plan {d.plan}" if d.plan else "")
             + (f"; {d.plan_reason}" if d.plan_reason else "")
-            + (f"; error: {d.error}" if d.error else "")
+            + (f"; error: {display_text(d.error)}" if d.error else "")
             for d in self.documents
         ]
         pruned = [] if self.pruned.empty else [self.pruned.model_dump_json(exclude_defaults=True)]
@@ -230,7 +233,7 @@ async def _refuse_file_id(tk: Toolkit, document_id: str) -> None:
         try:
             tk.files_root.relative(document_id)
             from_file = (tk.files_root.root / document_id).is_file()
-        except EvigraphError:
+        except (EvigraphError, OSError):  # OSError: a name too long to be a file (ENAMETOOLONG)
             pass
     if from_file:
         raise ToolError(
@@ -255,14 +258,20 @@ async def _ingest_files(tk: Toolkit, args: IngestInput) -> IngestResult:
             if args.plan is None and args.reextract:
                 reason = "no plan remembered for this file (or none passed); used the defaults"
         try:
+            if surrogate_at(rel) is not None:  # a name that is not UTF-8 cannot be stored, cited or sent
+                doc_id = escaped(doc_id)
+                raise InputError(f"{escaped(rel)}: the file name is not valid UTF-8", "rename it to a UTF-8 name")
             data = await asyncio.to_thread(root.read_bytes, rel, max_bytes=tk.shared.max_file_bytes)
             loader = loader_for(rel, tk.kb.loaders)
-            docs = loader.load_bytes(data, Path(rel), doc_id)
+            docs = list(loader.stream_bytes(data, Path(rel), doc_id))
         except EvigraphError as exc:
             planned.append((None, doc_id, plan, reason, str(exc)))
             continue
-        for d in docs:
-            planned.append((d.model_copy(update={"path": rel}), d.key, plan, reason, None))
+        for d in docs:  # a bad record of a JSONL file fails alone
+            if isinstance(d, RejectedRecord):
+                planned.append((None, d.key, plan, reason, d.error))
+            else:
+                planned.append((d.model_copy(update={"path": rel}), d.key, plan, reason, None))
     groups: dict[str, list[tuple[LoadedDocument, str | None, dict[str, str]]]] = {}
     failed = []
     for loaded, doc_id, chosen, why, error in planned:
@@ -416,7 +425,8 @@ class PreviewResult(ToolResult):
     def sections(self) -> list[Section]:
         est = "~" if any(f.chars_estimated for f in self.files) else ""
         lines = [
-            f"{f.path} ({est}{f.chars} chars)" + (f" error: {f.error}" if f.error else f"\n{f.sample}")
+            f"{display_name(f.path)} ({est}{f.chars} chars)"
+            + (f" error: {display_text(f.error)}" if f.error else f"\n{f.sample}")
             for f in self.files
         ]
         return [Section("Files", lines, 2.0)]
@@ -441,7 +451,7 @@ class DeleteResult(ToolResult):
     deleted: bool
 
     def header(self) -> str:
-        return f"{self.document_id}: {'deleted' if self.deleted else 'not found'}"
+        return f"{display_name(self.document_id)}: {'deleted' if self.deleted else 'not found'}"
 
 
 @tool(
