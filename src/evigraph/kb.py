@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from pydantic import BaseModel
 
@@ -32,6 +32,7 @@ from evigraph.models import (
     ExtractedRelation,
     IngestReport,
     IngestStatus,
+    IntegrityReport,
     LoadedDocument,
     Ontology,
     SourceRecord,
@@ -281,7 +282,12 @@ class KnowledgeBase:
         run = IngestRun(store, strategies, batch_documents=self.batch_documents, force=reextract, max_chunks=max_chunks)
         gate = self._gate.exclusive() if exclusive or reextract else self._gate.shared()
         async with gate:
-            report = await run.run(list(sources), list(documents), start_progress=_progress_bar(progress))
+            bar = _progress_bar(progress)
+            try:
+                report = await run.run(list(sources), list(documents), start_progress=bar.start if bar else None)
+            finally:
+                if bar is not None:
+                    bar.close()
             await self._log_outcomes(store, report)
         return report
 
@@ -368,6 +374,17 @@ class KnowledgeBase:
                 await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
             return deleted
 
+    async def check(self, repair: bool = False) -> IntegrityReport:
+        """Look for damage a crash or an engine fault left (ghost edges, orphans, missing indexes).
+
+        With `repair` it fixes what it can and says what is left (`report.remaining`).
+        """
+        store = await self._open(for_write=repair)
+        if not repair:
+            return await store.check()
+        async with self._gate.exclusive():
+            return await store.check(repair=True)
+
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str = "agent") -> None:
         """Record entities (idempotent): new ones are created with `source` as provenance, known ones merged."""
         store = await self._open(for_write=True)
@@ -428,23 +445,32 @@ def _extractor(value: ExtractionStrategy | str) -> ExtractionStrategy:
     return extractor_by_name(value) if isinstance(value, str) else value
 
 
-def _progress_bar(enabled: bool | None) -> Callable[[int], ProgressFn] | None:
+def _progress_bar(enabled: bool | None) -> _ProgressBar | None:
     """A tqdm bar on stderr, on by default only when stderr is a terminal."""
     if enabled is None:
         enabled = sys.stderr.isatty()
-    if not enabled:
-        return None
+    return _ProgressBar() if enabled else None
 
-    def start(total: int) -> ProgressFn:
+
+class _ProgressBar:
+    """Documents done out of documents found; a record file raises the total as it is read."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def start(self, total: int) -> ProgressFn:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr, dynamic_ncols=True, leave=False)
+        bar = self._bar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr, dynamic_ncols=True, leave=False)
 
         def advance(n: int) -> None:
             bar.update(n)
-            if bar.n >= total:
-                bar.close()
+            if bar.total is not None and bar.n > bar.total:
+                bar.total = bar.n
+                bar.refresh()
 
         return advance
 
-    return start
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

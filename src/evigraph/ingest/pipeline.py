@@ -4,19 +4,23 @@ Documents are processed in batches so the extractor sees many chunks per model c
 store writes many rows per statement. While one batch is written, the next is chunked and
 extracted. A failure is pinned to the one document that caused it: the others of its batch
 are retried alone, so one bad file never costs the rest.
+
+Documents are streamed: loaders are read one batch at a time (`LoaderStrategy.stream`), so a
+100,000-record JSONL file holds one batch of documents in memory, not all of them, and a bad
+record is reported on its own line while the rest of the file is ingested.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from evigraph.errors import EvigraphError, InputError
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
-from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sources import SourceFile, expand_sources
@@ -34,6 +38,7 @@ from evigraph.models import (
 )
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
+from evigraph.surrogates import escaped, surrogate_at
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,8 @@ class IngestRun:
     force: bool = False
     """Process documents even when unchanged (re-extraction after the ontology grew)."""
     report: IngestReport = field(default_factory=IngestReport)
+    _seen: set[str] = field(default_factory=set, init=False, repr=False)  # keys admitted so far
+    _carried: LoadedDocument | None = field(default=None, init=False, repr=False)
 
     async def run(
         self,
@@ -78,14 +85,16 @@ class IngestRun:
         *,
         start_progress: Callable[[int], ProgressFn] | None = None,
     ) -> IngestReport:
-        docs = await asyncio.to_thread(self._load_all, sources)
-        docs.extend(texts)
-        docs = self._dedupe(docs)
-        advance = start_progress(len(docs)) if start_progress else (lambda n: None)
-        pending = await self._skip_unchanged(docs, advance)
+        files, failures = await asyncio.to_thread(expand_sources, sources, self.strategies.extensions)
+        for f in failures:
+            self._fail(f.source, f.error)
+        # A record file holds an unknown number of documents: the total is a first estimate.
+        advance = start_progress(len(files) + len(texts)) if start_progress else _no_progress
+        stream = self._documents(files, texts)
         writing: asyncio.Task[None] | None = None
-        for batch in self._batches(pending):
-            versions = await self._process(batch, advance)
+        while loaded := await asyncio.to_thread(self._next_batch, stream):
+            pending = await self._skip_unchanged(self._admit(loaded, advance), advance)
+            versions = await self._process(pending, advance) if pending else []
             if writing is not None:
                 await writing
             writing = asyncio.create_task(self._write(versions, advance))
@@ -95,30 +104,51 @@ class IngestRun:
 
     # -- stages ------------------------------------------------------------------------------
 
-    def _load_all(self, sources: Sequence[str]) -> list[LoadedDocument]:
-        files, failures = expand_sources(sources, self.strategies.extensions)
-        for f in failures:
-            self._fail(f.source, f.error)
-        docs: list[LoadedDocument] = []
+    def _documents(self, files: Sequence[SourceFile], texts: Sequence[LoadedDocument]) -> Iterator[LoadedDocument]:
+        """Every document to ingest, read lazily; a file that cannot be read becomes a failure."""
         for src in files:
             try:
-                docs.extend(self.strategies.loader_for(src).load(src.path, src.key))
+                for item in self.strategies.loader_for(src).stream(src.path, src.key):
+                    if isinstance(item, RejectedRecord):
+                        self._fail(item.key, item.error, path=str(src.path), line=item.line)
+                    else:
+                        yield item
             except EvigraphError as exc:
                 self._fail(src.key, str(exc), path=str(src.path))
             except Exception as exc:  # a user loader's bug must not sink the batch
                 log.exception("loader failed on %s", src.path)
                 self._fail(src.key, f"could not load {src.path}: {exc}", path=str(src.path))
-        return docs
+        yield from texts
 
-    def _dedupe(self, docs: list[LoadedDocument]) -> list[LoadedDocument]:
-        seen: set[str] = set()
+    def _next_batch(self, stream: Iterator[LoadedDocument]) -> list[LoadedDocument]:
+        """The next documents up to `batch_documents` or about `batch_chunks` passages."""
+        batch: list[LoadedDocument] = []
+        size = 0
+        if self._carried is not None:
+            batch, size = [self._carried], _passages_estimate(self._carried)
+            self._carried = None
+        for doc in stream:
+            estimate = _passages_estimate(doc)
+            if batch and (len(batch) >= self.batch_documents or size + estimate > self.batch_chunks):
+                self._carried = doc  # starts the next batch
+                break
+            batch.append(doc)
+            size += estimate
+        return batch
+
+    def _admit(self, docs: list[LoadedDocument], advance: ProgressFn) -> list[LoadedDocument]:
+        """Drop (as failures) documents whose key was seen in this ingest or whose text cannot be stored."""
         out = []
         for d in docs:
-            if d.key in seen:
+            if d.key in self._seen:
                 self._fail(d.key, f"duplicate document key {d.key!r} in this ingest; give each record its own id")
+            elif problem := _unstorable(d):
+                self._fail(escaped(d.key), problem, path=escaped(d.path) if d.path else None)
+            else:
+                self._seen.add(d.key)
+                out.append(d)
                 continue
-            seen.add(d.key)
-            out.append(d)
+            advance(1)
         return out
 
     async def _skip_unchanged(self, docs: list[LoadedDocument], advance: ProgressFn) -> list[_Pending]:
@@ -143,21 +173,6 @@ class IngestRun:
             else:
                 pending.append(_Pending(d, existed=old is not None))
         return pending
-
-    def _batches(self, pending: list[_Pending]) -> list[list[_Pending]]:
-        batches: list[list[_Pending]] = []
-        current: list[_Pending] = []
-        size = 0
-        for p in pending:
-            estimate = max(1, len(p.doc.text) // 1500)
-            if current and (len(current) >= self.batch_documents or size + estimate > self.batch_chunks):
-                batches.append(current)
-                current, size = [], 0
-            current.append(p)
-            size += estimate
-        if current:
-            batches.append(current)
-        return batches
 
     async def _process(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, DocumentVersion]]:
         chunked = await asyncio.to_thread(self._chunk_all, batch, advance)
@@ -285,11 +300,37 @@ class IngestRun:
 
     # -- outcomes ----------------------------------------------------------------------------
 
-    def _fail(self, key: str, error: str, path: str | None = None) -> None:
-        self._outcome(DocumentOutcome(key=key, status=IngestStatus.failed, error=error, path=path))
+    def _fail(self, key: str, error: str, path: str | None = None, line: int | None = None) -> None:
+        self._outcome(DocumentOutcome(key=key, status=IngestStatus.failed, error=error, path=path, line=line))
 
     def _outcome(self, outcome: DocumentOutcome) -> None:
         self.report.documents.append(outcome)
+
+
+def _no_progress(n: int) -> None:
+    pass
+
+
+def _passages_estimate(doc: LoadedDocument) -> int:
+    return max(1, len(doc.text) // 1500)
+
+
+def _unstorable(doc: LoadedDocument) -> str | None:
+    """Why the store cannot hold `doc` (text UTF-8 cannot encode), or None.
+
+    Loaders decode strictly, but a custom loader or `text=` can still hand over a lone surrogate
+    (from a JSON escape or a non-UTF-8 file name); the engine would fail the whole batch on it.
+    """
+    fields = {"key": doc.key, "title": doc.title, "path": doc.path or "", "text": doc.text}
+    fields.update({f"metadata {name!r}": value for name, value in doc.metadata.items()})
+    fields.update({f"metadata name {name!r}": name for name in doc.metadata})
+    for name, value in fields.items():
+        if (at := surrogate_at(value)) is not None:
+            return (
+                f"the document's {escaped(name)} has a character that is not valid Unicode (a lone surrogate at "
+                f"offset {at}); fix the source's encoding or its escapes"
+            )
+    return None
 
 
 def text_document(text: str, key: str, title: str | None = None) -> LoadedDocument:

@@ -1,7 +1,9 @@
 """Turning what the user names (files, folders, globs) into files to ingest, and files into keys.
 
 A bad argument never stops the batch: it becomes a failure that names the fix, and the other
-sources still ingest.
+sources still ingest. So does a file whose name is not UTF-8 (bytes such as 0xff, common on
+disks written by old systems): Python hands such names over with lone surrogates, which no
+key, report or JSON answer can hold, so the file is reported with its bytes escaped.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from evigraph.surrogates import escaped, surrogate_at
 
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", "site-packages"})
 
@@ -42,12 +46,25 @@ def expand_sources(
 
     def add(path: Path) -> None:
         resolved = path.resolve()
-        if resolved not in files:
-            files[resolved] = SourceFile(path=resolved, key=file_key(resolved))
+        if resolved in files or resolved in refused:
+            return
+        if surrogate_at(str(resolved)) is not None:
+            refused.add(resolved)
+            failures.append(
+                SourceFailure(
+                    escaped(file_key(resolved)),
+                    f"{escaped(str(resolved))}: the file name is not valid UTF-8, so it cannot be stored or cited; "
+                    "rename it to a UTF-8 name (e.g. `convmv -f latin1 -t utf8 --notest FILE`)",
+                )
+            )
+            return
+        files[resolved] = SourceFile(path=resolved, key=file_key(resolved))
 
+    refused: set[Path] = set()
     for raw in sources:
-        text = os.fspath(raw)
-        path = Path(text).expanduser()
+        given = os.fspath(raw)
+        path = Path(given).expanduser()
+        text = escaped(given)  # for messages and failure keys
         if path.is_file():
             add(path)
         elif path.is_dir():
@@ -62,8 +79,8 @@ def expand_sources(
                 )
             for f in found:
                 add(f)
-        elif glob.has_magic(text):
-            matches = sorted(Path(m) for m in glob.glob(os.path.expanduser(text), recursive=True))
+        elif glob.has_magic(given):
+            matches = sorted(Path(m) for m in glob.glob(os.path.expanduser(given), recursive=True))
             matched = [m for m in matches if m.is_file() and m.suffix.lower() in exts]
             for d in (m for m in matches if m.is_dir()):
                 matched.extend(_walk(d, exts))

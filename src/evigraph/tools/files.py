@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, InputError
+from evigraph.surrogates import escaped, surrogate_at
 
 MAX_FILES_PER_CALL = 50
 MAX_WALK_ENTRIES = 100_000
@@ -342,6 +343,9 @@ class FilesRoot:
         return PreviewPage(root=str(self.root), files=samples, total_files=len(files), next_offset=next_offset)
 
     def _sample(self, rel: str, sample_chars: int) -> FileSample:
+        if surrogate_at(rel) is not None:  # a name that is not UTF-8 cannot be sent as JSON
+            error = "the file name is not valid UTF-8; rename it to a UTF-8 name to read it"
+            return FileSample(path=escaped(rel), bytes=0, chars=0, sample="", error=error)
         try:
             if _suffix(rel) == ".pdf":
                 return self._sample_pdf(rel, sample_chars)

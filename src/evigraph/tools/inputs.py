@@ -2,6 +2,10 @@
 
 Unknown fields are refused (`extra="forbid"`) so a misspelt argument fails loudly instead of
 being ignored, and every bound an agent could exceed is stated in the schema it reads.
+
+Text with a lone surrogate (`"\\ud800"`, valid JSON but not valid Unicode) is refused here, for
+every field of every tool at once: the engine cannot take it as a parameter and no answer
+holding it can be encoded, so past this point it would surface as an engine crash.
 """
 
 from __future__ import annotations
@@ -9,9 +13,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evigraph.retrieval.retriever import MAX_HOPS, MAX_TOP_K, PATHS
+from evigraph.surrogates import surrogate_path
 
 SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
 assert set(SearchPath.__args__) == set(PATHS)  # type: ignore[attr-defined]
@@ -49,6 +54,17 @@ def check_label(label: str) -> str:
 
 class ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        where = surrogate_path(data)
+        if where is not None:
+            raise ValueError(
+                f"{where} holds a lone surrogate (an escape such as \\ud800 without its pair), which is not "
+                "valid Unicode; send the character itself or a complete surrogate pair"
+            )
+        return data
 
 
 class NoInput(ToolInput):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, read_text
 from evigraph.ingest.loaders.jsonl import JsonlLoader
 from evigraph.ingest.loaders.markdown import MarkdownLoader, parse_markdown
@@ -17,6 +17,7 @@ __all__ = [
     "LoaderStrategy",
     "MarkdownLoader",
     "PdfLoader",
+    "RejectedRecord",
     "TextLoader",
     "loader_for",
     "parse_markdown",

@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from evigraph.models import LoadedDocument
+
+
+@dataclass(frozen=True)
+class RejectedRecord:
+    """One record of a many-record file that cannot be ingested; the file's other records still are.
+
+    `key` is the record's id when it could be read, else `<file key>#<line>`, so the failure
+    is logged where `source_status` of that record will look for it.
+    """
+
+    key: str
+    line: int
+    error: str
 
 
 class LoaderStrategy(ABC):
@@ -32,6 +47,18 @@ class LoaderStrategy(ABC):
     @abstractmethod
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         """Read `path`; `key` is the document key the caller chose for the file."""
+
+    def stream(self, path: Path, key: str) -> Iterator[LoadedDocument | RejectedRecord]:
+        """Documents one at a time, as the ingest pipeline reads them.
+
+        Record formats override this so that memory does not grow with the file and one bad
+        record is reported (`RejectedRecord`) instead of failing the file; by default it is `load`.
+        """
+        yield from self.load(path, key)
+
+    def stream_bytes(self, data: bytes, path: Path, key: str) -> Iterator[LoadedDocument | RejectedRecord]:
+        """`stream` over content the caller already read (see `load_bytes`)."""
+        yield from self.load_bytes(data, path, key)
 
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         """Parse a file's content already read by the caller (`path` names it in messages and metadata).

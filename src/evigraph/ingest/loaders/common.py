@@ -8,6 +8,7 @@ run or, worse, putting mojibake or megabytes of noise into the knowledge base.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from evigraph.errors import InputError
@@ -51,6 +52,49 @@ def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     if len(data) > max_bytes:
         raise _too_large(path, len(data), max_bytes)
     return data
+
+
+def iter_lines(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[bytes]:
+    """The file's lines as bytes, without their `\\n`, read one at a time.
+
+    For record formats, where holding the whole file (and every document made from it) would
+    let memory grow with the file: only the current line is in memory. The size, binary and
+    readability checks of `read_bytes` apply; a UTF-8 byte order mark is dropped. Decoding is
+    left to the caller, so one badly encoded line fails alone.
+    """
+    if max_bytes <= 0:
+        raise InputError(f"invalid size limit {max_bytes} bytes", "pass a positive max_file_bytes=")
+    try:
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory, not a file", "pass a file, or ingest the folder")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise _too_large(path, size, max_bytes)
+        fh = path.open("rb")
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: file not found", "check the path and that the file still exists") from exc
+    except PermissionError as exc:
+        raise InputError(f"{path}: permission denied", "make the file readable by this user (chmod u+r)") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
+    with fh:
+        check_not_binary(fh.peek(BINARY_SNIFF_BYTES)[:BINARY_SNIFF_BYTES], path)
+        total = 0
+        first = True
+        while True:
+            try:
+                line = fh.readline(max_bytes - total + 1)
+            except OSError as exc:
+                raise InputError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
+            if not line:
+                return
+            total += len(line)
+            if total > max_bytes:  # the file grew after the stat
+                raise _too_large(path, total, max_bytes)
+            if first and line.startswith(_UTF8_BOM):
+                line = line[len(_UTF8_BOM) :]
+            first = False
+            yield line[:-1] if line.endswith(b"\n") else line
 
 
 def _too_large(path: Path, size: int, max_bytes: int) -> InputError:

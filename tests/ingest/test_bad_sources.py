@@ -1,0 +1,230 @@
+"""One bad file, file name or record must fail alone: the rest of the ingest goes on.
+
+Covers a file name that is not UTF-8 (from a folder walk, a glob and through the toolkit), a
+JSONL file with bad lines among good ones, and that records are streamed in batches rather than
+loaded as one list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evigraph.errors import InputError
+from evigraph.ingest.chunking import StructuralChunking
+from evigraph.ingest.extraction import extractor_by_name
+from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy
+from evigraph.ingest.loaders.base import RejectedRecord
+from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+from evigraph.ingest.pipeline import IngestRun, Strategies
+from evigraph.ingest.resolution import ExactMatchResolution
+from evigraph.ingest.sources import file_key
+from evigraph.kb import KnowledgeBase
+from evigraph.models import IngestStatus, LoadedDocument, SourceState
+from evigraph.tools.toolkit import Toolkit
+from evigraph.tools.write_tools import IngestResult, PreviewResult
+
+GOOD = "Acme Robotics Corp is a company in Oslo. Dr. Ingrid Halvorsen founded it.\n"
+
+
+def bad_name_folder(folder: Path) -> Path:
+    """good.txt plus a file whose name holds byte 0xff, which is not UTF-8."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "good.txt").write_text(GOOD, encoding="utf-8")
+    with open(os.path.join(os.fsencode(folder), b"bad\xff.txt"), "wb") as fh:
+        fh.write(b"Globex Company is based in Bergen.\n")
+    return folder
+
+
+@pytest.fixture
+def bad_names(tmp_path: Path) -> Path:
+    try:
+        return bad_name_folder(tmp_path / "docs")
+    except OSError as exc:  # a filesystem that insists on UTF-8 names (some macOS volumes)
+        pytest.skip(f"this filesystem refuses non-UTF-8 names: {exc}")
+
+
+@pytest.mark.parametrize("source", ["folder", "glob"])
+async def test_a_non_utf8_file_name_fails_alone_with_its_bytes_escaped(
+    tmp_path: Path, bad_names: Path, source: str
+) -> None:
+    given = str(bad_names) if source == "folder" else str(bad_names / "*.txt")
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
+        report = await kb.ingest([given], progress=False)
+        by_status = {d.status: d for d in report.documents}
+        assert sorted(d.status for d in report.documents) == [IngestStatus.created, IngestStatus.failed]
+        assert by_status[IngestStatus.created].key.endswith("/good.txt")
+        failed = by_status[IngestStatus.failed]
+        assert failed.key == "file:" + (bad_names / "bad").resolve().as_posix() + "\\xff.txt"
+        assert failed.error is not None and "bad\\xff.txt" in failed.error
+        assert "not valid UTF-8" in failed.error and "rename" in failed.error
+        report.model_dump_json()  # the report can be printed and sent as JSON
+        logged = await kb.source_status(failed.key)
+        assert logged.state == SourceState.failed
+        assert (await kb.status()).documents == 1
+
+
+async def test_the_toolkit_reports_a_non_utf8_file_name_as_failed(tmp_path: Path, bad_names: Path) -> None:
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
+        tk = Toolkit(kb, files_root=bad_names)
+        result = await tk.call("ingest", {"files": ["*.txt"], "plan": [{"match": "*", "extractor": "rules"}]})
+        assert isinstance(result, IngestResult)
+        statuses = {d.document_id: d.status for d in result.documents}
+        assert statuses == {"file:bad\\xff.txt": "failed", "file:good.txt": "ingested"}
+        assert "bad\\xff.txt" in result.to_llm_text()
+        result.model_dump_json()
+        preview = await tk.call("preview_files", {})
+        assert isinstance(preview, PreviewResult)
+        named = {f.path: f for f in preview.files}
+        assert named["bad\\xff.txt"].error is not None and "not valid UTF-8" in named["bad\\xff.txt"].error
+        preview.model_dump_json()
+
+
+def write_jsonl(path: Path, lines: list[str | bytes]) -> Path:
+    path.write_bytes(b"\n".join(x if isinstance(x, bytes) else x.encode() for x in lines) + b"\n")
+    return path
+
+
+MIXED: list[str | bytes] = [
+    json.dumps({"id": "r1", "text": "Acme Robotics Corp is in Oslo."}),
+    "{not json",
+    json.dumps({"id": "r3", "text": "Globex Company is in Bergen."}),
+    '{"id": "r4", "text": "a lone \\ud800 surrogate"}',
+    json.dumps({"id": "r1", "text": "a second r1"}),
+    b'{"id": "r6", "text": "Latin-1 \xe9"}',
+    json.dumps({"id": "r7", "title": "no text"}),
+    json.dumps({"id": "r8", "text": "Polar Labs Corp is in Troms\u00f8."}),
+]
+BAD_LINES = {  # line -> (reported key, reason)
+    2: ("#2", "invalid JSON"),
+    4: ("r4", "lone surrogate"),
+    5: ("#5", "duplicate id 'r1'"),
+    6: ("#6", "not valid UTF-8"),
+    7: ("r7", "has no text"),
+}
+
+
+async def test_bad_jsonl_lines_are_reported_and_the_good_records_ingested(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "mixed.jsonl", MIXED)
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
+        report = await kb.ingest([path], progress=False)
+        created = sorted(d.key for d in report.documents if d.status == IngestStatus.created)
+        assert created == ["r1", "r3", "r8"]
+        failed = {d.line or 0: d for d in report.failed}
+        assert sorted(failed) == sorted(BAD_LINES)
+        for line, (key, reason) in BAD_LINES.items():
+            outcome = failed[line]
+            assert outcome.key.endswith(key) and outcome.path == str(path)
+            assert outcome.error is not None and f"line {line}: " in outcome.error and reason in outcome.error
+        assert (await kb.source_status("r7")).state == SourceState.failed  # an id read from a bad record
+        again = await kb.ingest([path], progress=False)
+        assert again.counts()["unchanged"] == 3 and len(again.failed) == len(BAD_LINES)
+
+
+async def test_the_toolkit_ingests_the_good_records_of_a_jsonl_file(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    write_jsonl(root / "mixed.jsonl", MIXED)
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
+        tk = Toolkit(kb, files_root=root)
+        result = await tk.call("ingest", {"files": ["mixed.jsonl"], "plan": [{"match": "*", "extractor": "rules"}]})
+        assert isinstance(result, IngestResult)
+        statuses = {d.document_id: d.status for d in result.documents}
+        assert [k for k, s in statuses.items() if s == "ingested"] == ["r1", "r3", "r8"]
+        errors = [d.error or "" for d in result.documents if d.status == "failed"]
+        assert len(errors) == len(BAD_LINES)
+        assert all(any(f"line {line}: " in e for e in errors) for line in BAD_LINES)
+
+
+def test_load_keeps_its_all_or_nothing_contract(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "mixed.jsonl", MIXED)
+    with pytest.raises(InputError, match="line 2: invalid JSON"):
+        JsonlLoader().load(path, "k")
+    items = list(JsonlLoader().stream(path, "k"))
+    assert [i.line for i in items if isinstance(i, RejectedRecord)] == sorted(BAD_LINES)
+
+
+def test_an_empty_or_binary_jsonl_still_fails_as_a_whole(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="empty file"):
+        list(JsonlLoader().stream(write_jsonl(tmp_path / "blank.jsonl", ["", "  "]), "k"))
+    with pytest.raises(InputError, match="binary"):
+        list(JsonlLoader().stream(write_jsonl(tmp_path / "bin.jsonl", [b"\x00\x01{}"]), "k"))
+    with pytest.raises(InputError, match="limit"):
+        list(JsonlLoader(max_bytes=10).stream(write_jsonl(tmp_path / "big.jsonl", MIXED), "k"))
+
+
+class CountingLoader(LoaderStrategy):
+    """Yields `total` records and notes, at each, how many outcomes the ingest had reported."""
+
+    name = "counting"
+    extensions = (".rec",)
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.run: IngestRun | None = None
+        self.reported_at: list[int] = []
+
+    def load(self, path: Path, key: str) -> list[LoadedDocument]:
+        return list(self._documents(key))
+
+    def stream(self, path: Path, key: str) -> Iterator[LoadedDocument]:
+        for doc in self._documents(key):
+            assert self.run is not None
+            self.reported_at.append(len(self.run.report.documents))
+            yield doc
+
+    def _documents(self, key: str) -> Iterator[LoadedDocument]:
+        for i in range(self.total):
+            text = f"Record {i}: Dr. Ada Num{i} founded Acme{i} Corp in Oslo."
+            yield LoadedDocument(key=f"{key}#{i}", title=f"r{i}", path=None, text=text, loader=self.name)
+
+
+async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: Path) -> None:
+    source = tmp_path / "many.rec"
+    source.write_text("records are made by the loader\n", encoding="utf-8")
+    loader = CountingLoader(120)
+    strategies = Strategies(
+        chunker=StructuralChunking(),
+        extractor=extractor_by_name("rules"),
+        resolver=ExactMatchResolution(),
+        ontology=DEFAULT_ONTOLOGY,
+        loader_for=lambda src: loader,
+        extensions=[".rec"],
+    )
+    async with KnowledgeBase(tmp_path / "kb.db") as kb:
+        store = await kb.open_store(for_write=True)
+        run = IngestRun(store, strategies, batch_documents=10)
+        loader.run = run
+        report = await run.run([str(source)])
+    assert report.counts()["created"] == 120
+    # Written while later records were still unread: at most two batches are ever held back.
+    assert loader.reported_at[-1] >= 120 - 3 * 10
+    assert max(i - seen for i, seen in enumerate(loader.reported_at)) <= 3 * 10
+
+
+async def test_text_that_cannot_be_stored_fails_alone(tmp_path: Path) -> None:
+    class Surrogates(LoaderStrategy):
+        name = "surrogates"
+        extensions = (".sur",)
+
+        def load(self, path: Path, key: str) -> list[LoadedDocument]:
+            return [
+                LoadedDocument(key=key + "#ok", title="ok", path=str(path), text=GOOD, loader=self.name),
+                LoadedDocument(key=key + "#bad", title="bad", path=str(path), text="x \ud800 y", loader=self.name),
+                LoadedDocument(key=key + "\udcff", title="k", path=str(path), text=GOOD, loader=self.name),
+            ]
+
+    source = tmp_path / "a.sur"
+    source.write_text("anything", encoding="utf-8")
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", loaders=[Surrogates()]) as kb:
+        report = await kb.ingest([source], progress=False)
+        assert [d.key for d in report.documents if d.status == IngestStatus.created] == [file_key(source) + "#ok"]
+        bad = {d.key.rsplit("/", 1)[-1]: d.error or "" for d in report.failed}
+        assert set(bad) == {"a.sur#bad", "a.sur\\xff"}
+        assert all("lone surrogate" in e for e in bad.values())
+        text = await kb.ingest(text="a \ud800 b", key="note", progress=False)
+        assert text.failed and "text" in (text.failed[0].error or "")
