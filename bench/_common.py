@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import resource
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -52,3 +56,54 @@ def pyplot() -> Any | None:
         print("matplotlib not installed (pip install 'evigraph[bench]'): no plot", file=sys.stderr)
         return None
     return plt
+
+
+MCP_START_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def mcp_server(
+    db: Path, log: Path, *, extra_args: Sequence[str] = (), env_extra: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`evigraph mcp --transport http` on a free loopback port, with no EVIGRAPH_ variable of the
+    caller's leaking in; yields (url, process) once it listens, and stops it afterwards."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVIGRAPH_")}
+    env.update(env_extra or {})
+    argv = [sys.executable, "-m", "evigraph", "mcp", "--db", str(db), "--transport", "http", *extra_args]
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [*argv, "--host", "127.0.0.1", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + MCP_START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"the MCP server exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the MCP server did not listen within {MCP_START_TIMEOUT_S:.0f} s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import peak_rss_mb, pyplot
+from _common import mcp_server, peak_rss_mb, pyplot
 from retrieval import percentile_ms, read_jsonl
 
 START_TIMEOUT_S = 120.0
@@ -44,13 +41,6 @@ class Load:
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def plan_questions(questions: list[str], clients: int, calls: int) -> list[list[str]]:
@@ -96,43 +86,6 @@ async def in_process(db: Path, plan: list[list[str]]) -> Load:
                 load.latencies.append(time.perf_counter() - t0)
         load.seconds = time.perf_counter() - t_start
     return load
-
-
-@contextlib.contextmanager
-def mcp_server(db: Path, log: Path) -> Any:
-    """`evigraph mcp --transport http` on a free loopback port; yields (url, process)."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("EVIGRAPH_DB", "EVIGRAPH_MCP_TOKEN")}
-    argv = [sys.executable, "-m", "evigraph", "mcp", "--db", str(db), "--transport", "http"]
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [*argv, "--host", "127.0.0.1", "--port", str(port)],
-            stdin=subprocess.DEVNULL,
-            stdout=err,
-            stderr=err,
-            env=env,
-        )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"the MCP server exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"the MCP server did not listen within {START_TIMEOUT_S:.0f} s") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def cpu_seconds(pid: int) -> float | None:

@@ -23,24 +23,19 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import pyplot
+from _common import mcp_server, pyplot
 from retrieval import percentile_ms, read_jsonl
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "hotpotqa"
-START_TIMEOUT_S = 120.0
 CALL_TIMEOUT_S = 300.0
 BAR_MB = 50.0
 CACHE_SWITCH = "EVIGRAPH_STATEMENT_CACHE"  # executor.STATEMENT_CACHE_ENV; not imported: the server reads it
@@ -61,13 +56,6 @@ class Soak:
     peak_mb: float | None = None
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def build(data: Path, db: Path, passages: int, extractor: str) -> dict[str, Any]:
     from evigraph.kb import KnowledgeBase
 
@@ -82,44 +70,6 @@ async def build(data: Path, db: Path, passages: int, extractor: str) -> dict[str
         if not report.ok:
             raise SystemExit(f"ingest failed: {report.failed[:3]}")
     return {"db": "built", "passages": len(records), "ingest_seconds": round(time.perf_counter() - t0, 1)}
-
-
-@contextlib.contextmanager
-def mcp_server(db: Path, log: Path, cache: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`evigraph mcp --transport http --read-only` on a free loopback port; yields (url, process)."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVIGRAPH_")}
-    env[CACHE_SWITCH] = cache
-    argv = [sys.executable, "-m", "evigraph", "mcp", "--db", str(db), "--transport", "http", "--read-only"]
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [*argv, "--host", "127.0.0.1", "--port", str(port)],
-            stdin=subprocess.DEVNULL,
-            stdout=err,
-            stderr=err,
-            env=env,
-        )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"the MCP server exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"the MCP server did not listen within {START_TIMEOUT_S:.0f} s") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def rss_mb(pid: int) -> float:
@@ -289,7 +239,10 @@ async def main_async(args: argparse.Namespace, db: Path, logs: Path) -> dict[str
         calls = args.calls if name == "fixed" else args.baseline_calls
         if calls <= 0:
             continue
-        with mcp_server(db, logs / f"{name}.log", cache) as (url, proc):
+        with mcp_server(db, logs / f"{name}.log", extra_args=["--read-only"], env_extra={CACHE_SWITCH: cache}) as (
+            url,
+            proc,
+        ):
             run = await soak(url, proc.pid, questions, args, calls)
         results["variants"][name] = summary(run, args.warmup)
         print(f"{name}: {results['variants'][name]['growth_mb']:+.1f} MB after warm-up", file=sys.stderr, flush=True)
