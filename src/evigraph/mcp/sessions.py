@@ -16,6 +16,10 @@ from typing import Any
 from evigraph.tools.toolkit import Toolkit
 
 MAX_SESSIONS = 1000
+MAX_EVIDENCE = 200_000
+"""Evidence records held across all sessions. A full ledger (2,000 records) holds about 3 MB, so
+1,000 busy sessions would hold about 3 GB; past this budget (about 300 MB) the least recently
+used sessions are forgotten, as a long-lived server must not grow with its number of clients."""
 SESSION_HEADER = "x-evigraph-session"
 
 
@@ -35,11 +39,13 @@ def client_key(request: Any) -> str:
 
 
 class Sessions:
-    """Toolkit sessions by client key, least recently used forgotten first beyond `capacity`."""
+    """Toolkit sessions by client key; the least recently used are forgotten first beyond `capacity`
+    sessions or `max_evidence` evidence records in all."""
 
-    def __init__(self, toolkit: Toolkit, capacity: int = MAX_SESSIONS) -> None:
+    def __init__(self, toolkit: Toolkit, capacity: int = MAX_SESSIONS, max_evidence: int = MAX_EVIDENCE) -> None:
         self.toolkit = toolkit
         self.capacity = capacity
+        self.max_evidence = max_evidence
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, Toolkit] = OrderedDict()
 
@@ -52,6 +58,11 @@ class Sessions:
             self._sessions.move_to_end(key)
             while len(self._sessions) > self.capacity:
                 self._sessions.popitem(last=False)
+            # The caller's own session (most recent) is never forgotten, however full it is.
+            held = sum(len(s.ledger) for s in self._sessions.values())
+            while held > self.max_evidence and len(self._sessions) > 1:
+                _, old = self._sessions.popitem(last=False)
+                held -= len(old.ledger)
             return session
 
     def __len__(self) -> int:
