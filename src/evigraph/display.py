@@ -36,3 +36,9 @@ def display_text(text: str) -> str:
     if text.isprintable():  # the common case, and it implies nothing unsafe
         return text
     return "".join(repr(ch)[1:-1] if _unsafe(ch) else ch for ch in text)
+
+
+def one_line(text: str) -> str:
+    """Free text folded onto one line (runs of whitespace, line breaks included, become one space),
+    then escaped: an entity name or description an agent recorded cannot start a forged [n] line."""
+    return display_text(" ".join(text.split()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from evigraph.display import display_text
+from evigraph.display import display_text, one_line
 from evigraph.errors import ConfigurationError
 from evigraph.providers.tokenizers import Tokenizer, default_tokenizer
 from evigraph.retrieval.result import PassageItem, RelationItem, RetrievalResult
@@ -45,13 +45,13 @@ def pack_context(result: RetrievalResult, max_tokens: int, tokenizer: Tokenizer 
         Section(
             "Entities",
             [
-                f"[{e.n}] {e.name} ({e.label})" + (f": {e.description}" if e.description else "")
+                f"[{e.n}] " + one_line(f"{e.name} ({e.label})" + (f": {e.description}" if e.description else ""))
                 for e in result.entities
             ],
             SHARES["Entities"],
         ),
         Section("Relations", [_relation_line(r) for r in result.relations], SHARES["Relations"]),
-        Section("Facts", [f"[{f.n}] {f.fact}" for f in result.facts], SHARES["Facts"]),
+        Section("Facts", [f"[{f.n}] {one_line(f.fact)}" for f in result.facts], SHARES["Facts"]),
     ]
     return pack_sections(sections, max_tokens, tok.count)
 
@@ -162,4 +162,4 @@ def _passage_line(p: PassageItem) -> str:
 
 
 def _relation_line(r: RelationItem) -> str:
-    return f"[{r.n}] {r.source} -[{r.type}]-> {r.target}: {' '.join(r.fact.split())}"
+    return f"[{r.n}] " + one_line(f"{r.source} -[{r.type}]-> {r.target}: {r.fact}")

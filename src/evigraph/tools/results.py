@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evigraph.display import display_text
+from evigraph.display import display_text, one_line
 from evigraph.retrieval.context import Section, pack_sections
 from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem, Source
 
@@ -62,12 +62,12 @@ def passage_line(p: PassageItem) -> str:
 
 def entity_line(e: EntityItem) -> str:
     desc = f": {e.description}" if e.description else ""
-    return f"[{e.n}] {e.name} ({e.label}){desc}"
+    return f"[{e.n}] " + one_line(f"{e.name} ({e.label}){desc}")
 
 
 def relation_line(r: RelationItem) -> str:
-    fact = " ".join(r.fact.split())
-    return f"[{r.n}] {r.source} -[{r.type}]-> {r.target}" + (f": {fact}" if fact else "")
+    fact = f": {r.fact}" if r.fact.strip() else ""
+    return f"[{r.n}] " + one_line(f"{r.source} -[{r.type}]-> {r.target}{fact}")
 
 
 class ToolResult(BaseModel):
