@@ -138,11 +138,13 @@ class KnowledgeBase:
             await self._store.close()
             self._opened = False
 
-    async def _open(self, *, for_write: bool) -> GraphStore:
+    async def _open(self, *, for_write: bool, create: bool = True) -> GraphStore:
+        """The store, opened. Only a write that adds content (`create`) may bring a new file into
+        being: a read, a check or a delete on a mistyped path must say so, not leave an empty one."""
         if self._store is None:
             from evigraph.store.embedded.store import EmbeddedStore
 
-            if not for_write and not self.path.exists():
+            if (not for_write or not create) and not self.path.exists():
                 raise KnowledgeBaseMissingError(
                     f"no knowledge base at {self.path}",
                     hint=f"create it with `evigraph ingest PATH --db {self.path}` or pass the right --db",
@@ -367,7 +369,7 @@ class KnowledgeBase:
 
     async def delete(self, key: str) -> bool:
         """Remove a document, its passages and the entities only it mentioned; False if absent."""
-        store = await self._open(for_write=True)
+        store = await self._open(for_write=True, create=False)
         async with self._gate.exclusive():
             deleted = await store.delete_document(key)
             if deleted:
@@ -379,7 +381,7 @@ class KnowledgeBase:
 
         With `repair` it fixes what it can and says what is left (`report.remaining`).
         """
-        store = await self._open(for_write=repair)
+        store = await self._open(for_write=repair, create=False)
         if not repair:
             return await store.check()
         async with self._gate.exclusive():

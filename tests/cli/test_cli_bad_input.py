@@ -177,6 +177,17 @@ def test_status_of_missing_knowledge_base_creates_nothing(tmp_path: Path) -> Non
     assert not db.exists()
 
 
+@pytest.mark.parametrize(
+    "verb", [("check",), ("check", "--repair"), ("delete", "notes/a.md")], ids=["check", "repair", "delete"]
+)
+def test_a_mistyped_db_is_not_created_by_check_or_delete(tmp_path: Path, verb: tuple[str, ...]) -> None:
+    db = tmp_path / "typo.db"
+    result = run_cli(*verb, "--db", str(db))
+    assert result.code == 1
+    assert "no knowledge base" in result.err and "evigraph ingest" in result.err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_database_held_by_another_process(stored: tuple[Path, dict[str, int]], good: Path) -> None:
     db, before = stored
     holder = subprocess.Popen(
