@@ -157,12 +157,14 @@ async def inspect(db: Path) -> dict[str, Any]:
 
     async with KnowledgeBase(db, read_only=True) as kb:
         status = await kb.status()
-        store = await kb.open_store()
+        await kb.open()
+        store = kb.store
+        assert store is not None
         assert isinstance(store, EmbeddedStore)
         snapshot = await store.executor.read(integrity.snapshot)
         report = await kb.check()
     return {
-        "counts": {k: getattr(status, k) for k in ("documents", "chunks", "entities", "relations", "mentions")},
+        "counts": {k: getattr(status, k) for k in ("documents", "passages", "entities", "relations", "mentions")},
         "snapshot": snapshot,
         "found": [f"{p.kind}:{p.count}" for p in report.found],
     }

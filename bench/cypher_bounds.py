@@ -49,7 +49,9 @@ async def one_query(db: Path, variant: str, query: str) -> dict[str, Any]:
 
     async with KnowledgeBase(db, read_only=True) as kb:
         tk = Toolkit(kb, read_only=True)
-        store = await kb.open_store()
+        await kb.open()
+        store = kb.store
+        assert store is not None
         t0 = time.perf_counter()
         try:
             if variant == "baseline":
@@ -70,7 +72,9 @@ async def concurrency(db: Path, variant: str) -> dict[str, Any]:
     slow = QUERIES["slow_allowed"]
     async with KnowledgeBase(db, read_only=True) as kb:
         tk = Toolkit(kb, read_only=True)
-        store = await kb.open_store()
+        await kb.open()
+        store = kb.store
+        assert store is not None
         await tk.call("retrieve", {"question": "Who founded Acme Robotics Corp?"})
         t0 = time.perf_counter()
         await tk.call("retrieve", {"question": "Who founded Acme Robotics Corp?"})

@@ -138,7 +138,7 @@ LABELS = ["Person", "Organization", "Location", "Product", "Gadget", "WORKS_FOR"
 NAMES = ["Acme Robotics Corp", "Lars Berg", "Dr. Ingrid Halvorsen", "Globex Company", "Oslo", "Polar Labs Corp"]
 FILES = ["acme.md", "notes/globex.txt", "notes", "**/*.md", "*", "records.jsonl", "東京/メモ.md", "../x", ".env"]
 FOCUS = {  # for well-formed calls: one of these field groups, so the handler has work to do
-    "ingest": [("text", "document_id"), ("files",), ("files", "plan"), ("text", "document_id", "reextract")],
+    "ingest": [("text", "document_key"), ("files",), ("files", "plan"), ("text", "document_key", "reextract")],
     "set_ontology": [("entities",), ("relations",), ("entities", "relations")],
 }
 INTS = [0, 1, 2, 3, 5, 7, 10, 20, 50, 100, 1000, -1, -(2**31), 2**31, 2**63, -(2**63), 10**30, -(10**30)]
@@ -194,7 +194,7 @@ class Seen:
             _remember(self.labels, label)
         if isinstance(item.get("type"), str) and "patterns" in item:  # a relation type of the ontology
             _remember(self.relation_types, item["type"])
-        for key in ("document", "document_id", "key"):
+        for key in ("document_key", "document", "key"):
             if isinstance(item.get(key), str):
                 _remember(self.ids.setdefault("document", []), item[key])
 

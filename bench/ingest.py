@@ -59,7 +59,7 @@ def phase_ingest(corpus: Path, extractor: str, reingest: bool) -> dict[str, Any]
             return {
                 "seconds": seconds,
                 "documents": len(report.documents),
-                "passages": status.chunks,
+                "passages": status.passages,
                 "entities": status.entities,
                 "relations": status.relations,
                 "statuses": report.counts(),

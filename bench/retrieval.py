@@ -180,7 +180,7 @@ def run_evigraph(system: str, data_dir: Path, limit: int | None, extractor: str 
                     t0 = time.perf_counter()
                     result = await kb.retrieve(q["question"], top_k=TOP_K)
                     latencies.append(time.perf_counter() - t0)
-                    docs = [p.source.document for p in result.passages]
+                    docs = [p.source.document_key for p in result.passages]
                     chunk_counts.append(len(docs))
                     ranked.append(distinct(docs))
                 info["mean_passages_returned"] = sum(chunk_counts) / len(chunk_counts)

@@ -68,7 +68,7 @@ async def one_question(session: Any, question: str, record: Callable[[str, float
     if numbers:
         await call("get_context", {"evidence": numbers, "max_tokens": 1500})
         await call("check_citations", {"answer": " ".join(f"Claim {i} [{n}]." for i, n in enumerate(numbers))})
-        await call("source_status", {"document_key": found["retrieve"].passages[0].source.document})
+        await call("source_status", {"document_key": found["retrieve"].passages[0].source.document_key})
 
 
 async def run(data: Path, db: Path, questions: int, extractor: str) -> dict[str, Any]:
@@ -86,7 +86,9 @@ async def run(data: Path, db: Path, questions: int, extractor: str) -> dict[str,
             t0 = time.perf_counter()
             info["themes"] = (await kb.finalize()).themes
             info["finalize_seconds"] = round(time.perf_counter() - t0, 1)
-        store = await kb.open_store()
+        await kb.open()
+        store = kb.store
+        assert store is not None
         toolkit = Toolkit(kb, read_only=True)
         await toolkit.call("retrieve", {"question": qs[0]})  # warm caches, untimed
         times: dict[str, list[float]] = {}

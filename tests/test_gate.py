@@ -44,8 +44,8 @@ async def test_on_write_policy_finalizes_after_an_ingest_that_changed_something(
         tk = Toolkit(kb, finalize_policy="on_write")
         assert "finalize" not in {s.name for s in tk.tool_specs()}
         text = "Dr. Mira Solberg founded Fjordline Corp in Bergen. Fjordline Corp hired Dr. Anton Vik in 2019."
-        first = await tk.call("ingest", {"text": text, "document_id": "notes/fjord"})
+        first = await tk.call("ingest", {"text": text, "document_key": "notes/fjord"})
         assert first.finalized is True
         assert (await tk.call("status", {})).themes >= 1
-        again = await tk.call("ingest", {"text": text, "document_id": "notes/fjord"})
+        again = await tk.call("ingest", {"text": text, "document_key": "notes/fjord"})
         assert again.finalized is None  # nothing changed, nothing owed

@@ -40,14 +40,14 @@ async def test_text_ingest_status_delete(tmp_path: Path) -> None:
         report = await kb.ingest(text="Dr. Jane Smith joined Acme Corp in Berlin in 2019.", key="note-1")
         assert [d.status for d in report.documents] == [IngestStatus.created]
         status = await kb.status()
-        assert (status.documents, status.chunks) == (1, 1)
+        assert (status.documents, status.passages) == (1, 1)
         assert status.entities >= 2
         again = await kb.ingest(text="Dr. Jane Smith joined Acme Corp in Berlin in 2019.", key="note-1")
         assert again.documents[0].status == IngestStatus.unchanged
         assert await kb.delete("note-1") is True
         assert await kb.delete("note-1") is False
         empty = await kb.status()
-        assert (empty.documents, empty.chunks, empty.entities, empty.relations) == (0, 0, 0, 0)
+        assert (empty.documents, empty.passages, empty.entities, empty.relations) == (0, 0, 0, 0)
 
 
 async def test_context_manager_closes_the_database(tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ async def test_user_written_strategies_are_accepted(tmp_path: Path) -> None:
         report = await kb.ingest([page])
         assert report.ok, report.failed
         status = await kb.status()
-        assert status.chunks == 3 and status.labels == {"Product": 2}
+        assert status.passages == 3 and status.labels == {"Product": 2}
 
 
 def test_plain_function_mirrors(tmp_path: Path) -> None:

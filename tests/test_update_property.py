@@ -47,7 +47,9 @@ Snapshot = dict[str, frozenset[tuple[Any, ...]]]
 
 
 async def snapshot(kb: KnowledgeBase) -> Snapshot:
-    store = await kb.open_store()
+    await kb.open()
+    store = kb.store
+    assert store is not None
     assert isinstance(store, EmbeddedStore)
     found: Snapshot = await store.executor.read(integrity.snapshot)
     return found

@@ -61,6 +61,15 @@ _EXPORTS = {
     "ToolResult": "evigraph.tools.results",
     "CHEAP_PLAN_LIMITS": "evigraph.tools.plans",
     "PruneReport": "evigraph.models",
+    "RetrieveQuery": "evigraph.retrieval.query",
+    "RetrievalResult": "evigraph.retrieval.result",
+    "EvidenceId": "evigraph.evidence",
+    "EvidenceLedger": "evigraph.evidence",
+    "PassageItem": "evigraph.evidence",
+    "EntityItem": "evigraph.evidence",
+    "RelationItem": "evigraph.evidence",
+    "Source": "evigraph.evidence",
+    "NotFoundError": "evigraph.errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -88,10 +97,12 @@ if TYPE_CHECKING:
         InputError,
         KnowledgeBaseMissingError,
         NotAKnowledgeBaseError,
+        NotFoundError,
         ReadOnlyViolation,
         StoreError,
         ToolError,
     )
+    from evigraph.evidence import EntityItem, EvidenceId, EvidenceLedger, PassageItem, RelationItem, Source
     from evigraph.ingest.chunking import (
         CallableChunking,
         ChunkingStrategy,
@@ -120,6 +131,8 @@ if TYPE_CHECKING:
         Span,
         TextChunk,
     )
+    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.result import RetrievalResult
     from evigraph.store.base import GraphStore
     from evigraph.store.embedded.store import EmbeddedStore
     from evigraph.tools.plans import CHEAP_PLAN_LIMITS

@@ -11,22 +11,28 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evigraph.display import display_name, display_text
+from evigraph.ingest.chunking import CHUNKERS
+from evigraph.ingest.extraction import EXTRACTORS
+from evigraph.providers.embedders import EMBEDDERS
 
 if TYPE_CHECKING:
     from evigraph.kb import KnowledgeBase
     from evigraph.models import IngestReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EMBEDDER_HELP = (
-    "minilm, sentence-transformers:MODEL, fastembed:MODEL or openai:MODEL (default: $EVIGRAPH_EMBEDDER, else none)"
-)
+EMBEDDER_HELP = f"{EMBEDDERS.choices} (default: $EVIGRAPH_EMBEDDER, else none)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `commands`, only those verbs get the options that need heavier imports.
+
+    `evigraph --help` lists verbs, not their options, so it need not load the models the
+    options are generated from; `main` passes the verb it was given.
+    """
     parser = argparse.ArgumentParser(
         prog="evigraph",
         description="Local-first GraphRAG knowledge base: ingest documents into a graph, query it with citations.",
@@ -51,13 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
     ingest.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no per-file lines")
-    ingest.add_argument(
-        "--chunker", default=None, choices=["structural", "sentence", "fixed"], help="default: structural"
-    )
+    ingest.add_argument("--chunker", default=None, choices=CHUNKERS.names(), help="default: structural")
     ingest.add_argument(
         "--extractor",
         default=None,
-        choices=["auto", "spacy", "rules"],
+        choices=EXTRACTORS.names(),
         help="entity extraction (default auto: spaCy when a model is installed, else rules)",
     )
     ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
@@ -70,10 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="hybrid search: cited passages, entities, relations and facts",
         description="Full-text, vector and graph search fused into one result; every item is numbered [n].",
     )
-    search.add_argument("question", help="the question, in words")
-    search.add_argument("--top-k", type=int, default=5, help="items per section (1-50, default 5)")
-    search.add_argument("--paths", default=None, help="comma-separated: passages,exact_names,fuzzy_names,links,facts")
-    search.add_argument("--hops", type=int, default=1, help="how far `links` walks from named entities (1-5)")
+    if commands is None or {"search", "retrieve"} & set(commands):
+        _query_options(search)
     search.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
     search.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
 
@@ -127,13 +129,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _query_options(parser: argparse.ArgumentParser) -> None:
+    """`search`'s options, generated from `RetrieveQuery`, so they match `retrieve` and the tool."""
+    from annotated_types import Ge, Le
+
+    from evigraph.retrieval.query import PATHS, RetrieveQuery
+
+    fields = RetrieveQuery.model_fields
+    parser.add_argument("question", help=fields["question"].description)
+    parser.add_argument(
+        "--paths",
+        type=lambda text: [p.strip() for p in text.split(",") if p.strip()],
+        default=None,
+        help=f"comma-separated search paths: {','.join(PATHS)} (default: all)",
+    )
+    for name in ("top_k", "expand_hops"):
+        field = fields[name]
+        low = next(m.ge for m in field.metadata if isinstance(m, Ge))
+        high = next(m.le for m in field.metadata if isinstance(m, Le))
+        flags = [f"--{name.replace('_', '-')}", *LEGACY_FLAGS.get(name, ())]
+        help_text = f"{field.description} ({low}-{high}, default {field.default})"
+        parser.add_argument(*flags, dest=name, type=int, default=field.default, help=help_text)
+
+
+LEGACY_FLAGS = {"expand_hops": ("--hops",)}
+"""Old spellings kept working for one release; `--expand-hops` is the name everywhere else."""
+
 ALIASES = {"retrieve": "search", "delete_document": "delete"}
 """Verbs named as the toolkit's tools, so the tool name works on the command line too."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(commands=[a for a in given if not a.startswith("-")][:1])
+    args = parser.parse_args(given)
     args.command = ALIASES.get(args.command, args.command)
     if args.command is None:
         parser.print_help()
@@ -252,9 +281,8 @@ async def _status(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         _print_json(payload)
         return EXIT_OK
     print(f"knowledge base  {display_name(status.db)}")
-    for name in ("documents", "chunks", "entities", "relations", "mentions"):
-        label = "passages" if name == "chunks" else name
-        print(f"{label:<15} {getattr(status, name)}")
+    for name in ("documents", "passages", "entities", "relations", "mentions", "themes"):
+        print(f"{name:<15} {getattr(status, name)}")
     if status.labels:
         print("entity labels   " + ", ".join(f"{k} {v}" for k, v in status.labels.items()))
     if status.relation_types:
@@ -314,8 +342,12 @@ def _embedder(args: argparse.Namespace) -> Any:
 
 
 async def _search(kb: KnowledgeBase, args: argparse.Namespace) -> int:
-    paths = [p.strip() for p in args.paths.split(",") if p.strip()] if args.paths else None
-    result = await kb.retrieve(args.question, paths=paths, top_k=args.top_k, expand_hops=args.hops)
+    from evigraph.retrieval.query import HINT, RetrieveQuery
+    from evigraph.strict import build
+
+    values = {"question": args.question, "paths": args.paths, "top_k": args.top_k, "expand_hops": args.expand_hops}
+    query = build(RetrieveQuery, values, hint=f"{HINT} (see `evigraph search --help`)")
+    result = await kb.retrieve(query)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:

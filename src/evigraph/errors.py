@@ -47,12 +47,29 @@ class EngineUnavailableError(StoreError):
     """The chosen embedded engine is not installed or cannot load its extensions."""
 
 
+class EngineError(StoreError):
+    """The database engine failed during a store operation.
+
+    Raised by the store in place of the engine's own exception type, so callers (the MCP server,
+    the CLI) tell engine failures apart by type, whatever engine a store runs on.
+    """
+
+
 class ReadOnlyQueryError(StoreError):
     """A read-only query tried to write, or failed in the engine."""
 
 
 class CypherRefused(ReadOnlyQueryError):
-    """Free-form Cypher refused before it ran: not a single read statement, too costly, or busy."""
+    """Free-form Cypher refused: not a single read statement (by the store's guard or the engine's
+    read-only transaction), too costly, or busy."""
+
+
+class QueryTimeout(ReadOnlyQueryError):
+    """Free-form Cypher stopped by the engine because it ran out of its time limit."""
+
+
+class NotFoundError(EvigraphError):
+    """A reference names nothing current: a passage, entity or theme that is not (or no longer) stored."""
 
 
 class ToolError(EvigraphError):

@@ -103,7 +103,7 @@ def test_bad_file_fails_alone_and_loses_nothing(
     _check_batch(_batch(db, bad, good), name, *needles)
     after = run_cli("status", "--db", str(db), "--json").json()
     assert after["documents"] == before["documents"] + 1
-    assert after["chunks"] > before["chunks"]
+    assert after["passages"] > before["passages"]
 
 
 def test_missing_path_fails_with_hint(stored: tuple[Path, dict[str, int]], good: Path, tmp_path: Path) -> None:

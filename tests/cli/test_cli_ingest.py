@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import kuzu
+import pytest
 from tests.conftest import run_cli
+
+from evigraph.cli import main
+from evigraph.kb import KnowledgeBase
+from evigraph.tools.toolkit import Toolkit
+from evigraph.tools.write_tools import IngestResult
 
 
 def _passages(db: Path, key_suffix: str) -> list[str]:
@@ -33,7 +41,7 @@ def test_ingest_reingest_edit_delete_cycle(corpus: Path, tmp_path: Path) -> None
     statuses = {Path(d["key"]).name: d["status"] for d in first.json()["documents"]}
     assert statuses == {"lisbon.txt": "created", "reefwatch.md": "created", "tidescope.pdf": "created"}
     counts = run_cli("status", "--db", str(db), "--json").json()
-    assert counts["documents"] == 3 and counts["chunks"] >= 3 and counts["entities"] > 0 and counts["relations"] > 0
+    assert counts["documents"] == 3 and counts["passages"] >= 3 and counts["entities"] > 0 and counts["relations"] > 0
 
     again = run_cli("ingest", str(corpus), "--db", str(db), "--json")
     assert again.code == 0, again.err
@@ -63,7 +71,7 @@ def test_ingest_reingest_edit_delete_cycle(corpus: Path, tmp_path: Path) -> None
     remaining = _entity_names(db)
     assert "Azores" not in remaining and "Orca Systems" not in remaining
     assert "Harbor Lab" in remaining  # still mentioned by the other documents
-    assert final["chunks"] == after_edit["chunks"] - len(passages)
+    assert final["passages"] == after_edit["passages"] - len(passages)
 
 
 def test_pdf_passages_keep_page_numbers(corpus: Path, tmp_path: Path) -> None:
@@ -113,3 +121,36 @@ def test_help_lists_the_verbs() -> None:
     assert result.code == 0
     for verb in ("ingest", "status", "delete"):
         assert verb in result.out
+
+
+def test_a_file_ingested_by_the_cli_and_by_the_ingest_tool_is_one_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One key rule: `file:` + the absolute resolved path, however the file was named or by whom."""
+    root = tmp_path / "docs"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "a.md").write_text("# Harbour\n\nDr. Mira Voss runs Tidal Works Corp in Bergen.\n", "utf-8")
+    (root / "b.txt").write_text("Olav Strand repairs cranes for Fjord Lift Corp in Oslo.\n", "utf-8")
+    db = tmp_path / "kb.db"
+    monkeypatch.chdir(root)  # the command line names the file by a relative path
+
+    def cli(*args: str) -> dict[str, Any]:
+        capsys.readouterr()
+        assert main([*args, "--db", str(db), "--json"]) == 0
+        parsed: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return parsed
+
+    async def tool(files: list[str]) -> list[tuple[str, str]]:
+        async with KnowledgeBase(db, extractor="rules") as kb:
+            result = await Toolkit(kb, files_root=root).call("ingest", {"files": files})
+            assert isinstance(result, IngestResult)
+            return [(d.document_key, d.status) for d in result.documents]
+
+    a_key, b_key = (f"file:{(root / name).resolve().as_posix()}" for name in ("notes/a.md", "b.txt"))
+    first = cli("ingest", "notes/a.md", "--extractor", "rules")
+    assert [(d["key"], d["status"]) for d in first["documents"]] == [(a_key, "created")]
+    assert asyncio.run(tool(["notes/a.md"])) == [(a_key, "unchanged")]  # the CLI's document, found again
+    assert asyncio.run(tool(["b.txt"])) == [(b_key, "ingested")]
+    again = cli("ingest", "b.txt", "notes", "--extractor", "rules")  # the tool's document, found by the CLI
+    assert {d["key"]: d["status"] for d in again["documents"]} == {a_key: "unchanged", b_key: "unchanged"}
+    assert cli("status")["documents"] == 2

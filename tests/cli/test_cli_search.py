@@ -19,7 +19,7 @@ def test_search_prints_cited_context_and_json(corpus: Path, tmp_path: Path) -> N
     result = typed.json()
     assert result["entities"] == [] and result["paths"] == ["passages"]
     top = result["passages"][0]
-    assert top["n"] == 1 and top["source"]["document"].endswith("reefwatch.md") and top["source"]["title"]
+    assert top["n"] == 1 and top["source"]["document_key"].endswith("reefwatch.md") and top["source"]["title"]
 
 
 def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
@@ -29,7 +29,24 @@ def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
     assert run_cli("ingest", str(corpus / "lisbon.txt"), "--db", str(db), "-q", "--extractor", "rules").code == 0
     bad = run_cli("search", "Lisbon", "--db", str(db), "--paths", "teleport")
     assert bad.code == 1 and "choose from passages" in bad.err
-    hops = run_cli("search", "Lisbon", "--db", str(db), "--hops", "9")
-    assert hops.code == 1 and "expand_hops must be 1 to 5" in hops.err
+    hops = run_cli("search", "Lisbon", "--db", str(db), "--hops", "9")  # the old flag, kept for one release
+    assert hops.code == 1 and "expand_hops" in hops.err and "expand_hops: 1-5" in hops.err
+    again = run_cli("search", "Lisbon", "--db", str(db), "--expand-hops", "9")
+    assert again.code == 1 and again.err == hops.err
     budget = run_cli("search", "Lisbon", "--db", str(db), "--max-tokens", "0")
     assert budget.code == 1 and "max_tokens must be positive" in budget.err and "Traceback" not in budget.err
+
+
+def test_search_options_are_the_retrieve_query_fields() -> None:
+    """The CLI, the tool and the Python method share one declaration, so defaults cannot drift."""
+    from evigraph.cli import build_parser
+    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.tools.registry import load_tools
+
+    args = build_parser().parse_args(["search", "q"])
+    schema = load_tools()["retrieve"].input.model_json_schema()["properties"]
+    for name in ("top_k", "expand_hops"):
+        default = RetrieveQuery.model_fields[name].default
+        assert getattr(args, name) == default == schema[name]["default"]
+    assert build_parser().parse_args(["search", "q", "--hops", "3"]).expand_hops == 3
+    assert load_tools()["retrieve"].input is RetrieveQuery

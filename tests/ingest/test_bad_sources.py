@@ -25,6 +25,7 @@ from evigraph.ingest.resolution import ExactMatchResolution
 from evigraph.ingest.sources import file_key
 from evigraph.kb import KnowledgeBase
 from evigraph.models import IngestStatus, LoadedDocument, SourceState
+from evigraph.store.opening import connect
 from evigraph.tools.toolkit import Toolkit
 from evigraph.tools.write_tools import IngestResult, PreviewResult
 
@@ -73,8 +74,9 @@ async def test_the_toolkit_reports_a_non_utf8_file_name_as_failed(tmp_path: Path
         tk = Toolkit(kb, files_root=bad_names)
         result = await tk.call("ingest", {"files": ["*.txt"], "plan": [{"match": "*", "extractor": "rules"}]})
         assert isinstance(result, IngestResult)
-        statuses = {d.document_id: d.status for d in result.documents}
-        assert statuses == {"file:bad\\xff.txt": "failed", "file:good.txt": "ingested"}
+        statuses = {d.document_key: d.status for d in result.documents}
+        bad = "file:" + (bad_names / "bad").resolve().as_posix() + "\\xff.txt"
+        assert statuses == {bad: "failed", file_key(bad_names / "good.txt"): "ingested"}
         assert "bad\\xff.txt" in result.to_llm_text()
         result.model_dump_json()
         preview = await tk.call("preview_files", {})
@@ -133,7 +135,7 @@ async def test_the_toolkit_ingests_the_good_records_of_a_jsonl_file(tmp_path: Pa
         tk = Toolkit(kb, files_root=root)
         result = await tk.call("ingest", {"files": ["mixed.jsonl"], "plan": [{"match": "*", "extractor": "rules"}]})
         assert isinstance(result, IngestResult)
-        statuses = {d.document_id: d.status for d in result.documents}
+        statuses = {d.document_key: d.status for d in result.documents}
         assert [k for k, s in statuses.items() if s == "ingested"] == ["r1", "r3", "r8"]
         errors = [d.error or "" for d in result.documents if d.status == "failed"]
         assert len(errors) == len(BAD_LINES)
@@ -195,8 +197,7 @@ async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: 
         loader_for=lambda src: loader,
         extensions=[".rec"],
     )
-    async with KnowledgeBase(tmp_path / "kb.db") as kb:
-        store = await kb.open_store(for_write=True)
+    async with connect(tmp_path / "kb.db") as store:
         run = IngestRun(store, strategies, batch_documents=10)
         loader.run = run
         report = await run.run([str(source)])

@@ -94,7 +94,7 @@ async def test_without_write_flags_no_write_tool_and_a_read_only_database(db_cop
     with log.open("w", encoding="utf-8") as err:
         async with stdio_mcp_client(db_copy, errlog=err) as client:
             assert await tool_names(client) == READ_TOOLS
-            assert "read-only" in await error_text(client, "ingest", {"text": "x", "document_id": "x"})
+            assert "read-only" in await error_text(client, "ingest", {"text": "x", "document_key": "x"})
             assert (await call(client, "retrieve", {"question": QUESTION}))["passages"]
             # Opened read-only: another reader shares the database while this server runs.
             other = subprocess.run(
@@ -178,7 +178,7 @@ async def test_a_writer_that_finds_a_read_only_server_after_a_take_over_says_so(
             stop_first.set()
             await asyncio.wait_for(holder, timeout=60)
             assert (await call(reader, "retrieve", {"question": QUESTION}))["passages"]  # takes over, read-only
-            refused = await error_text(writer, "ingest", {"text": "Lost write.", "document_id": "notes/lost"})
+            refused = await error_text(writer, "ingest", {"text": "Lost write.", "document_key": "notes/lost"})
             assert "held read-only by evigraph process" in refused and "took it over" in refused
             assert (await call(writer, "retrieve", {"question": QUESTION}))["passages"]
     finally:

@@ -14,6 +14,7 @@ from mcp import Client
 from tests.mcp.conftest import QUESTION, call, child_env, error_text, numbers, stdio_mcp_client
 
 from evigraph import KnowledgeBase, Toolkit
+from evigraph.errors import EngineError
 from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.server import build_server
 
@@ -130,7 +131,7 @@ async def test_other_failures_are_masked_and_logged(
     monkeypatch.setenv("EVIGRAPH_MCP_TOKEN", "tok-0123456789")
 
     async def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError(f"kuzu: buffer manager exhausted (api_key={SECRET}, token tok-0123456789)")
+        raise EngineError(f"buffer manager exhausted (api_key={SECRET}, token tok-0123456789)")
 
     monkeypatch.setattr(KnowledgeBase, "retrieve", broken)
     async with KnowledgeBase(db_copy, read_only=True) as kb:

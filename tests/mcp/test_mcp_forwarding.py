@@ -25,9 +25,9 @@ def passage_texts(found: dict[str, Any]) -> list[str]:
     return [p["text"] for p in found["passages"]]
 
 
-async def ingested(client: Client, text: str, document_id: str) -> None:
-    result = await call(client, "ingest", {"text": text, "document_id": document_id})
-    assert [(d["document_id"], d["status"]) for d in result["documents"]] == [(document_id, "ingested")]
+async def ingested(client: Client, text: str, document_key: str) -> None:
+    result = await call(client, "ingest", {"text": text, "document_key": document_key})
+    assert [(d["document_key"], d["status"]) for d in result["documents"]] == [(document_key, "ingested")]
 
 
 async def finds(client: Client, question: str, text: str) -> None:
@@ -89,7 +89,7 @@ async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> N
     """A read-only window forwarding to a read-write one serves the read tools only; another scope or files
     root is refused. In process: the listener and forwarders of two `evigraph mcp` processes, one socket."""
     kb = KnowledgeBase(db_copy)
-    await kb.open_store(for_write=True)
+    await kb.open(for_write=True)
     listener = ForwardingListener(db_copy, LocalBackend(Toolkit(kb, files_root=SAMPLE)))
     await listener.start()
     forwarders: list[RemoteBackend] = []
@@ -105,7 +105,7 @@ async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> N
     try:
         read_only = await forwarder(forward_options(True, SAMPLE, ()))
         assert {s.name for s in read_only.specs()} == READ_TOOLS
-        refused = await read_only.call("", "ingest", {"text": "Written by a read-only window.", "document_id": "x"})
+        refused = await read_only.call("", "ingest", {"text": "Written by a read-only window.", "document_key": "x"})
         assert refused.error and "read-only" in refused.text
         assert not (await read_only.call("", "retrieve", {"question": QUESTION})).error
         status = await read_only.call("", "source_status", {"document_key": "x"})

@@ -104,7 +104,7 @@ async def test_read_only_server_lists_no_write_tool(transport: str, db_copy: Pat
         assert "retrieve" in instructions and "check_citations" in instructions
         for write_step in ("set_ontology", "ingest", "finalize", "preview_files", "To build"):
             assert write_step not in instructions, write_step
-        refused = await client.call_tool("ingest", {"text": "x", "document_id": "x"})
+        refused = await client.call_tool("ingest", {"text": "x", "document_key": "x"})
         assert refused.is_error
         retrieved = await call(client, "retrieve", {"question": QUESTION})
         assert retrieved["passages"]

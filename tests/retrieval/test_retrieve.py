@@ -99,7 +99,7 @@ async def test_two_hop_relation_comes_back_through_links(kb: KnowledgeBase) -> N
     hops = {(r.source, r.target): r.hop for r in result.relations}
     assert hops.get(("Zorvath Industries", "Kellan Marsh")) == 1
     assert hops.get(("Kellan Marsh", "Quillon Bridge")) == 2
-    bridge = next(p for p in result.passages if p.source.document == "bridge")
+    bridge = next(p for p in result.passages if p.source.document_key == "bridge")
     assert "links" in bridge.paths  # reached through the graph, not by its words
     one_hop = await kb.retrieve(question, expand_hops=1, top_k=5)
     assert ("Kellan Marsh", "Quillon Bridge") not in {(r.source, r.target) for r in one_hop.relations}
@@ -108,7 +108,7 @@ async def test_two_hop_relation_comes_back_through_links(kb: KnowledgeBase) -> N
 async def test_passages_path_alone_returns_no_entities(kb: KnowledgeBase) -> None:
     result = await kb.retrieve("Who founded Brightwater Labs?", paths=["passages"])
     assert result.entities == [] and result.relations == [] and result.facts == []
-    assert result.passages[0].source.document == "noise"
+    assert result.passages[0].source.document_key == "noise"
     assert result.passages[0].paths == ["passages"]
 
 
@@ -128,13 +128,17 @@ async def test_facts_match_question_terms(kb: KnowledgeBase) -> None:
 
 async def test_numbers_are_searchable(kb: KnowledgeBase) -> None:
     result = await kb.retrieve("what happened in 2004", paths=["passages"], top_k=1)
-    assert result.passages[0].source.document == "noise"
+    assert result.passages[0].source.document_key == "noise"
 
 
 async def test_every_item_is_numbered_once(kb: KnowledgeBase) -> None:
     result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3)
-    numbers = [i.n for section in (result.passages, result.entities, result.relations, result.facts) for i in section]
-    assert numbers == list(range(1, len(numbers) + 1))
+    items = [i for section in (result.passages, result.entities, result.relations, result.facts) for i in section]
+    number_of = {i.evidence_id: i.n for i in items}
+    # One number per piece of evidence (a relation that is also a fact keeps its number), from 1, no gaps.
+    assert all(number_of[i.evidence_id] == i.n for i in items)
+    assert sorted(number_of.values()) == list(range(1, len(number_of) + 1))
+    assert result.facts and {f.evidence_id for f in result.facts} & {r.evidence_id for r in result.relations}
 
 
 @pytest.mark.parametrize("budget", [40, 80, 150, 400, 2000])
@@ -156,7 +160,7 @@ async def test_context_stays_within_budget_and_shows_every_section(kb: Knowledge
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"paths": ["teleport"]}, "unknown search path"),
+        ({"paths": ["teleport"]}, "paths"),
         ({"top_k": 0}, "top_k"),
         ({"top_k": 51}, "top_k"),
         ({"expand_hops": 6}, "expand_hops"),
@@ -173,8 +177,8 @@ async def test_vectors_find_passages_and_other_models_are_refused(tmp_path: Path
         for key, text in DOCS.items():
             await kb.ingest(text=text, key=key)
         result = await kb.retrieve("mill near old spans", paths=["passages"], top_k=2)
-        assert result.passages[0].source.document == "river"
-        assert "vector" in result.passages[0].scores
+        assert result.passages[0].source.document_key == "river"
+        assert "semantic" in result.passages[0].scores
     async with KnowledgeBase(db, embedder=HashEmbedder("other-model")) as other:
         with pytest.raises(ConfigurationError, match="embedded with 'test-hash-64'") as info:
             await other.retrieve("Kellan Marsh")
@@ -184,15 +188,15 @@ async def test_vectors_find_passages_and_other_models_are_refused(tmp_path: Path
         assert (await other.status()).documents == 4  # nothing was written
         assert await other.reembed() == 4
         again = await other.retrieve("mill near old spans", paths=["passages"], top_k=2)
-        assert "vector" in again.passages[0].scores
+        assert "semantic" in again.passages[0].scores
 
 
 async def test_items_carry_their_document_location(kb: KnowledgeBase) -> None:
     result = await kb.retrieve("What did the engineer hired by Zorvath Industries design?", expand_hops=2)
     assert all(p.source.title for p in result.passages)
     located = [e for e in result.entities if e.location is not None]
-    assert located and all(e.location and e.location.document in DOCS for e in located)
-    assert all(r.location is not None and r.location.document in DOCS for r in result.relations)
+    assert located and all(e.location and e.location.document_key in DOCS for e in located)
+    assert all(r.location is not None and r.location.document_key in DOCS for r in result.relations)
     keys = set(_keys(result.model_dump()))
     assert "embedding" not in keys and not any(k.startswith("_") for k in keys)
 

@@ -111,7 +111,9 @@ def fingerprint(tx: Tx) -> str:
 
 
 async def _fingerprint(kb: KnowledgeBase) -> str:
-    store = await kb.open_store()
+    await kb.open()
+    store = kb.store
+    assert store is not None
     assert isinstance(store, EmbeddedStore)
     return await store.executor.read(fingerprint)
 

@@ -3,53 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import itertools
 from pathlib import Path
 
 import pytest
+from tests.store.contract.conftest import version
 
 from evigraph.errors import EngineUnavailableError, ReadOnlyQueryError, StoreError
-from evigraph.models import (
-    DocumentVersion,
-    ExtractedEntity,
-    ExtractedRelation,
-    GraphData,
-    Mention,
-    Span,
-    TextChunk,
-)
 from evigraph.store.embedded.store import EmbeddedStore
-
-
-def version(key: str, sentences: list[str], names: list[list[tuple[str, str]]]) -> DocumentVersion:
-    """A document whose chunk i names the entities names[i], chained by relations in that order."""
-    chunks, entities, mentions, relations = [], [], [], []
-    pos = 0
-    for i, (text, chunk_names) in enumerate(zip(sentences, names, strict=True)):
-        chunks.append(TextChunk(index=i, text=text, start=pos, end=pos + len(text)))
-        pos += len(text) + 1
-        ids = []
-        for name, label in chunk_names:
-            e = ExtractedEntity.create(name, label)
-            entities.append(e)
-            at = text.index(name)
-            mentions.append(Mention(entity_id=e.id, chunk_index=i, spans=(Span(start=at, end=at + len(name)),)))
-            ids.append(e.id)
-        relations += [
-            ExtractedRelation(source=a, target=b, fact=text, confidence=0.5, chunk_indexes=(i,))
-            for a, b in itertools.pairwise(ids)
-        ]
-    return DocumentVersion(
-        key=key,
-        title=key.title(),
-        path=None,
-        content_hash=str(hash(tuple(sentences))),
-        loader="text",
-        chunks=tuple(chunks),
-        graph=GraphData(
-            entities=tuple({e.id: e for e in entities}.values()), relations=tuple(relations), mentions=tuple(mentions)
-        ),
-    )
 
 
 async def test_versions_numbers_and_search(tmp_path: Path) -> None:

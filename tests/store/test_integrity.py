@@ -38,7 +38,8 @@ async def build(db: Path) -> KnowledgeBase:
 
 
 async def embedded(kb: KnowledgeBase) -> EmbeddedStore:
-    store = await kb.open_store(for_write=True)
+    await kb.open(for_write=True)
+    store = kb.store
     assert isinstance(store, EmbeddedStore)
     return store
 
@@ -228,7 +229,7 @@ async def test_deletes_leave_no_ghost_edges_across_a_crash(tmp_path: Path) -> No
     async with KnowledgeBase(db, extractor="rules") as kb:
         assert (await kb.check()).found == []
         status = await kb.status()
-        assert (status.documents, status.chunks) == (29, 29)
+        assert (status.documents, status.passages) == (29, 29)
         assert await mention_counts(kb) == (status.mentions, status.mentions)
 
 

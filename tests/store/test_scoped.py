@@ -8,7 +8,7 @@ import pytest
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
 from evigraph.models import StoreCounts
-from evigraph.store.embedded.store import EmbeddedStore
+from evigraph.store import connect
 from evigraph.store.scoped import ScopedStore
 
 ALPHA = "Ada Quillfeather founded Quillworks in Lisbon. Quillworks builds sonar buoys for harbours."
@@ -22,7 +22,7 @@ async def scoped(tmp_path: Path) -> Toolkit:
         await kb.ingest(text=ALPHA, key="team-a/quill")
         await kb.ingest(text=BETA, key="team-b/marrow")
         await kb.finalize()
-    store = ScopedStore(EmbeddedStore(db, read_only=True), ["team-a/*"])
+    store = connect(db, read_only=True, scope=["team-a/*"])
     kb = KnowledgeBase(db, store=store, read_only=True)
     yield Toolkit(kb, read_only=True)
     await kb.close()
@@ -30,15 +30,15 @@ async def scoped(tmp_path: Path) -> Toolkit:
 
 async def test_out_of_scope_passages_never_come_back(scoped: Toolkit) -> None:
     found = await scoped.call("retrieve", {"question": "Who runs Marrowind Shipping in Porto?"})
-    docs = {p.source.document for p in found.passages}
+    docs = {p.source.document_key for p in found.passages}
     assert "team-b/marrow" not in docs
     inside_retrieve = await scoped.call("retrieve", {"question": "Who founded Quillworks in Lisbon?"})
-    assert {p.source.document for p in inside_retrieve.passages} == {"team-a/quill"}
+    assert {p.source.document_key for p in inside_retrieve.passages} == {"team-a/quill"}
     assert all("Marrowind" not in r.fact for r in [*found.relations, *found.facts])
     lexical = await scoped.call("search_passages", {"query": "Marrowind grain Tangier", "mode": "lexical"})
-    assert all(h.source.document == "team-a/quill" for h in lexical.hits)
+    assert all(h.source.document_key == "team-a/quill" for h in lexical.hits)
     inside = await scoped.call("search_passages", {"query": "Quillworks sonar buoys", "mode": "lexical"})
-    assert [h.source.document for h in inside.hits] == ["team-a/quill"]
+    assert [h.source.document_key for h in inside.hits] == ["team-a/quill"]
 
 
 async def test_entities_and_ids_outside_scope_are_unreachable(scoped: Toolkit) -> None:
@@ -80,16 +80,20 @@ async def _build(db: Path, docs: dict[str, str]) -> None:
             await kb.ingest(text=text, key=key)
 
 
+COUNTED = {*StoreCounts.model_fields, "passages"}  # the status says passages where the store says chunks
+
+
 async def test_status_counts_only_what_the_scope_shows(tmp_path: Path) -> None:
     inside = {"team-a/quill": ALPHA, "team-a/meeting": SHARED}
     await _build(tmp_path / "all.db", {**inside, "team-b/marrow": OUTSIDE})
     await _build(tmp_path / "scope.db", inside)
     async with KnowledgeBase(tmp_path / "scope.db", read_only=True) as alone:
-        expected = (await alone.status()).model_dump(include={*StoreCounts.model_fields})
-    store = ScopedStore(EmbeddedStore(tmp_path / "all.db", read_only=True), ["team-a/*"])
+        expected = (await alone.status()).model_dump(include=COUNTED)
+    store = connect(tmp_path / "all.db", read_only=True, scope=["team-a/*"])
+    assert isinstance(store, ScopedStore)
     async with KnowledgeBase(tmp_path / "all.db", store=store, read_only=True) as kb:
         tool = (await Toolkit(kb, read_only=True).call("status", {})).model_dump()
-        scoped = (await kb.status()).model_dump(include={*StoreCounts.model_fields})
+        scoped = (await kb.status()).model_dump(include=COUNTED)
         whole = await store.inner.counts()
     assert expected["documents"] == 2 and expected["relations"] > 0 and expected["mentions"] > 0
     assert whole.documents == 3 and whole.entities > expected["entities"] and whole.relations > expected["relations"]
@@ -102,12 +106,12 @@ async def test_scoped_counts_follow_writes(tmp_path: Path) -> None:
     """The scoped figures are kept between calls: a write through the scope must refresh them."""
     db = tmp_path / "kb.db"
     await _build(db, {"team-a/quill": ALPHA, "team-b/marrow": OUTSIDE})
-    store = ScopedStore(EmbeddedStore(db), ["team-a/*"])
+    store = connect(db, scope=["team-a/*"])
     async with KnowledgeBase(db, store=store, extractor="rules") as kb:
         before = await kb.status()
         assert before.documents == 1
         await kb.ingest(text=SHARED, key="team-a/meeting")
         after = await kb.status()
-        assert after.documents == 2 and after.chunks == 2 and after.entities > before.entities
+        assert after.documents == 2 and after.passages == 2 and after.entities > before.entities
         assert await kb.delete("team-a/meeting")
         assert (await kb.status()).model_dump(exclude={"db"}) == before.model_dump(exclude={"db"})

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from evigraph.errors import EngineError
 from evigraph.models import DocumentVersion, GraphData, TextChunk
 from evigraph.store.embedded import executor
 from evigraph.store.embedded.executor import Tx
@@ -59,9 +60,9 @@ async def test_a_left_out_parameter_reads_null_not_the_previous_callers_value(st
 
 async def test_a_failed_statement_raises_the_engines_message_and_is_not_kept(store: EmbeddedStore) -> None:
     for _ in range(2):
-        with pytest.raises(RuntimeError, match="Table Nope does not exist"):
+        with pytest.raises(EngineError, match="Table Nope does not exist"):
             rows(store, "MATCH (x:Nope) RETURN x", {"a": 1})
-    with pytest.raises(RuntimeError, match="Parameter zz not found"):
+    with pytest.raises(EngineError, match="Parameter zz not found"):
         rows(store, "RETURN $a AS a", {"a": 1, "zz": 2})
     assert rows(store, "RETURN $a AS a", {"a": 3}) == [{"a": 3}]
 

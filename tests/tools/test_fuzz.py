@@ -102,9 +102,9 @@ async def test_a_thousand_hostile_calls_end_in_results_or_tool_errors(writable: 
     assert sum(c.results > 0 for c in counts) >= len(report.tools) - 2
 
 
-async def test_a_document_id_too_long_for_a_file_name_is_still_a_text_id(writable: Toolkit) -> None:
+async def test_a_document_key_too_long_for_a_file_name_is_still_a_text_id(writable: Toolkit) -> None:
     """Found by the fuzz harness: checking whether the id names a file under the root raised ENAMETOOLONG."""
     long_id = "note-" + "x" * 300  # one path component over the 255 bytes a file name may have
-    result = await writable.call("ingest", {"text": "Acme Robotics Corp is in Oslo.", "document_id": long_id})
+    result = await writable.call("ingest", {"text": "Acme Robotics Corp is in Oslo.", "document_key": long_id})
     assert isinstance(result, IngestResult)
-    assert [(d.document_id, d.status) for d in result.documents] == [(long_id, "ingested")]
+    assert [(d.document_key, d.status) for d in result.documents] == [(long_id, "ingested")]

@@ -190,7 +190,7 @@ async def test_check_citations_range_and_list_markers(tk: Toolkit) -> None:
 
 async def test_status_is_one_citable_number(tk: Toolkit) -> None:
     st = await run(tk, "status", {}, StatusResult)
-    assert (st.documents, st.chunks) == (2, 7)
+    assert (st.documents, st.passages) == (2, 7)
     assert st.entities > 0 and st.relations > 0 and st.themes > 0
     assert st.labels["Person"] >= 2 and "RELATED_TO" in st.relation_types
     assert st.embedding_model is None
@@ -509,7 +509,7 @@ async def _build_embedded(db: Path) -> None:
         await kb.ingest(text="The Hawk drone counts stock from the air.", key="hawk")
         await kb.finalize()
         status = await kb.status()
-        assert (status.embedding_model, status.chunks, status.pending_embeddings) == (HashEmbedder.name, 2, 0)
+        assert (status.embedding_model, status.passages, status.pending_embeddings) == (HashEmbedder.name, 2, 0)
 
 
 @pytest.fixture(scope="module")

@@ -71,7 +71,7 @@ SENT: dict[str, list[dict[str, Any]]] = {
         }
     ],
     "ingest": [
-        {"text": "Dr. Ingrid Halvorsen works for Acme Robotics Corp.", "document_id": "note", "title": "Note"},
+        {"text": "Dr. Ingrid Halvorsen works for Acme Robotics Corp.", "document_key": "note", "title": "Note"},
         {"files": ["**/*.md", "notes/*.txt"], "plan": RULES_PLAN, "reextract": True},
     ],
     "finalize": [{}],
@@ -91,7 +91,7 @@ SENT: dict[str, list[dict[str, Any]]] = {
             ]
         }
     ],
-    "delete_document": [{"document_id": "note"}],
+    "delete_document": [{"document_key": "note"}],
 }
 
 # Arguments both the schema and the tool refuse: bounds and unknown fields, nested ones included.
@@ -118,7 +118,7 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("preview_files", {"offset": -1}),
     ("upsert_entities", {"entities": []}),
     ("upsert_relations", {"relations": [{"source": {"name": "a", "label": "A", "id": "x"}}]}),
-    ("delete_document", {"document_id": "x", "force": True}),
+    ("delete_document", {"document_key": "x", "force": True}),
 ]
 
 
@@ -211,7 +211,7 @@ async def test_read_only_toolkit_lists_no_write_tool_and_refuses_them(full: Tool
             await ro.call(tool, SENT[tool][0])
         assert tool in err.value.message and err.value.hint
     with pytest.raises(ReadOnlyViolation):
-        await ro.ingest(text="Forged text.", document_id="forged")  # the per-tool method too
+        await ro.ingest(text="Forged text.", document_key="forged")  # the per-tool method too
     assert not (tmp_path / "kb.db").exists(), "a refused write must not create the knowledge base"
     assert isinstance(ReadOnlyViolation("x"), ToolError)
 
@@ -220,7 +220,7 @@ async def test_new_session_keeps_the_toolkit_options(full: Toolkit, tmp_path: Pa
     ro = Toolkit(full.kb, read_only=True).new_session()
     assert set(specs_by_name(ro)) == READ_TOOLS
     with pytest.raises(ReadOnlyViolation):
-        await ro.call("delete_document", {"document_id": "note"})
+        await ro.call("delete_document", {"document_key": "note"})
 
 
 async def test_include_limits_the_tools(full: Toolkit) -> None:

@@ -14,8 +14,8 @@ import pytest
 from tests.tools.conftest import ACME, GLOBEX, RULES_PLAN, passage_number, run, write_corpus
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
+from evigraph.ingest.files_root import FilesRoot
 from evigraph.models import SourceState
-from evigraph.tools.files import FilesRoot
 from evigraph.tools.graph_tools import CypherResult, ExplorationResult, OntologyResult, ThemeSearchResult
 from evigraph.tools.passage_tools import PassageReadResult, PassageSearchResult
 from evigraph.tools.session_tools import SourceStatusResult
@@ -60,6 +60,11 @@ async def rows(tk: Toolkit, query: str) -> list[dict[str, Any]]:
 
 async def state(tk: Toolkit, key: str) -> SourceStatusResult:
     return await run(tk, "source_status", {"document_key": key}, SourceStatusResult)
+
+
+def key(root: Path, rel: str) -> str:
+    """A file's document key: 'file:' + its absolute resolved path, as the command line keys it."""
+    return "file:" + (root / rel).resolve().as_posix()
 
 
 PEOPLE_AND_ORGS: dict[str, Any] = {
@@ -118,7 +123,7 @@ async def test_set_ontology_on_a_fresh_kb_replaces_the_default_then_only_adds(tk
 
 
 async def test_set_ontology_after_an_ingest_keeps_the_default_types(tk: Toolkit) -> None:
-    await ingest(tk, text=NOTE, document_id="note")
+    await ingest(tk, text=NOTE, document_key="note")
     change = await run(tk, "set_ontology", {"entities": [{"label": "Vessel"}]}, OntologyChange)
     assert not change.replaced_default
     labels = [e.label for e in (await run(tk, "get_ontology", {}, OntologyResult)).entity_types]
@@ -136,21 +141,21 @@ async def test_set_ontology_refuses_patterns_naming_undeclared_types(tk: Toolkit
 
 
 async def test_ingest_text_then_unchanged_then_reextracted(tk: Toolkit) -> None:
-    first = await ingest(tk, text=NOTE, document_id="notes/meeting-1", title="Meeting 1")
+    first = await ingest(tk, text=NOTE, document_key="notes/meeting-1", title="Meeting 1")
     [doc] = first.documents
-    assert (doc.document_id, doc.status, doc.chunks) == ("notes/meeting-1", "ingested", 1)
+    assert (doc.document_key, doc.status, doc.passages) == ("notes/meeting-1", "ingested", 1)
     assert doc.entities >= 2 and doc.error is None
     v1 = await state(tk, "notes/meeting-1")
     assert (v1.state, v1.version) == (SourceState.current, 1)
-    again = await ingest(tk, text=NOTE, document_id="notes/meeting-1", title="Meeting 1")
+    again = await ingest(tk, text=NOTE, document_key="notes/meeting-1", title="Meeting 1")
     assert [d.status for d in again.documents] == ["unchanged"]
     assert (await state(tk, "notes/meeting-1")).version == 1
-    redo = await ingest(tk, text=NOTE, document_id="notes/meeting-1", title="Meeting 1", reextract=True)
+    redo = await ingest(tk, text=NOTE, document_key="notes/meeting-1", title="Meeting 1", reextract=True)
     assert [d.status for d in redo.documents] == ["reextracted"]
     v2 = await state(tk, "notes/meeting-1")
     assert v2.version == 2 and v2.content_hash == v1.content_hash
     changed = await ingest(
-        tk, text=NOTE + " Lars Berg joined in 2012.", document_id="notes/meeting-1", title="Meeting 1"
+        tk, text=NOTE + " Lars Berg joined in 2012.", document_key="notes/meeting-1", title="Meeting 1"
     )
     assert [d.status for d in changed.documents] == ["updated"]
     v3 = await state(tk, "notes/meeting-1")
@@ -160,13 +165,13 @@ async def test_ingest_text_then_unchanged_then_reextracted(tk: Toolkit) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ({"text": NOTE, "document_id": "file:acme.md"}, "is a file's id"),
-        ({"text": NOTE, "document_id": "file:not/there.md"}, "is a file's id"),
-        ({"text": NOTE, "document_id": "acme.md"}, "was read from a file"),
-        ({"text": NOTE}, "needs a document_id"),
-        ({"document_id": "x"}, "nothing to ingest"),
-        ({"text": NOTE, "document_id": "x", "files": ["acme.md"]}, "not both"),
-        ({"text": "   ", "document_id": "x"}, "is empty"),
+        ({"text": NOTE, "document_key": "file:acme.md"}, "is a file's key"),
+        ({"text": NOTE, "document_key": "file:/not/there.md"}, "is a file's key"),
+        ({"text": NOTE, "document_key": "acme.md"}, "was read from a file"),
+        ({"text": NOTE}, "needs a document_key"),
+        ({"document_key": "x"}, "nothing to ingest"),
+        ({"text": NOTE, "document_key": "x", "files": ["acme.md"]}, "not both"),
+        ({"text": "   ", "document_key": "x"}, "is empty"),
     ],
 )
 async def test_ingest_text_refusals(tk: Toolkit, args: dict[str, Any], says: str) -> None:
@@ -178,8 +183,8 @@ async def test_ingest_text_refusals(tk: Toolkit, args: dict[str, Any], says: str
 async def test_text_cannot_overwrite_a_document_read_from_a_file(tk: Toolkit, root: Path) -> None:
     await ingest(tk, files=["notes/globex.txt"], plan=RULES_PLAN)
     (root / "notes" / "globex.txt").unlink()  # even once the file is gone, its id stays a file's
-    with pytest.raises(ToolError, match="is a file's id"):
-        await tk.call("ingest", {"text": "forged", "document_id": "file:notes/globex.txt"})
+    with pytest.raises(ToolError, match="is a file's key"):
+        await tk.call("ingest", {"text": "forged", "document_key": key(root, "notes/globex.txt")})
     assert "forged" not in json.dumps(await rows(tk, "MATCH (c:Chunk) RETURN c.text"))
 
 
@@ -191,37 +196,42 @@ async def test_ingest_without_files_root_takes_text_only(kb: KnowledgeBase) -> N
 # --- ingest: files and plans ---------------------------------------------------------------------
 
 
-async def test_ingest_files_with_globs_uses_file_ids(tk: Toolkit) -> None:
+async def test_ingest_files_with_globs_keys_files_by_absolute_path(tk: Toolkit, root: Path) -> None:
     result = await ingest(tk, files=["*.md", "notes/*.txt"], plan=RULES_PLAN)
-    by_id = {d.document_id: d for d in result.documents}
-    assert set(by_id) == {"file:acme.md", "file:notes/globex.txt"}
+    by_key = {d.document_key: d for d in result.documents}
+    acme, globex = key(root, "acme.md"), key(root, "notes/globex.txt")
+    assert set(by_key) == {acme, globex}
     assert {d.status for d in result.documents} == {"ingested"}
-    assert by_id["file:acme.md"].chunks == 6 and by_id["file:notes/globex.txt"].chunks == 1
-    assert by_id["file:acme.md"].plan == {"chunker": "default", "extractor": "rules", "resolver": "exact"}
-    assert by_id["file:acme.md"].plan_reason is None
+    assert by_key[acme].passages == 6 and by_key[globex].passages == 1
+    assert by_key[acme].plan == {"chunker": "default", "extractor": "rules", "resolver": "default"}
+    assert by_key[acme].plan_reason is None
     docs = await rows(tk, "MATCH (d:Document) RETURN d.key AS key, d.path AS path ORDER BY key")
-    assert docs == [
-        {"key": "file:acme.md", "path": "acme.md"},
-        {"key": "file:notes/globex.txt", "path": "notes/globex.txt"},
-    ]
-    current = await state(tk, "file:notes/globex.txt")
+    assert docs == [{"key": acme, "path": "acme.md"}, {"key": globex, "path": "notes/globex.txt"}]
+    current = await state(tk, globex)
     assert current.state == SourceState.current and current.version == 1
     again = await ingest(tk, files=["**/*"], plan=RULES_PLAN)
     assert {d.status for d in again.documents} == {"unchanged"}
+    by_key_again = await ingest(tk, files=[globex], plan=RULES_PLAN)  # the key a tool returned names the file too
+    assert [(d.document_key, d.status) for d in by_key_again.documents] == [(globex, "unchanged")]
 
 
-async def test_disallowed_plan_choices_are_replaced_and_explained(tk: Toolkit) -> None:
+async def test_disallowed_plan_choices_are_replaced_and_explained(kb: KnowledgeBase, root: Path) -> None:
+    tk = Toolkit(kb, files_root=root, plan_limits={"chunkers": ["fixed"], "resolvers": []})
     result = await ingest(
-        tk, files=["acme.md"], plan=[{"match": "*.md", "chunker": "llm", "extractor": "rules", "resolver": "fuzzy"}]
+        tk,
+        files=["acme.md"],
+        plan=[{"match": "*.md", "chunker": "sentence", "extractor": "rules", "resolver": "exact"}],
     )
     [doc] = result.documents
     assert doc.status == "ingested"
-    assert doc.plan == {"chunker": "default", "extractor": "rules", "resolver": "exact"}
+    assert doc.plan == {"chunker": "default", "extractor": "rules", "resolver": "default"}
     assert doc.plan_reason is not None
-    assert "chunker 'llm' is not allowed here" in doc.plan_reason
+    assert "chunker 'sentence' is not allowed here" in doc.plan_reason
     assert "used the knowledge base's default" in doc.plan_reason
-    assert "resolver 'fuzzy' is not allowed" in doc.plan_reason
+    assert "resolver 'exact' is not allowed" in doc.plan_reason
     assert doc.plan_reason in result.to_llm_text()
+    with pytest.raises(ToolError, match="unknown chunker 'llm'"):  # a name no registry knows fails up front
+        await tk.call("ingest", {"files": ["acme.md"], "plan": [{"chunker": "llm"}]})
 
 
 async def test_first_matching_plan_rule_wins(tk: Toolkit) -> None:
@@ -233,20 +243,20 @@ async def test_first_matching_plan_rule_wins(tk: Toolkit) -> None:
             {"match": "*", "chunker": "sentence", "extractor": "rules"},
         ],
     )
-    plans = {d.document_id: d.plan for d in result.documents}
-    assert plans["file:notes/globex.txt"] == {"chunker": "fixed", "extractor": "rules", "resolver": "exact"}
-    assert plans["file:acme.md"] == {"chunker": "sentence", "extractor": "rules", "resolver": "exact"}
+    plans = {d.path: d.plan for d in result.documents}
+    assert plans["notes/globex.txt"] == {"chunker": "fixed", "extractor": "rules", "resolver": "default"}
+    assert plans["acme.md"] == {"chunker": "sentence", "extractor": "rules", "resolver": "default"}
 
 
 async def test_files_over_max_chunks_are_refused_and_reported_failed(kb: KnowledgeBase, root: Path) -> None:
     tk = Toolkit(kb, files_root=root, plan_limits={"max_chunks": 1})
     result = await ingest(tk, files=["**/*"], plan=RULES_PLAN)
-    by_id = {d.document_id: d for d in result.documents}
-    assert by_id["file:acme.md"].status == "failed"
-    assert by_id["file:acme.md"].error is not None and "over the limit of 1" in by_id["file:acme.md"].error
-    assert by_id["file:notes/globex.txt"].status == "ingested"
-    assert await rows(tk, "MATCH (c:Chunk) RETURN c.document AS d") == [{"d": "file:notes/globex.txt"}]
-    failed = await state(tk, "file:acme.md")
+    by_path = {d.path: d for d in result.documents}
+    assert by_path["acme.md"].status == "failed"
+    assert by_path["acme.md"].error is not None and "over the limit of 1" in by_path["acme.md"].error
+    assert by_path["notes/globex.txt"].status == "ingested"
+    assert await rows(tk, "MATCH (c:Chunk) RETURN c.document AS d") == [{"d": key(root, "notes/globex.txt")}]
+    failed = await state(tk, key(root, "acme.md"))
     assert failed.state == SourceState.failed and failed.error and "over the limit" in failed.error
     [spec] = [s for s in tk.tool_specs() if s.name == "ingest"]
     assert "files of more than 1 passages are refused" in spec.description
@@ -255,10 +265,11 @@ async def test_files_over_max_chunks_are_refused_and_reported_failed(kb: Knowled
 async def test_unreadable_file_is_a_failed_outcome_and_source_status_says_failed(tk: Toolkit, root: Path) -> None:
     (root / "empty.txt").write_text("", encoding="utf-8")
     result = await ingest(tk, files=["empty.txt", "notes/globex.txt"], plan=RULES_PLAN)
-    by_id = {d.document_id: d for d in result.documents}
-    assert by_id["file:empty.txt"].status == "failed" and "empty file" in (by_id["file:empty.txt"].error or "")
-    assert by_id["file:notes/globex.txt"].status == "ingested"
-    failed = await state(tk, "file:empty.txt")
+    by_path = {d.path: d for d in result.documents}
+    assert by_path["empty.txt"].status == "failed" and "empty file" in (by_path["empty.txt"].error or "")
+    assert by_path["empty.txt"].document_key == key(root, "empty.txt")
+    assert by_path["notes/globex.txt"].status == "ingested"
+    failed = await state(tk, key(root, "empty.txt"))
     assert failed.state == SourceState.failed and failed.error and "empty file" in failed.error
 
 
@@ -273,12 +284,12 @@ async def test_pruned_report_hint_gives_the_set_ontology_call_that_keeps_what_wa
     assert match, first.hint
     call = json.loads(match.group(1))
     assert {"label": "RELATED_TO", "patterns": []} in call["relations"]
-    assert match.group(2) == 'ingest(files=["file:acme.md"], reextract=true)'
+    assert match.group(2) == 'ingest(files=["acme.md"], reextract=true)'
     assert "Pruned by the ontology" in first.to_llm_text()
 
     # following the hint keeps the relations
     await run(tk, "set_ontology", call, OntologyChange)
-    redo = await ingest(tk, files=["file:acme.md"], reextract=True)
+    redo = await ingest(tk, files=[first.documents[0].document_key], reextract=True)
     [doc] = redo.documents
     assert doc.status == "reextracted" and doc.relations > 0
     assert doc.plan == first.documents[0].plan and doc.plan_reason == "kept the plan of this file's last ingest"
@@ -289,12 +300,12 @@ async def test_pruned_report_hint_gives_the_set_ontology_call_that_keeps_what_wa
 
 async def test_reextract_after_set_ontology_applies_the_new_types(tk: Toolkit) -> None:
     await run(tk, "set_ontology", {"entities": [{"label": "Person"}]}, OntologyChange)
-    await ingest(tk, text=NOTE, document_id="note")
+    await ingest(tk, text=NOTE, document_key="note")
     before = await rows(tk, "MATCH (e:Entity) RETURN e.label AS label ORDER BY label")
     assert {"label": "Organization"} not in before
     await run(tk, "set_ontology", {"entities": [{"label": "Organization"}]}, OntologyChange)
-    assert [d.status for d in (await ingest(tk, text=NOTE, document_id="note")).documents] == ["unchanged"]
-    redo = await ingest(tk, text=NOTE, document_id="note", reextract=True)
+    assert [d.status for d in (await ingest(tk, text=NOTE, document_key="note")).documents] == ["unchanged"]
+    redo = await ingest(tk, text=NOTE, document_key="note", reextract=True)
     assert [d.status for d in redo.documents] == ["reextracted"]
     after = await rows(tk, "MATCH (e:Entity) WHERE e.label = 'Organization' RETURN e.name AS name")
     assert after == [{"name": "Acme Robotics Corp"}]
@@ -319,6 +330,7 @@ def escapes(tmp_path: Path, root: Path) -> dict[str, str]:
         "hidden file": ".secret.md",
         "hidden folder": ".hidden/notes.md",
         "file id dotdot": "file:../outside.txt",
+        "file key outside": "file:" + outside.resolve().as_posix(),
     }
     if os.name == "posix":
         os.symlink(outside, root / "link.txt")
@@ -334,16 +346,16 @@ async def assert_no_secret(tk: Toolkit) -> None:
     assert "SECRET" not in json.dumps(texts) and "Zebulon" not in json.dumps(names)
 
 
-async def test_every_escape_from_files_root_is_refused(tk: Toolkit, escapes: dict[str, str]) -> None:
+async def test_every_escape_from_files_root_is_refused(tk: Toolkit, root: Path, escapes: dict[str, str]) -> None:
     for what, path in escapes.items():
         with pytest.raises(ToolError) as err:
             await tk.call("ingest", {"files": [path], "plan": RULES_PLAN})
         assert err.value.hint, what
     # globs never pick them up either
     result = await ingest(tk, files=["**/*"], plan=RULES_PLAN)
-    assert {d.document_id for d in result.documents} == {"file:acme.md", "file:notes/globex.txt"}
+    assert {d.document_key for d in result.documents} == {key(root, "acme.md"), key(root, "notes/globex.txt")}
     await assert_no_secret(tk)
-    assert (await state(tk, "file:link.txt")).state == SourceState.unknown
+    assert (await state(tk, "file:" + (root / "link.txt").as_posix())).state == SourceState.unknown
 
 
 @posix_only
@@ -365,7 +377,8 @@ async def test_symlink_swapped_in_after_the_check_is_refused(tk: Toolkit, root: 
         mp.setattr(FilesRoot, "expand", expand_then_swap)
         result = await ingest(tk, files=["swap.txt"], plan=RULES_PLAN)
     [doc] = result.documents
-    assert (doc.document_id, doc.status) == ("file:swap.txt", "failed")
+    named = "file:" + (root.resolve() / "swap.txt").as_posix()  # the name's key: the link is not followed out
+    assert (doc.document_key, doc.path, doc.status) == (named, "swap.txt", "failed")
     assert doc.error and "link" in doc.error
     await assert_no_secret(tk)
 
@@ -432,7 +445,7 @@ async def test_upsert_entities_is_idempotent(tk: Toolkit) -> None:
 
 async def test_upsert_relations_with_evidence_number(tk: Toolkit) -> None:
     await run(tk, "set_ontology", PEOPLE_AND_ORGS, OntologyChange)
-    await ingest(tk, text=NOTE, document_id="note")
+    await ingest(tk, text=NOTE, document_key="note")
     n, chunk = await passage_number(tk, "Halvorsen Acme", NOTE)
     await run(
         tk,
@@ -474,33 +487,33 @@ async def test_upsert_relations_with_evidence_number(tk: Toolkit) -> None:
 
 
 async def test_delete_document(tk: Toolkit) -> None:
-    await ingest(tk, text=NOTE, document_id="note")
-    await ingest(tk, text=GLOBEX, document_id="globex")
-    gone = await run(tk, "delete_document", {"document_id": "note"}, DeleteResult)
+    await ingest(tk, text=NOTE, document_key="note")
+    await ingest(tk, text=GLOBEX, document_key="globex")
+    gone = await run(tk, "delete_document", {"document_key": "note"}, DeleteResult)
     assert gone.deleted and gone.hint is None
     assert (await state(tk, "note")).state == SourceState.deleted
     assert (await state(tk, "globex")).state == SourceState.current
     assert await rows(tk, "MATCH (c:Chunk) RETURN c.document AS d") == [{"d": "globex"}]
     hits = await run(tk, "search_passages", {"query": "Halvorsen Oslo", "mode": "lexical"}, PassageSearchResult)
-    assert all(h.source.document != "note" for h in hits.hits)
-    again = await run(tk, "delete_document", {"document_id": "note"}, DeleteResult)
+    assert all(h.source.document_key != "note" for h in hits.hits)
+    again = await run(tk, "delete_document", {"document_key": "note"}, DeleteResult)
     assert not again.deleted and again.hint and "MATCH (d:Document)" in again.hint
 
 
-async def test_passages_of_files_cite_the_path_under_the_root(tk: Toolkit) -> None:
+async def test_passages_of_files_cite_the_path_under_the_root(tk: Toolkit, root: Path) -> None:
     await ingest(tk, files=["acme.md"], plan=RULES_PLAN)
     n, _ = await passage_number(tk, "Hawk drone", "The Hawk drone")
     read = await run(tk, "read_passages", {"passages": [n]}, PassageReadResult)
     [p] = read.passages
-    assert (p.source.document, p.source.path) == ("file:acme.md", "acme.md")
+    assert (p.source.document_key, p.source.path) == (key(root, "acme.md"), "acme.md")
     assert ACME[p.source.start : p.source.end] == p.text
     assert p.citation == f"Acme Robotics, acme.md, chars {p.source.start}-{p.source.end}"
 
 
 async def test_ingest_refuses_arguments_it_would_ignore(tk: Toolkit) -> None:
     with pytest.raises(ToolError, match="a plan applies to files only"):
-        await tk.call("ingest", {"text": "Some text.", "document_id": "notes/x", "plan": [{"match": "*"}]})
-    with pytest.raises(ToolError, match="take their ids and titles from the files"):
+        await tk.call("ingest", {"text": "Some text.", "document_key": "notes/x", "plan": [{"match": "*"}]})
+    with pytest.raises(ToolError, match="take their keys and titles from the files"):
         await tk.call("ingest", {"files": ["acme.md"], "title": "Ignored"})
 
 

@@ -7,8 +7,10 @@ the contract is the same so an LLM-verified resolver can replace the exact one l
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Annotated
 
 from evigraph.models import ExtractedEntity, ExtractedRelation, GraphData, Mention
+from evigraph.strategies import Registry
 
 
 class ResolutionStrategy(ABC):
@@ -31,6 +33,22 @@ class ExactMatchResolution(ResolutionStrategy):
 
     async def resolve(self, graph: GraphData) -> GraphData:
         return resolve_exact(graph)
+
+
+RESOLVERS: Registry[ResolutionStrategy] = Registry("resolver")
+RESOLVERS.register(
+    "exact",
+    ExactMatchResolution,
+    description="merge entities whose normalised name and label match; local, instant",
+)
+
+ResolverName = Annotated[str, RESOLVERS.enum_schema()]
+"""A resolver's name in an input model: its JSON Schema lists the registered resolvers."""
+
+
+def resolver_by_name(name: str) -> ResolutionStrategy:
+    """The resolver a configuration or an agent's plan names; unknown names are refused with the choices."""
+    return RESOLVERS.create(name)
 
 
 def resolve_exact(graph: GraphData) -> GraphData:

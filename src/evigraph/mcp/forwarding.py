@@ -63,7 +63,7 @@ def forward_options(read_only: bool, files_root: str | os.PathLike[str] | None, 
 def backend_options(backend: LocalBackend) -> dict[str, Any]:
     toolkit = backend.toolkit
     root = toolkit.files_root.root if toolkit.files_root is not None else None
-    return forward_options(toolkit.read_only, root, getattr(toolkit.kb.store, "scope", ()))
+    return forward_options(toolkit.read_only, root, toolkit.kb.scope)
 
 
 def _socket_path(db: Path) -> Path:

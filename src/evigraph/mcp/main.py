@@ -71,14 +71,16 @@ class McpConfig:
         """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _ALLOW_WRITES, _FILES_ROOT,
         _TOKEN, _SCOPE). Writes are served only when asked for: with --allow-writes or --files-root (or
         their variables); asking for writes and for read-only at once is refused."""
-        from evigraph.kb import resolve_db_path
+        from evigraph.kb import StoreLocation
 
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
         mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
+        # The server needs the database file itself: forwarding between processes meets beside it.
+        location = StoreLocation.parse(db)
         return cls(
-            db=resolve_db_path(db).resolve(),
+            db=location.embedded_path().resolve(),
             read_only=mode.read_only,
             files_root=mode.files_root,
             transport=transport,
@@ -86,7 +88,7 @@ class McpConfig:
             port=port,
             token=os.environ.get("EVIGRAPH_MCP_TOKEN") or None,
             scope=scope,
-            engine=engine,
+            engine=location.engine_for(engine),
             mode_source=mode.source,
             overridden=mode.overridden,
         )
@@ -157,17 +159,15 @@ async def local_backend(config: McpConfig) -> LocalBackend:
     from evigraph.providers.embedders import embedder_from_env
     from evigraph.tools.toolkit import Toolkit
 
-    store = None
-    if config.scope:
-        from evigraph.store.embedded.store import EmbeddedStore
-        from evigraph.store.scoped import ScopedStore
-
-        store = ScopedStore(EmbeddedStore(config.db, read_only=config.read_only, engine=config.engine), config.scope)
     kb = KnowledgeBase(
-        config.db, store=store, read_only=config.read_only, engine=config.engine, embedder=embedder_from_env()
+        config.db,
+        read_only=config.read_only,
+        engine=config.engine,
+        embedder=embedder_from_env(),
+        scope=config.scope or None,
     )
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call
-        await kb.open_store(for_write=not config.read_only)
+        await kb.open(for_write=not config.read_only)
     toolkit = Toolkit(kb, read_only=config.read_only, files_root=config.files_root)
     return LocalBackend(toolkit)
 

@@ -167,17 +167,20 @@ def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def failure_kind(exc: BaseException) -> tuple[str, str]:
-    """(kind, next step) for a failure that is not a ToolError, without its internals."""
-    from evigraph.errors import ConfigurationError, StoreError
+    """(kind, next step) for a failure that is not a ToolError, without its internals.
+
+    Our own failures are told apart by type; only foreign exceptions (a model provider's client)
+    are recognised by name.
+    """
+    from evigraph.errors import ConfigurationError, QueryTimeout, StoreError
 
     name = type(exc).__name__.lower()
-    text = str(exc).lower()
-    if isinstance(exc, TimeoutError) or "timeout" in name or "interrupt" in text:
+    if isinstance(exc, TimeoutError | QueryTimeout) or "timeout" in name:
         return "timeout", "retry with a narrower request (smaller limit, top_k or depth)"
-    if "openai" in name or "provider" in text or "api" in name or "http" in name:
-        return "model provider", "check the model endpoint, its API key and network access, then retry"
-    if isinstance(exc, StoreError) or "kuzu" in text or "database" in text or "runtime" in name:
+    if isinstance(exc, StoreError):
         return "database", "check the server log; the knowledge base may be locked, missing or damaged"
+    if "openai" in name or "provider" in str(exc).lower() or "api" in name or "http" in name:
+        return "model provider", "check the model endpoint, its API key and network access, then retry"
     if isinstance(exc, ConfigurationError | ValueError | KeyError | TypeError):
         return "configuration", "check the server's options and environment (see the server log)"
     return "internal", "see the server log (stderr) for details"

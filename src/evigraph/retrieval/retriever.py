@@ -12,17 +12,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evigraph.errors import ConfigurationError
+from evigraph.evidence.items import EntityItem, PassageItem
 from evigraph.models import ChunkHit, EntityHit, Neighbour
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.fusion import cap_per_label, rrf
-from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem, RetrievalResult, Source
+from evigraph.retrieval.hits import relation_item, source_of
+from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.result import RetrievalResult
+from evigraph.retrieval.vectors import question_vector
 from evigraph.store.base import GraphStore
-
-PATHS = ("passages", "exact_names", "fuzzy_names", "links", "facts")
-MAX_TOP_K = 50
-MAX_HOPS = 5
 
 # How much each ranked list counts in passage fusion. Direct matches (words, meaning) lead;
 # passages reached through named entities or their relations break ties and fill the list, but
@@ -31,7 +30,7 @@ MAX_HOPS = 5
 # noise): graph weights of 0.35/0.25 cost 12 points of recall@5 on hotpotqa, whose distractors
 # name the same entities as the gold passages; vector 1.2 with graph 0.1/0.05 and k = 20 is the
 # best setting with the embedder on all three sets and keeps every set above BM25 without it.
-PASSAGE_WEIGHTS = {"bm25": 1.0, "vector": 1.2, "entity_mentions": 0.1, "relation_sources": 0.05}
+PASSAGE_WEIGHTS = {"lexical": 1.0, "semantic": 1.2, "entity_mentions": 0.1, "relation_sources": 0.05}
 PASSAGE_RRF_K = 20
 """A smaller k than the usual 60 lets the top ranks of each list count more: the first few
 full-text and vector hits are where the gold passages of multi-hop questions sit."""
@@ -52,10 +51,10 @@ class _Found:
 
 
 class MultiPathRetriever:
-    """Runs the search paths named in `paths` and fuses what they find.
+    """Runs the search paths a `RetrieveQuery` names and fuses what they find.
 
     `label_cap` bounds how many entities of one label the result lists before other labels get
-    a turn (0 disables it).
+    a turn (0 disables it). Items come back unnumbered: numbering is the ledger's job.
     """
 
     def __init__(self, store: GraphStore, embedder: Embedder | None = None, *, label_cap: int = 3) -> None:
@@ -63,39 +62,12 @@ class MultiPathRetriever:
         self.embedder = embedder
         self.label_cap = label_cap
 
-    async def search(
-        self,
-        question: str,
-        *,
-        paths: Sequence[str] | None = None,
-        top_k: int = 10,
-        expand_hops: int = 1,
-    ) -> RetrievalResult:
-        chosen = validate(question, paths, top_k, expand_hops)
-        vector = await self.embed_question(question) if self.embedder and {"passages", "facts"} & set(chosen) else None
-        found = await self._gather(question, chosen, top_k, expand_hops, vector)
+    async def search(self, query: RetrieveQuery) -> RetrievalResult:
+        question, chosen, top_k = query.question, query.chosen_paths(), query.top_k
+        wants_vector = self.embedder is not None and {"passages", "facts"} & set(chosen)
+        vector = await question_vector(self.store, self.embedder, question) if wants_vector and self.embedder else None
+        found = await self._gather(question, chosen, top_k, query.expand_hops, vector)
         return await self._assemble(question, chosen, top_k, found)
-
-    async def embed_question(self, question: str) -> list[float] | None:
-        """The question's vector, or None when nothing is embedded yet; refuses a mismatched model."""
-        assert self.embedder is not None
-        stored = await self.store.embedding_model()
-        if stored is None:
-            return None  # nothing embedded yet: full-text and graph only
-        name, dimension = stored
-        if name != self.embedder.name:
-            raise ConfigurationError(
-                f"the knowledge base is embedded with {name!r}, not {self.embedder.name!r}",
-                hint=f"search with embedder {name!r}, or re-embed every passage: `evigraph reembed --embedder ...` "
-                "(KnowledgeBase.reembed())",
-            )
-        vec = await asyncio.to_thread(self.embedder.embed_query, question)
-        if len(vec) != dimension:
-            raise ConfigurationError(
-                f"the embedder gives {len(vec)} dimensions, the knowledge base holds {dimension}",
-                hint="re-embed with `evigraph reembed` (KnowledgeBase.reembed())",
-            )
-        return vec
 
     async def _gather(
         self, question: str, paths: Sequence[str], top_k: int, hops: int, vector: list[float] | None
@@ -151,8 +123,8 @@ class MultiPathRetriever:
     async def _assemble(self, question: str, paths: Sequence[str], top_k: int, found: _Found) -> RetrievalResult:
         ranked: dict[str, list[str]] = {}
         if "passages" in paths:
-            ranked["bm25"] = [h.id for h in found.bm25]
-            ranked["vector"] = [cid for cid, _ in found.vector]
+            ranked["lexical"] = [h.id for h in found.bm25]
+            ranked["semantic"] = [cid for cid, _ in found.vector]
         entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
         ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
         ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
@@ -172,7 +144,7 @@ class MultiPathRetriever:
                     text=hit.text,
                     score=f.score,
                     scores=f.scores,
-                    paths=sorted(_passage_paths(f.scores)),
+                    paths=sorted(_passage_paths(hit.id, f.scores, paths, found)),
                     source=source_of(hit),
                 )
             )
@@ -180,7 +152,6 @@ class MultiPathRetriever:
         result.relations = [relation_item(r) for r in found.links]
         result.facts = [relation_item(r) for r in found.facts]
         await self._attach_sources(result, found, hits)
-        number(result)
         return result
 
     async def _attach_sources(self, result: RetrievalResult, found: _Found, hits: dict[str, ChunkHit]) -> None:
@@ -228,22 +199,6 @@ class MultiPathRetriever:
         return cap_per_label(items, lambda e: e.label, self.label_cap, top_k)
 
 
-def validate(question: str, paths: Sequence[str] | None, top_k: int, expand_hops: int) -> list[str]:
-    if not question or not question.strip():
-        raise ConfigurationError("the question is empty", hint="pass the question text")
-    chosen = list(PATHS) if paths is None else list(dict.fromkeys(paths))
-    unknown = [p for p in chosen if p not in PATHS]
-    if unknown or not chosen:
-        raise ConfigurationError(
-            f"unknown search path(s): {', '.join(unknown) or '(none given)'}", hint=f"choose from {', '.join(PATHS)}"
-        )
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise ConfigurationError(f"top_k must be 1 to {MAX_TOP_K}, not {top_k}", hint="e.g. top_k=10")
-    if not 1 <= expand_hops <= MAX_HOPS:
-        raise ConfigurationError(f"expand_hops must be 1 to {MAX_HOPS}, not {expand_hops}", hint="e.g. expand_hops=2")
-    return chosen
-
-
 def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour]:
     """Facts sharing the most question terms first; ties by confidence."""
     terms = {t for t in _TERM.findall(question.casefold()) if t not in _FACT_STOP}
@@ -263,41 +218,18 @@ def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour
     return out
 
 
-def number(result: RetrievalResult) -> None:
-    """Give every item its citation number: passages first, then entities, relations, facts."""
-    n = 0
-    for section in (result.passages, result.entities, result.relations, result.facts):
-        for item in section:
-            n += 1
-            item.n = n
-
-
-def source_of(hit: ChunkHit) -> Source:
-    return Source(
-        document=hit.document,
-        title=hit.title,
-        path=hit.path,
-        page=hit.page,
-        start=hit.start,
-        end=hit.end,
-        breadcrumbs=hit.breadcrumbs,
-    )
-
-
-def relation_item(r: Neighbour) -> RelationItem:
-    return RelationItem(
-        id=r.id,
-        source=r.source_name,
-        type=r.type,
-        target=r.target_name,
-        fact=r.fact,
-        confidence=r.confidence,
-        hop=r.hop,
-        score=r.confidence,
-        passages=r.source_chunks,
-    )
-
-
-def _passage_paths(scores: dict[str, float]) -> set[str]:
-    names = {"bm25": "passages", "vector": "passages", "entity_mentions": "names", "relation_sources": "links"}
-    return {names.get(k, k) for k in scores}
+def _passage_paths(passage: str, scores: dict[str, float], paths: Sequence[str], found: _Found) -> set[str]:
+    """The search paths (by their public names) that led to `passage`."""
+    out = {"passages"} if {"lexical", "semantic"} & scores.keys() else set()
+    if "entity_mentions" in scores:
+        named = {eid for eid, cid in found.mentions if cid == passage}
+        if "exact_names" in paths and named & set(found.exact):
+            out.add("exact_names")
+        if "fuzzy_names" in paths and named & {e.id for e in found.fuzzy}:
+            out.add("fuzzy_names")
+    if "relation_sources" in scores:
+        if any(passage in r.source_chunks for r in found.links):
+            out.add("links")
+        if any(passage in r.source_chunks for r in found.facts):
+            out.add("facts")
+    return out

@@ -87,6 +87,14 @@ class GraphStore(ABC):
     @abstractmethod
     async def counts(self) -> StoreCounts: ...
 
+    async def holds_documents(self) -> bool:
+        """Whether the whole knowledge base holds a document, whatever part of it this store shows.
+
+        For decisions about the shared graph (may a first ontology replace the default one?),
+        which a scope hiding what others ingested must not sway.
+        """
+        return (await self.counts()).documents > 0
+
     @abstractmethod
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
         """Full-text (BM25) search over passages."""
@@ -99,7 +107,16 @@ class GraphStore(ABC):
     async def query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
-        """Run read-only Cypher within `timeout_ms`; writes are refused by the engine."""
+        """Run read-only Cypher within `timeout_ms`; writes are refused by the engine.
+
+        Rows come back JSON-safe and without engine internals (node ids, vectors, index text), so
+        callers show them as they are. Refusals raise `CypherRefused`, running out of time
+        `QueryTimeout`, other failures `ReadOnlyQueryError`, each with a hint.
+        """
+
+    @abstractmethod
+    def cypher_guide(self) -> str:
+        """How to write `query` Cypher for this engine: tables, properties, an example."""
 
     # -- retrieval ---------------------------------------------------------------------------
 

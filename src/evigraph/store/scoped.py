@@ -6,6 +6,9 @@ keys or globs); an entity when a passage in scope mentions it; a relation when a
 scope states it, and then only with those passages as its sources. Free-form Cypher cannot be
 bounded this way, so it is refused. Counts (`status`) follow the same rules, so they neither
 reveal how much lies outside the scope nor promise evidence no tool will return.
+
+A scope of `*` hides nothing, so there the store behaves as the one it wraps (the contract suite
+holds it to that), Cypher included.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ class ScopedStore(GraphStore):
         self._chunks: set[str] | None = None
         self._counted: tuple[StoreCounts, StoreCounts] | None = None  # (whole graph, scope) when last counted
 
+    @property
+    def everything(self) -> bool:
+        """True when the scope hides nothing: `*` matches every key."""
+        return "*" in self.scope
+
     def allows(self, key: str) -> bool:
         return any(key == p or fnmatch.fnmatchcase(key, p) for p in self.scope)
 
@@ -71,6 +79,8 @@ class ScopedStore(GraphStore):
         self._counted = None
 
     async def _visible_entities(self, ids: Sequence[str]) -> set[str]:
+        if self.everything:  # entities an agent recorded without a passage belong to no document
+            return set(ids)
         allowed = await self._in_scope()
         pairs = await self.inner.chunks_for_entities(list(ids), per_entity=_ALL)
         return {eid for eid, cid in pairs if cid in allowed}
@@ -143,12 +153,17 @@ class ScopedStore(GraphStore):
                     out.append(d)
         return out
 
+    async def holds_documents(self) -> bool:
+        return await self.inner.holds_documents()
+
     async def counts(self) -> StoreCounts:
         # Built from the same filtered reads the tools see, not from engine counts, so a figure
         # here is always something a tool can reach. That costs about a second per 10,000
         # relations in scope, so the figures are kept until a write through this store, or a
         # change in the whole graph's (cached) counts, shows they may be stale.
         whole = await self.inner.counts()
+        if self.everything:  # the rules below would miss what an agent recorded without a passage
+            return whole
         if self._counted is not None and self._counted[0] == whole:
             return self._counted[1].model_copy(deep=True)
         allowed = await self._in_scope()
@@ -274,13 +289,19 @@ class ScopedStore(GraphStore):
     async def query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
+        if self.everything:
+            return await self.inner.query(cypher, params, limit, timeout_ms)
         raise ReadOnlyQueryError(
             "free-form Cypher cannot be limited to this server's document scope, so it is off",
             hint="use retrieve, search_passages, search_entities or explore_relationships",
         )
 
+    def cypher_guide(self) -> str:
+        return self.inner.cypher_guide()
+
     async def schema_tables(self) -> list[TableInfo]:
-        return [t.model_copy(update={"sample_keys": []}) for t in await self.inner.schema_tables()]
+        tables = await self.inner.schema_tables()
+        return tables if self.everything else [t.model_copy(update={"sample_keys": []}) for t in tables]
 
     async def embedding_model(self) -> tuple[str, int] | None:
         return await self.inner.embedding_model()

@@ -35,8 +35,8 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from evigraph.evidence.ledger import EvidenceLedger, EvidenceRecord
 from evigraph.ingest.sentences import split_sentences
-from evigraph.tools.ledger import EvidenceLedger, EvidenceRecord
 
 Span = tuple[int, int]
 

@@ -1,27 +1,26 @@
 """The input model of every tool: one definition gives validation, bounds and the JSON Schema.
 
-Unknown fields are refused (`extra="forbid"`) so a misspelt argument fails loudly instead of
-being ignored, and every bound an agent could exceed is stated in the schema it reads.
-
-Text with a lone surrogate (`"\\ud800"`, valid JSON but not valid Unicode) is refused here, for
-every field of every tool at once: the engine cannot take it as a parameter and no answer
-holding it can be encoded, so past this point it would surface as an engine crash.
+Every model is a `StrictInput`: unknown fields are refused and text that is not valid Unicode
+is refused for every field at once. Inputs that are not only a tool's (`RetrieveQuery`) are
+defined where their operation lives and used here as they are.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from evigraph.retrieval.retriever import MAX_HOPS, MAX_TOP_K, PATHS
-from evigraph.surrogates import surrogate_path
+from evigraph.ingest.chunking import ChunkerName
+from evigraph.ingest.extraction import ExtractorName
+from evigraph.ingest.resolution import ResolverName
+from evigraph.retrieval.navigation import Relation
+from evigraph.retrieval.passages import SearchMode
+from evigraph.retrieval.query import RetrieveQuery
+from evigraph.strict import StrictInput
 
-SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
-assert set(SearchPath.__args__) == set(PATHS)  # type: ignore[attr-defined]
-Mode = Literal["lexical", "semantic", "hybrid"]
-Relation = Literal["parent", "children", "siblings", "previous", "next", "table_context"]
+Mode = SearchMode
 EvidenceRef = Annotated[
     int | str, Field(description="an evidence number n from this session, or a stable evidence_id such as 'passage:…'")
 ]
@@ -52,30 +51,16 @@ def check_label(label: str) -> str:
     return label
 
 
-class ToolInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _valid_unicode(cls, data: Any) -> Any:
-        where = surrogate_path(data)
-        if where is not None:
-            raise ValueError(
-                f"{where} holds a lone surrogate (an escape such as \\ud800 without its pair), which is not "
-                "valid Unicode; send the character itself or a complete surrogate pair"
-            )
-        return data
+class ToolInput(StrictInput):
+    """The base of the input models that only a tool takes."""
 
 
 class NoInput(ToolInput):
     pass
 
 
-class RetrieveInput(ToolInput):
-    question: str = Field(min_length=1, max_length=2000, description="the user's question, word for word")
-    paths: list[SearchPath] | None = Field(None, min_length=1, description="search paths to run; all when omitted")
-    top_k: int = Field(10, ge=1, le=MAX_TOP_K, description="items per section")
-    expand_hops: int = Field(1, ge=1, le=MAX_HOPS, description="how far `links` walks from the entities found")
+RetrieveInput = RetrieveQuery
+"""`retrieve` takes exactly what `KnowledgeBase.retrieve` and `evigraph search` take."""
 
 
 class SearchPassagesInput(ToolInput):
@@ -132,7 +117,11 @@ class GetContextInput(ToolInput):
 
 
 class SourceStatusInput(ToolInput):
-    document_key: str = Field(min_length=1, max_length=4000, description="a document key, e.g. 'file:notes/a.md'")
+    document_key: str = Field(
+        min_length=1,
+        max_length=4000,
+        description="a document key: 'file:' + a file's absolute path (e.g. 'file:/data/notes/a.md'), or a text's key",
+    )
 
 
 class CheckCitationsInput(ToolInput):
@@ -167,16 +156,18 @@ class SetOntologyInput(ToolInput):
 
 class PlanRule(ToolInput):
     match: str = Field("*", min_length=1, max_length=500, description="glob on the file's path under the root")
-    chunker: str | None = None
-    extractor: str | None = None
-    resolver: str | None = None
+    chunker: ChunkerName | None = Field(None, description="how passages are cut; costs are in the tool description")
+    extractor: ExtractorName | None = Field(None, description="how entities are found; costs as above")
+    resolver: ResolverName | None = Field(None, description="how duplicate entities are merged")
 
 
 class IngestInput(ToolInput):
-    text: str | None = Field(None, max_length=5_000_000, description="text to ingest under document_id")
-    document_id: str | None = Field(None, min_length=1, max_length=500)
+    text: str | None = Field(None, max_length=5_000_000, description="text to ingest under document_key")
+    document_key: str | None = Field(None, min_length=1, max_length=500, description="the text's key, e.g. 'notes/x'")
     title: str | None = Field(None, max_length=500)
-    files: list[str] | None = Field(None, min_length=1, max_length=50, description="paths or globs under files_root")
+    files: list[str] | None = Field(
+        None, min_length=1, max_length=50, description="paths or globs under files_root, or document keys of files"
+    )
     plan: list[PlanRule] | None = Field(None, max_length=20, description="rules; the first matching a file applies")
     reextract: bool = Field(False, description="extract unchanged documents again (after set_ontology)")
 
@@ -221,4 +212,4 @@ class UpsertRelationsInput(ToolInput):
 
 
 class DeleteDocumentInput(ToolInput):
-    document_id: str = Field(min_length=1, max_length=4000)
+    document_key: str = Field(min_length=1, max_length=4000, description="the key of the document to remove")

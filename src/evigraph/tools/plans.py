@@ -15,25 +15,23 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evigraph.errors import ConfigurationError
+from evigraph.ingest.chunking import CHUNKERS
+from evigraph.ingest.extraction import EXTRACTORS
+from evigraph.ingest.resolution import RESOLVERS
+from evigraph.strategies import Registry
 from evigraph.tools.inputs import PlanRule
 
 KB_DEFAULT = "default"
 """A plan slot left to the knowledge base's own strategy (what `evigraph ingest` would use)."""
-DEFAULTS = {"chunker": KB_DEFAULT, "extractor": KB_DEFAULT, "resolver": "exact"}
+DEFAULTS = {"chunker": KB_DEFAULT, "extractor": KB_DEFAULT, "resolver": KB_DEFAULT}
 
-COSTS = {
-    "chunker": {
-        "structural": "follows headings, lists and tables (Markdown, PDF pages); best for structured files",
-        "sentence": "sentence-aligned passages of a token cap; best for prose",
-        "fixed": "fixed-size windows; cheapest, ignores structure",
-    },
-    "extractor": {
-        "auto": "spaCy NER when a model is installed, else rules (local, no LLM)",
-        "spacy": "spaCy NER, local, about 40 passages/s on 2 cores",
-        "rules": "capitalised-name rules, local, about 75 passages/s; lower precision",
-    },
-    "resolver": {"exact": "merge entities whose normalised name and label match; local, instant"},
-}
+PLAN_KINDS: dict[str, Registry[Any]] = {"chunker": CHUNKERS, "extractor": EXTRACTORS, "resolver": RESOLVERS}
+"""What a plan rule may choose, each from its kind's registry (names, costs, which are cheap)."""
+
+
+def costs() -> dict[str, dict[str, str]]:
+    """Kind -> name -> what it is and costs, read from the registries so new entries appear by themselves."""
+    return {kind: registry.descriptions() for kind, registry in PLAN_KINDS.items()}
 
 
 class PlanLimits(BaseModel):
@@ -41,9 +39,9 @@ class PlanLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    chunkers: tuple[str, ...] = ("sentence", "fixed", "structural")
-    extractors: tuple[str, ...] = ("auto", "rules", "spacy")
-    resolvers: tuple[str, ...] = ("exact",)
+    chunkers: tuple[str, ...] = Field(default_factory=CHUNKERS.cheap_names)
+    extractors: tuple[str, ...] = Field(default_factory=EXTRACTORS.cheap_names)
+    resolvers: tuple[str, ...] = Field(default_factory=RESOLVERS.cheap_names)
     max_chunks: int | None = Field(1000, ge=1, description="files chunking into more passages are refused")
 
 
@@ -53,11 +51,11 @@ CHEAP_PLAN_LIMITS = PlanLimits()
 def plan_limits_from(overrides: dict[str, Any] | None) -> PlanLimits:
     """`overrides` merged over the cheap limits, with unknown options refused up front."""
     try:
-        limits = PlanLimits.model_validate({**CHEAP_PLAN_LIMITS.model_dump(), **(overrides or {})})
+        limits = PlanLimits.model_validate(overrides or {})  # defaults read the registries now
     except ValidationError as exc:
         raise ConfigurationError(f"invalid plan_limits: {exc.errors()[0]['msg']}", hint=_limits_hint()) from None
-    for kind, allowed in (("chunker", limits.chunkers), ("extractor", limits.extractors)):
-        unknown = [a for a in allowed if a not in COSTS[kind]]
+    for kind, allowed in _allowed(limits):
+        unknown = [a for a in allowed if a not in PLAN_KINDS[kind].names()]
         if unknown:
             raise ConfigurationError(f"plan_limits names unknown {kind}(s): {', '.join(unknown)}", hint=_limits_hint())
     return limits
@@ -65,7 +63,7 @@ def plan_limits_from(overrides: dict[str, Any] | None) -> PlanLimits:
 
 def _limits_hint() -> str:
     return "keys: chunkers, extractors, resolvers, max_chunks; " + "; ".join(
-        f"{kind}s: {', '.join(options)}" for kind, options in COSTS.items()
+        f"{kind}s: {registry.choices}" for kind, registry in PLAN_KINDS.items()
     )
 
 
@@ -95,14 +93,15 @@ def choose_plan(path: str, rules: Sequence[PlanRule] | None, limits: PlanLimits)
 def describe_options(limits: PlanLimits) -> str:
     """The plan options an agent may pick, with what each costs, for the ingest tool's description."""
     lines = []
-    for kind, allowed in (
-        ("chunker", limits.chunkers),
-        ("extractor", limits.extractors),
-        ("resolver", limits.resolvers),
-    ):
-        options = "; ".join(f"{name}: {COSTS[kind].get(name, 'allowed by the operator')}" for name in allowed)
+    for kind, allowed in _allowed(limits):
+        described = PLAN_KINDS[kind].descriptions()
+        options = "; ".join(f"{name}: {described.get(name, 'allowed by the operator')}" for name in allowed)
         default = "the knowledge base's own" if DEFAULTS[kind] == KB_DEFAULT else DEFAULTS[kind]
         lines.append(f"- {kind} (default: {default}): {options}")
     if limits.max_chunks:
         lines.append(f"- files of more than {limits.max_chunks} passages are refused before extraction")
     return "\n".join(lines)
+
+
+def _allowed(limits: PlanLimits) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return (("chunker", limits.chunkers), ("extractor", limits.extractors), ("resolver", limits.resolvers))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from evigraph.tools.inputs import ToolInput
+from evigraph.strict import StrictInput
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ Describe = Callable[["Toolkit"], str]
 class Tool:
     name: str
     description: str | Describe
-    input: type[ToolInput]
+    input: type[StrictInput]
     handler: Handler
     write: bool = False
     destructive: bool = False
@@ -63,7 +63,7 @@ TOOLS: dict[str, Tool] = {}
 
 def tool(
     name: str,
-    input: type[ToolInput],
+    input: type[StrictInput],
     description: str | Describe,
     *,
     write: bool = False,

@@ -1,25 +1,20 @@
 """What tools return: typed results that also render as compact, cited text for an LLM.
 
 Every result is a pydantic model (`model_dump_json()` for programs) and has `to_llm_text()` for
-the model's context window. The text shares its budget between sections, so a long list of
-relations cannot push the passages out, and every evidence item shows its `[n]`.
+the model's context window. Lines come from the evidence renderers and the budget from the
+evidence packer, the same ones `RetrievalResult.to_context` uses, counted here in characters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evigraph.display import display_text, one_line
-from evigraph.retrieval.context import Section, pack_sections
-from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem, Source
+from evigraph.evidence.pack import Section, pack_sections
 
 DEFAULT_TEXT_CHARS = 8000
 PASSAGE_LINE_CHARS = 1200
-PASSAGE_SHARE = 2.0
 
 
 def num(value: float | int) -> str:
@@ -31,43 +26,8 @@ def num(value: float | int) -> str:
     return str(value)
 
 
-def where(source: Source | None) -> str:
-    """A passage's label: its file name (or title), page and section."""
-    if source is None:
-        return ""
-    label = PurePosixPath(source.path.replace("\\", "/")).name if source.path else (source.title or source.document)
-    if source.page is not None:
-        label += f", p. {source.page}"
-    crumbs = [c for c in source.breadcrumbs if c != source.title]
-    if crumbs:
-        label += " > " + " > ".join(crumbs[-2:])
-    return display_text(label)  # a file name must not start a line of its own, such as a forged [n]
-
-
-def citation_line(source: Source) -> str:
-    """A human citation: title, path and location, ready to paste under an answer."""
-    parts = [source.title or source.document]
-    if source.path:
-        parts.append(source.path)
-    if source.page is not None:
-        parts.append(f"p. {source.page}")
-    parts.append(f"chars {source.start}-{source.end}")
-    return display_text(", ".join(parts))
-
-
-def passage_line(p: PassageItem) -> str:
-    text = " ".join(p.text.split())
-    return f"[{p.n}] ({where(p.source)}) {text}" if p.n else f"({where(p.source)}) {text}"
-
-
-def entity_line(e: EntityItem) -> str:
-    desc = f": {e.description}" if e.description else ""
-    return f"[{e.n}] " + one_line(f"{e.name} ({e.label}){desc}")
-
-
-def relation_line(r: RelationItem) -> str:
-    fact = f": {r.fact}" if r.fact.strip() else ""
-    return f"[{r.n}] " + one_line(f"{r.source} -[{r.type}]-> {r.target}{fact}")
+def key_values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {num(v) if isinstance(v, int | float) else v}" for k, v in values.items())
 
 
 class ToolResult(BaseModel):
@@ -90,11 +50,3 @@ class ToolResult(BaseModel):
 
     def sections(self) -> list[Section]:
         return []
-
-
-def passages_section(items: Sequence[PassageItem], title: str = "Passages") -> Section:
-    return Section(title, [passage_line(p) for p in items], PASSAGE_SHARE, line_cap=PASSAGE_LINE_CHARS)
-
-
-def key_values(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k}: {num(v) if isinstance(v, int | float) else v}" for k, v in values.items())

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from evigraph.evidence.pack import Section, pack_sections
 from evigraph.models import SourceState
 from evigraph.providers.tokenizers import default_tokenizer
-from evigraph.retrieval.context import Section, pack_sections
 from evigraph.tools.citations import check_citations as run_check
 from evigraph.tools.inputs import CheckCitationsInput, GetContextInput, SourceStatusInput
 from evigraph.tools.registry import tool
@@ -56,7 +56,7 @@ async def get_context(tk: Toolkit, args: GetContextInput) -> ContextResult:
             continue
         title = _SECTION_OF.get(rec.kind, "Other")
         section = sections.setdefault(title, Section(title, [], _SHARE.get(title, 1.0)))
-        section.lines.append(f"[{n}] " + " ".join(rec.content.split()))
+        section.lines.append(f"[{n}] " + (rec.line or " ".join(rec.content.split())))
         live.append(n)
     tok = default_tokenizer()
     text = pack_sections(list(sections.values()), args.max_tokens, tok.count)

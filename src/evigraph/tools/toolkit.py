@@ -10,27 +10,26 @@ knowledge base and the same write coordination.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from evigraph.errors import EvigraphError, KnowledgeBaseMissingError, ReadOnlyViolation, ToolError
+from evigraph.errors import EngineError, EvigraphError, KnowledgeBaseMissingError, ReadOnlyViolation, ToolError
+from evigraph.evidence.ids import EvidenceId, EvidenceKind
+from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
-from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem
-from evigraph.store.base import GraphStore
-from evigraph.tools.ledger import EvidenceLedger, entity_content, passage_content, relation_content
+from evigraph.strict import validation_errors
 from evigraph.tools.plans import PlanLimits, plan_limits_from
 from evigraph.tools.registry import Tool, ToolAnnotations, ToolSpec, load_tools
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
+    from evigraph.ingest.files_root import FilesRoot
     from evigraph.kb import KnowledgeBase
-    from evigraph.tools.files import FilesRoot
 
 FinalizePolicy = Literal["manual", "on_write", "never"]
-EVIDENCE_PREFIXES = ("passage:", "entity:", "relation:", "theme:", "status:", "ontology:")
 
 
 @dataclass
@@ -83,9 +82,9 @@ class Toolkit:
             raise ToolError("max_file_bytes must be positive or None", hint="e.g. 50 * 2**20")
         root = None
         if files_root is not None:
-            from evigraph.tools.files import FilesRoot
+            from evigraph.ingest.files_root import FilesRoot
 
-            root = FilesRoot(files_root)
+            root = FilesRoot(files_root, extensions=kb.file_extensions, max_bytes=max_file_bytes)
         self._shared = _Shared(
             kb=kb,
             read_only=read_only,
@@ -157,14 +156,16 @@ class Toolkit:
         try:
             parsed = tool.input.model_validate(args or {})
         except ValidationError as exc:
-            raise ToolError(f"invalid arguments for {name}: {_errors(exc)}", hint=_schema_hint(tool)) from None
+            raise ToolError(
+                f"invalid arguments for {name}: {validation_errors(exc)}", hint=_schema_hint(tool)
+            ) from None
         try:
             result = await tool.handler(self, parsed)
-        except ToolError:
+        except (ToolError, EngineError):  # an engine failure's text is for the operator's log, not the agent
             raise
         except KnowledgeBaseMissingError as exc:
             raise ToolError(
-                f"knowledge base {self.kb.path} does not exist", hint=exc.hint or "ingest documents first"
+                f"knowledge base {self.kb.location} does not exist", hint=exc.hint or "ingest documents first"
             ) from exc
         except EvigraphError as exc:
             raise ToolError(exc.message, hint=exc.hint) from exc
@@ -194,58 +195,30 @@ class Toolkit:
         method.__doc__ = load_tools()[name].describe(self)
         return method
 
-    # -- helpers for tool handlers -----------------------------------------------------------
+    # -- evidence ----------------------------------------------------------------------------
 
-    async def reader(self) -> GraphStore:
-        """The store for a read tool; a knowledge base that was never written is an error."""
-        return await self.kb.open_store(for_write=False)
+    def resolve(self, ref: int | str, kind: EvidenceKind) -> EvidenceId:
+        """The evidence of `kind` behind `ref`: a number from this session, or an id given directly.
 
-    def cite(self, evidence_id: str, tool: str, kind: str, content: str) -> int:
-        """Number one piece of evidence; empty content gets no number (0)."""
-        if not content.strip():
-            return 0
-        return self.ledger.record(evidence_id, tool, kind, content)
-
-    def cite_passages(self, tool: str, items: Sequence[PassageItem]) -> None:
-        for p in items:
-            p.evidence_id = f"passage:{p.id}"
-            p.n = self.cite(p.evidence_id, tool, "passage", passage_content(p) if p.text.strip() else "")
-
-    def cite_entities(self, tool: str, items: Sequence[EntityItem]) -> None:
-        for e in items:
-            e.evidence_id = f"entity:{e.id}"
-            e.n = self.cite(e.evidence_id, tool, "entity", entity_content(e))
-
-    def cite_relations(self, tool: str, items: Sequence[RelationItem], kind: str = "relation") -> None:
-        for r in items:
-            r.evidence_id = f"relation:{r.id}"
-            r.n = self.cite(r.evidence_id, tool, kind, relation_content(r))
-
-    def evidence_id(self, ref: int | str, prefix: str) -> str:
-        """The evidence id behind a number from this session, or an id given directly."""
+        An id may be given bare (`3f2a…`) or as the evidence id tools hand out (`passage:3f2a…`);
+        a number sent as a string is still a number. Another kind's number or id is refused.
+        """
+        if isinstance(ref, str) and ref.isdigit() and ref.lstrip("0") and int(ref) in self.ledger:
+            ref = int(ref)  # a number sent as a string
         if isinstance(ref, int):
             rec = self.ledger.get(ref)
             if rec is None:
                 raise ToolError(
                     f"[{ref}] is not evidence of this session", hint="use a number a tool returned in this session"
                 )
-            if not rec.evidence_id.startswith(prefix):
-                raise ToolError(f"[{ref}] is a {rec.kind}, not a {prefix.rstrip(':')}", hint="pass the right number")
-            return rec.evidence_id
-        if ref.isdigit() and ref.lstrip("0") and int(ref) in self.ledger:
-            return self.evidence_id(int(ref), prefix)  # a number sent as a string
-        if ref.startswith(EVIDENCE_PREFIXES) and not ref.startswith(prefix):
-            raise ToolError(f"{ref!r} is not a {prefix.rstrip(':')} id", hint=f"pass an id starting with {prefix!r}")
-        return ref if ref.startswith(prefix) else prefix + ref
-
-
-def _errors(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{where}: {err['msg']}")
-    more = len(exc.errors()) - 5
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+            parsed = EvidenceId.parse(rec.evidence_id)
+            if parsed is None or parsed.kind != kind:
+                raise ToolError(f"[{ref}] is a {rec.kind}, not a {kind}", hint="pass the right number")
+            return parsed
+        parsed = EvidenceId.parse(ref)
+        if parsed is not None and parsed.kind != kind:
+            raise ToolError(f"{ref!r} is not a {kind} id", hint=f"pass an id starting with '{kind}:'")
+        return EvidenceId.of(kind, ref)
 
 
 def _schema_hint(tool: Tool) -> str:

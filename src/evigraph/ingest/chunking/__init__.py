@@ -1,34 +1,64 @@
-"""Chunkers turn a loaded document into cited passages; `chunker_by_name` maps CLI names to them."""
+"""Chunkers turn a loaded document into cited passages; `CHUNKERS` names the built-in ones.
+
+The classes are imported on first use: the CLI reads the chunker names for its choices and
+must not load pydantic to do so.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
-from evigraph.errors import ConfigurationError
-from evigraph.ingest.chunking.base import ChunkingStrategy
-from evigraph.ingest.chunking.callable import CallableChunking
-from evigraph.ingest.chunking.fixed import FixedSizeChunking
-from evigraph.ingest.chunking.sentence import SentenceTokenCapChunking
-from evigraph.ingest.chunking.structural import StructuralChunking
+from evigraph.lazy import lazy_callable, lazy_exports
+from evigraph.strategies import Registry
 
-_BY_NAME: dict[str, Callable[[], ChunkingStrategy]] = {
-    "fixed": FixedSizeChunking,
-    "sentence": SentenceTokenCapChunking,
-    "structural": StructuralChunking,
-}
+if TYPE_CHECKING:
+    from evigraph.ingest.chunking.base import ChunkingStrategy
+    from evigraph.ingest.chunking.callable import CallableChunking
+    from evigraph.ingest.chunking.fixed import FixedSizeChunking
+    from evigraph.ingest.chunking.sentence import SentenceTokenCapChunking
+    from evigraph.ingest.chunking.structural import StructuralChunking
+
+CHUNKERS: Registry[ChunkingStrategy] = Registry("chunker")
+CHUNKERS.register(
+    "fixed",
+    lazy_callable("evigraph.ingest.chunking.fixed", "FixedSizeChunking"),
+    description="fixed-size windows; cheapest, ignores structure",
+)
+CHUNKERS.register(
+    "sentence",
+    lazy_callable("evigraph.ingest.chunking.sentence", "SentenceTokenCapChunking"),
+    description="sentence-aligned passages of a token cap; best for prose",
+)
+CHUNKERS.register(
+    "structural",
+    lazy_callable("evigraph.ingest.chunking.structural", "StructuralChunking"),
+    description="follows headings, lists and tables (Markdown, PDF pages); best for structured files",
+)
+
+ChunkerName = Annotated[str, CHUNKERS.enum_schema()]
+"""A chunker's name in an input model: its JSON Schema lists the registered chunkers."""
 
 
 def chunker_by_name(name: str) -> ChunkingStrategy:
     """A chunker with default settings, for options given as a plain name (CLI, config files)."""
-    factory = _BY_NAME.get(name.strip().lower())
-    if factory is None:
-        valid = ", ".join(sorted(_BY_NAME))
-        raise ConfigurationError(f"unknown chunker {name!r}", f"use one of: {valid}")
-    return factory()
+    return CHUNKERS.create(name)
 
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ChunkingStrategy": "evigraph.ingest.chunking.base",
+        "CallableChunking": "evigraph.ingest.chunking.callable",
+        "FixedSizeChunking": "evigraph.ingest.chunking.fixed",
+        "SentenceTokenCapChunking": "evigraph.ingest.chunking.sentence",
+        "StructuralChunking": "evigraph.ingest.chunking.structural",
+    },
+)
 
 __all__ = [
+    "CHUNKERS",
     "CallableChunking",
+    "ChunkerName",
     "ChunkingStrategy",
     "FixedSizeChunking",
     "SentenceTokenCapChunking",

@@ -1,4 +1,4 @@
-"""Loaders turn files into `LoadedDocument`s; `loader_for` picks one by extension."""
+"""Loaders turn files into `LoadedDocument`s; `LOADERS` names them and `loader_for` picks one by extension."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, read_t
 from evigraph.ingest.loaders.jsonl import JsonlLoader
 from evigraph.ingest.loaders.markdown import MarkdownLoader, parse_markdown
 from evigraph.ingest.loaders.pdf import PdfLoader
-from evigraph.ingest.loaders.registry import SUPPORTED_EXTENSIONS, loader_for
+from evigraph.ingest.loaders.registry import LOADERS, SUPPORTED_EXTENSIONS, loader_for
 from evigraph.ingest.loaders.text import TextLoader
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "LOADERS",
     "SUPPORTED_EXTENSIONS",
     "JsonlLoader",
     "LoaderStrategy",

@@ -17,19 +17,20 @@ from evigraph.ingest.loaders.jsonl import JsonlLoader
 from evigraph.ingest.loaders.markdown import MarkdownLoader
 from evigraph.ingest.loaders.pdf import PdfLoader
 from evigraph.ingest.loaders.text import TextLoader
+from evigraph.strategies import Registry
 
-SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(
-    (".txt", ".text", ".md", ".markdown", ".rst", ".pdf", ".jsonl", ".csv", ".log")
-)
+LOADERS: Registry[LoaderStrategy] = Registry("loader")
+"""Built-in loaders by name; each claims the extensions its class declares. Factories take `max_bytes`."""
+for _loader, _description in (
+    (TextLoader, "plain text, one document per file; refuses binary and non-UTF-8 files"),
+    (MarkdownLoader, "Markdown, one document per file, with headings, lists and tables kept as structure"),
+    (PdfLoader, "the text layer of a PDF, page by page, so passages cite their page; scans need OCR first"),
+    (JsonlLoader, "one document per JSON line (id, title, text, metadata); a bad line is rejected alone"),
+):
+    LOADERS.register(_loader.name, _loader, description=_description, extensions=_loader.extensions)
+
+SUPPORTED_EXTENSIONS: frozenset[str] = LOADERS.extensions()
 """Extensions a folder walk picks up; other files are skipped unless named explicitly."""
-
-
-def _default_loaders(max_bytes: int) -> dict[str, LoaderStrategy]:
-    out: dict[str, LoaderStrategy] = {}
-    for loader in (PdfLoader(max_bytes), MarkdownLoader(max_bytes), JsonlLoader(max_bytes)):
-        for ext in loader.extensions:
-            out[ext] = loader
-    return out
 
 
 def loader_for(
@@ -53,7 +54,8 @@ def loader_for(
             for loader in loaders:
                 if suffix in (_norm_ext(e) for e in loader.extensions):
                     return loader
-    return _default_loaders(max_bytes).get(suffix) or TextLoader(max_bytes)
+    entry = LOADERS.for_extension(suffix) if suffix else None
+    return (entry or LOADERS.get(TextLoader.name)).factory(max_bytes)
 
 
 def _norm_ext(ext: str) -> str:

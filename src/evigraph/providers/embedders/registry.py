@@ -1,53 +1,86 @@
-"""Choosing an embedder by a short name, as the CLI and the environment do."""
+"""Choosing an embedder by a short spec, as the CLI, the environment and the MCP server do.
+
+The factories import their embedder only when called, so the CLI can print the forms in its
+help without loading the HTTP and model code.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from evigraph.errors import ConfigurationError
-from evigraph.providers.embedders.base import Embedder
-from evigraph.providers.embedders.fastembed import FastEmbedEmbedder
-from evigraph.providers.embedders.openai import OpenAIEmbedder
-from evigraph.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
+from evigraph.lazy import lazy_callable
+from evigraph.strategies import Registry
 
-# --------------------------------------------------------------------------------------------
-# Choosing an embedder by name
-# --------------------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from evigraph.providers.embedders.base import Embedder
+    from evigraph.providers.embedders.openai import OpenAIEmbedder
 
-EMBEDDER_FORMS = (
-    "none",
-    "minilm",
-    "sentence-transformers:<model or folder>",
-    "fastembed:<model>",
-    "openai:<model>",
+_SENTENCE_TRANSFORMERS = lazy_callable(
+    "evigraph.providers.embedders.sentence_transformers", "SentenceTransformerEmbedder"
 )
+
+
+def _no_embedder() -> None:
+    return None
+
+
+def _openai(model: str) -> OpenAIEmbedder:
+    """Reads its endpoint from EVIGRAPH_EMBED_BASE_URL and the name of its key variable from
+    EVIGRAPH_EMBED_API_KEY_ENV, so one spec string works for OpenAI and local servers."""
+    from evigraph.providers.embedders.openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(
+        model,
+        base_url=os.environ.get("EVIGRAPH_EMBED_BASE_URL") or None,
+        api_key_env=os.environ.get("EVIGRAPH_EMBED_API_KEY_ENV") or "OPENAI_API_KEY",
+    )
+
+
+EMBEDDERS: Registry[Embedder | None] = Registry("embedder")
+"""Embedder specs; "none" builds no embedder (full-text and graph search only)."""
+EMBEDDERS.register(
+    "none",
+    _no_embedder,
+    aliases=("off",),
+    description="no vectors: full-text and graph search only (the default)",
+)
+EMBEDDERS.register(
+    "minilm",
+    _SENTENCE_TRANSFORMERS,
+    description="all-MiniLM-L6-v2 through sentence-transformers; local, 384 dimensions, small and quick",
+)
+EMBEDDERS.register(
+    "sentence-transformers",
+    _SENTENCE_TRANSFORMERS,
+    argument="model or folder",
+    aliases=("st",),
+    description="any sentence-transformers model name or local folder; local, runs on torch",
+)
+EMBEDDERS.register(
+    "fastembed",
+    lazy_callable("evigraph.providers.embedders.fastembed", "FastEmbedEmbedder"),
+    argument="model",
+    description="a FastEmbed (ONNX) model; local, no torch",
+)
+EMBEDDERS.register(
+    "openai",
+    _openai,
+    argument="model",
+    cheap=False,
+    description="an OpenAI-compatible /embeddings endpoint (EVIGRAPH_EMBED_BASE_URL); remote, may cost per token",
+)
+
+EMBEDDER_FORMS: tuple[str, ...] = EMBEDDERS.forms()
+"""How the built-in embedders are spelt (`EMBEDDERS` also lists later entries)."""
 
 
 def embedder_by_name(spec: str) -> Embedder | None:
     """The embedder a short spec names, as the CLI's `--embedder` and `EVIGRAPH_EMBEDDER` use it.
 
-    `openai:` reads its endpoint from EVIGRAPH_EMBED_BASE_URL and the name of its key variable
-    from EVIGRAPH_EMBED_API_KEY_ENV, so one spec string works for OpenAI and local servers.
+    An empty spec means "not set" and builds none, like "none".
     """
-    text = spec.strip()
-    if text.lower() in ("", "none", "off"):
-        return None
-    if text.lower() == "minilm":
-        return SentenceTransformerEmbedder()
-    kind, sep, model = text.partition(":")
-    kind, model = kind.strip().lower(), model.strip()
-    if sep and model:
-        if kind in ("sentence-transformers", "st"):
-            return SentenceTransformerEmbedder(model)
-        if kind == "fastembed":
-            return FastEmbedEmbedder(model)
-        if kind == "openai":
-            return OpenAIEmbedder(
-                model,
-                base_url=os.environ.get("EVIGRAPH_EMBED_BASE_URL") or None,
-                api_key_env=os.environ.get("EVIGRAPH_EMBED_API_KEY_ENV") or "OPENAI_API_KEY",
-            )
-    raise ConfigurationError(f"unknown embedder {spec!r}", "use one of: " + ", ".join(EMBEDDER_FORMS))
+    return EMBEDDERS.create(spec) if spec.strip() else None
 
 
 def embedder_from_env() -> Embedder | None:

@@ -2,17 +2,20 @@
 
 The engine materialises a result before the first row is fetched, so the row cap lives in the
 query (cypher_guard appends the LIMIT); here the conversion to Python is bounded as well: long
-lists and strings are cut, internal properties are dropped from nodes, and fetching stops once
-the rows add up to MAX_RESULT_CHARS, flagging the result as truncated.
+lists and strings are cut, and fetching stops once the rows add up to MAX_RESULT_CHARS, flagging
+the result as truncated. Rows leave JSON-safe and in the store's vocabulary, not the engine's:
+the engine's node and edge ids and the hidden properties are dropped, a node's `_label` is
+shown as `table`, and dates and other engine values become text.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from datetime import date, datetime
 from typing import Any
 
-from evigraph.errors import CypherRefused
+from evigraph.errors import CypherRefused, EngineError, QueryTimeout, ReadOnlyQueryError
 from evigraph.store.embedded.cypher_guard import Guarded
 from evigraph.store.embedded.cypher_plan import check_plan
 from evigraph.store.embedded.cypher_rules import HIDDEN_PROPERTIES
@@ -27,6 +30,12 @@ database shares the engine's worker threads (one per core), and a slow query hol
 ends. Measured on 2 cores with four 10 s queries started at once: retrieve took 9.5 s with two
 admitted (both workers taken), 0.03 s with one. So at least one worker always stays free for
 retrieval, and at most two of the read pool's four connections are ever taken by Cypher."""
+ENGINE_KEYS = frozenset({"_id", "_src", "_dst"})
+"""What the engine adds to every node and edge: internal offsets that mean nothing to a reader."""
+RENAMED_KEYS = {"_label": "table"}
+
+TIMEOUT_HINT = "the query ran out of time: add a LIMIT, filter earlier, or walk fewer hops"
+
 QUEUE_SECONDS = 2.0
 """How long a query waits for a slot before it is refused as busy."""
 
@@ -70,6 +79,21 @@ def run(tx: Tx, guarded: Guarded, limit: int) -> QueryRows:
         result.close()
 
 
+def query_failure(exc: EngineError) -> ReadOnlyQueryError:
+    """The engine's failure of a guarded query, typed by what the caller can do about it.
+
+    The engine says only in words why it stopped ("Interrupted." when the time limit ran out,
+    "... read-only transaction" when it refused a write the guard let through).
+    """
+    message = exc.message
+    lowered = message.lower()
+    if "interrupt" in lowered:
+        return QueryTimeout(message, hint=TIMEOUT_HINT)
+    if "read-only" in lowered:
+        return CypherRefused(message, hint="only read queries run here: use MATCH ... RETURN")
+    return ReadOnlyQueryError(message, hint="check the query against the schema")
+
+
 def _all(result: Any) -> list[list[Any]]:
     rows = []
     while result.has_next():
@@ -83,7 +107,7 @@ def _fetch(result: Any, limit: int) -> QueryRows:
     budget = _Budget()
     while len(out) < limit and result.has_next():
         raw = result.get_next()
-        out.append({name: budget.bound(value) for name, value in zip(names, raw, strict=True)})
+        out.append(budget.bound(dict(zip(names, raw, strict=True))))
         if budget.used > MAX_RESULT_CHARS:
             budget.cut = budget.cut or result.has_next()
             break
@@ -98,17 +122,25 @@ class _Budget:
 
     def bound(self, value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: self.bound(v) for k, v in value.items() if str(k).lower() not in HIDDEN_PROPERTIES}
+            return {RENAMED_KEYS.get(k, k): self.bound(v) for k, v in value.items() if not _hidden(k)}
         if isinstance(value, list | tuple):
             if len(value) > MAX_LIST_ITEMS:
                 self.cut = True
                 value = value[:MAX_LIST_ITEMS]
             return [self.bound(v) for v in value]
-        if isinstance(value, str):
-            if len(value) > MAX_STRING_CHARS:
-                self.cut = True
-                value = value[:MAX_STRING_CHARS]
-            self.used += len(value) + 2
+        if value is None or isinstance(value, bool | int | float):
+            self.used += 8
             return value
-        self.used += 8
+        if isinstance(value, datetime | date):
+            value = value.isoformat()
+        elif not isinstance(value, str):
+            value = str(value)  # intervals, UUIDs, decimals, blobs: text is what JSON can carry
+        if len(value) > MAX_STRING_CHARS:
+            self.cut = True
+            value = value[:MAX_STRING_CHARS]
+        self.used += len(value) + 2
         return value
+
+
+def _hidden(key: Any) -> bool:
+    return key in ENGINE_KEYS or str(key).lower() in HIDDEN_PROPERTIES

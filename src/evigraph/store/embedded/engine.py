@@ -1,7 +1,8 @@
 """Opening the embedded engine: Kuzu, or LadybugDB (its maintained successor, same API).
 
 Both are imported lazily, so `import evigraph` stays fast. Engine errors are turned into
-`StoreError`s that say what to do: the raw messages ("Could not set lock on file") name no fix.
+`StoreError`s that say what to do: the raw messages ("Could not set lock on file") name no fix,
+and their type (`RuntimeError`) says nothing a caller can act on.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from evigraph.errors import (
     DatabaseLockedError,
+    EngineError,
     EngineUnavailableError,
     KnowledgeBaseMissingError,
     NotAKnowledgeBaseError,
@@ -94,6 +96,15 @@ def translate_open_error(exc: BaseException, path: Path) -> StoreError:
             hint="pass the path of a knowledge base with --db, or a new path to create one",
         )
     return StoreError(f"cannot open {path}: {text.splitlines()[0]}", hint="check the --db path")
+
+
+def engine_failure(exc: RuntimeError) -> EngineError:
+    """An engine exception as the store's own error, keeping the engine's first line."""
+    lines = str(exc).strip().splitlines()
+    return EngineError(
+        lines[0] if lines else type(exc).__name__,
+        hint="retry; if it keeps failing, run `evigraph check` on this knowledge base",
+    )
 
 
 def load_extensions(conn: Any, engine_name: str) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from evigraph.errors import StoreError
+from evigraph.store.embedded.engine import engine_failure
 from evigraph.surrogates import surrogate_path
 
 T = TypeVar("T")
@@ -213,12 +214,15 @@ class Executor:
 
     def raw(self, fn: Callable[[Tx], T]) -> T:
         """Run without an explicit transaction (DDL and extension loading need auto-commit)."""
-        conn = self._write if self._write is not None else self._take()
         try:
-            return fn(conn.tx())
-        finally:
-            if conn is not self._write:
-                self._give_back(conn)
+            conn = self._write if self._write is not None else self._take()
+            try:
+                return fn(conn.tx())
+            finally:
+                if conn is not self._write:
+                    self._give_back(conn)
+        except RuntimeError as exc:
+            raise engine_failure(exc) from exc
 
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
         if self._write is None:
@@ -227,20 +231,25 @@ class Executor:
             conn = self._write
             try:
                 return _in_transaction(conn, "BEGIN TRANSACTION", fn)
+            except RuntimeError as exc:
+                raise engine_failure(exc) from exc
             finally:
                 if conn.worn:
                     self._write = self._renew(conn)
 
     def read_sync(self, fn: Callable[[Tx], T], timeout_ms: int | None = None) -> T:
-        conn = self._take()
         try:
-            if timeout_ms is not None:
-                conn.conn.set_query_timeout(timeout_ms)
-            return _in_transaction(conn, "BEGIN TRANSACTION READ ONLY", fn)
-        finally:
-            if timeout_ms is not None:
-                conn.conn.set_query_timeout(0)
-            self._give_back(conn)
+            conn = self._take()
+            try:
+                if timeout_ms is not None:
+                    conn.conn.set_query_timeout(timeout_ms)
+                return _in_transaction(conn, "BEGIN TRANSACTION READ ONLY", fn)
+            finally:
+                if timeout_ms is not None:
+                    conn.conn.set_query_timeout(0)
+                self._give_back(conn)
+        except RuntimeError as exc:
+            raise engine_failure(exc) from exc
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
         return await asyncio.to_thread(self.write_sync, fn)

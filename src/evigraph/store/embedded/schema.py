@@ -11,6 +11,15 @@ import re
 META_TABLE = "EvigraphMeta"
 SCHEMA_VERSION = "1"
 
+CYPHER_GUIDE = (
+    "Entities are (:Entity) nodes with id, name, label, description; filter a type with e.label = 'Person'. "
+    "Relations are [:RELATES] edges with type, fact, confidence, source_chunks; filter with r.type = 'X'. "
+    "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
+    "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
+    "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20"
+)
+"""What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
+
 CHUNK_FTS = "chunk_text_fts"
 ENTITY_FTS = "entity_name_fts"
 

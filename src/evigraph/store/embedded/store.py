@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evigraph.errors import NotAKnowledgeBaseError, ReadOnlyQueryError, StoreError
+from evigraph.errors import EngineError, NotAKnowledgeBaseError, StoreError
 from evigraph.models import (
     ChunkHit,
     DocumentVersion,
@@ -36,11 +36,19 @@ from evigraph.store.embedded.creation import (
 )
 from evigraph.store.embedded.cypher_guard import guard
 from evigraph.store.embedded.cypher_params import check_params
-from evigraph.store.embedded.cypher_run import QueryRows, Slots
+from evigraph.store.embedded.cypher_run import QueryRows, Slots, query_failure
 from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
-from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, NODE_TABLES, SCHEMA_VERSION, TABLES
+from evigraph.store.embedded.schema import (
+    CYPHER_GUIDE,
+    DDL,
+    FTS_INDEXES,
+    META_TABLE,
+    NODE_TABLES,
+    SCHEMA_VERSION,
+    TABLES,
+)
 
 DEFAULT_BUFFER_POOL_MB = 512
 
@@ -261,10 +269,11 @@ class EmbeddedStore(GraphStore):
 
         try:
             return await asyncio.to_thread(work)
-        except RuntimeError as exc:
-            message = str(exc).splitlines()[0]
-            hint = "only read queries run here" if "read-only" in message else "check the query against the schema"
-            raise ReadOnlyQueryError(message, hint=hint) from exc
+        except EngineError as exc:
+            raise query_failure(exc) from exc
+
+    def cypher_guide(self) -> str:
+        return CYPHER_GUIDE
 
     # -- retrieval ---------------------------------------------------------------------------
 

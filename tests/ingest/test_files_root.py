@@ -1,4 +1,5 @@
-"""Safe file access: every way out of files_root is refused, and listing, reading and preview stay bounded."""
+"""Safe file access: every way out of files_root is refused, listing, reading and preview stay bounded,
+and a file under the root has the key the command line gives it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import pytest
 from tests.conftest import make_pdf
 
 from evigraph.errors import ConfigurationError, InputError
-from evigraph.tools import files
-from evigraph.tools.files import FilesRoot
+from evigraph.ingest import files_root as files
+from evigraph.ingest.files_root import FilesRoot
+from evigraph.ingest.loaders import SUPPORTED_EXTENSIONS
+from evigraph.ingest.sources import expand_sources, file_key
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="symlinks and FIFOs need POSIX")
 
@@ -24,7 +27,7 @@ def root(tmp_path: Path) -> Path:
     (folder / "notes" / "b.md").write_text("# Beta\n", encoding="utf-8")
     (folder / "notes" / "deep").mkdir()
     (folder / "notes" / "deep" / "c.md").write_text("gamma\n", encoding="utf-8")
-    (folder / "notes" / "data.csv").write_text("x,y\n", encoding="utf-8")
+    (folder / "notes" / "photo.png").write_bytes(b"\x89PNG\r\n")
     return folder
 
 
@@ -79,13 +82,23 @@ def test_hidden_file_and_hidden_folder_refused_and_never_listed(fr: FilesRoot, r
     assert all(not s.path.startswith(".") for s in fr.preview().files)
 
 
-def test_file_ids_are_accepted(fr: FilesRoot) -> None:
-    assert fr.document_id("notes\\b.md") == "file:notes/b.md"
-    assert fr.relative("file:notes/b.md") == "notes/b.md"
-    assert fr.expand(["file:notes/b.md"]) == ["notes/b.md"]
-    assert fr.read_bytes("file:notes/b.md", max_bytes=None) == b"# Beta\n"
-    with pytest.raises(InputError):
-        fr.relative("file:../x.txt")
+def test_files_are_keyed_by_absolute_path_and_keys_name_them_back(fr: FilesRoot, root: Path, outside: Path) -> None:
+    key = file_key(root / "notes" / "b.md")  # the command line's key for the same file
+    assert key == "file:" + (root / "notes" / "b.md").resolve().as_posix()
+    assert fr.key("notes\\b.md") == fr.key("./notes/b.md") == fr.key(key) == key
+    assert fr.relative(key) == "notes/b.md"
+    assert fr.expand([key]) == ["notes/b.md"]
+    assert fr.read_bytes(key, max_bytes=None) == b"# Beta\n"
+    assert fr.relative("file:notes/b.md") == "notes/b.md"  # the relative form keys took before
+    for refused in ("file:../x.txt", file_key(outside), "file:" + (root / ".." / "outside" / "secret.txt").as_posix()):
+        with pytest.raises(InputError):
+            fr.relative(refused)
+
+
+@posix_only
+def test_a_link_inside_the_root_has_its_targets_key(fr: FilesRoot, root: Path) -> None:
+    (root / "alias.md").symlink_to(root / "notes" / "b.md")
+    assert fr.key("alias.md") == file_key(root / "notes" / "b.md") == file_key(root / "alias.md")
 
 
 @posix_only
@@ -272,10 +285,16 @@ def test_glob_star_stays_in_folder_and_double_star_spans_depth(fr: FilesRoot) ->
     assert fr.expand(["**/[!b].md"]) == ["notes/deep/c.md"]
 
 
-def test_globs_and_folders_pick_only_readable_extensions(fr: FilesRoot) -> None:
+def test_globs_and_folders_pick_only_extensions_a_loader_claims(fr: FilesRoot, root: Path) -> None:
     assert fr.expand(["notes"]) == ["notes/b.md", "notes/deep/c.md"]
-    assert "notes/data.csv" not in fr.expand(["**/*"])
-    assert fr.expand(["notes/data.csv"]) == ["notes/data.csv"]  # named explicitly: the user asked for it
+    assert "notes/photo.png" not in fr.expand(["**/*"])
+    assert fr.expand(["notes/photo.png"]) == ["notes/photo.png"]  # named explicitly: the user asked for it
+    (root / "notes" / "table.csv").write_text("x,y\n", encoding="utf-8")
+    (root / "notes" / "node_modules").mkdir()
+    (root / "notes" / "node_modules" / "readme.md").write_text("dependency\n", encoding="utf-8")
+    assert fr.expand(["notes"]) == ["notes/b.md", "notes/deep/c.md", "notes/table.csv"]  # as `evigraph ingest notes`
+    custom = FilesRoot(root, extensions={".png", ".MD"})  # a knowledge base's custom loaders add theirs
+    assert custom.expand(["notes"]) == ["notes/b.md", "notes/deep/c.md", "notes/photo.png"]
 
 
 def test_pattern_matching_nothing_refused(fr: FilesRoot) -> None:
@@ -325,7 +344,7 @@ def test_preview_pages_cover_every_file_once(fr: FilesRoot, root: Path) -> None:
     assert pages > 3
     assert page.total_files == 15
     assert shown == sorted(shown) and len(shown) == len(set(shown)) == 15
-    assert "notes/data.csv" not in shown
+    assert "notes/photo.png" not in shown
 
 
 def test_preview_small_text_is_whole(fr: FilesRoot) -> None:
@@ -375,3 +394,15 @@ def test_preview_past_the_end_and_bad_arguments(fr: FilesRoot) -> None:
     assert page.files == [] and page.next_offset is None and page.total_files == 3
     with pytest.raises(InputError):
         fr.preview(-1)
+
+
+def test_the_command_line_and_a_files_root_walk_a_folder_alike(fr: FilesRoot, root: Path) -> None:
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD.txt").write_text("hidden\n", encoding="utf-8")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.md").write_text("dependency\n", encoding="utf-8")
+    (root / "notes" / "log.log").write_text("a log\n", encoding="utf-8")
+    found, failures = expand_sources([str(root)], SUPPORTED_EXTENSIONS)
+    assert not failures
+    assert [f.key for f in found] == sorted(fr.key(rel) for rel in fr.expand(["**/*"]))
+    assert len(found) == 4

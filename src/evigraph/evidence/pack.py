@@ -1,4 +1,4 @@
-"""Packing a retrieval result into a token budget an LLM can take.
+"""Packing evidence into a budget an LLM can take: tokens for `to_context`, characters for tools.
 
 Sections share the budget: each first gets its share (passages the largest), then what a
 section left unused goes to the others in order. So a long list of relations cannot push the
@@ -11,12 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from evigraph.display import display_text, one_line
-from evigraph.errors import ConfigurationError
-from evigraph.providers.tokenizers import Tokenizer, default_tokenizer
-from evigraph.retrieval.result import PassageItem, RelationItem, RetrievalResult
-
-SHARES = {"Passages": 0.55, "Entities": 0.15, "Relations": 0.15, "Facts": 0.15}
 MAX_PASSAGE_SHARE = 0.5  # one passage may take at most this part of its section's share
 
 
@@ -34,26 +28,6 @@ class Section:
 
 
 Measure = Callable[[str], int]
-
-
-def pack_context(result: RetrievalResult, max_tokens: int, tokenizer: Tokenizer | None = None) -> str:
-    if max_tokens <= 0:
-        raise ConfigurationError(f"max_tokens must be positive, not {max_tokens}", hint="e.g. max_tokens=2000")
-    tok = tokenizer or default_tokenizer()
-    sections = [
-        Section("Passages", [_passage_line(p) for p in result.passages], SHARES["Passages"]),
-        Section(
-            "Entities",
-            [
-                f"[{e.n}] " + one_line(f"{e.name} ({e.label})" + (f": {e.description}" if e.description else ""))
-                for e in result.entities
-            ],
-            SHARES["Entities"],
-        ),
-        Section("Relations", [_relation_line(r) for r in result.relations], SHARES["Relations"]),
-        Section("Facts", [f"[{f.n}] {one_line(f.fact)}" for f in result.facts], SHARES["Facts"]),
-    ]
-    return pack_sections(sections, max_tokens, tok.count)
 
 
 def pack_sections(
@@ -147,19 +121,3 @@ def _fit(measure: Measure, text: str, budget: int) -> str:
 
 def _omitted(n: int) -> str:
     return f"…({n} more omitted)"
-
-
-def _passage_line(p: PassageItem) -> str:
-    where = p.source.title or p.source.document
-    if p.source.page is not None:
-        where += f", p. {p.source.page}"
-    crumbs = list(p.source.breadcrumbs)
-    if crumbs and crumbs[0] == p.source.title:
-        crumbs = crumbs[1:]  # the document title is usually its top heading
-    if crumbs:
-        where += " > " + " > ".join(crumbs)
-    return f"[{p.n}] ({display_text(where)}) " + " ".join(p.text.split())  # a file name cannot forge a [n] line
-
-
-def _relation_line(r: RelationItem) -> str:
-    return f"[{r.n}] " + one_line(f"{r.source} -[{r.type}]-> {r.target}: {r.fact}")

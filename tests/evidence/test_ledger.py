@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from evigraph.errors import ConfigurationError
-from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem, Source
-from evigraph.tools.ledger import EvidenceLedger, entity_content, passage_content, relation_content
+from evigraph.evidence.items import EntityItem, PassageItem, RelationItem, Source
+from evigraph.evidence.ledger import EvidenceLedger, entity_content, passage_content, relation_content
 
 
 def test_numbers_start_at_one_and_increase() -> None:
@@ -118,7 +118,9 @@ def test_concurrent_records_get_distinct_numbers() -> None:
 
 def test_content_helpers_leave_out_the_file_path() -> None:
     passage = PassageItem(
-        id="c1", text="Revenue was 2.8m.", source=Source(document="d", title="Acme Report", path="reports/2023/x.pdf")
+        id="c1",
+        text="Revenue was 2.8m.",
+        source=Source(document_key="d", title="Acme Report", path="reports/2023/x.pdf"),
     )
     assert passage_content(passage) == "Acme Report\nRevenue was 2.8m."
     assert "2023" not in passage_content(passage)

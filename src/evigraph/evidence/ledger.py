@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError
-from evigraph.retrieval.result import EntityItem, PassageItem, RelationItem
+from evigraph.evidence.ids import EvidenceId
+from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, ThemeItem
 
 # What a number can point at; checked so a typo cannot create a kind no reader expects.
 EVIDENCE_KINDS = frozenset({"passage", "entity", "relation", "fact", "status", "ontology", "theme"})
@@ -30,6 +31,7 @@ class EvidenceRecord(BaseModel):
     tool: str = Field(description="the tool call that returned it")
     kind: str = Field(description="passage, entity, relation, fact, status or ontology")
     content: str = Field(description="full text a citation is checked against (never the source file path)")
+    line: str = Field("", description="how the item reads in replies, without its [n]; empty: use content")
 
 
 def passage_content(item: PassageItem) -> str:
@@ -51,6 +53,23 @@ def relation_content(item: RelationItem) -> str:
     """`source type target: fact`, so both end names and the stated fact can support a claim."""
     head = f"{item.source} {item.type} {item.target}"
     return f"{head}: {item.fact}" if item.fact else head
+
+
+def theme_content(item: ThemeItem) -> str:
+    return f"Theme of related entities: {item.members or ', '.join(item.entities)}"
+
+
+def content_of(item: Item) -> str:
+    """The text citations of `item` are checked against."""
+    if isinstance(item, PassageItem):
+        return passage_content(item) if item.text.strip() else ""
+    if isinstance(item, EntityItem):
+        return entity_content(item)
+    if isinstance(item, RelationItem):
+        return relation_content(item)
+    if isinstance(item, ThemeItem):
+        return theme_content(item)
+    raise TypeError(f"no evidence content for {type(item).__name__}")
 
 
 class EvidenceLedger:
@@ -81,7 +100,23 @@ class EvidenceLedger:
         self._numbers: dict[str, int] = {}  # evidence_id -> live number
         self._last = 0
 
-    def record(self, evidence_id: str, tool: str, kind: str, content: str) -> int:
+    def cite(self, tool: str, items: Sequence[Item], kind: str | None = None) -> None:
+        """Number `items` in place; an item with nothing to check a citation against gets 0.
+
+        `kind` overrides the record's kind when one item plays another part (a relation
+        returned as a fact stays one piece of evidence, numbered once).
+        """
+        from evigraph.evidence.render import line_of
+
+        for item in items:
+            content = content_of(item)
+            if not content.strip():
+                item.n = 0
+                continue
+            item.n = 0  # the line is kept without a number: numbers can change, the text does not
+            item.n = self.record(item.ref, tool, kind or item.KIND, content, line_of(item))
+
+    def record(self, evidence_id: EvidenceId | str, tool: str, kind: str, content: str, line: str = "") -> int:
         """Number `evidence_id` (reusing its live number if it has one) and return the number.
 
         A re-recorded item keeps its number but takes the newest `tool`, `kind` and `content`,
@@ -92,13 +127,16 @@ class EvidenceLedger:
             raise ValueError(f"unknown evidence kind {kind!r}; expected one of {sorted(EVIDENCE_KINDS)}")
         if not content.strip():
             raise ValueError(f"evidence {evidence_id!r} has no content; empty evidence gets no number")
+        evidence_id = str(evidence_id)
         with self._lock:
             n = self._numbers.get(evidence_id)
             if n is None:
                 self._last += 1
                 n = self._last
                 self._numbers[evidence_id] = n
-            self._records[n] = EvidenceRecord(n=n, evidence_id=evidence_id, tool=tool, kind=kind, content=content)
+            self._records[n] = EvidenceRecord(
+                n=n, evidence_id=evidence_id, tool=tool, kind=kind, content=content, line=line
+            )
             self._records.move_to_end(n)
             while len(self._records) > self.capacity:
                 _, old = self._records.popitem(last=False)
@@ -127,10 +165,10 @@ class EvidenceLedger:
         with self._lock:
             return list(self._records.values())
 
-    def number_of(self, evidence_id: str) -> int | None:
+    def number_of(self, evidence_id: EvidenceId | str) -> int | None:
         """The live number of `evidence_id`, if it has one."""
         with self._lock:
-            return self._numbers.get(evidence_id)
+            return self._numbers.get(str(evidence_id))
 
     def __len__(self) -> int:
         with self._lock:

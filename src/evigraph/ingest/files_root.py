@@ -1,5 +1,10 @@
 """Safe file access for an agent allowed to read files under one user-chosen folder.
 
+The knowledge base reads an agent's files through `FilesRoot` (`KnowledgeBase.ingest_files(...,
+root=)`); the agent names them relative to the root (`notes/a.md`), or by the document key a
+tool handed out (`file:` + the absolute path, see `evigraph.ingest.sources`), and the root maps
+both to that one key, so a file has the same key whoever ingested it.
+
 An agent's path comes from a model that may be prompted by the very documents it reads, so
 every path is treated as hostile: no way out of `files_root` through `..`, absolute paths,
 hidden files (`.env`, `.git`), symbolic links or a link swapped in after a path was checked.
@@ -16,19 +21,20 @@ import io
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, InputError
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
+from evigraph.ingest.sources import FILE_KEY_PREFIX, file_key, walk_files
 from evigraph.surrogates import escaped, surrogate_at
 
 MAX_FILES_PER_CALL = 50
 MAX_WALK_ENTRIES = 100_000
 PREVIEW_PAGE_CHARS = 30_000
 PREVIEW_SAMPLE_CHARS = 4_000  # one sample per file, from the middle
-READABLE_EXTENSIONS = (".txt", ".md", ".markdown", ".rst", ".pdf")  # what listing/globs pick up
 
 _PDF_PREVIEW_MAX_BYTES = 50 * 1024 * 1024
 _PDF_PREVIEW_PAGES = 3
@@ -64,9 +70,28 @@ class PreviewPage(BaseModel):
 
 
 class FilesRoot:
-    """The folder an agent may read from, and the only way its tools touch files."""
+    """The folder an agent may read from, and the only way its tools touch files.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    `extensions` are what folders and globs pick up (default: the built-in loaders'; pass the
+    knowledge base's `file_extensions` to add its custom loaders'); `max_bytes` bounds every
+    read through the root (None: no bound).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        extensions: Collection[str] | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
+    ) -> None:
+        if extensions is None:
+            from evigraph.ingest.loaders import SUPPORTED_EXTENSIONS
+
+            extensions = SUPPORTED_EXTENSIONS
+        if max_bytes is not None and max_bytes <= 0:
+            raise ConfigurationError(f"invalid max_bytes {max_bytes}", "pass a positive size, or None for no bound")
+        self.extensions = frozenset(e.lower() for e in extensions)
+        self.max_bytes = max_bytes
         given = os.fspath(root)
         resolved = Path(os.path.realpath(given))
         if not resolved.is_dir():
@@ -90,23 +115,42 @@ class FilesRoot:
     def relative(self, path: str) -> str:
         """Validate an agent's path and return it as a clean posix path relative to the root.
 
-        `file:<rel>` ids are accepted because tools hand them out, unless a file literally named
-        so exists (then the user's file wins, as it is what the name says).
+        Document keys are accepted because tools hand them out: `file:` + an absolute path
+        inside the root, and `file:<rel>` (the form keys took before they were absolute), unless
+        a file literally named so exists (then the user's file wins, as it is what the name says).
+        A plain absolute path is refused, so an agent cannot probe the disk by path.
         """
         if not isinstance(path, str) or not path.strip():
             raise InputError("an empty path was given", "name a file relative to files_root, e.g. 'notes/a.md'")
-        if path.startswith("file:"):
+        if path.startswith(FILE_KEY_PREFIX):
             try:
                 literal: str | None = self._clean(path)
             except InputError:
                 literal = None
             if literal is not None and os.path.lexists(self._abs(literal)):
                 return literal
-            path = path[len("file:") :]
+            path = path[len(FILE_KEY_PREFIX) :]
+            if path.startswith("/") or _DRIVE.match(path):
+                path = self._under_root(path)
         return self._clean(path)
 
-    def document_id(self, rel: str) -> str:
-        return "file:" + self.relative(rel)
+    def key(self, path: str) -> str:
+        """The document key of the file `path` names: `file:` + its absolute resolved path.
+
+        Links inside the root are followed, so a link and its target are one document, as
+        they are on the command line; a link leading out of the root is refused.
+        """
+        return file_key(Path(self._abs(self._resolve(self.relative(path)))))
+
+    def _under_root(self, absolute: str) -> str:
+        """A document key's absolute path as a path under the root (`_clean` then checks it)."""
+        try:
+            return Path(absolute).relative_to(self.root).as_posix()
+        except ValueError:
+            raise InputError(
+                f"{FILE_KEY_PREFIX}{absolute} is not a file under files_root {self.root}; refused",
+                "name a file by its path relative to files_root, or by a key a tool returned",
+            ) from None
 
     def _clean(self, path: str) -> str:
         hint = "name a file by its path relative to files_root, without '..' or hidden folders"
@@ -193,7 +237,7 @@ class FilesRoot:
         real = self._resolve(rel)
         real_abs = self._abs(real)
         if os.path.isdir(real_abs):
-            return [r for _, r in self._walk(real) if _readable(r)]
+            return [r for _, r in self._walk(real)]
         if not os.path.isfile(real_abs):
             raise InputError(f"{rel} is not a regular file (a FIFO, device or socket)", "name a document file")
         return [real]
@@ -207,45 +251,27 @@ class FilesRoot:
         if not os.path.isdir(base_abs) or os.path.realpath(base_abs) != base_abs:
             return []
         regex = _glob_regex(rel)
-        return [real for walked, real in self._walk(base) if _readable(real) and regex.match(walked)]
+        return [real for walked, real in self._walk(base) if regex.match(walked)]
 
     def _walk(self, start: str) -> list[tuple[str, str]]:
-        """(path as walked, real path) of every file under `start`, skipping hidden entries.
+        """(path as walked, real path) of every file under `start` that a folder walk picks up.
 
-        Linked folders are not entered (they can loop or lead anywhere); linked files count only
-        when their target is inside the root.
+        The walk is the command line's (`walk_files`), bounded; linked files count only when
+        their target is inside the root and not hidden.
         """
         found: list[tuple[str, str]] = []
-        seen = 0
-        stack = [start]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(self._abs(folder)) as entries:
-                    for entry in entries:
-                        seen += 1
-                        if seen > MAX_WALK_ENTRIES:
-                            raise InputError(
-                                f"{self._abs(start)} holds more than {MAX_WALK_ENTRIES} entries; listing stopped",
-                                "point files_root at the folder that holds the documents",
-                            )
-                        if entry.name.startswith("."):
-                            continue
-                        rel = f"{folder}/{entry.name}" if folder else entry.name
-                        try:
-                            if entry.is_dir(follow_symlinks=False):
-                                stack.append(rel)
-                            elif entry.is_file(follow_symlinks=False):
-                                found.append((rel, rel))
-                            elif entry.is_symlink():
-                                real = self._inside(os.path.realpath(entry.path))
-                                if real and os.path.isfile(self._abs(real)):
-                                    found.append((rel, real))
-                        except OSError:
-                            continue
-            except OSError as exc:
-                if folder == start:
-                    raise InputError(f"{self._abs(folder)} cannot be listed: {exc.strerror}", _LIST_HINT) from exc
+        walked = walk_files(
+            Path(self._abs(start)),
+            self.extensions,
+            max_entries=MAX_WALK_ENTRIES,
+            too_many_hint="point files_root at the folder that holds the documents",
+        )
+        for f in walked:
+            rel = f"{start}/{f.rel}" if start else f.rel
+            if not f.link:
+                found.append((rel, rel))
+            elif (real := self._inside(os.path.realpath(f.path))) and os.path.isfile(self._abs(real)):
+                found.append((rel, real))
         return found
 
     # --- reading -------------------------------------------------------------------------
@@ -329,7 +355,7 @@ class FilesRoot:
                 "pass offset >= 0 (the previous page's next_offset) and positive sizes",
             )
         self._check_root()
-        files = sorted({real for _, real in self._walk("") if _readable(real)})
+        files = sorted({real for _, real in self._walk("")})
         samples: list[FileSample] = []
         used = 0
         next_offset: int | None = None
@@ -389,10 +415,6 @@ class FilesRoot:
 
 def _suffix(rel: str) -> str:
     return os.path.splitext(rel)[1].lower()
-
-
-def _readable(rel: str) -> bool:
-    return _suffix(rel) in READABLE_EXTENSIONS
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:

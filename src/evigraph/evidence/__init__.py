@@ -1,0 +1,30 @@
+"""Evidence: the items reads return, their ids, the per-session ledger that numbers them, and how
+they are rendered and packed into a budget. Everything that shows or cites evidence uses this."""
+
+from evigraph.evidence.ids import EvidenceId, EvidenceKind
+from evigraph.evidence.items import (
+    EntityCard,
+    EntityItem,
+    Item,
+    PassageItem,
+    PassageText,
+    RelationItem,
+    Source,
+    ThemeItem,
+)
+from evigraph.evidence.ledger import EvidenceLedger, EvidenceRecord
+
+__all__ = [
+    "EntityCard",
+    "EntityItem",
+    "EvidenceId",
+    "EvidenceKind",
+    "EvidenceLedger",
+    "EvidenceRecord",
+    "Item",
+    "PassageItem",
+    "PassageText",
+    "RelationItem",
+    "Source",
+    "ThemeItem",
+]

@@ -1,0 +1,42 @@
+"""`EvidenceId`: which piece of evidence an item is, as one typed value instead of string prefixes.
+
+An evidence id names its kind and the stored id (`passage:3f2a…`, `entity:ada lovelace|Person`).
+It outlives the session, so decisions store it; `[n]` is the per-session number for the same
+item. Written out it is `kind:id`; parsing refuses a kind nobody reads, so a typo fails here
+instead of matching nothing later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+EvidenceKind = Literal["passage", "entity", "relation", "theme", "status", "ontology"]
+KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceId:
+    """A kind and the id of the stored thing; `str()` gives the wire form `kind:id`."""
+
+    kind: EvidenceKind
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+    @classmethod
+    def parse(cls, text: str) -> EvidenceId | None:
+        """The id `text` spells (`kind:id`), or None when it does not start with a known kind."""
+        kind, sep, rest = text.partition(":")
+        if sep and rest and kind in KINDS:
+            return cls(kind, rest)
+        return None
+
+    @classmethod
+    def of(cls, kind: EvidenceKind, text: str) -> EvidenceId:
+        """`text` as an id of `kind`: a bare stored id, or one already written as `kind:id`."""
+        parsed = cls.parse(text)
+        if parsed is not None and parsed.kind == kind:
+            return parsed
+        return cls(kind, text)

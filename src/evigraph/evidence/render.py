@@ -1,0 +1,108 @@
+"""How evidence reads: one line per item, the same in `to_context` (CLI, Python) and tool replies.
+
+Every line an item renders to starts with its `[n]` and holds no line break, and recorded text
+(names, facts, file names) is folded onto that line, so no document can forge a line that looks
+like other evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from evigraph.display import display_text, one_line
+from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, Source, ThemeItem
+from evigraph.evidence.pack import Section
+
+PASSAGE_SHARE = 2.0
+"""Passages get twice the budget of each other section: they are what an answer quotes."""
+
+
+def number_prefix(n: int) -> str:
+    return f"[{n}] " if n else ""
+
+
+def where(source: Source | None) -> str:
+    """A passage's label: its title (else its file name, else its key), page and last sections."""
+    if source is None:
+        return ""
+    if source.title:
+        label = source.title
+    elif source.path:
+        label = PurePosixPath(source.path.replace("\\", "/")).name
+    else:
+        label = source.document_key
+    if source.page is not None:
+        label += f", p. {source.page}"
+    crumbs = [c for c in source.breadcrumbs if c != source.title]
+    if crumbs:
+        label += " > " + " > ".join(crumbs[-2:])
+    return display_text(label)  # a file name must not start a line of its own, such as a forged [n]
+
+
+def citation_line(source: Source) -> str:
+    """A human citation: title, path and location, ready to paste under an answer."""
+    parts = [source.title or source.document_key]
+    if source.path:
+        parts.append(source.path)
+    if source.page is not None:
+        parts.append(f"p. {source.page}")
+    parts.append(f"chars {source.start}-{source.end}")
+    return display_text(", ".join(parts))
+
+
+def passage_line(p: PassageItem) -> str:
+    return f"{number_prefix(p.n)}({where(p.source)}) " + " ".join(p.text.split())
+
+
+def passage_block(p: PassageItem, citation: str) -> str:
+    """A passage read in full: its citation line, then its text as stored (line breaks kept)."""
+    return f"{number_prefix(p.n)}{citation}\n{p.text}"
+
+
+def entity_line(e: EntityItem, *, with_id: bool = False) -> str:
+    desc = f": {e.description}" if e.description else ""
+    return number_prefix(e.n) + one_line(f"{e.name} ({e.label}){desc}") + (f" (id {e.id})" if with_id else "")
+
+
+def relation_line(r: RelationItem) -> str:
+    fact = f": {r.fact}" if r.fact.strip() else ""
+    return number_prefix(r.n) + one_line(f"{r.source} -[{r.type}]-> {r.target}{fact}")
+
+
+def theme_line(t: ThemeItem) -> str:
+    return number_prefix(t.n) + one_line(f"{', '.join(t.entities)} ({t.size} entities)")
+
+
+def line_of(item: Item) -> str:
+    """The one line `item` reads as, whatever kind it is."""
+    if isinstance(item, PassageItem):
+        return passage_line(item)
+    if isinstance(item, EntityItem):
+        return entity_line(item)
+    if isinstance(item, RelationItem):
+        return relation_line(item)
+    if isinstance(item, ThemeItem):
+        return theme_line(item)
+    raise TypeError(f"no line for {type(item).__name__}")
+
+
+def passages_section(items: Sequence[PassageItem], title: str = "Passages", line_cap: int = 0) -> Section:
+    return Section(title, [passage_line(p) for p in items], PASSAGE_SHARE, line_cap=line_cap)
+
+
+def evidence_sections(
+    passages: Sequence[PassageItem],
+    entities: Sequence[EntityItem] = (),
+    relations: Sequence[RelationItem] = (),
+    facts: Sequence[RelationItem] = (),
+    *,
+    passage_cap: int = 0,
+) -> list[Section]:
+    """The sections of a retrieval, in the order an LLM should read them: passages first."""
+    return [
+        passages_section(passages, line_cap=passage_cap),
+        Section("Entities", [entity_line(e) for e in entities]),
+        Section("Relations", [relation_line(r) for r in relations]),
+        Section("Facts", [relation_line(f) for f in facts]),
+    ]

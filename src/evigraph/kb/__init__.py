@@ -1,0 +1,26 @@
+"""`KnowledgeBase`: the one object users hold.
+
+It wires strategies to a store and delegates; the algorithms live in `ingest/` and
+`retrieval/`, the engine behind `store/`. Reads and writes live in their own modules; this
+class joins them.
+"""
+
+from __future__ import annotations
+
+from evigraph.kb.core import FinalizeReport, Status
+from evigraph.kb.reads import ReadOps
+from evigraph.kb.writes import WriteOps
+from evigraph.store.location import DEFAULT_DB, StoreLocation, resolve_db_path
+
+__all__ = ["DEFAULT_DB", "FinalizeReport", "KnowledgeBase", "Status", "StoreLocation", "resolve_db_path"]
+
+
+class KnowledgeBase(ReadOps, WriteOps):
+    """A knowledge graph of documents, passages, entities and relations in one local database.
+
+    Example::
+
+        async with KnowledgeBase("notes.db") as kb:
+            report = await kb.ingest(["docs/"])
+            print(await kb.status())
+    """

@@ -1,0 +1,215 @@
+"""What every part of the knowledge base shares: options, the lazily opened store, strategies.
+
+The store opens lazily: a write creates the knowledge base, a read of one that was never written
+fails with a hint and creates nothing. Reads (`reads.py`) and writes (`writes.py`) build on this.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from pydantic import BaseModel
+
+from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
+from evigraph.gate import Gate
+from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
+from evigraph.ingest.pipeline import Strategies
+from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
+from evigraph.ingest.sources import SourceFile
+from evigraph.models import Ontology
+from evigraph.providers.embedders import Embedder
+from evigraph.store.base import GraphStore
+from evigraph.store.location import StoreLocation
+
+
+class Status(BaseModel):
+    """What a knowledge base holds."""
+
+    db: str
+    engine: str
+    documents: int
+    passages: int
+    entities: int
+    relations: int
+    mentions: int
+    labels: dict[str, int]
+    relation_types: dict[str, int]
+    embedding_model: str | None = None
+    embedding_dimension: int = 0
+    pending_embeddings: int = 0
+    themes: int = 0
+
+
+class FinalizeReport(BaseModel):
+    """What `finalize` did: passages embedded and themes found."""
+
+    embedded: int = 0
+    themes: int = 0
+
+
+ONTOLOGY_SETTING = "ontology"
+
+
+class KnowledgeBaseCore:
+    """Options, the store and the strategies; `KnowledgeBase` adds the reads and writes."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = None,
+        *,
+        store: GraphStore | None = None,
+        engine: str = "auto",
+        read_only: bool = False,
+        scope: Sequence[str] | None = None,
+        ontology: Ontology | None = None,
+        chunker: ChunkingStrategy | str | None = None,
+        extractor: ExtractionStrategy | str | None = None,
+        resolver: ResolutionStrategy | None = None,
+        loaders: Sequence[LoaderStrategy] = (),
+        embedder: Embedder | None = None,
+        max_file_bytes: int = DEFAULT_MAX_BYTES,
+        batch_documents: int = 64,
+    ) -> None:
+        self.location = StoreLocation.parse(db)
+        self.path: Path | None = self.location.path
+        """The database file of an embedded knowledge base (None for a server one)."""
+        self.scope: tuple[str, ...] = tuple(scope or ())
+        """Document keys or globs every read is limited to; empty: the whole knowledge base."""
+        self.read_only = read_only
+        self.engine = engine
+        self._store = store
+        self._opened = False
+        self._ontology = ontology
+        self._chunker = chunker
+        self._extractor = extractor
+        self._resolver = resolver or ExactMatchResolution()
+        self._loaders = tuple(loaders)
+        self.embedder = embedder
+        if max_file_bytes <= 0:
+            raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
+        self.max_file_bytes = max_file_bytes
+        self.batch_documents = batch_documents
+        self._gate = Gate()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._store is not None and self._opened:
+            await self._store.close()
+            self._opened = False
+
+    async def _open(self, *, for_write: bool, create: bool = True) -> GraphStore:
+        """The store, opened. Only a write that adds content (`create`) may bring a new file into
+        being: a read, a check or a delete on a mistyped path must say so, not leave an empty one."""
+        if self._store is None:
+            from evigraph.store import connect
+
+            if (not for_write or not create) and not self._exists():
+                raise KnowledgeBaseMissingError(
+                    f"no knowledge base at {self.location}",
+                    hint=f"create it with `evigraph ingest PATH --db {self.location}` or pass the right --db",
+                )
+            self._store = connect(self.location, read_only=self.read_only, scope=self.scope, engine=self.engine)
+        if for_write and self._store.read_only:
+            raise ConfigurationError(
+                f"{self.location} is open read-only", hint="open the KnowledgeBase with read_only=False to write"
+            )
+        if not self._opened:
+            await self._store.open()
+            self._opened = True
+            if self._ontology is None:
+                stored = await self._store.get_setting(ONTOLOGY_SETTING)
+                if stored:
+                    self._ontology = Ontology.model_validate_json(stored)
+        return self._store
+
+    def _exists(self) -> bool:
+        """Whether there is a knowledge base to read; a server location is asked when opened."""
+        return self.path is None or self.path.exists()
+
+    async def open(self, *, for_write: bool = False) -> None:
+        """Open now rather than at the first call: a server checks its database at start.
+
+        A read of a knowledge base that was never written raises and creates nothing.
+        """
+        await self._open(for_write=for_write)
+
+    @property
+    def loaders(self) -> tuple[LoaderStrategy, ...]:
+        """User loaders, consulted before the built-in ones."""
+        return self._loaders
+
+    @property
+    def store(self) -> GraphStore | None:
+        """The store once opened, for code below the agent protocol (benchmarks, maintenance).
+
+        Tools, the MCP server and the CLI never use it: they go through this class's methods,
+        which hold the write gate and speak in evidence, not engine rows.
+        """
+        return self._store
+
+    # -- strategies --------------------------------------------------------------------------
+
+    async def get_ontology(self) -> Ontology:
+        """The ontology extraction uses: the one passed in, else the one stored, else the default."""
+        if self._ontology is None and (self._store is not None or self._exists()):
+            await self._open(for_write=False)
+        return self.ontology
+
+    @property
+    def ontology(self) -> Ontology:
+        if self._ontology is None:
+            from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+
+            self._ontology = DEFAULT_ONTOLOGY
+        return self._ontology
+
+    @property
+    def file_extensions(self) -> frozenset[str]:
+        """What folder walks and globs pick up: the built-in loaders' extensions and the custom loaders'."""
+        from evigraph.ingest.loaders import SUPPORTED_EXTENSIONS
+
+        custom = (e.lower() if e.startswith(".") else f".{e.lower()}" for ld in self._loaders for e in ld.extensions)
+        return frozenset({*SUPPORTED_EXTENSIONS, *custom})
+
+    def _strategies(self) -> Strategies:
+        from evigraph.ingest.chunking import StructuralChunking, chunker_by_name
+        from evigraph.ingest.extraction import default_extractor, extractor_by_name
+        from evigraph.ingest.loaders import loader_for
+
+        if isinstance(self._chunker, str):
+            self._chunker = chunker_by_name(self._chunker)
+        if isinstance(self._extractor, str):
+            self._extractor = extractor_by_name(self._extractor)
+        chunker = self._chunker = self._chunker or StructuralChunking()
+        extractor = self._extractor = self._extractor or default_extractor()
+        custom = self._loaders
+        max_bytes = self.max_file_bytes
+
+        def pick(src: SourceFile) -> LoaderStrategy:
+            return loader_for(src.path, custom, max_bytes=max_bytes)
+
+        return Strategies(
+            chunker=chunker,
+            extractor=extractor,
+            resolver=self._resolver,
+            ontology=self.ontology,
+            loader_for=pick,
+            extensions=sorted(self.file_extensions),
+            embedder=self.embedder,
+        )

@@ -1,0 +1,172 @@
+"""Reading a knowledge base: retrieval, passage and entity reads, themes, Cypher, counts.
+
+Tools, the MCP server and the CLI reach data only through these methods; each one opens the
+store and hands it to a recipe in `retrieval/`, where the algorithm lives. Method names match
+the tool names, so `kb.search_entities` is what the `search_entities` tool runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evigraph.evidence.ledger import EvidenceLedger
+from evigraph.kb.core import KnowledgeBaseCore, Status
+from evigraph.models import SourceRecord, SourceState, StoredDocument
+from evigraph.retrieval.entities import EntitySearch, Exploration
+from evigraph.retrieval.navigation import Navigation, Relation
+from evigraph.retrieval.passages import PassageRead, PassageSearch, SearchMode
+from evigraph.retrieval.query import HINT as QUERY_HINT
+from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.result import RetrievalResult
+from evigraph.retrieval.schema import CypherRows, OntologyOverview
+from evigraph.retrieval.themes import ThemeSearch
+from evigraph.strict import build
+
+FRESH_LEDGER_CAPACITY = 1000
+"""More than one retrieval can return (50 passages, 50 entities, 40 relations, 50 facts)."""
+
+
+class ReadOps(KnowledgeBaseCore):
+    """The reading half of `KnowledgeBase`."""
+
+    async def retrieve(
+        self, query: str | RetrieveQuery, *, ledger: EvidenceLedger | None = None, **options: Any
+    ) -> RetrievalResult:
+        """Find the passages, entities, relations and facts that answer a question, each numbered.
+
+        `options` are the other fields of `RetrieveQuery`: `paths` (search paths by name; all of
+        passages, exact_names, fuzzy_names, links, facts by default), `top_k` (items per section,
+        1-50, default 10) and `expand_hops` (1-5, how far `links` walks from the named entities).
+        Items are numbered by `ledger` (a session's), or by a fresh one so `[n]` starts at 1.
+        """
+        from evigraph.retrieval.retriever import MultiPathRetriever
+
+        if isinstance(query, str):
+            query = build(RetrieveQuery, {"question": query, **options}, hint=QUERY_HINT)
+        elif options:
+            query = build(RetrieveQuery, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
+        store = await self._open(for_write=False)
+        result = await MultiPathRetriever(store, self.embedder).search(query)
+        ledger = ledger if ledger is not None else EvidenceLedger(FRESH_LEDGER_CAPACITY)
+        ledger.cite("retrieve", result.passages)
+        ledger.cite("retrieve", result.entities)
+        ledger.cite("retrieve", result.relations)
+        ledger.cite("retrieve", result.facts, kind="fact")
+        return result
+
+    async def search_passages(self, query: str, *, mode: SearchMode = "hybrid", limit: int = 10) -> PassageSearch:
+        """Passage snippets for plain words: lexical (BM25), semantic (vectors) or hybrid (both)."""
+        from evigraph.retrieval.passages import search_passages
+
+        store = await self._open(for_write=False)
+        return await search_passages(store, self.embedder, query, mode, limit)
+
+    async def read_passages(self, ids: Sequence[str], *, max_chars: int = 4000) -> PassageRead:
+        """The stored text of passages by id, each with a citation line; ids not found are listed."""
+        from evigraph.retrieval.passages import read_passages
+
+        store = await self._open(for_write=False)
+        return await read_passages(store, ids, max_chars)
+
+    async def navigate_document(
+        self, passage: str, relation: Relation, *, limit: int = 10, max_chars: int = 12000
+    ) -> Navigation:
+        """Passages standing in `relation` (parent, children, siblings, ...) to one passage."""
+        from evigraph.retrieval.navigation import navigate
+
+        store = await self._open(for_write=False)
+        return await navigate(store, passage, relation, limit, max_chars)
+
+    async def search_entities(
+        self, query: str, *, mode: SearchMode = "hybrid", labels: Sequence[str] | None = None, limit: int = 10
+    ) -> EntitySearch:
+        """Entities by name or meaning, each with passages that mention it."""
+        from evigraph.retrieval.entities import search_entities
+
+        store = await self._open(for_write=False)
+        return await search_entities(store, self.embedder, query, mode, labels, limit)
+
+    async def explore_relationships(
+        self,
+        entity: str,
+        *,
+        depth: int = 1,
+        relation_types: Sequence[str] | None = None,
+        max_nodes: int = 25,
+        max_edges: int = 50,
+    ) -> Exploration:
+        """The relations around one entity (its id or exact name), bounded."""
+        from evigraph.retrieval.entities import explore
+
+        store = await self._open(for_write=False)
+        return await explore(store, entity, depth, relation_types, max_nodes, max_edges)
+
+    async def missing_entities(self, ids: Sequence[str]) -> list[str]:
+        """The ids among `ids` that name no entity (visible here)."""
+        from evigraph.retrieval.entities import missing_entities
+
+        return await missing_entities(await self._open(for_write=False), ids)
+
+    async def missing_passages(self, ids: Sequence[str]) -> list[str]:
+        """The ids among `ids` that name no current passage (visible here)."""
+        from evigraph.retrieval.passages import missing_passages
+
+        return await missing_passages(await self._open(for_write=False), ids)
+
+    async def search_themes(self, query: str, *, limit: int = 5, support_limit: int = 3) -> ThemeSearch:
+        """Themes (entity communities found at finalize) ranked for `query`, with supporting passages."""
+        from evigraph.retrieval.themes import search_themes
+
+        store = await self._open(for_write=False)
+        return await search_themes(store, self.embedder, query, limit, support_limit)
+
+    async def cypher_query(self, query: str, params: dict[str, Any] | None = None, *, limit: int = 100) -> CypherRows:
+        """Read-only Cypher, guarded and bounded by the store; errors carry a hint."""
+        from evigraph.retrieval.schema import cypher_query
+
+        store = await self._open(for_write=False)
+        return await cypher_query(store, query, params or {}, limit)
+
+    async def ontology_overview(self) -> OntologyOverview:
+        """The ontology's types with stored counts, plus the tables and guide for writing Cypher."""
+        from evigraph.retrieval.schema import ontology_overview
+
+        store = await self._open(for_write=False)
+        return await ontology_overview(store, await self.get_ontology())
+
+    async def source_status(self, key: str) -> SourceRecord:
+        """Whether a document is current, failed at its last ingest, deleted, or unknown here."""
+        store = await self._open(for_write=False)
+        doc = (await store.get_documents([key])).get(key)
+        logged = (await store.source_log([key])).get(key)
+        if doc is not None:
+            record = SourceRecord(
+                key=key, state=SourceState.current, content_hash=doc.content_hash, version=doc.version
+            )
+            if logged is not None:
+                record.at = logged.at
+                if logged.state == SourceState.failed:
+                    record.error = f"the last ingest failed, the stored version is older: {logged.error}"
+            return record
+        return logged or SourceRecord(key=key, state=SourceState.unknown)
+
+    async def status(self) -> Status:
+        """Counts of what the knowledge base holds, its embedding model and its themes."""
+        store = await self._open(for_write=False)
+        counts = await store.counts()
+        model = await store.embedding_model()
+        return Status(
+            db=str(self.location),
+            engine=self.engine,
+            passages=counts.chunks,
+            **counts.model_dump(exclude={"chunks"}),
+            embedding_model=model[0] if model else None,
+            embedding_dimension=model[1] if model else 0,
+            pending_embeddings=await store.count_pending_embeddings() if model else 0,
+            themes=len(await store.themes()),
+        )
+
+    async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+        store = await self._open(for_write=False)
+        return await store.list_documents(limit, offset)

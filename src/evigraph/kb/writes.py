@@ -1,0 +1,384 @@
+"""Writing to a knowledge base: ingest, finalize, delete, agent-recorded knowledge, the ontology.
+
+Every write runs under the knowledge base's gate, so two sessions of one process (two MCP
+clients) never interleave a version switch, a theme rebuild or an ontology update; an ontology
+is read, merged and written inside the gate, so neither session's addition is lost. The few
+reads here (documents by key, which entities and passages exist) serve the checks a writer makes
+before it writes.
+
+Files are keyed `file:` + their absolute resolved path, whether named on the command line or
+under an agent's files root (see `evigraph.ingest.sources`), so a file is one document however
+it was ingested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evigraph.errors import ConfigurationError
+from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.communities import detect_themes
+from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.ontology_merge import OntologyExtension, extend_ontology
+from evigraph.ingest.pipeline import IngestRun, ProgressFn, embed_all, text_document
+from evigraph.ingest.resolution import ResolutionStrategy
+from evigraph.kb.core import ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
+from evigraph.models import (
+    DocumentOutcome,
+    EntityType,
+    ExtractedEntity,
+    ExtractedRelation,
+    IngestReport,
+    IngestStatus,
+    IntegrityReport,
+    LoadedDocument,
+    Ontology,
+    RelationType,
+    SourceRecord,
+    SourceState,
+    StoredDocument,
+)
+from evigraph.store.base import GraphStore
+
+if TYPE_CHECKING:
+    from evigraph.ingest.files_root import FilesRoot
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """The strategies one file is ingested with, by registry name; None keeps the knowledge base's own."""
+
+    chunker: str | None = None
+    extractor: str | None = None
+    resolver: str | None = None
+
+
+class WriteOps(KnowledgeBaseCore):
+    """The writing half of `KnowledgeBase`."""
+
+    async def set_ontology(self, ontology: Ontology) -> None:
+        """Use and store `ontology`, so later sessions and processes extract with it too."""
+        store = await self._open(for_write=True)
+        async with self._gate.exclusive():
+            await store.set_setting(ONTOLOGY_SETTING, ontology.model_dump_json())
+            self._ontology = ontology
+
+    async def extend_ontology(
+        self, entities: Sequence[EntityType] = (), relations: Sequence[RelationType] = ()
+    ) -> OntologyExtension:
+        """Add entity types, relation types and patterns to the ontology; never removes one.
+
+        The first declaration in a knowledge base that holds no document and no stored
+        ontology replaces the default types instead, since nothing was extracted with them. That
+        is decided on the whole graph, so a server scoped to an empty part of a shared knowledge
+        base only adds. Read, merge and write happen under the write gate, so two sessions
+        extending at once both keep their additions.
+        """
+        store = await self._open(for_write=True)
+        async with self._gate.exclusive():
+            from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+
+            current = self.ontology
+            replace = current == DEFAULT_ONTOLOGY and await store.get_setting(ONTOLOGY_SETTING) is None
+            replace = replace and not await store.holds_documents()
+            merged, change = extend_ontology(current, entities, relations, replace=replace)
+            await store.set_setting(ONTOLOGY_SETTING, merged.model_dump_json())
+            self._ontology = merged
+        return change
+
+    # -- reads a writer checks before writing ------------------------------------------------
+
+    async def get_documents(self, keys: Sequence[str]) -> dict[str, StoredDocument]:
+        """The stored current version of each key that exists (keys not stored are left out)."""
+        store = await self._open(for_write=True)
+        return await _documents(store, keys)
+
+    async def missing_entities(self, ids: Sequence[str]) -> list[str]:
+        """The entity ids among `ids` that no stored entity has, sorted."""
+        store = await self._open(for_write=True)
+        known = {e.id for e in await store.entities_by_ids(sorted(set(ids)))}
+        return sorted(set(ids) - known)
+
+    async def missing_passages(self, ids: Sequence[str]) -> list[str]:
+        """The passage ids among `ids` that no stored passage has (any more), sorted."""
+        store = await self._open(for_write=True)
+        known = {c.id for c in await store.chunks_by_ids(sorted(set(ids)))}
+        return sorted(set(ids) - known)
+
+    async def _log_failures(self, failed: Sequence[DocumentOutcome]) -> None:
+        """Record files that failed before any ingest ran, so `source_status` says failed."""
+        if failed:
+            store = await self._open(for_write=True)
+            async with self._gate.shared():
+                await self._log_outcomes(store, IngestReport(documents=list(failed)))
+
+    # -- ingest ------------------------------------------------------------------------------
+
+    async def ingest(
+        self,
+        sources: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (),
+        *,
+        text: str | None = None,
+        key: str | None = None,
+        title: str | None = None,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Ingest files, folders and globs, or one `text` under `key`; unchanged documents are skipped.
+
+        Each document's new version replaces its old one in one step. Bad sources come back as
+        `failed` outcomes with the fix in `error`; nothing stored before is lost.
+        """
+        if isinstance(sources, str | os.PathLike):
+            sources = [sources]
+        texts = []
+        if text is not None:
+            texts.append(text_document(text, key or "", title))
+        elif key is not None:
+            raise ConfigurationError("key= is for text= input", hint="pass text= with key=, or paths alone")
+        return await self.ingest_documents(texts, sources=[os.fspath(s) for s in sources], progress=progress)
+
+    async def ingest_files(
+        self,
+        files: Sequence[str | os.PathLike[str]],
+        *,
+        root: FilesRoot | None = None,
+        plans: Mapping[str, FilePlan] | None = None,
+        reextract: bool = False,
+        max_chunks: int | None = None,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Ingest the named files, each with its own plan of strategies.
+
+        `plans` maps a file, as named in `files`, to the chunker, extractor and resolver it is
+        ingested with; files without one use the knowledge base's own. Files with the same plan
+        are ingested together. With `root`, names are paths under it (or document keys a tool
+        returned) and every read goes through it, so no link or `..` leads outside; without,
+        names are paths on disk. Files that cannot be read come back failed, with the fix.
+        """
+        from evigraph.ingest.file_loading import load_files
+        from evigraph.ingest.loaders import loader_for
+
+        custom, max_bytes = self._loaders, self.max_file_bytes
+
+        def pick(path: Path) -> LoaderStrategy:
+            return loader_for(path, custom, max_bytes=max_bytes)
+
+        named = [os.fspath(f) for f in files]
+        loaded = await asyncio.to_thread(load_files, named, pick, root)
+        report = IngestReport(documents=[o for f in loaded for o in f.failures])
+        await self._log_failures(report.documents)
+        groups: dict[FilePlan, list[LoadedDocument]] = {}
+        for f in loaded:
+            if f.documents:
+                groups.setdefault((plans or {}).get(f.given, FilePlan()), []).extend(f.documents)
+        for plan, documents in groups.items():
+            part = await self.ingest_documents(
+                documents,
+                chunker=plan.chunker,
+                extractor=plan.extractor,
+                resolver=plan.resolver,
+                reextract=reextract,
+                max_chunks=max_chunks,
+                exclusive=None,
+                progress=progress,
+            )
+            report.documents += part.documents
+            report.pruned.merge(part.pruned)
+        return report
+
+    async def ingest_documents(
+        self,
+        documents: Sequence[LoadedDocument],
+        *,
+        sources: Sequence[str] = (),
+        chunker: ChunkingStrategy | str | None = None,
+        extractor: ExtractionStrategy | str | None = None,
+        resolver: ResolutionStrategy | str | None = None,
+        reextract: bool = False,
+        max_chunks: int | None = None,
+        exclusive: bool | None = True,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Ingest already-loaded documents (and `sources` paths) with optional per-call strategies.
+
+        `reextract` processes unchanged documents again (after the ontology grew); `max_chunks`
+        refuses a document that chunks into more passages before it is extracted. With
+        `exclusive=False` the ingest may run beside other non-exclusive ones; only ingests that
+        add new documents should ask for that. `exclusive=None` decides it: alone when any of
+        `documents` is stored already (its update prunes what only it mentioned), else beside others.
+        """
+        store = await self._open(for_write=True)
+        await self._claim_embedding_model(store)
+        strategies = self._strategies()
+        if chunker is not None:
+            strategies.chunker = _chunker(chunker)
+        if extractor is not None:
+            strategies.extractor = _extractor(extractor)
+        if resolver is not None:
+            strategies.resolver = _resolver(resolver)
+        if exclusive is None:
+            exclusive = bool(sources) or bool(await _documents(store, [d.key for d in documents]))
+        run = IngestRun(store, strategies, batch_documents=self.batch_documents, force=reextract, max_chunks=max_chunks)
+        gate = self._gate.exclusive() if exclusive or reextract else self._gate.shared()
+        async with gate:
+            bar = _progress_bar(progress)
+            try:
+                report = await run.run(list(sources), list(documents), start_progress=bar.start if bar else None)
+            finally:
+                if bar is not None:
+                    bar.close()
+            await self._log_outcomes(store, report)
+        return report
+
+    @staticmethod
+    async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
+        """Record each written or failed document for `source_status`; unchanged ones need nothing."""
+        written = (IngestStatus.created, IngestStatus.updated)
+        records = [
+            SourceRecord(key=d.key, state=SourceState.current, content_hash=d.content_hash, version=d.version)
+            for d in report.documents
+            if d.status in written
+        ]
+        records += [SourceRecord(key=d.key, state=SourceState.failed, error=d.error) for d in report.failed if d.key]
+        await store.log_sources(records)
+
+    async def finalize(self) -> FinalizeReport:
+        """Finish a batch of ingests: embed passages without a vector, then find themes.
+
+        Themes are communities of entities (Louvain over the relations); they are recomputed
+        whole, since one ingest can merge or split clusters anywhere in the graph.
+        """
+        store = await self._open(for_write=True)
+        report = FinalizeReport()
+        async with self._gate.exclusive():
+            if self.embedder is not None:
+                await self._claim_embedding_model(store)
+                while batch := await store.pending_embeddings(limit=512):
+                    vectors = await asyncio.to_thread(embed_all, self.embedder, [text for _, text in batch])
+                    await store.write_embeddings([(cid, vec) for (cid, _), vec in zip(batch, vectors, strict=True)])
+                    report.embedded += len(batch)
+            themes = await detect_themes(store)
+            await store.replace_themes(themes)
+            report.themes = len(themes)
+        return report
+
+    async def reembed(self) -> int:
+        """Drop every stored vector and embed all passages with this knowledge base's embedder."""
+        if self.embedder is None:
+            raise ConfigurationError("no embedder to re-embed with", hint="pass embedder= to KnowledgeBase")
+        store = await self._open(for_write=True)
+        await store.set_embedding_model(None)
+        return (await self.finalize()).embedded
+
+    async def _claim_embedding_model(self, store: GraphStore) -> None:
+        """Record the embedder on first use; refuse one that differs from the stored vectors' model."""
+        if self.embedder is None:
+            return
+        stored = await store.embedding_model()
+        if stored is None:
+            dimension = await asyncio.to_thread(lambda: self.embedder.dimension if self.embedder else 0)
+            await store.set_embedding_model(self.embedder.name, dimension)
+        elif stored[0] != self.embedder.name:
+            raise ConfigurationError(
+                f"{self.location} is embedded with {stored[0]!r}, not {self.embedder.name!r}",
+                hint="use the same embedder, or re-embed every passage with `evigraph reembed --embedder ...` "
+                "(KnowledgeBase.reembed())",
+            )
+
+    async def delete(self, key: str) -> bool:
+        """Remove a document, its passages and the entities only it mentioned; False if absent."""
+        store = await self._open(for_write=True, create=False)
+        async with self._gate.exclusive():
+            deleted = await store.delete_document(key)
+            if deleted:
+                await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
+            return deleted
+
+    async def check(self, repair: bool = False) -> IntegrityReport:
+        """Look for damage a crash or an engine fault left (ghost edges, orphans, missing indexes).
+
+        With `repair` it fixes what it can and says what is left (`report.remaining`).
+        """
+        store = await self._open(for_write=repair, create=False)
+        if not repair:
+            return await store.check()
+        async with self._gate.exclusive():
+            return await store.check(repair=True)
+
+    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str = "agent") -> None:
+        """Record entities (idempotent): new ones are created with `source` as provenance, known ones merged."""
+        store = await self._open(for_write=True)
+        async with self._gate.exclusive():
+            await store.upsert_entities(entities, source)
+
+    async def upsert_relations(
+        self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str = "agent"
+    ) -> None:
+        """Record relations between existing entities, each with the chunk ids that support it."""
+        store = await self._open(for_write=True)
+        async with self._gate.exclusive():
+            await store.upsert_relations(relations, source)
+
+
+async def _documents(store: GraphStore, keys: Sequence[str]) -> dict[str, StoredDocument]:
+    """`store.get_documents` in slices, so a record file's many keys make no giant statement."""
+    out: dict[str, StoredDocument] = {}
+    for i in range(0, len(keys), 1000):
+        out.update(await store.get_documents(list(keys[i : i + 1000])))
+    return out
+
+
+def _chunker(value: ChunkingStrategy | str) -> ChunkingStrategy:
+    from evigraph.ingest.chunking import chunker_by_name
+
+    return chunker_by_name(value) if isinstance(value, str) else value
+
+
+def _extractor(value: ExtractionStrategy | str) -> ExtractionStrategy:
+    from evigraph.ingest.extraction import extractor_by_name
+
+    return extractor_by_name(value) if isinstance(value, str) else value
+
+
+def _resolver(value: ResolutionStrategy | str) -> ResolutionStrategy:
+    from evigraph.ingest.resolution import resolver_by_name
+
+    return resolver_by_name(value) if isinstance(value, str) else value
+
+
+def _progress_bar(enabled: bool | None) -> _ProgressBar | None:
+    """A tqdm bar on stderr, on by default only when stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    return _ProgressBar() if enabled else None
+
+
+class _ProgressBar:
+    """Documents done out of documents found; a record file raises the total as it is read."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def start(self, total: int) -> ProgressFn:
+        from tqdm import tqdm
+
+        bar = self._bar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr, dynamic_ncols=True, leave=False)
+
+        def advance(n: int) -> None:
+            bar.update(n)
+            if bar.total is not None and bar.n > bar.total:
+                bar.total = bar.n
+                bar.refresh()
+
+        return advance
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -1,0 +1,124 @@
+"""Passage reads: plain search (lexical, semantic or both), exact reads by id, and snippets.
+
+`retrieve` is the multi-path search for questions; these are the direct reads an agent uses
+once it knows what it wants: words to look up, or passages to quote in full.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from evigraph.errors import ConfigurationError
+from evigraph.evidence.items import PassageItem, PassageText
+from evigraph.evidence.render import citation_line
+from evigraph.models import ChunkHit
+from evigraph.providers.embedders import Embedder
+from evigraph.retrieval.fusion import rrf
+from evigraph.retrieval.hits import passage_item, source_of
+from evigraph.retrieval.vectors import nearest_passages
+from evigraph.store.base import GraphStore
+
+SearchMode = Literal["lexical", "semantic", "hybrid"]
+SNIPPET_CHARS = 400
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class PassageSearch(BaseModel):
+    query: str
+    mode: SearchMode
+    hits: list[PassageItem] = Field(default_factory=list)
+    semantic_skipped: bool = Field(False, description="hybrid ran lexical only: no embedder or no vectors")
+    pending_embeddings: int | None = Field(None, description="passages without a vector, when vectors were used")
+
+
+def snippet(text: str, query: str, size: int = SNIPPET_CHARS) -> str:
+    """About `size` characters of `text` around its first word from `query`, cut at word boundaries."""
+    if len(text) <= size:
+        return text
+    terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 2}
+    start = 0
+    for m in _WORD.finditer(text):
+        if m.group().casefold() in terms:
+            start = max(0, m.start() - size // 4)
+            break
+    piece = text[start : start + size]
+    if start > 0:
+        piece = "…" + piece.split(" ", 1)[-1]
+    if start + size < len(text):
+        piece = piece.rsplit(" ", 1)[0] + " …"
+    return piece
+
+
+async def search_passages(
+    store: GraphStore, embedder: Embedder | None, query: str, mode: SearchMode, limit: int
+) -> PassageSearch:
+    """Ranked passage snippets for plain words; semantic alone without vectors is an error."""
+    result = PassageSearch(query=query, mode=mode)
+    lists: dict[str, list[str]] = {}
+    hits: dict[str, ChunkHit] = {}
+    if mode in ("lexical", "hybrid"):
+        lexical = await store.search_chunks(query, limit * 2)
+        hits.update({h.id: h for h in lexical})
+        lists["lexical"] = [h.id for h in lexical]
+    if mode in ("semantic", "hybrid"):
+        semantic = await nearest_passages(store, embedder, query, limit * 2)
+        if semantic is None:
+            if mode == "semantic":
+                raise ConfigurationError(
+                    "semantic search needs passage vectors, and this knowledge base has none for this embedder",
+                    hint="use mode='lexical', or serve the knowledge base with the embedder it was built with "
+                    "and run finalize",
+                )
+            result.semantic_skipped = True
+        else:
+            lists["semantic"] = semantic
+            result.pending_embeddings = await store.count_pending_embeddings()
+    fused = rrf({k: v for k, v in lists.items() if v})[:limit]
+    missing = [f.key for f in fused if f.key not in hits]
+    hits.update({h.id: h for h in await store.chunks_by_ids(missing)})
+    for f in fused:
+        hit = hits.get(f.key)
+        if hit is None:
+            continue
+        item = passage_item(hit, snippet(hit.text, query))
+        item.score, item.scores, item.paths = f.score, f.scores, sorted(f.scores)
+        result.hits.append(item)
+    return result
+
+
+class PassageRead(BaseModel):
+    passages: list[PassageText] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list, description="ids that name no current passage")
+
+
+def passage_text(hit: ChunkHit, max_chars: int) -> PassageText:
+    text = hit.text[:max_chars]
+    source = source_of(hit)
+    return PassageText(
+        id=hit.id, text=text, partial=len(text) < len(hit.text), source=source, citation=citation_line(source)
+    )
+
+
+async def read_passages(store: GraphStore, ids: Sequence[str], max_chars: int) -> PassageRead:
+    """The stored text of each passage (up to `max_chars`), in the order asked, and the ids not found."""
+    wanted = list(dict.fromkeys(ids))
+    found = {h.id: h for h in await store.chunks_by_ids(wanted)}
+    result = PassageRead()
+    for cid in wanted:
+        hit = found.get(cid)
+        if hit is None:
+            result.missing.append(cid)
+        else:
+            result.passages.append(passage_text(hit, max_chars))
+    return result
+
+
+async def missing_passages(store: GraphStore, ids: Sequence[str]) -> list[str]:
+    """The ids among `ids` that name no current passage."""
+    wanted = list(dict.fromkeys(ids))
+    found = {h.id for h in await store.chunks_by_ids(wanted)}
+    return [cid for cid in wanted if cid not in found]

@@ -1,0 +1,40 @@
+"""`RetrieveQuery`: the one declaration of what `retrieve` takes.
+
+`KnowledgeBase.retrieve`, the `retrieve` tool (and so MCP and REST) and `evigraph search` all
+take this model, so a bound or a default cannot drift between them: the CLI builds its options
+from these fields, the tool registry publishes its JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import Field, field_validator
+
+from evigraph.strict import StrictInput
+
+SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
+PATHS: tuple[str, ...] = get_args(SearchPath)
+MAX_TOP_K = 50
+MAX_HOPS = 5
+HINT = f"paths: choose from {', '.join(PATHS)}; top_k: 1-{MAX_TOP_K}; expand_hops: 1-{MAX_HOPS}"
+"""What a caller needs to fix a refused query, said by every surface that takes one."""
+
+
+class RetrieveQuery(StrictInput):
+    question: str = Field(min_length=1, max_length=2000, description="the user's question, word for word")
+    paths: list[SearchPath] | None = Field(
+        None, min_length=1, description=f"search paths to run ({', '.join(PATHS)}); all when omitted"
+    )
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K, description="items per section")
+    expand_hops: int = Field(1, ge=1, le=MAX_HOPS, description="how far `links` walks from the entities found")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty; pass the question text")
+        return value
+
+    def chosen_paths(self) -> list[str]:
+        return list(PATHS) if self.paths is None else list(dict.fromkeys(self.paths))

@@ -1,0 +1,104 @@
+"""What a knowledge base declares and holds, for agents writing Cypher, and read-only Cypher itself.
+
+The store guards and bounds every query and speaks its own dialect (its guide, its table
+names); here the store's answers are joined with the ontology, and an engine error gets a hint
+listing the tables and labels that do exist, which is what a first wrong query usually lacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evigraph.errors import CypherRefused, QueryTimeout, ReadOnlyQueryError
+from evigraph.models import Ontology, StoreCounts, TableInfo
+from evigraph.store.base import GraphStore
+
+CYPHER_TIMEOUT_MS = 10_000
+CYPHER_HINT = "cypher_query only reads: use MATCH ... RETURN (call get_ontology for labels and properties)"
+
+
+class EntityTypeView(BaseModel):
+    label: str
+    description: str = ""
+    properties: list[str] = Field(default_factory=list)
+    count: int = 0
+
+
+class RelationTypeView(BaseModel):
+    label: str
+    description: str = ""
+    patterns: list[tuple[str, str]] = Field(default_factory=list, description="empty: any pair of labels")
+    count: int = 0
+
+
+class OntologyOverview(BaseModel):
+    """The declared types with how many of each are stored, and the store's schema for Cypher."""
+
+    entity_types: list[EntityTypeView]
+    relation_types: list[RelationTypeView]
+    tables: list[TableInfo]
+    cypher_guide: str
+
+
+async def ontology_overview(store: GraphStore, ontology: Ontology) -> OntologyOverview:
+    counts = await store.counts()
+    entity_types = [
+        EntityTypeView(
+            label=e.label, description=e.description, properties=list(e.properties), count=counts.labels.get(e.label, 0)
+        )
+        for e in ontology.entities
+    ]
+    declared = {e.label for e in ontology.entities}
+    entity_types += [
+        EntityTypeView(label=label, description="(stored, not declared)", count=n)
+        for label, n in counts.labels.items()
+        if label not in declared
+    ]
+    relation_types = [
+        RelationTypeView(
+            label=r.type,
+            description=r.description,
+            patterns=[(a, b) for a, b in r.patterns],
+            count=counts.relation_types.get(r.type, 0),
+        )
+        for r in ontology.relations
+    ]
+    return OntologyOverview(
+        entity_types=entity_types,
+        relation_types=relation_types,
+        tables=await store.schema_tables(),
+        cypher_guide=store.cypher_guide(),
+    )
+
+
+class CypherRows(BaseModel):
+    columns: list[str] = Field(default_factory=list)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    truncated: bool = False
+
+
+async def cypher_query(store: GraphStore, query: str, params: dict[str, Any], limit: int) -> CypherRows:
+    """Up to `limit` rows of read-only Cypher; engine errors come back with a hint naming the schema."""
+    try:
+        rows = await store.query(query, params, limit=limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
+    except (CypherRefused, QueryTimeout) as exc:
+        raise type(exc)(exc.message, hint=exc.hint or CYPHER_HINT) from exc
+    except ReadOnlyQueryError as exc:
+        raise ReadOnlyQueryError(exc.message, hint=await _schema_hint(store)) from exc
+    return CypherRows(
+        columns=list(rows[0]) if rows else [],
+        rows=rows[:limit],
+        truncated=len(rows) > limit or bool(getattr(rows, "truncated", False)),
+    )
+
+
+async def _schema_hint(store: GraphStore) -> str:
+    tables = [t.name for t in await store.schema_tables()]
+    counts: StoreCounts = await store.counts()
+    labels = list(counts.labels)
+    return (
+        f"tables: {', '.join(tables)}; entity labels (values of e.label): {', '.join(labels[:30]) or 'none'}; "
+        "see get_ontology"
+    )

@@ -1,0 +1,154 @@
+"""Where a knowledge base lives: a file path, or a URL naming the engine that holds it.
+
+`--db`, `$EVIGRAPH_DB` and `KnowledgeBase(db)` all take one string, so the engine is chosen by
+what that string says, not by a separate switch per surface:
+
+- `notes.db`, `~/kb/notes.db`: an embedded database file (the engine chosen by `engine=`);
+- `kuzu:///abs/notes.db`: an embedded Kuzu file (three slashes: the path is absolute);
+- `ladybug:///abs/notes.db`: an embedded LadybugDB file;
+- `falkordb://[user:pass@]host:port/graph`: reserved for the FalkorDB server backend.
+
+Parsing never touches the disk; opening (`evigraph.store.connect`) does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from evigraph.errors import ConfigurationError
+
+DEFAULT_DB = "evigraph.db"
+DB_ENV = "EVIGRAPH_DB"
+
+EMBEDDED_SCHEMES = ("kuzu", "ladybug")
+"""URL schemes of embedded engines; each is also the `engine` name the embedded store takes."""
+SERVER_SCHEMES = ("falkordb",)
+SCHEMES = (*EMBEDDED_SCHEMES, *SERVER_SCHEMES)
+FALKORDB_PORT = 6379
+FALKORDB_GRAPH = "evigraph"
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+_CREDENTIALS = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
+_FORMS = "a file path, kuzu:///abs/path.db, ladybug:///abs/path.db or falkordb://host:port/graph"
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """A parsed `--db` value.
+
+    `path` is set for embedded locations (a file on this machine: the MCP server's forwarding
+    socket and "does it exist" checks need it) and None for server ones. `engine` is the
+    engine the URL names, None for a plain path (the caller's `engine=` decides).
+    """
+
+    scheme: str
+    """"path" for a plain path, else the URL scheme (lower case)."""
+    display: str
+    """How to show it to a user: the path, or the URL without its password."""
+    path: Path | None = None
+    engine: str | None = None
+    host: str | None = None
+    port: int | None = None
+    graph: str | None = None
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    @property
+    def embedded(self) -> bool:
+        return self.path is not None
+
+    @classmethod
+    def parse(cls, db: str | os.PathLike[str] | StoreLocation | None = None) -> StoreLocation:
+        """`db` if given, else `$EVIGRAPH_DB`, else `./evigraph.db`, read as a path or a URL."""
+        if isinstance(db, StoreLocation):
+            return db
+        text = os.fspath(db) if db is not None else os.environ.get(DB_ENV) or DEFAULT_DB
+        found = _URL.match(text)
+        if found is None:
+            path = Path(text).expanduser()
+            return cls(scheme="path", display=str(path), path=path)
+        scheme = found["scheme"].lower()
+        rest = text[found.end() :]
+        if scheme in EMBEDDED_SCHEMES:
+            return cls._embedded(scheme, rest, text)
+        if scheme == "falkordb":
+            return cls._falkordb(text)
+        raise ConfigurationError(
+            f"unknown database scheme {scheme}:// in {_masked(text)!r}",
+            hint=f"use {_FORMS}; supported schemes: {', '.join(s + '://' for s in SCHEMES)}",
+        )
+
+    @classmethod
+    def _embedded(cls, scheme: str, rest: str, text: str) -> StoreLocation:
+        if not rest.startswith("/"):
+            raise ConfigurationError(
+                f"{_masked(text)!r} names no absolute path: {scheme}:// URLs take one after a third slash",
+                hint=f"write {scheme}:///abs/path.db (three slashes), or pass a relative path as is: {rest or 'kb.db'}",
+            )
+        path = Path(unquote(rest))
+        if path == Path("/"):
+            raise ConfigurationError(f"{text!r} names no database file", hint=f"e.g. {scheme}:///home/me/kb.db")
+        return cls(scheme=scheme, display=f"{scheme}://{path}", path=path, engine=scheme)
+
+    @classmethod
+    def _falkordb(cls, text: str) -> StoreLocation:
+        parts = urlsplit(text)
+        try:
+            port = parts.port or FALKORDB_PORT
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"{_masked(text)!r} has an invalid port", hint="e.g. falkordb://localhost:6379/kb"
+            ) from exc
+        if not parts.hostname:
+            raise ConfigurationError(f"{_masked(text)!r} names no host", hint="e.g. falkordb://localhost:6379/kb")
+        graph = unquote(parts.path.strip("/")) or FALKORDB_GRAPH
+        user = unquote(parts.username or "")
+        credentials = f"{user}:***@" if parts.password else (f"{user}@" if user else "")
+        return cls(
+            scheme="falkordb",
+            display=f"falkordb://{credentials}{parts.hostname}:{port}/{graph}",
+            host=parts.hostname,
+            port=port,
+            graph=graph,
+            username=user or None,
+            password=unquote(parts.password) if parts.password else None,
+        )
+
+    def engine_for(self, engine: str = "auto") -> str:
+        """The embedded engine to open this location with: the one its URL names, else `engine`."""
+        if self.engine is None or engine in ("auto", self.engine):
+            return self.engine or engine
+        raise ConfigurationError(
+            f"{self.display} names the {self.engine} engine, but engine={engine!r} was asked for",
+            hint=f"drop the engine option, or write the location as {engine}://{self.path}",
+        )
+
+    def embedded_path(self) -> Path:
+        """The database file; raises for a location no embedded engine can open."""
+        if self.path is None:
+            raise self.unsupported()
+        return self.path
+
+    def unsupported(self) -> ConfigurationError:
+        """Why this release cannot open a server location, and what to use instead."""
+        return ConfigurationError(
+            f"{self.display}: the FalkorDB backend comes in a later release of evigraph",
+            hint="use an embedded knowledge base for now: a file path (--db ./evigraph.db) or kuzu:///abs/path.db",
+        )
+
+    def __str__(self) -> str:
+        return self.display
+
+
+def _masked(text: str) -> str:
+    """`text` with any password in it replaced: errors are shown and logged."""
+    return _CREDENTIALS.sub(r"\1:***@", text)
+
+
+def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
+    """The embedded database file `db` names (a path or an embedded URL), else `$EVIGRAPH_DB`, else `./evigraph.db`."""
+    return StoreLocation.parse(db).embedded_path()

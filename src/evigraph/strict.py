@@ -1,0 +1,54 @@
+"""`StrictInput`: the base of every input model a caller fills in (tool arguments, queries).
+
+Unknown fields are refused (`extra="forbid"`) so a misspelt argument fails loudly instead of
+being ignored, and every bound is stated in the JSON Schema a caller reads.
+
+Text with a lone surrogate (`"\\ud800"`, valid JSON but not valid Unicode) is refused here, for
+every field of every model at once: the engine cannot take it as a parameter and no answer
+holding it can be encoded, so past this point it would surface as an engine crash.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from evigraph.errors import ConfigurationError
+from evigraph.surrogates import surrogate_path
+
+
+class StrictInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        where = surrogate_path(data)
+        if where is not None:
+            raise ValueError(
+                f"{where} holds a lone surrogate (an escape such as \\ud800 without its pair), which is not "
+                "valid Unicode; send the character itself or a complete surrogate pair"
+            )
+        return data
+
+
+def validation_errors(exc: ValidationError, limit: int = 5) -> str:
+    """Pydantic's errors as one line: `field: message; ...`."""
+    parts = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    more = len(exc.errors()) - limit
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+M = TypeVar("M", bound="StrictInput")
+
+
+def build(model: type[M], values: dict[str, Any], hint: str) -> M:
+    """`model` from `values`, or a ConfigurationError naming every bad field and the fix."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigurationError(f"invalid {model.__name__}: {validation_errors(exc)}", hint=hint) from None

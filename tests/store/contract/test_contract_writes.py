@@ -1,0 +1,197 @@
+"""The write half of the store contract: each test gets a fresh, empty store of each kind."""
+
+from __future__ import annotations
+
+import pytest
+from tests.store.contract.conftest import (
+    ADA,
+    ALPHA,
+    BABBAGE,
+    BETA,
+    ENGINE,
+    LONDON,
+    StoreFactory,
+    build_library,
+    covers,
+    version,
+)
+
+from evigraph.errors import StoreError
+from evigraph.models import ExtractedEntity, ExtractedRelation, SourceRecord, SourceState, ThemeRecord
+from evigraph.store import GraphStore
+
+ALPHA_V2 = version(
+    ALPHA.key,
+    ["Ada Lovelace wrote notes on the engine in Marlow."],
+    [[("Ada Lovelace", "Person"), ("Marlow", "Location")]],
+)
+MARLOW = ExtractedEntity.create("Marlow", "Location").id
+
+
+@covers("open", "close", "write_versions")
+async def test_what_is_written_is_there_after_reopening(factory: StoreFactory, location: str) -> None:
+    async with factory.connect(location) as store:
+        assert store.read_only is False
+        written = await store.write_versions([ALPHA, BETA])
+        assert [(d.key, d.version, d.chunks, d.title) for d in written] == [
+            (ALPHA.key, 1, 2, "Alpha"),
+            (BETA.key, 1, 1, "Beta"),
+        ]
+        assert await store.write_versions([]) == []
+    async with factory.connect(location, read_only=True) as again:
+        assert again.read_only is True
+        assert (await again.counts()).documents == 2
+        assert [h.document for h in await again.search_chunks("Philadelphia")] == [BETA.key]
+        with pytest.raises(StoreError, match="read-only"):
+            await again.delete_document(ALPHA.key)
+        with pytest.raises(StoreError, match="read-only"):
+            await again.write_versions([ALPHA_V2])
+    store = factory.connect(location)
+    await store.open()
+    await store.open()  # opening twice is harmless
+    assert (await store.get_documents([ALPHA.key]))[ALPHA.key].version == 1
+    await store.close()
+
+
+@covers("write_versions")
+async def test_a_new_version_replaces_the_old_in_one_step(store: GraphStore) -> None:
+    library = await build_library(store)
+    [stored] = await store.write_versions([ALPHA_V2])
+    assert (stored.key, stored.version, stored.chunks) == (ALPHA.key, 2, 1)
+    assert (await store.get_documents([ALPHA.key]))[ALPHA.key].version == 2
+    new = await store.document_chunks(ALPHA.key)
+    assert [c.text for c in new] == [ALPHA_V2.chunks[0].text]
+    assert await store.chunks_by_ids(library.alpha) == []  # old passages go
+    assert await store.search_chunks("Analytical") == []  # and leave the full-text index
+    assert [h.id for h in await store.search_chunks("Marlow")] == [new[0].id]
+    assert await store.entities_by_ids([BABBAGE, LONDON, ENGINE]) == []  # mentioned only by the old version
+    assert [e.id for e in await store.entities_by_ids([ADA])] == [ADA]  # still mentioned
+    assert await store.chunks_for_entities([ADA], per_entity=5) == [(ADA, new[0].id)]  # old mentions go
+    assert [(r.source, r.target) for r in await store.neighbours([ADA], hops=2)] == [(ADA, MARLOW)]
+    assert await store.relations_for_chunks(library.alpha) == []
+    counts = await store.counts()
+    assert (counts.documents, counts.chunks, counts.entities, counts.relations, counts.mentions) == (2, 2, 4, 2, 4)
+    assert await store.entities_named(["charles babbage"]) == {}
+    assert sorted(c for c, _ in await store.pending_embeddings()) == sorted([new[0].id, *library.beta])
+    assert [c for c, _ in await store.vector_search([1.0, 0.0, 0.0], limit=5)] == []  # old vectors went too
+
+
+@covers("write_versions")
+async def test_a_failed_batch_writes_nothing(store: GraphStore) -> None:
+    with pytest.raises(ValueError, match="two versions"):
+        await store.write_versions([ALPHA, BETA, ALPHA])
+    assert (await store.counts()).documents == 0
+    assert await store.search_chunks("Babbage") == []
+
+
+@covers("delete_document", "holds_documents")
+async def test_delete_removes_a_document_like_a_replacement(store: GraphStore) -> None:
+    assert await store.holds_documents() is False
+    library = await build_library(store)
+    assert await store.delete_document(ALPHA.key) is True
+    assert await store.delete_document(ALPHA.key) is False
+    assert await store.delete_document("team/none") is False
+    assert list(await store.get_documents([ALPHA.key, BETA.key])) == [BETA.key]
+    assert await store.chunks_by_ids(library.alpha) == []
+    assert await store.entities_by_ids([ADA, BABBAGE, LONDON, ENGINE]) == []
+    counts = await store.counts()
+    assert (counts.documents, counts.chunks, counts.entities, counts.relations, counts.mentions) == (1, 1, 2, 1, 2)
+    assert [h.document for h in await store.search_chunks("Babbage Hopper")] == [BETA.key]
+    assert await store.relation_weights() != {} and all(ADA not in pair for pair in await store.relation_weights())
+    assert (await store.check()).found == []
+    assert await store.delete_document(BETA.key) is True
+    assert await store.holds_documents() is False
+
+
+@covers("check")
+async def test_check_and_repair_a_healthy_graph(store: GraphStore) -> None:
+    await build_library(store)
+    report = await store.check(repair=True)
+    assert report.found == [] and report.remaining == [] and report.repaired == {}
+    assert (await store.counts()).documents == 2
+
+
+@covers("set_embedding_model", "write_embeddings", "pending_embeddings", "count_pending_embeddings")
+async def test_embedding_model_set_and_cleared(store: GraphStore) -> None:
+    library = await build_library(store)
+    assert await store.count_pending_embeddings() == 1
+    await store.write_embeddings([(library.beta[0], [0.0, 0.0, 1.0])])
+    assert await store.count_pending_embeddings() == 0 and await store.pending_embeddings() == []
+    assert [c for c, _ in await store.vector_search([0.0, 0.0, 1.0], limit=1)] == library.beta
+    await store.set_embedding_model(None)
+    assert await store.embedding_model() is None
+    assert await store.count_pending_embeddings() == 3  # every vector went with the model
+    assert await store.vector_search([0.0, 0.0, 1.0]) == []
+    await store.set_embedding_model("another", 2)
+    assert await store.embedding_model() == ("another", 2)
+    assert len(await store.pending_embeddings(limit=2)) == 2
+
+
+@covers("upsert_entities", "upsert_relations")
+async def test_agent_writes_create_and_merge(store: GraphStore) -> None:
+    library = await build_library(store)
+    ada_again = ExtractedEntity(id=ADA, name="Ada Lovelace", label="Person", aliases=("Countess of Lovelace",))
+    agent = ExtractedEntity.create("Difference Engine", "Product", "a mechanical calculator")
+    await store.upsert_entities([ada_again, agent], source="agent:test")
+    [found] = await store.entities_by_ids([agent.id])
+    assert (found.name, found.label, found.description) == ("Difference Engine", "Product", "a mechanical calculator")
+    assert await store.entities_named(["countess of lovelace"]) == {"countess of lovelace": [ADA]}
+    assert [e.id for e in await store.search_entities("Difference")][:1] == [agent.id]
+    assert (await store.counts()).entities == 7
+    fact = "Ada Lovelace described the Difference Engine."
+    relation = ExtractedRelation(source=ADA, target=agent.id, fact=fact, confidence=0.9, chunk_indexes=())
+    await store.upsert_relations([(relation, [library.alpha[0]])], source="agent:test")
+    added = [r for r in await store.neighbours([ADA]) if r.target == agent.id]
+    assert [(r.fact, r.source_chunks) for r in added] == [(fact, [library.alpha[0]])]
+    assert any(r.target == agent.id for r in await store.relations_for_chunks([library.alpha[0]]))
+    await store.upsert_relations([(relation, [library.alpha[1]])], source="agent:test")  # the same relation again
+    [merged] = [r for r in await store.neighbours([ADA]) if r.target == agent.id]
+    assert sorted(merged.source_chunks) == sorted(library.alpha)
+    assert (await store.counts()).relations == 5
+
+
+@covers("set_setting", "get_setting")
+async def test_settings(store: GraphStore) -> None:
+    assert await store.get_setting("contract.k") is None
+    await store.set_setting("contract.k", "one")
+    await store.set_setting("contract.k", "two")
+    assert await store.get_setting("contract.k") == "two"
+    await store.set_setting("contract.k", None)
+    assert await store.get_setting("contract.k") is None
+
+
+@covers("log_sources", "source_log")
+async def test_source_log_keeps_each_keys_last_outcome(store: GraphStore) -> None:
+    await store.log_sources(
+        [
+            SourceRecord(key="a", state=SourceState.failed, error="unreadable", at="2026-01-01T00:00:00+00:00"),
+            SourceRecord(key="b", state=SourceState.current, content_hash="h", version=1),
+        ]
+    )
+    await store.log_sources([SourceRecord(key="a", state=SourceState.current, content_hash="h2", version=3)])
+    await store.log_sources([])
+    log = await store.source_log(["a", "b", "c"])
+    assert set(log) == {"a", "b"}
+    assert (log["a"].state, log["a"].version, log["a"].content_hash, log["a"].error) == (
+        SourceState.current,
+        3,
+        "h2",
+        None,
+    )
+    assert (log["b"].state, log["b"].content_hash) == (SourceState.current, "h")
+
+
+@covers("replace_themes", "themes")
+async def test_themes_are_replaced_as_a_whole(store: GraphStore) -> None:
+    await build_library(store)
+    theme = ThemeRecord(
+        id="t1",
+        members=[BABBAGE, ADA, ENGINE],
+        names=["Charles Babbage", "Ada Lovelace", "Analytical Engine"],
+        labels=["Person", "Person", "Product"],
+        size=3,
+    )
+    await store.replace_themes([theme])
+    assert await store.themes() == [theme]
+    await store.replace_themes([])
+    assert await store.themes() == []
