@@ -303,7 +303,7 @@ async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         from pathlib import Path
 
         key = file_key(Path(key))
-    deleted = await kb.delete(key)
+    deleted = await kb.delete_document(key)
     if args.json:
         _print_json({"key": key, "deleted": deleted})
     elif deleted:

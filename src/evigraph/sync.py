@@ -37,12 +37,16 @@ def ingest(
     return asyncio.run(run())
 
 
-def delete(key: str, *, db: str | os.PathLike[str] | None = None, **options: Any) -> bool:
+def delete_document(key: str, *, db: str | os.PathLike[str] | None = None, **options: Any) -> bool:
     async def run() -> bool:
         async with KnowledgeBase(db, **options) as kb:
-            return await kb.delete(key)
+            return await kb.delete_document(key)
 
     return asyncio.run(run())
+
+
+delete = delete_document
+"""The old name, kept for one release."""
 
 
 def status(*, db: str | os.PathLike[str] | None = None, **options: Any) -> Status:

@@ -65,6 +65,31 @@ class _Pending:
 
 
 @dataclass
+class InFlight:
+    """Document keys ingests are working on now, so `source_status` can say `pending`.
+
+    Counted, as two ingests of one key may overlap (the second waits at the write gate).
+    """
+
+    _counts: dict[str, int] = field(default_factory=dict)
+
+    def hold(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            self._counts[key] = self._counts.get(key, 0) + 1
+
+    def release(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            left = self._counts.get(key, 0) - 1
+            if left > 0:
+                self._counts[key] = left
+            else:
+                self._counts.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._counts
+
+
+@dataclass
 class IngestRun:
     store: GraphStore
     strategies: Strategies
@@ -75,6 +100,8 @@ class IngestRun:
     force: bool = False
     """Process documents even when unchanged (re-extraction after the ontology grew)."""
     report: IngestReport = field(default_factory=IngestReport)
+    in_flight: InFlight = field(default_factory=InFlight)
+    """Where the keys of the batch being worked on are held until its write ends."""
     _seen: set[str] = field(default_factory=set, init=False, repr=False)  # keys admitted so far
     _carried: LoadedDocument | None = field(default=None, init=False, repr=False)
 
@@ -92,14 +119,22 @@ class IngestRun:
         advance = start_progress(len(files) + len(texts)) if start_progress else _no_progress
         stream = self._documents(files, texts)
         writing: asyncio.Task[None] | None = None
-        while loaded := await asyncio.to_thread(self._next_batch, stream):
-            pending = await self._skip_unchanged(self._admit(loaded, advance), advance)
-            versions = await self._process(pending, advance) if pending else []
+        held: list[list[str]] = []  # keys of the batches not yet written, oldest first
+        try:
+            while loaded := await asyncio.to_thread(self._next_batch, stream):
+                held.append([d.key for d in loaded])
+                self.in_flight.hold(held[-1])
+                pending = await self._skip_unchanged(self._admit(loaded, advance), advance)
+                versions = await self._process(pending, advance) if pending else []
+                if writing is not None:
+                    await writing
+                    self.in_flight.release(held.pop(0))
+                writing = asyncio.create_task(self._write(versions, advance))
             if writing is not None:
                 await writing
-            writing = asyncio.create_task(self._write(versions, advance))
-        if writing is not None:
-            await writing
+        finally:
+            for keys in held:
+                self.in_flight.release(keys)
         return self.report
 
     # -- stages ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
-from evigraph.ingest.pipeline import Strategies
+from evigraph.ingest.pipeline import InFlight, Strategies
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
 from evigraph.models import Ontology
@@ -97,6 +97,8 @@ class KnowledgeBaseCore:
         self.max_file_bytes = max_file_bytes
         self.batch_documents = batch_documents
         self._gate = Gate()
+        self._in_flight = InFlight()
+        """Document keys being ingested now, for `source_status`."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 

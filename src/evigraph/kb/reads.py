@@ -136,7 +136,8 @@ class ReadOps(KnowledgeBaseCore):
         return await ontology_overview(store, await self.get_ontology())
 
     async def source_status(self, key: str) -> SourceRecord:
-        """Whether a document is current, failed at its last ingest, deleted, or unknown here."""
+        """Whether a document is being ingested now, current, failed at its last ingest, deleted,
+        or unknown here. A pending document still shows the version stored before this ingest."""
         store = await self._open(for_write=False)
         doc = (await store.get_documents([key])).get(key)
         logged = (await store.source_log([key])).get(key)
@@ -148,8 +149,11 @@ class ReadOps(KnowledgeBaseCore):
                 record.at = logged.at
                 if logged.state == SourceState.failed:
                     record.error = f"the last ingest failed, the stored version is older: {logged.error}"
-            return record
-        return logged or SourceRecord(key=key, state=SourceState.unknown)
+        else:
+            record = logged or SourceRecord(key=key, state=SourceState.unknown)
+        if key in self._in_flight:
+            record = record.model_copy(update={"state": SourceState.pending})
+        return record
 
     async def status(self) -> Status:
         """Counts of what the knowledge base holds, its embedding model and its themes."""

@@ -100,18 +100,6 @@ class WriteOps(KnowledgeBaseCore):
         store = await self._open(for_write=True)
         return await _documents(store, keys)
 
-    async def missing_entities(self, ids: Sequence[str]) -> list[str]:
-        """The entity ids among `ids` that no stored entity has, sorted."""
-        store = await self._open(for_write=True)
-        known = {e.id for e in await store.entities_by_ids(sorted(set(ids)))}
-        return sorted(set(ids) - known)
-
-    async def missing_passages(self, ids: Sequence[str]) -> list[str]:
-        """The passage ids among `ids` that no stored passage has (any more), sorted."""
-        store = await self._open(for_write=True)
-        known = {c.id for c in await store.chunks_by_ids(sorted(set(ids)))}
-        return sorted(set(ids) - known)
-
     async def _log_failures(self, failed: Sequence[DocumentOutcome]) -> None:
         """Record files that failed before any ingest ran, so `source_status` says failed."""
         if failed:
@@ -225,16 +213,28 @@ class WriteOps(KnowledgeBaseCore):
             strategies.resolver = _resolver(resolver)
         if exclusive is None:
             exclusive = bool(sources) or bool(await _documents(store, [d.key for d in documents]))
-        run = IngestRun(store, strategies, batch_documents=self.batch_documents, force=reextract, max_chunks=max_chunks)
+        run = IngestRun(
+            store,
+            strategies,
+            batch_documents=self.batch_documents,
+            force=reextract,
+            max_chunks=max_chunks,
+            in_flight=self._in_flight,
+        )
         gate = self._gate.exclusive() if exclusive or reextract else self._gate.shared()
-        async with gate:
-            bar = _progress_bar(progress)
-            try:
-                report = await run.run(list(sources), list(documents), start_progress=bar.start if bar else None)
-            finally:
-                if bar is not None:
-                    bar.close()
-            await self._log_outcomes(store, report)
+        keys = [d.key for d in documents]
+        self._in_flight.hold(keys)  # pending while waiting at the gate too; files from `sources` once loaded
+        try:
+            async with gate:
+                bar = _progress_bar(progress)
+                try:
+                    report = await run.run(list(sources), list(documents), start_progress=bar.start if bar else None)
+                finally:
+                    if bar is not None:
+                        bar.close()
+                await self._log_outcomes(store, report)
+        finally:
+            self._in_flight.release(keys)
         return report
 
     @staticmethod
@@ -292,7 +292,7 @@ class WriteOps(KnowledgeBaseCore):
                 "(KnowledgeBase.reembed())",
             )
 
-    async def delete(self, key: str) -> bool:
+    async def delete_document(self, key: str) -> bool:
         """Remove a document, its passages and the entities only it mentioned; False if absent."""
         store = await self._open(for_write=True, create=False)
         async with self._gate.exclusive():
@@ -300,6 +300,10 @@ class WriteOps(KnowledgeBaseCore):
             if deleted:
                 await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
             return deleted
+
+    async def delete(self, key: str) -> bool:
+        """`delete_document` under its old name, kept for one release."""
+        return await self.delete_document(key)
 
     async def check(self, repair: bool = False) -> IntegrityReport:
         """Look for damage a crash or an engine fault left (ghost edges, orphans, missing indexes).

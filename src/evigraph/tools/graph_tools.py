@@ -146,7 +146,12 @@ def _relation_type_text(r: RelationTypeView) -> str:
 )
 async def get_ontology(tk: Toolkit, args: NoInput) -> OntologyResult:
     overview = await tk.kb.ontology_overview()
-    result = OntologyResult(**overview.model_dump())
+    result = OntologyResult(
+        entity_types=overview.entity_types,
+        relation_types=overview.relation_types,
+        tables=overview.tables,
+        cypher_guide=overview.cypher_guide,
+    )
     content = result.content()
     result.evidence_id = str(EvidenceId("ontology", _digest(content)))
     result.n = tk.ledger.record(result.evidence_id, "get_ontology", "ontology", content)

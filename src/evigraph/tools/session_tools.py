@@ -97,8 +97,6 @@ class SourceStatusResult(ToolResult):
 async def source_status(tk: Toolkit, args: SourceStatusInput) -> SourceStatusResult:
     record = await tk.kb.source_status(args.document_key)
     result = SourceStatusResult(document_key=args.document_key, **record.model_dump(exclude={"key"}))
-    if args.document_key in tk.shared.pending:
-        result.state = SourceState.pending
     if result.state == SourceState.unknown:
         result.hint = "keys of files read through the toolkit are 'file:' + the path under the files root"
     return result

@@ -45,7 +45,6 @@ class _Shared:
     max_file_bytes: int | None
     plan_limits: PlanLimits
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
-    pending: set[str] = field(default_factory=set)  # document ids being ingested
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
 
 

@@ -180,11 +180,7 @@ async def ingest(tk: Toolkit, args: IngestInput) -> IngestResult:
         raise ToolError("text needs a document_key", hint="pass document_key='notes/meeting-3'")
     await _refuse_file_key(tk, args.document_key)
     doc = text_document(args.text, args.document_key, args.title)
-    tk.shared.pending.add(doc.key)
-    try:
-        report = await tk.kb.ingest_documents([doc], reextract=args.reextract, exclusive=None, progress=False)
-    finally:
-        tk.shared.pending.discard(doc.key)
+    report = await tk.kb.ingest_documents([doc], reextract=args.reextract, exclusive=None, progress=False)
     return await _reply(tk, report, {}, reextract=args.reextract)
 
 
@@ -234,18 +230,14 @@ async def _ingest_files(tk: Toolkit, args: IngestInput) -> IngestResult:
         plans[rel] = FilePlan(_chosen(plan["chunker"]), _chosen(plan["extractor"]), _chosen(plan["resolver"]))
         chosen[escaped(rel)] = (plan, reason)
         keys += [key] if key else []
-    tk.shared.pending.update(keys)
-    try:
-        report = await tk.kb.ingest_files(
-            rels,
-            root=root,
-            plans=plans,
-            reextract=args.reextract,
-            max_chunks=tk.shared.plan_limits.max_chunks,
-            progress=False,
-        )
-    finally:
-        tk.shared.pending.difference_update(keys)
+    report = await tk.kb.ingest_files(
+        rels,
+        root=root,
+        plans=plans,
+        reextract=args.reextract,
+        max_chunks=tk.shared.plan_limits.max_chunks,
+        progress=False,
+    )
     result = await _reply(tk, report, chosen, reextract=args.reextract)
     for out in result.documents:
         if out.status != "failed" and out.plan:
@@ -397,7 +389,7 @@ class DeleteResult(ToolResult):
     destructive=True,
 )
 async def delete_document(tk: Toolkit, args: DeleteDocumentInput) -> DeleteResult:
-    deleted = await tk.kb.delete(args.document_key)
+    deleted = await tk.kb.delete_document(args.document_key)
     tk.shared.plans.pop(args.document_key, None)
     result = DeleteResult(document_key=args.document_key, deleted=deleted)
     if not deleted:
