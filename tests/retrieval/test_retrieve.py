@@ -142,19 +142,31 @@ async def test_every_item_is_numbered_once(kb: KnowledgeBase) -> None:
 
 
 @pytest.mark.parametrize("budget", [40, 80, 150, 400, 2000])
-async def test_context_stays_within_budget_and_shows_every_section(kb: KnowledgeBase, budget: int) -> None:
+async def test_context_puts_whole_passages_first(kb: KnowledgeBase, budget: int) -> None:
     result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3, top_k=10)
     assert result.passages and result.entities and result.relations and result.facts
     text = result.to_context(budget)
     assert default_tokenizer().count(text) <= budget
+    passages_cut = "## Passages" not in text or "more omitted)" in text.split("## Entities")[0]
+    if passages_cut:  # while passages are cut, nothing else takes their room
+        assert not any(s in text for s in ("## Entities", "## Relations", "## Facts"))
     if budget >= 80:
-        for section in ("## Passages", "## Entities", "## Relations", "## Facts"):
-            assert section in text
-    if budget <= 150:
-        assert "more omitted)" in text
+        assert "## Passages" in text
     if budget == 2000:
-        assert "omitted" not in text
+        assert not passages_cut
         assert all(f"[{p.n}]" in text for p in result.passages)
+    numbers = [line.split("]", 1)[0] for line in text.splitlines() if line.startswith("[")]
+    assert len(numbers) == len(set(numbers))  # a relation that is also a fact shows once
+
+
+async def test_context_shows_only_what_adds_to_the_passages(kb: KnowledgeBase) -> None:
+    result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3, top_k=10)
+    text = result.to_context(4000)
+    shown = {p.id for p in result.passages}
+    for r in result.relations:
+        repeats = r.type == "RELATED_TO" and bool(set(r.passages) & shown)
+        assert (f"[{r.n}] " in text) != repeats, r
+    assert any(r.type == "RELATED_TO" and f"[{r.n}] " not in text for r in result.relations)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,8 @@ from tests.tools.conftest import (
 )
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
+from evigraph.evidence.items import EntityItem
+from evigraph.evidence.render import entity_adds
 from evigraph.models import SourceState
 from evigraph.providers.tokenizers import default_tokenizer
 from evigraph.tools.graph_tools import (
@@ -235,8 +237,9 @@ async def test_retrieve_numbers_passages_and_entities(tk: Toolkit) -> None:
     items = [*found.passages, *found.entities]
     assert all(i.n > 0 and i.evidence_id for i in items)
     text = found.to_llm_text()
-    for i in items:
-        assert f"[{i.n}]" in text
+    shown = [p.text.casefold() for p in found.passages]
+    for i in items:  # every passage; an entity only when it adds to them
+        assert (f"[{i.n}]" in text) == (not isinstance(i, EntityItem) or entity_adds(i, shown))
     assert len(found.to_llm_text(600)) <= 600
 
 

@@ -23,6 +23,9 @@ class Section:
     share: float = 1.0
     line_cap: int = 0
     """Longest line kept whole (0: the packer's default); longer lines are cut at a word."""
+    first: bool = False
+    """Filled before the other sections get any budget, and while it is cut they are not shown:
+    passages are what an answer quotes, the rest only adds to them."""
     kept: list[str] = field(default_factory=list)
     used: int = 0
 
@@ -51,6 +54,9 @@ def pack_sections(
         cap = s.line_cap or line_cap
         if cap:
             s.lines = [_trim(measure, line, cap) if measure(line) > cap else line for line in s.lines]
+    firsts = [s for s in sections if s.first]
+    if firsts:
+        return _pack_first(firsts, [s for s in sections if not s.first], budget, measure, header, line_share)
     head = f"{header}\n" if header else ""
     if not sections:
         return _fit(measure, header or "No evidence found.", budget)
@@ -77,6 +83,35 @@ def pack_sections(
         if len(s.kept) < len(s.lines):
             out.append(_omitted(len(s.lines) - len(s.kept)))
     return _fit(measure, "\n".join(out), budget)
+
+
+def _pack_first(
+    firsts: Sequence[Section],
+    rest: Sequence[Section],
+    budget: int,
+    measure: Measure,
+    header: str,
+    line_share: float,
+) -> str:
+    """The `first` sections take the budget they need; the others share what is left, if they all fit."""
+    head = f"{header}\n" if header else ""
+    fixed = sum(measure(f"## {s.title}\n") + measure(_omitted(len(s.lines)) + "\n") for s in firsts)
+    spare = budget - fixed - measure(head)
+    if spare < 0:
+        return _fit(measure, head + "\n".join(f"## {s.title}\n{_omitted(len(s.lines))}" for s in firsts), budget)
+    for s in firsts:
+        _fill(measure, s, spare, trim_to=spare)
+        spare -= s.used
+    out = [header] if header else []
+    for s in firsts:
+        out.append(f"## {s.title}")
+        out.extend(s.kept)
+        if len(s.kept) < len(s.lines):
+            out.append(_omitted(len(s.lines) - len(s.kept)))
+    done = "\n".join(out)
+    if not rest or any(len(s.kept) < len(s.lines) for s in firsts):
+        return _fit(measure, done, budget)
+    return pack_sections(rest, budget, measure, header=done, line_share=line_share)
 
 
 def _fill(measure: Measure, s: Section, budget: int, trim_to: int) -> None:

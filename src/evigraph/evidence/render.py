@@ -7,12 +7,14 @@ like other evidence.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from evigraph.display import display_text, one_line
 from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, Source, ThemeItem
 from evigraph.evidence.pack import Section
+from evigraph.models import DEFAULT_RELATION_TYPE
 
 PASSAGE_SHARE = 2.0
 """Passages get twice the budget of each other section: they are what an answer quotes."""
@@ -87,8 +89,10 @@ def line_of(item: Item) -> str:
     raise TypeError(f"no line for {type(item).__name__}")
 
 
-def passages_section(items: Sequence[PassageItem], title: str = "Passages", line_cap: int = 0) -> Section:
-    return Section(title, [passage_line(p) for p in items], PASSAGE_SHARE, line_cap=line_cap)
+def passages_section(
+    items: Sequence[PassageItem], title: str = "Passages", line_cap: int = 0, *, first: bool = False
+) -> Section:
+    return Section(title, [passage_line(p) for p in items], PASSAGE_SHARE, line_cap=line_cap, first=first)
 
 
 def evidence_sections(
@@ -99,10 +103,42 @@ def evidence_sections(
     *,
     passage_cap: int = 0,
 ) -> list[Section]:
-    """The sections of a retrieval, in the order an LLM should read them: passages first."""
+    """The sections of a retrieval, passages first and whole before anything else prints.
+
+    Entities and relations are shown only where they add to the passages shown (see
+    `adds_to`), and a relation that is also a fact is shown once, as a relation.
+    """
+    shown = [p.text.casefold() for p in passages]
+    listed = {r.id for r in relations}
     return [
-        passages_section(passages, line_cap=passage_cap),
-        Section("Entities", [entity_line(e) for e in entities]),
-        Section("Relations", [relation_line(r) for r in relations]),
-        Section("Facts", [relation_line(f) for f in facts]),
+        passages_section(passages, line_cap=passage_cap, first=True),
+        Section("Entities", [entity_line(e) for e in entities if entity_adds(e, shown)]),
+        Section("Relations", [relation_line(r) for r in relations if relation_adds(r, passages)]),
+        Section("Facts", [relation_line(f) for f in facts if f.id not in listed and relation_adds(f, passages)]),
     ]
+
+
+def entity_adds(entity: EntityItem, shown: Sequence[str]) -> bool:
+    """Whether an entity line says something the shown passages (casefolded texts) do not.
+
+    It does when it has a description, when no shown passage names it (it says where else to
+    look), or when several do (it links them). An entity named by exactly one shown passage,
+    with nothing else to say, only repeats that passage.
+    """
+    if entity.description.strip():
+        return True
+    name = re.compile(rf"(?<!\w){re.escape(entity.name.casefold())}(?!\w)")
+    return sum(bool(name.search(text)) for text in shown) != 1
+
+
+def relation_adds(relation: RelationItem, passages: Sequence[PassageItem]) -> bool:
+    """Whether a relation line says something the shown passages do not.
+
+    A typed relation does (its type is a claim no sentence spells out). A co-occurrence
+    (`RELATED_TO`) only says two names share a sentence; when that sentence's passage is shown
+    already, the line repeats it.
+    """
+    if relation.type != DEFAULT_RELATION_TYPE:
+        return True
+    shown = {p.id for p in passages}
+    return not relation.passages or not set(relation.passages) & shown
