@@ -14,8 +14,10 @@ import re
 from collections.abc import Sequence
 
 from evigraph.ingest.extraction.base import ExtractionStrategy
-from evigraph.ingest.extraction.cooccurrence import Hit, graph_from_hits
+from evigraph.ingest.extraction.consensus import graphs_for_batch
+from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import map_label
+from evigraph.ingest.extraction.names import clean_name_span
 from evigraph.ingest.sentences import split_sentences
 from evigraph.models import GraphData, Ontology, TextChunk
 
@@ -137,6 +139,9 @@ _CONNECTOR_WORDS = frozenset(_words("of the de la del della di da du des van der
 
 _OPENERS = frozenset("\"'“‘([*-–—• \t")
 
+_NUMERIC_TAGS = frozenset({"DATE", "QUANTITY"})
+"""Tags whose names may be all digits ("1998", "40%"); the name filter refuses such names otherwise."""
+
 # Priorities when matches overlap: the more specific pattern wins.
 _DATE, _QUANTITY, _PERSON = 0, 1, 2
 
@@ -161,7 +166,8 @@ class RuleBasedExtraction(ExtractionStrategy):
 
     def extract_sync(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """The synchronous core, for callers without an event loop (and for benchmarks)."""
-        return [graph_from_hits(chunks, [find_hits(chunk.text, ontology) for chunk in chunks]) for chunks in documents]
+        per_chunk = [find_hits(chunk.text, ontology) for chunks in documents for chunk in chunks]
+        return graphs_for_batch(documents, per_chunk, ontology)
 
 
 def find_hits(text: str, ontology: Ontology) -> list[Hit]:
@@ -173,11 +179,14 @@ def find_hits(text: str, ontology: Ontology) -> list[Hit]:
     def take(start: int, end: int, tag: str) -> None:
         if start >= end or any(start < e and s < end for s, e in taken):
             return
-        taken.append((start, end))
+        taken.append((start, end))  # the raw span: what it covered is used up even if it is junk
+        span = clean_name_span(text, start, end, numeric_ok=tag in _NUMERIC_TAGS)
+        if span is None:
+            return
         label = labels.get(tag)
         if label is None:
             label = labels[tag] = map_label(tag, ontology)
-        hits.append(Hit(start, end, text[start:end], label))
+        hits.append(Hit(span[0], span[1], text[span[0] : span[1]], label))
 
     candidates: list[tuple[int, int, int, str]] = []
     for m in _DATE_RE.finditer(text):

