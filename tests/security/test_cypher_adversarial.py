@@ -69,10 +69,18 @@ class Sandbox:
 
     def files(self) -> dict[str, tuple[int, int, str]]:
         """Every file outside the per-case copies: size, modification time, and a hash of small ones
-        (hashing the 30 MB base database in every child would double the file's run time)."""
+        (hashing the 30 MB base database in every child would double the file's run time).
+
+        The per-case folders are pruned from the walk, not filtered after it: a neighbour case
+        deletes its folder when it ends, and a walk inside it would fail on the vanished folder."""
         out = {}
-        for path in sorted(self.root.rglob("*")):
-            if path.is_file() and self.cases not in path.parents:
+        found: list[Path] = []
+        for folder, dirs, names in os.walk(self.root):
+            if Path(folder) == self.root:
+                dirs[:] = [d for d in dirs if self.root / d != self.cases]
+            found += [Path(folder, n) for n in names]
+        for path in sorted(found):
+            if path.is_file():
                 stat = path.stat()
                 small = stat.st_size < 1_000_000
                 digest = hashlib.sha256(path.read_bytes()).hexdigest() if small else ""
