@@ -10,6 +10,7 @@ holding it can be encoded, so past this point it would surface as an engine cras
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -52,3 +53,17 @@ def build(model: type[M], values: dict[str, Any], hint: str) -> M:
         return model.model_validate(values)
     except ValidationError as exc:
         raise ConfigurationError(f"invalid {model.__name__}: {validation_errors(exc)}", hint=hint) from None
+
+
+def require_choice(name: str, value: object, choices: Sequence[str]) -> None:
+    """Refuse a value outside `choices`: a misspelt mode must not quietly run as another one."""
+    if value not in choices:
+        raise ConfigurationError(
+            f"{name}={value!r} is not one of {', '.join(choices)}", hint=f"pass {name}={choices[0]!r}"
+        )
+
+
+def require_at_least(name: str, value: int, low: int = 1) -> None:
+    """Refuse a count below `low`: a zero or negative limit would return nothing and look like no match."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigurationError(f"{name} must be an integer of at least {low}, not {value!r}", hint=f"e.g. {name}=10")

@@ -16,11 +16,12 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError
-from evigraph.evidence.ids import EvidenceId
+from evigraph.evidence.ids import KINDS, EvidenceId
 from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, ThemeItem
 
-# What a number can point at; checked so a typo cannot create a kind no reader expects.
-EVIDENCE_KINDS = frozenset({"passage", "entity", "relation", "fact", "status", "ontology", "theme"})
+# What a number can point at: the evidence kinds, plus "fact" (a relation returned as a fact);
+# checked so a typo cannot create a kind no reader expects.
+EVIDENCE_KINDS = frozenset({*KINDS, "fact"})
 
 
 class EvidenceRecord(BaseModel):
@@ -109,12 +110,10 @@ class EvidenceLedger:
         from evigraph.evidence.render import line_of
 
         for item in items:
+            item.n = 0  # the line is kept without its number: a number can change, the text cannot
             content = content_of(item)
-            if not content.strip():
-                item.n = 0
-                continue
-            item.n = 0  # the line is kept without a number: numbers can change, the text does not
-            item.n = self.record(item.ref, tool, kind or item.KIND, content, line_of(item))
+            if content.strip():
+                item.n = self.record(item.ref, tool, kind or item.KIND, content, line_of(item))
 
     def record(self, evidence_id: EvidenceId | str, tool: str, kind: str, content: str, line: str = "") -> int:
         """Number `evidence_id` (reusing its live number if it has one) and return the number.

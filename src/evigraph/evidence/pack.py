@@ -61,11 +61,9 @@ def pack_sections(
     if not sections:
         return _fit(measure, header or "No evidence found.", budget)
     total_share = sum(s.share for s in sections)
-    # What every section costs at least: its header and its omission line, so each one shows.
-    fixed = {s.title: measure(f"## {s.title}\n") + measure(_omitted(len(s.lines)) + "\n") for s in sections}
-    spare = budget - sum(fixed.values()) - measure(head)
+    spare = budget - _least(measure, sections) - measure(head)
     if spare < 0:
-        return _fit(measure, head + "\n".join(f"## {s.title}\n{_omitted(len(s.lines))}" for s in sections), budget)
+        return _fit(measure, _bare(head, sections), budget)
 
     budgets = {s.title: int(spare * s.share / total_share) for s in sections}
     for s in sections:  # first pass: each within its own share
@@ -75,14 +73,7 @@ def pack_sections(
         before = s.used
         _fill(measure, s, s.used + leftover, trim_to=0)
         leftover -= s.used - before
-
-    out = [header] if header else []
-    for s in sections:
-        out.append(f"## {s.title}")
-        out.extend(s.kept)
-        if len(s.kept) < len(s.lines):
-            out.append(_omitted(len(s.lines) - len(s.kept)))
-    return _fit(measure, "\n".join(out), budget)
+    return _fit(measure, _render(header, sections), budget)
 
 
 def _pack_first(
@@ -95,23 +86,36 @@ def _pack_first(
 ) -> str:
     """The `first` sections take the budget they need; the others share what is left, if they all fit."""
     head = f"{header}\n" if header else ""
-    fixed = sum(measure(f"## {s.title}\n") + measure(_omitted(len(s.lines)) + "\n") for s in firsts)
-    spare = budget - fixed - measure(head)
+    spare = budget - _least(measure, firsts) - measure(head)
     if spare < 0:
-        return _fit(measure, head + "\n".join(f"## {s.title}\n{_omitted(len(s.lines))}" for s in firsts), budget)
+        return _fit(measure, _bare(head, firsts), budget)
     for s in firsts:
         _fill(measure, s, spare, trim_to=spare)
         spare -= s.used
+    done = _render(header, firsts)
+    if not rest or any(len(s.kept) < len(s.lines) for s in firsts):
+        return _fit(measure, done, budget)
+    return pack_sections(rest, budget, measure, header=done, line_share=line_share)
+
+
+def _least(measure: Measure, sections: Sequence[Section]) -> int:
+    """What the sections cost at least: each one's heading and omission line, so each one shows."""
+    return sum(measure(f"## {s.title}\n") + measure(_omitted(len(s.lines)) + "\n") for s in sections)
+
+
+def _bare(head: str, sections: Sequence[Section]) -> str:
+    """The sections with no line kept: what is left when even their headings barely fit."""
+    return head + "\n".join(f"## {s.title}\n{_omitted(len(s.lines))}" for s in sections)
+
+
+def _render(header: str, sections: Sequence[Section]) -> str:
     out = [header] if header else []
-    for s in firsts:
+    for s in sections:
         out.append(f"## {s.title}")
         out.extend(s.kept)
         if len(s.kept) < len(s.lines):
             out.append(_omitted(len(s.lines) - len(s.kept)))
-    done = "\n".join(out)
-    if not rest or any(len(s.kept) < len(s.lines) for s in firsts):
-        return _fit(measure, done, budget)
-    return pack_sections(rest, budget, measure, header=done, line_share=line_share)
+    return "\n".join(out)
 
 
 def _fill(measure: Measure, s: Section, budget: int, trim_to: int) -> None:

@@ -8,7 +8,7 @@ the tool names, so `kb.search_entities` is what the `search_entities` tool runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.kb.core import KnowledgeBaseCore, Status
@@ -21,8 +21,10 @@ from evigraph.retrieval.query import RetrieveQuery
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.schema import CypherRows, OntologyOverview
 from evigraph.retrieval.themes import ThemeSearch
-from evigraph.strict import build
+from evigraph.strict import build, require_at_least, require_choice
 
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+RELATIONS: tuple[str, ...] = get_args(Relation)
 FRESH_LEDGER_CAPACITY = 1000
 """More than one retrieval can return (50 passages, 50 entities, 40 relations, 50 facts)."""
 
@@ -59,6 +61,8 @@ class ReadOps(KnowledgeBaseCore):
         """Passage snippets for plain words: lexical (BM25), semantic (vectors) or hybrid (both)."""
         from evigraph.retrieval.passages import search_passages
 
+        require_choice("mode", mode, SEARCH_MODES)
+        require_at_least("limit", limit)
         store = await self._open(for_write=False)
         return await search_passages(store, self.embedder, query, mode, limit)
 
@@ -66,6 +70,7 @@ class ReadOps(KnowledgeBaseCore):
         """The stored text of passages by id, each with a citation line; ids not found are listed."""
         from evigraph.retrieval.passages import read_passages
 
+        require_at_least("max_chars", max_chars)
         store = await self._open(for_write=False)
         return await read_passages(store, ids, max_chars)
 
@@ -75,6 +80,9 @@ class ReadOps(KnowledgeBaseCore):
         """Passages standing in `relation` (parent, children, siblings, ...) to one passage."""
         from evigraph.retrieval.navigation import navigate
 
+        require_choice("relation", relation, RELATIONS)
+        require_at_least("limit", limit)
+        require_at_least("max_chars", max_chars)
         store = await self._open(for_write=False)
         return await navigate(store, passage, relation, limit, max_chars)
 
@@ -84,6 +92,8 @@ class ReadOps(KnowledgeBaseCore):
         """Entities by name or meaning, each with passages that mention it."""
         from evigraph.retrieval.entities import search_entities
 
+        require_choice("mode", mode, SEARCH_MODES)
+        require_at_least("limit", limit)
         store = await self._open(for_write=False)
         return await search_entities(store, self.embedder, query, mode, labels, limit)
 
@@ -99,6 +109,8 @@ class ReadOps(KnowledgeBaseCore):
         """The relations around one entity (its id or exact name), bounded."""
         from evigraph.retrieval.entities import explore
 
+        for name, value in (("depth", depth), ("max_nodes", max_nodes), ("max_edges", max_edges)):
+            require_at_least(name, value)
         store = await self._open(for_write=False)
         return await explore(store, entity, depth, relation_types, max_nodes, max_edges)
 
@@ -118,6 +130,8 @@ class ReadOps(KnowledgeBaseCore):
         """Themes (entity communities found at finalize) ranked for `query`, with supporting passages."""
         from evigraph.retrieval.themes import search_themes
 
+        require_at_least("limit", limit)
+        require_at_least("support_limit", support_limit)
         store = await self._open(for_write=False)
         return await search_themes(store, self.embedder, query, limit, support_limit)
 
@@ -125,6 +139,7 @@ class ReadOps(KnowledgeBaseCore):
         """Read-only Cypher, guarded and bounded by the store; errors carry a hint."""
         from evigraph.retrieval.schema import cypher_query
 
+        require_at_least("limit", limit)
         store = await self._open(for_write=False)
         return await cypher_query(store, query, params or {}, limit)
 

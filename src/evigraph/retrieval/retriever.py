@@ -134,6 +134,7 @@ class MultiPathRetriever:
         hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
 
         result = RetrievalResult(question=question, paths=list(paths))
+        reached = _graph_paths(paths, found)
         for f in fused:
             hit = hits.get(f.key)
             if hit is None:
@@ -144,7 +145,7 @@ class MultiPathRetriever:
                     text=hit.text,
                     score=f.score,
                     scores=f.scores,
-                    paths=sorted(_passage_paths(hit.id, f.scores, paths, found)),
+                    paths=sorted(reached.get(hit.id, set()) | _direct_paths(f.scores)),
                     source=source_of(hit),
                 )
             )
@@ -218,18 +219,21 @@ def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour
     return out
 
 
-def _passage_paths(passage: str, scores: dict[str, float], paths: Sequence[str], found: _Found) -> set[str]:
-    """The search paths (by their public names) that led to `passage`."""
-    out = {"passages"} if {"lexical", "semantic"} & scores.keys() else set()
-    if "entity_mentions" in scores:
-        named = {eid for eid, cid in found.mentions if cid == passage}
-        if "exact_names" in paths and named & set(found.exact):
-            out.add("exact_names")
-        if "fuzzy_names" in paths and named & {e.id for e in found.fuzzy}:
-            out.add("fuzzy_names")
-    if "relation_sources" in scores:
-        if any(passage in r.source_chunks for r in found.links):
-            out.add("links")
-        if any(passage in r.source_chunks for r in found.facts):
-            out.add("facts")
+def _direct_paths(scores: dict[str, float]) -> set[str]:
+    return {"passages"} if {"lexical", "semantic"} & scores.keys() else set()
+
+
+def _graph_paths(paths: Sequence[str], found: _Found) -> dict[str, set[str]]:
+    """Passage id -> the graph search paths (by their public names) that reached it, built once."""
+    out: dict[str, set[str]] = {}
+    exact, fuzzy = set(found.exact), {e.id for e in found.fuzzy}
+    for eid, cid in found.mentions:
+        if "exact_names" in paths and eid in exact:
+            out.setdefault(cid, set()).add("exact_names")
+        if "fuzzy_names" in paths and eid in fuzzy:
+            out.setdefault(cid, set()).add("fuzzy_names")
+    for name, rels in (("links", found.links), ("facts", found.facts)):
+        for r in rels:
+            for cid in r.source_chunks:
+                out.setdefault(cid, set()).add(name)
     return out
