@@ -65,6 +65,11 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         help="entity extraction (default auto: spaCy when a model is installed, else rules)",
     )
     ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
+    ingest.add_argument(
+        "--reextract",
+        action="store_true",
+        help="process unchanged files too (after the ontology grew, or a knowledge base from an older release)",
+    )
     ingest.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
 
     search = sub.add_parser(
@@ -133,7 +138,7 @@ def _query_options(parser: argparse.ArgumentParser) -> None:
     """`search`'s options, generated from `RetrieveQuery`, so they match `retrieve` and the tool."""
     from annotated_types import Ge, Le
 
-    from evigraph.retrieval.query import PATHS, RetrieveQuery
+    from evigraph.retrieval.query import PATHS, RANKINGS, RetrieveQuery
 
     fields = RetrieveQuery.model_fields
     parser.add_argument("question", help=fields["question"].description)
@@ -150,6 +155,13 @@ def _query_options(parser: argparse.ArgumentParser) -> None:
         flags = [f"--{name.replace('_', '-')}", *LEGACY_FLAGS.get(name, ())]
         help_text = f"{field.description} ({low}-{high}, default {field.default})"
         parser.add_argument(*flags, dest=name, type=int, default=field.default, help=help_text)
+    ranking = fields["ranking"]
+    parser.add_argument(
+        "--ranking",
+        choices=RANKINGS,
+        default=ranking.default,
+        help=f"{ranking.description} (default {ranking.default})",
+    )
 
 
 LEGACY_FLAGS = {"expand_hops": ("--hops",)}
@@ -244,7 +256,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 async def _ingest(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     progress = False if (args.quiet or args.json) else None
-    report = await kb.ingest(args.paths, progress=progress)
+    report = await kb.ingest(args.paths, progress=progress, reextract=args.reextract)
     if args.json:
         _print_json(
             {"documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents]}
@@ -345,7 +357,13 @@ async def _search(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     from evigraph.retrieval.query import HINT, RetrieveQuery
     from evigraph.strict import build
 
-    values = {"question": args.question, "paths": args.paths, "top_k": args.top_k, "expand_hops": args.expand_hops}
+    values = {
+        "question": args.question,
+        "paths": args.paths,
+        "top_k": args.top_k,
+        "expand_hops": args.expand_hops,
+        "ranking": args.ranking,
+    }
     query = build(RetrieveQuery, values, hint=f"{HINT} (see `evigraph search --help`)")
     result = await kb.retrieve(query)
     if args.json:

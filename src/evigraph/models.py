@@ -235,6 +235,12 @@ class DocumentVersion(_Frozen):
     embeddings: tuple[tuple[float, ...], ...] | None = Field(
         default=None, description="one vector per chunk, when an embedder is set"
     )
+    sentences: tuple[tuple[Span, ...], ...] = Field(
+        default=(), description="per chunk, the bridge sentences graph ranking embeds (ingest/bridges.py)"
+    )
+    sentence_embeddings: tuple[tuple[tuple[float, ...], ...], ...] | None = Field(
+        default=None, description="per chunk, one vector per bridge sentence, when an embedder is set"
+    )
 
 
 class StoredDocument(_Frozen):

@@ -61,7 +61,11 @@ async def test_interleave_asks_every_system_each_question_in_rotated_order() -> 
 def test_merge_reports_ratios_against_floor_and_dense_from_the_same_run() -> None:
     curve = {f"recall@{k}": float(k) for k in range(1, 11)}
     cost = {"ingest_seconds": 2.0, "ingest_per_s": 50.0, "embeddings_per_passage": 1.0, "peak_rss_mb": 900.0}
-    ingest = {"dense": {**curve, **cost}, "evigraph+minilm": {**curve, **cost}, "bm25": {**curve, **cost}}
+    ingest = {
+        "dense": {**curve, **cost, "embed_seconds": 2.0},
+        "evigraph+minilm": {**curve, **cost, "embed_seconds": 3.0},
+        "bm25": {**curve, **cost, "embed_seconds": 0.0},
+    }
     timing = {
         "torch_threads": 2,
         "floor": {"p50_ms": 10.0, "p95_ms": 12.0},
@@ -73,4 +77,6 @@ def test_merge_reports_ratios_against_floor_and_dense_from_the_same_run() -> Non
     assert merged["evigraph+minilm"]["p50_vs_floor"] == 2.5
     assert merged["evigraph+minilm"]["p50_vs_dense"] == round(25 / 11, 2)
     assert merged["dense"]["recall@10"] == 10.0
+    assert merged["evigraph+minilm"]["embed_vs_dense"] == 1.5  # embedding time against dense's indexing
+    assert merged["bm25"]["embed_vs_dense"] is None  # embeds nothing
     assert merged["bm25"]["p50_ms"] is None and merged["bm25"]["p50_vs_floor"] is None  # its timing failed

@@ -56,14 +56,14 @@ def test_quantities_map_when_the_ontology_has_them() -> None:
     assert map_label("MONEY", ontology("Quantity")) == "Quantity"
 
 
-@pytest.mark.parametrize("tag", ["CARDINAL", "ORDINAL", "cardinal"])
-def test_cardinal_and_ordinal_are_dropped(tag: str) -> None:
+@pytest.mark.parametrize("tag", ["CARDINAL", "ORDINAL", "cardinal", "MONEY", "PERCENT", "QUANTITY"])
+def test_numbers_and_amounts_are_dropped(tag: str) -> None:
     assert keep_tag(tag, DEFAULT_ONTOLOGY) is None
 
 
 def test_keep_tag_returns_the_label_or_unknown_for_kept_tags() -> None:
     assert keep_tag("PERSON", DEFAULT_ONTOLOGY) == "Person"
-    assert keep_tag("MONEY", DEFAULT_ONTOLOGY) == UNKNOWN_LABEL
+    assert keep_tag("EVENT", ontology("Person")) == UNKNOWN_LABEL  # kept, untyped in this ontology
 
 
 def test_every_spacy_ner_tag_is_covered() -> None:

@@ -186,3 +186,13 @@ def test_spacy_is_not_imported_with_the_package() -> None:
 
 async def test_empty_documents(extractor: SpacyExtraction) -> None:
     assert await extractor.extract_many([[], []], DEFAULT_ONTOLOGY) == [GraphData(), GraphData()]
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [("1998", True), ("March 3, 2021", True), ("the 1990s", True), ("today", False), ("27365", False), ("80", False)],
+)
+def test_dates_name_a_fixed_time(name: str, kept: bool) -> None:
+    from evigraph.ingest.extraction.spacy_ner import _plausible_date
+
+    assert _plausible_date(name) is kept

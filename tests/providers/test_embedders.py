@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -409,3 +409,33 @@ def test_embedder_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pure_python_normalise() -> None:
     assert embedder_base._normalise([3, 4]) == [0.6, 0.8]
     assert embedder_base._normalise([0.0, 0.0]) == [0.0, 0.0]  # a zero vector stays zero, no division error
+
+
+def test_minilm_pools_sentence_vectors_from_one_pass(minilm: SentenceTransformerEmbedder) -> None:
+    texts = ["Harbor Lab\nMarta Oliveira founded it in 2014. She later moved to Porto.", "ReefWatch films reefs."]
+    spans = [[(11, 45), (46, len(texts[0]))], []]
+    vectors, pooled = minilm.embed_with_spans(texts, spans)
+    plain = minilm.embed(texts)
+    for got, want in zip(vectors, plain, strict=True):  # the passage vector is the usual one
+        assert sum(a * b for a, b in zip(got, want, strict=True)) > 0.9999
+    assert [len(p) for p in pooled] == [2, 0]
+    first, second = pooled[0]
+    assert abs(sum(x * x for x in second) - 1) < 1e-4
+    assert abs(sum(x * x for x in first) - 1) < 1e-4
+    alone = minilm.embed(["Marta Oliveira founded it in 2014.", "She later moved to Porto."])
+    cos = [sum(a * b for a, b in zip(p, q, strict=True)) for p, q in zip(pooled[0], alone, strict=True)]
+    assert all(0.5 < c < 0.99 for c in cos)  # read in context (not embedded alone), still about the sentence
+    assert sum(a * b for a, b in zip(first, alone[1], strict=True)) < cos[0]  # and about its own sentence
+
+
+def test_default_embed_with_spans_embeds_each_span_alone() -> None:
+    from evigraph.providers.embedders.base import Embedder
+
+    class Lengths(Embedder):
+        name, dimension = "lengths", 1
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[float(len(t))] for t in texts]
+
+    vectors, pooled = Lengths().embed_with_spans(["abcdef", "xy"], [[(0, 2), (2, 6)], []])
+    assert vectors == [[6.0], [2.0]] and pooled == [[[2.0], [4.0]], []]

@@ -96,6 +96,8 @@ def test_non_ascii_text_inside_strings_is_fine() -> None:
         ("CALL threads=4", "threads"),
         ("RETURN `to_string`(1)", "to_string"),
         ("MATCH (c:Chunk) RETURN c.`embedding`", "embedding"),
+        ("MATCH (c:Chunk) RETURN c.sentence_vectors", "sentence_vectors"),
+        ("MATCH (e:Entity) RETURN e.embedding LIMIT 1", "embedding"),
         ("MATCH (c:Chunk) RETURN struct_extract(c, 'embed' + 'ding')", "string literal"),
         ("MATCH (c:Chunk) RETURN CAST(c AS STRING)", "CAST"),
         ("MATCH (c:Chunk) RETURN CAST(c, 'STRING')", "CAST"),
@@ -239,6 +241,9 @@ async def test_store_query_runs_the_guarded_query_with_bounds(store_db: Path) ->
         rows = await store.query("MATCH (c:Chunk) RETURN c", limit=5)
         assert isinstance(rows, QueryRows) and not rows.truncated
         assert rows[0]["c"]["text"] == "Alice met Bob." and "embedding" not in rows[0]["c"]
+        assert not {"sentence_starts", "sentence_ends", "sentence_vectors"} & rows[0]["c"].keys()
+        entity = (await store.query("MATCH (e:Entity) RETURN e", limit=1))[0]["e"]
+        assert entity["name"] and "embedding" not in entity
         many = await store.query("UNWIND range(1, 1000) AS x RETURN x", limit=7)
         assert [r["x"] for r in many] == list(range(1, 8))
         big = await store.query("UNWIND range(1, 1000) AS x RETURN range(1, 1000) AS r", limit=1000)

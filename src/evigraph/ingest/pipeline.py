@@ -18,12 +18,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from evigraph.errors import EvigraphError, InputError
+from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
+from evigraph.ingest.sentences import split_sentences
 from evigraph.ingest.sources import SourceFile, expand_sources
+from evigraph.ingest.subjects import with_subject
 from evigraph.models import (
     DocumentOutcome,
     DocumentVersion,
@@ -32,6 +35,7 @@ from evigraph.models import (
     IngestStatus,
     LoadedDocument,
     Ontology,
+    Span,
     StoredDocument,
     TextChunk,
     embedding_text,
@@ -43,6 +47,12 @@ from evigraph.surrogates import escaped, surrogate_at
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    passages: list[list[float]]  # one per chunk of the batch, in order
+    sentences: list[dict[tuple[int, int], list[float]]]  # per chunk: sentence span -> vector
 
 
 @dataclass
@@ -219,12 +229,10 @@ class IngestRun:
             offsets[p.doc.key] = position
             position += len(chunks)
         graphs, vectors = await asyncio.gather(self._extract(chunked, advance), self._embed(chunked))
-        out = []
+        ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]] = []
         for (p, chunks), graph in zip(chunked, graphs, strict=True):
             if graph is None:
                 continue
-            start = offsets[p.doc.key]
-            embeddings = tuple(tuple(v) for v in vectors[start : start + len(chunks)]) if vectors else None
             try:
                 resolved = await self.strategies.resolver.resolve(graph)
             except Exception as exc:
@@ -233,6 +241,12 @@ class IngestRun:
                 continue
             resolved, pruned = prune(resolved, self.strategies.ontology)
             self.report.pruned.merge(pruned)
+            resolved = with_subject(resolved, p.doc.title, [c.index for c in chunks], self.strategies.ontology)
+            ready.append((p, chunks, resolved, bridge_sentences(chunks, resolved)))
+        out = []
+        for p, chunks, resolved, spans in ready:
+            start = offsets[p.doc.key]
+            mine = vectors.sentences[start : start + len(chunks)] if vectors else None
             out.append(
                 (
                     p,
@@ -245,7 +259,16 @@ class IngestRun:
                         metadata=p.doc.metadata,
                         chunks=tuple(chunks),
                         graph=resolved,
-                        embeddings=embeddings,
+                        embeddings=tuple(tuple(v) for v in vectors.passages[start : start + len(chunks)])
+                        if vectors
+                        else None,
+                        sentences=spans,
+                        sentence_embeddings=tuple(
+                            tuple(tuple(by_span[(sp.start, sp.end)]) for sp in chunk_spans)
+                            for by_span, chunk_spans in zip(mine, spans, strict=True)
+                        )
+                        if mine is not None
+                        else None,
                     ),
                 )
             )
@@ -276,13 +299,28 @@ class IngestRun:
             out.append((p, chunks))
         return out
 
-    async def _embed(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[list[float]] | None:
-        """Vectors for every chunk of the batch, in one batched call per `batch_size` texts."""
+    async def _embed(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> _Vectors | None:
+        """Vectors for every chunk of the batch and for each of its sentences, from one pass.
+
+        Extraction runs meanwhile, so which sentences bridge two entities is not known yet;
+        pooling a sentence's tokens costs nothing beside the passage's pass, so every sentence
+        gets a vector and `_process` keeps the bridge sentences'.
+        """
         embedder = self.strategies.embedder
         if embedder is None:
             return None
-        texts = [embedding_text(p.doc.title, c.text) for p, chunks in chunked for c in chunks]
-        return await asyncio.to_thread(embed_all, embedder, texts)
+        texts, spans, sentences = [], [], []
+        for p, chunks in chunked:
+            for c in chunks:
+                text = embedding_text(p.doc.title, c.text)
+                shift = len(text) - len(c.text)
+                own = split_sentences(c.text)
+                texts.append(text)
+                spans.append([(a + shift, b + shift) for a, b in own])
+                sentences.append(own)
+        vectors, pooled = await asyncio.to_thread(embed_all_with_spans, embedder, texts, spans)
+        by_span = [dict(zip(own, vecs, strict=True)) for own, vecs in zip(sentences, pooled, strict=True)]
+        return _Vectors(vectors, by_span)
 
     async def _extract(
         self, chunked: list[tuple[_Pending, list[TextChunk]]], advance: ProgressFn
@@ -377,12 +415,41 @@ def text_document(text: str, key: str, title: str | None = None) -> LoadedDocume
     return LoadedDocument(key=key, title=title or key, path=None, text=text, loader="text")
 
 
-def embed_all(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """Embed in slices of the embedder's batch size (memory stays bounded on big batches)."""
-    out: list[list[float]] = []
+def embed_all_with_spans(
+    embedder: Embedder, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+) -> tuple[list[list[float]], list[list[list[float]]]]:
+    """`Embedder.embed_with_spans` in slices of the batch size, shortest texts first, in order."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    vectors: list[list[float]] = [[] for _ in texts]
+    pooled: list[list[list[float]]] = [[] for _ in texts]
     size = max(1, embedder.batch_size)
-    for i in range(0, len(texts), size):
-        out.extend(embedder.embed(texts[i : i + size]))
-    if len(out) != len(texts):
-        raise ValueError(f"the embedder returned {len(out)} vectors for {len(texts)} texts")
+    for i in range(0, len(order), size):
+        part = order[i : i + size]
+        got, got_spans = embedder.embed_with_spans([texts[j] for j in part], [spans[j] for j in part])
+        if len(got) != len(part) or any(len(g) != len(spans[j]) for g, j in zip(got_spans, part, strict=True)):
+            raise ValueError("the embedder returned a different number of vectors than texts and spans")
+        for j, vec, span_vectors in zip(part, got, got_spans, strict=True):
+            vectors[j], pooled[j] = vec, span_vectors
+    return vectors, pooled
+
+
+def embed_all(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Embed in slices of the embedder's batch size (memory stays bounded on big batches).
+
+    Texts are sliced in order of length, so a slice pads its short sentences to a short length
+    rather than to the one long passage that happened to land beside them; the vectors come back
+    in the order of `texts`.
+    """
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out: list[list[float]] = [[] for _ in texts]
+    size = max(1, embedder.batch_size)
+    done = 0
+    for i in range(0, len(order), size):
+        part = order[i : i + size]
+        vectors = embedder.embed([texts[j] for j in part])
+        for j, vec in zip(part, vectors, strict=False):
+            out[j] = vec
+        done += len(vectors)
+    if done != len(texts):
+        raise ValueError(f"the embedder returned {done} vectors for {len(texts)} texts")
     return out

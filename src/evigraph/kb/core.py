@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from pydantic import BaseModel
 
@@ -23,10 +23,13 @@ from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.ingest.pipeline import InFlight, Strategies
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
-from evigraph.models import Ontology
+from evigraph.models import Ontology, TextChunk
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 from evigraph.store.location import StoreLocation
+
+if TYPE_CHECKING:
+    from evigraph.retrieval.graph_stage import GraphStage
 
 
 class Status(BaseModel):
@@ -99,6 +102,7 @@ class KnowledgeBaseCore:
         self._gate = Gate()
         self._in_flight = InFlight()
         """Document keys being ingested now, for `source_status`."""
+        self._graph_stage: GraphStage | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -188,6 +192,21 @@ class KnowledgeBaseCore:
 
         custom = (e.lower() if e.startswith(".") else f".{e.lower()}" for ld in self._loaders for e in ld.extensions)
         return frozenset({*SUPPORTED_EXTENSIONS, *custom})
+
+    def graph_stage(self) -> GraphStage:
+        """Graph ranking's state for this knowledge base, made on first use."""
+        if self._graph_stage is None:
+            from evigraph.retrieval.graph_stage import GraphStage
+
+            self._graph_stage = GraphStage(self._question_names)
+        return self._graph_stage
+
+    async def _question_names(self, question: str) -> list[str]:
+        """The names the extractor finds in a question, as it would in a passage."""
+        strategies = self._strategies()
+        chunk = TextChunk(index=0, text=question, start=0, end=len(question))
+        graph = await strategies.extractor.extract([chunk], strategies.ontology)
+        return list(dict.fromkeys(e.name for e in graph.entities))
 
     def _strategies(self) -> Strategies:
         from evigraph.ingest.chunking import StructuralChunking, chunker_by_name

@@ -49,7 +49,7 @@ class ReadOps(KnowledgeBaseCore):
         elif options:
             query = build(RetrieveQuery, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
         store = await self._open(for_write=False)
-        result = await MultiPathRetriever(store, self.embedder).search(query)
+        result = await MultiPathRetriever(store, self.embedder, graph=self.graph_stage()).search(query)
         ledger = ledger if ledger is not None else EvidenceLedger(FRESH_LEDGER_CAPACITY)
         ledger.cite("retrieve", result.passages)
         ledger.cite("retrieve", result.entities)

@@ -27,8 +27,9 @@ from evigraph.ingest.communities import detect_themes
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.ontology_merge import OntologyExtension, extend_ontology
-from evigraph.ingest.pipeline import IngestRun, ProgressFn, embed_all, text_document
+from evigraph.ingest.pipeline import IngestRun, ProgressFn, text_document
 from evigraph.ingest.resolution import ResolutionStrategy
+from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
 from evigraph.kb.core import ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
 from evigraph.models import (
     DocumentOutcome,
@@ -49,6 +50,9 @@ from evigraph.store.base import GraphStore
 
 if TYPE_CHECKING:
     from evigraph.ingest.files_root import FilesRoot
+
+
+_WRITTEN = (IngestStatus.created, IngestStatus.updated)
 
 
 @dataclass(frozen=True)
@@ -117,11 +121,14 @@ class WriteOps(KnowledgeBaseCore):
         key: str | None = None,
         title: str | None = None,
         progress: bool | None = None,
+        reextract: bool = False,
     ) -> IngestReport:
         """Ingest files, folders and globs, or one `text` under `key`; unchanged documents are skipped.
 
         Each document's new version replaces its old one in one step. Bad sources come back as
-        `failed` outcomes with the fix in `error`; nothing stored before is lost.
+        `failed` outcomes with the fix in `error`; nothing stored before is lost. `reextract`
+        processes unchanged documents too (after the ontology grew, or to give a knowledge base
+        from an older release what graph ranking needs).
         """
         if isinstance(sources, str | os.PathLike):
             sources = [sources]
@@ -130,7 +137,9 @@ class WriteOps(KnowledgeBaseCore):
             texts.append(text_document(text, key or "", title))
         elif key is not None:
             raise ConfigurationError("key= is for text= input", hint="pass text= with key=, or paths alone")
-        return await self.ingest_documents(texts, sources=[os.fspath(s) for s in sources], progress=progress)
+        return await self.ingest_documents(
+            texts, sources=[os.fspath(s) for s in sources], progress=progress, reextract=reextract
+        )
 
     async def ingest_files(
         self,
@@ -229,6 +238,8 @@ class WriteOps(KnowledgeBaseCore):
                 bar = _progress_bar(progress)
                 try:
                     report = await run.run(list(sources), list(documents), start_progress=bar.start if bar else None)
+                    if self.embedder is not None and any(d.status in _WRITTEN for d in report.documents):
+                        await embed_ranking_texts(store, self.embedder)
                 finally:
                     if bar is not None:
                         bar.close()
@@ -240,7 +251,7 @@ class WriteOps(KnowledgeBaseCore):
     @staticmethod
     async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
         """Record each written or failed document for `source_status`; unchanged ones need nothing."""
-        written = (IngestStatus.created, IngestStatus.updated)
+        written = _WRITTEN
         records = [
             SourceRecord(key=d.key, state=SourceState.current, content_hash=d.content_hash, version=d.version)
             for d in report.documents
@@ -260,10 +271,8 @@ class WriteOps(KnowledgeBaseCore):
         async with self._gate.exclusive():
             if self.embedder is not None:
                 await self._claim_embedding_model(store)
-                while batch := await store.pending_embeddings(limit=512):
-                    vectors = await asyncio.to_thread(embed_all, self.embedder, [text for _, text in batch])
-                    await store.write_embeddings([(cid, vec) for (cid, _), vec in zip(batch, vectors, strict=True)])
-                    report.embedded += len(batch)
+                report.embedded = await embed_passages(store, self.embedder)
+                await embed_ranking_texts(store, self.embedder)
             themes = await detect_themes(store)
             await store.replace_themes(themes)
             report.themes = len(themes)

@@ -15,9 +15,14 @@ from evigraph.strict import StrictInput
 
 SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
 PATHS: tuple[str, ...] = get_args(SearchPath)
+Ranking = Literal["graph", "fusion"]
+RANKINGS: tuple[str, ...] = get_args(Ranking)
 MAX_TOP_K = 50
 MAX_HOPS = 5
-HINT = f"paths: choose from {', '.join(PATHS)}; top_k: 1-{MAX_TOP_K}; expand_hops: 1-{MAX_HOPS}"
+HINT = (
+    f"paths: choose from {', '.join(PATHS)}; top_k: 1-{MAX_TOP_K}; expand_hops: 1-{MAX_HOPS}; "
+    f"ranking: {' or '.join(RANKINGS)}"
+)
 """What a caller needs to fix a refused query, said by every surface that takes one."""
 
 
@@ -28,6 +33,11 @@ class RetrieveQuery(StrictInput):
     )
     top_k: int = Field(10, ge=1, le=MAX_TOP_K, description="items per section")
     expand_hops: int = Field(1, ge=1, le=MAX_HOPS, description="how far `links` walks from the entities found")
+    ranking: Ranking = Field(
+        "graph",
+        description="graph: re-rank passages by PageRank from the question's entities (needs an embedder); "
+        "fusion: full-text and vector ranks only",
+    )
 
     @field_validator("question")
     @classmethod

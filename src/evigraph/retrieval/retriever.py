@@ -16,11 +16,12 @@ from evigraph.evidence.items import EntityItem, PassageItem
 from evigraph.models import ChunkHit, EntityHit, Neighbour
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
-from evigraph.retrieval.fusion import cap_per_label, rrf
+from evigraph.retrieval.fusion import Fused, cap_per_label, rrf
+from evigraph.retrieval.graph_stage import GraphStage
 from evigraph.retrieval.hits import relation_item, source_of
 from evigraph.retrieval.query import RetrieveQuery
 from evigraph.retrieval.result import RetrievalResult
-from evigraph.retrieval.vectors import question_vector
+from evigraph.retrieval.vectors import question_vectors
 from evigraph.store.base import GraphStore
 
 # How much each ranked list counts in passage fusion. Direct matches (words, meaning) lead;
@@ -31,6 +32,9 @@ from evigraph.store.base import GraphStore
 # name the same entities as the gold passages; vector 1.2 with graph 0.1/0.05 and k = 20 is the
 # best setting with the embedder on all three sets and keeps every set above BM25 without it.
 PASSAGE_WEIGHTS = {"lexical": 1.0, "semantic": 1.2, "entity_mentions": 0.1, "relation_sources": 0.05}
+GRAPH_POOL = 60
+"""Candidates per list when graph ranking runs: its restart vector scales cosines over this many
+passages (as measured in the dev-set trials), and PageRank may promote any of them."""
 PASSAGE_RRF_K = 20
 """A smaller k than the usual 60 lets the top ranks of each list count more: the first few
 full-text and vector hits are where the gold passages of multi-hop questions sit."""
@@ -48,6 +52,7 @@ class _Found:
     links: list[Neighbour] = field(default_factory=list)
     facts: list[Neighbour] = field(default_factory=list)
     mentions: list[tuple[str, str]] = field(default_factory=list)
+    graph: dict[str, float] | None = None  # chunk id -> graph ranking score, best first
 
 
 class MultiPathRetriever:
@@ -57,23 +62,40 @@ class MultiPathRetriever:
     a turn (0 disables it). Items come back unnumbered: numbering is the ledger's job.
     """
 
-    def __init__(self, store: GraphStore, embedder: Embedder | None = None, *, label_cap: int = 3) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        embedder: Embedder | None = None,
+        *,
+        label_cap: int = 3,
+        graph: GraphStage | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.label_cap = label_cap
+        self.graph = graph
 
     async def search(self, query: RetrieveQuery) -> RetrievalResult:
         question, chosen, top_k = query.question, query.chosen_paths(), query.top_k
         wants_vector = self.embedder is not None and {"passages", "facts"} & set(chosen)
-        vector = await question_vector(self.store, self.embedder, question) if wants_vector and self.embedder else None
-        found = await self._gather(question, chosen, top_k, query.expand_hops, vector)
+        graph = self.graph if query.ranking == "graph" and "passages" in chosen and wants_vector else None
+        plan = await graph.plan(self.store, question) if graph is not None else None
+        vector, name_vectors = (
+            await question_vectors(self.store, self.embedder, question, plan.unknown if plan else ())
+            if wants_vector and self.embedder
+            else (None, [])
+        )
+        ranking = plan is not None and vector is not None
+        found = await self._gather(question, chosen, top_k, query.expand_hops, vector, GRAPH_POOL if ranking else 0)
+        if graph is not None and plan is not None and vector is not None:
+            found.graph = await graph.rank(plan, vector, name_vectors, found.vector, top_k)
         return await self._assemble(question, chosen, top_k, found)
 
     async def _gather(
-        self, question: str, paths: Sequence[str], top_k: int, hops: int, vector: list[float] | None
+        self, question: str, paths: Sequence[str], top_k: int, hops: int, vector: list[float] | None, floor: int = 0
     ) -> _Found:
         found = _Found()
-        pool = max(top_k * 3, 20)
+        pool = max(top_k * 3, 20, floor)
         want_names = "exact_names" in paths or "links" in paths
 
         async def passages() -> None:
@@ -121,14 +143,9 @@ class MultiPathRetriever:
         return found
 
     async def _assemble(self, question: str, paths: Sequence[str], top_k: int, found: _Found) -> RetrievalResult:
-        ranked: dict[str, list[str]] = {}
-        if "passages" in paths:
-            ranked["lexical"] = [h.id for h in found.bm25]
-            ranked["semantic"] = [cid for cid, _ in found.vector]
-        entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
-        ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
-        ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
-        fused = rrf({k: v for k, v in ranked.items() if v}, PASSAGE_WEIGHTS, k=PASSAGE_RRF_K)[:top_k]
+        fused = fused_passages(found, paths)[:top_k]
+        if found.graph:
+            fused = [Fused(cid, score, {"graph": score}) for cid, score in list(found.graph.items())[:top_k]]
         hits = {h.id: h for h in found.bm25}
         missing = [f.key for f in fused if f.key not in hits]
         hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
@@ -200,6 +217,18 @@ class MultiPathRetriever:
         return cap_per_label(items, lambda e: e.label, self.label_cap, top_k)
 
 
+def fused_passages(found: _Found, paths: Sequence[str]) -> list[Fused[str]]:
+    """Every candidate passage by weighted reciprocal-rank fusion of the lists that found it."""
+    ranked: dict[str, list[str]] = {}
+    if "passages" in paths:
+        ranked["lexical"] = [h.id for h in found.bm25]
+        ranked["semantic"] = [cid for cid, _ in found.vector]
+    entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
+    ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
+    ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
+    return rrf({k: v for k, v in ranked.items() if v}, PASSAGE_WEIGHTS, k=PASSAGE_RRF_K)
+
+
 def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour]:
     """Facts sharing the most question terms first; ties by confidence."""
     terms = {t for t in _TERM.findall(question.casefold()) if t not in _FACT_STOP}
@@ -220,7 +249,7 @@ def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour
 
 
 def _direct_paths(scores: dict[str, float]) -> set[str]:
-    return {"passages"} if {"lexical", "semantic"} & scores.keys() else set()
+    return {"passages"} if {"lexical", "semantic", "graph"} & scores.keys() else set()
 
 
 def _graph_paths(paths: Sequence[str], found: _Found) -> dict[str, set[str]]:

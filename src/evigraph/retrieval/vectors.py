@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from evigraph.errors import ConfigurationError
 from evigraph.providers.embedders import Embedder
@@ -15,9 +16,21 @@ async def question_vector(store: GraphStore, embedder: Embedder, question: str) 
     A vector from another model would rank passages by noise, so a mismatch is an error, not a
     silent fall-back to full-text.
     """
+    return (await question_vectors(store, embedder, question, ()))[0]
+
+
+async def question_vectors(
+    store: GraphStore, embedder: Embedder, question: str, names: Sequence[str]
+) -> tuple[list[float] | None, list[list[float]]]:
+    """The question's vector and the vectors of the names found in it, in one model call.
+
+    Graph ranking needs both on every question; one batch of short texts costs about what the
+    question alone does, a second call costs the model's whole per-call overhead again. A model
+    that embeds queries differently from other text (an instruction prefix) gets two calls.
+    """
     stored = await store.embedding_model()
     if stored is None:
-        return None  # nothing embedded yet: full-text and graph only
+        return None, []  # nothing embedded yet: full-text and graph only
     name, dimension = stored
     if name != embedder.name:
         raise ConfigurationError(
@@ -25,13 +38,20 @@ async def question_vector(store: GraphStore, embedder: Embedder, question: str) 
             hint=f"search with embedder {name!r}, or re-embed every passage: `evigraph reembed --embedder ...` "
             "(KnowledgeBase.reembed())",
         )
-    vec = await asyncio.to_thread(embedder.embed_query, question)
+    if not names:
+        vec = await asyncio.to_thread(embedder.embed_query, question)
+        others: list[list[float]] = []
+    elif type(embedder).embed_query is Embedder.embed_query:
+        vec, *others = await asyncio.to_thread(embedder.embed, [question, *names])
+    else:
+        vec = await asyncio.to_thread(embedder.embed_query, question)
+        others = await asyncio.to_thread(embedder.embed, list(names))
     if len(vec) != dimension:
         raise ConfigurationError(
             f"the embedder gives {len(vec)} dimensions, the knowledge base holds {dimension}",
             hint="re-embed with `evigraph reembed` (KnowledgeBase.reembed())",
         )
-    return vec
+    return vec, others
 
 
 async def nearest_passages(store: GraphStore, embedder: Embedder | None, query: str, limit: int) -> list[str] | None:

@@ -28,6 +28,7 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
+from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 
 
 class GraphStore(ABC):
@@ -170,6 +171,28 @@ class GraphStore(ABC):
     @abstractmethod
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity) of the nearest passages."""
+
+    # -- graph ranking's inputs (store/ranking.py) ---------------------------------------------
+
+    @abstractmethod
+    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
+        """Bridge sentences and entity names stored without a vector; cleared by `set_embedding_model(None)`."""
+
+    @abstractmethod
+    async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
+        """Store one vector per text of each `RankingText`, in order."""
+
+    @abstractmethod
+    async def ranking_rows(self, documents: Sequence[str] | None = None) -> list[RankingRow]:
+        """The passages of the current versions of `documents` (every document when None)."""
+
+    @abstractmethod
+    async def entity_vectors(self, ids: Sequence[str] | None = None) -> list[EntityVector]:
+        """Name vectors of the entities `ids` (every embedded entity when None)."""
+
+    @abstractmethod
+    async def ranking_changes(self, since: str | None) -> StoreChanges:
+        """Documents and entity vectors changed since the token `since`, or `full` to reload all."""
 
     # -- graph navigation and agent writes ---------------------------------------------------
 

@@ -34,6 +34,7 @@ from evigraph.models import (
     ThemeRecord,
 )
 from evigraph.store.base import GraphStore
+from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 
 _OVERFETCH = 5
 _ALL = 1_000_000
@@ -317,6 +318,24 @@ class ScopedStore(GraphStore):
 
     async def write_embeddings(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
         await self.inner.write_embeddings(rows)
+
+    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
+        return await self.inner.pending_ranking_texts(limit)
+
+    async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
+        await self.inner.write_ranking_vectors(rows)
+
+    async def ranking_rows(self, documents: Sequence[str] | None = None) -> list[RankingRow]:
+        rows = await self.inner.ranking_rows(documents)
+        return rows if self.everything else [r for r in rows if self.allows(r.document)]
+
+    async def entity_vectors(self, ids: Sequence[str] | None = None) -> list[EntityVector]:
+        # Graph ranking asks for the entities its in-scope passages mention; a name alone
+        # reveals nothing a passage in scope does not, and nothing is returned from them.
+        return await self.inner.entity_vectors(ids)
+
+    async def ranking_changes(self, since: str | None) -> StoreChanges:
+        return await self.inner.ranking_changes(since)
 
     async def get_setting(self, key: str) -> str | None:
         return await self.inner.get_setting(key)

@@ -34,8 +34,10 @@ TAG_CANDIDATES: Mapping[str, tuple[str, ...]] = {
 }
 """Candidate ontology labels per NER tag, most specific-to-the-default-ontology first."""
 
-DROPPED_TAGS = frozenset({"CARDINAL", "ORDINAL"})
-"""Bare numbers and ranks ("three", "second"): they name nothing a graph should hold."""
+DROPPED_TAGS = frozenset({"CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"})
+"""Numbers, ranks and amounts ("three", "second", "$5", "80%"): values of something, not things a
+graph should hold. The small English model also tags markdown headings as MONEY ("### List"): on
+the FastAPI docs 1,393 of its 6,488 spans were MONEY and every one checked was a heading."""
 
 
 def keep_tag(tag: str, ontology: Ontology) -> str | None:

@@ -40,8 +40,8 @@ UNNEEDED_COMPONENTS: tuple[str, ...] = (
 )
 """Components NER does not read; excluding them leaves NER output unchanged and saves most of the time."""
 
-NUMERIC_TAGS = frozenset({"DATE", "TIME", "MONEY", "QUANTITY", "PERCENT"})
-"""Tags whose names may legitimately be all digits ("1998", "40%")."""
+NUMERIC_TAGS = frozenset({"DATE", "TIME"})
+"""Tags whose names may legitimately be all digits ("1998") and must hold one."""
 
 _MODELS: dict[tuple[str, bool], Any] = {}
 _MODELS_LOCK = threading.Lock()
@@ -169,8 +169,16 @@ def _hits(doc: Any, text: str, ontology: Ontology) -> list[Hit]:
         if label is None:
             continue
         span = clean_name_span(text, int(ent.start_char), int(ent.end_char), numeric_ok=tag in NUMERIC_TAGS)
-        if span is None:
+        if span is None or (tag in NUMERIC_TAGS and not _plausible_date(text[span[0] : span[1]])):
             continue
         start, end = span
         hits.append(Hit(start, end, text[start:end], label))
     return hits
+
+
+def _plausible_date(name: str) -> bool:
+    """A date names a fixed time: it holds a number ("today" and "last year" are relative), and a
+    bare number is a year. The small model tags issue numbers ("27365") and ports ("80") DATE."""
+    if not any(ch.isdigit() for ch in name):
+        return False
+    return not name.isdigit() or (len(name) == 4 and name[0] in "12")

@@ -39,6 +39,20 @@ class Embedder(ABC):
         """The vector of a search query; models with query instructions override this."""
         return self.embed([text])[0]
 
+    def embed_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[list[list[float]], list[list[list[float]]]]:
+        """Vectors of `texts`, and of the character spans `spans[i]` of each text (its sentences).
+
+        The default embeds every span as a text of its own. A model that exposes its token
+        vectors overrides this to pool each span's tokens from the one pass over the whole text:
+        the span costs nothing extra, and its vector reads the span in context ("he" is the
+        subject the text named before).
+        """
+        vectors = self.embed(texts)
+        flat = iter(self.embed([t[a:b] for t, ss in zip(texts, spans, strict=True) for a, b in ss]))
+        return vectors, [[next(flat) for _ in ss] for ss in spans]
+
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers

@@ -140,7 +140,69 @@ class SentenceTransformerEmbedder(Embedder):
         result: list[list[float]] = self.embed_array(texts).tolist()
         return result
 
+    def embed_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[list[list[float]], list[list[list[float]]]]:
+        """One pass per text: the text's vector is the mean of its token vectors (as `embed`
+        computes it), each span's the mean of the tokens inside the span. Models that pool
+        otherwise (CLS token, max), and spans past the model's input limit, take the default."""
+        import numpy as np
+
+        model = self._load()
+        if not texts or not _pools_by_mean(model):
+            return super().embed_with_spans(texts, spans)
+        tokens = model.encode(
+            list(texts), output_value="token_embeddings", batch_size=self.batch_size, show_progress_bar=False
+        )
+        offsets = model.tokenizer(
+            list(texts), return_offsets_mapping=True, truncation=True, max_length=model.max_seq_length
+        )["offset_mapping"]
+        vectors: list[list[float]] = []
+        pooled: list[list[list[float] | None]] = []
+        for token_vectors, offset, text_spans in zip(tokens, offsets, spans, strict=True):
+            matrix = token_vectors.float().cpu().numpy()
+            vectors.append(_unit(matrix.mean(axis=0), self.normalize))
+            starts = np.asarray([a for a, _ in offset])
+            ends = np.asarray([b for _, b in offset])
+            real = ends > starts  # special tokens map to (0, 0)
+            mine: list[list[float] | None] = []
+            for a, b in text_spans:
+                inside = real & (starts < b) & (ends > a)
+                mine.append(_unit(matrix[inside].mean(axis=0), self.normalize) if inside.any() else None)
+            pooled.append(mine)
+        missing = [(i, j) for i, row in enumerate(pooled) for j, v in enumerate(row) if v is None]
+        if missing:  # cut off by the input limit: embed those on their own
+            alone = self.embed([texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing])
+            for (i, j), vec in zip(missing, alone, strict=True):
+                pooled[i][j] = vec
+        return vectors, [[v for v in row if v is not None] for row in pooled]
+
 
 # --------------------------------------------------------------------------------------------
 # fastembed (ONNX, no torch)
 # --------------------------------------------------------------------------------------------
+
+
+def _pools_by_mean(model: Any) -> bool:
+    """Whether the model's sentence vector is the mean of its token vectors (all-MiniLM and most others).
+
+    sentence-transformers 5+ names the mode (`pooling_mode == "mean"`); older releases set flags.
+    """
+    for module in model:
+        mode = getattr(module, "pooling_mode", None)
+        if isinstance(mode, str):
+            return mode == "mean"
+        if getattr(module, "pooling_mode_mean_tokens", None) is not None:
+            return bool(module.pooling_mode_mean_tokens) and not any(
+                getattr(module, flag, False)
+                for flag in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_lasttoken")
+            )
+    return False
+
+
+def _unit(vector: Any, normalize: bool) -> list[float]:
+    import numpy as np
+
+    norm = float(np.linalg.norm(vector))
+    out: list[float] = (vector / norm if normalize and norm > 0 else vector).astype(np.float32).tolist()
+    return out

@@ -100,8 +100,9 @@ PROCEDURES = frozenset({"show_tables", "table_info", "show_indexes", "show_conne
 """Procedures callable with CALL, by exact name. `show_functions` is left out: it crashes the
 engine (segmentation fault) in Kuzu 0.11.3 and took an MCP server down."""
 
-HIDDEN_PROPERTIES = frozenset({"embedding", "search_text"})
-"""Vectors and full-text index text are internal: named anywhere (as a property, a quoted name or
-a string), the query is refused; whole nodes come back without them."""
+HIDDEN_PROPERTIES = frozenset({"embedding", "search_text", "sentence_starts", "sentence_ends", "sentence_vectors"})
+"""Vectors, full-text index text and graph ranking's sentence offsets are internal: named anywhere
+(as a property, a quoted name or a string), the query is refused; whole nodes come back without
+them, and get_ontology does not list them."""
 
 HINT = "free-form Cypher only reads: one MATCH ... RETURN statement (call get_ontology for labels and properties)"

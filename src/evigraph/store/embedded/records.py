@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from evigraph.models import SourceRecord, SourceState, TableInfo, ThemeRecord
+from evigraph.store.embedded.cypher_rules import HIDDEN_PROPERTIES
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import INTERNAL_TABLES, META_TABLE
 
@@ -92,7 +93,7 @@ def schema_tables(tx: Tx) -> list[TableInfo]:
         props = {
             p["name"]: str(p["type"])
             for p in tx.rows(f"CALL TABLE_INFO('{name}') RETURN name, type")
-            if p["name"] not in ("embedding", "search_text")  # vectors and index text are internal
+            if p["name"] not in HIDDEN_PROPERTIES
         }
         info = TableInfo(name=name, kind="node" if kind == "NODE" else "relationship", properties=props)
         if kind == "NODE":

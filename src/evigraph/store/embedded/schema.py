@@ -31,11 +31,11 @@ DDL = (
     """CREATE NODE TABLE IF NOT EXISTS Chunk(
         id STRING PRIMARY KEY, document STRING, version INT64, index INT64, text STRING,
         breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64, embedding FLOAT[],
-        search_text STRING)""",
+        search_text STRING, sentence_starts INT64[], sentence_ends INT64[], sentence_vectors FLOAT[][])""",
     """CREATE NODE TABLE IF NOT EXISTS Entity(
         id STRING PRIMARY KEY, name STRING, label STRING, description STRING,
         descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP,
-        search_text STRING)""",
+        search_text STRING, embedding FLOAT[])""",
     "CREATE REL TABLE IF NOT EXISTS PART_OF(FROM Chunk TO Document)",
     "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts INT64[], span_ends INT64[])",
@@ -46,6 +46,16 @@ DDL = (
     """CREATE NODE TABLE IF NOT EXISTS Theme(
         id STRING PRIMARY KEY, members STRING[], names STRING[], labels STRING[], size INT64, run STRING)""",
 )
+
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("Chunk", "sentence_starts", "INT64[]"),
+    ("Chunk", "sentence_ends", "INT64[]"),
+    ("Chunk", "sentence_vectors", "FLOAT[][]"),
+    ("Entity", "embedding", "FLOAT[]"),
+)
+"""(table, column, type) added after schema version 1 shipped: graph ranking's bridge sentences and
+name vectors. A writable open adds what a file lacks (`ALTER TABLE ... ADD`); its rows then get
+them from `evigraph finalize`, like any passage without a vector."""
 
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}

@@ -26,7 +26,7 @@ from evigraph.models import (
     ThemeRecord,
 )
 from evigraph.store.base import GraphStore
-from evigraph.store.embedded import cypher_run, integrity, reads, records, writes
+from evigraph.store.embedded import cypher_run, integrity, ranking_io, reads, records, writes
 from evigraph.store.embedded.caches import Cached, NameIndex, VectorMatrix, build_matrix, build_name_index
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
@@ -41,6 +41,7 @@ from evigraph.store.embedded.engine import import_engine, load_extensions, open_
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import (
+    ADDED_COLUMNS,
     CYPHER_GUIDE,
     DDL,
     FTS_INDEXES,
@@ -49,6 +50,7 @@ from evigraph.store.embedded.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
+from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
 DEFAULT_BUFFER_POOL_MB = 512
 
@@ -77,6 +79,8 @@ class EmbeddedStore(GraphStore):
         self.read_connections = read_connections
         self._exec: Executor | None = None
         self._cache = Cached()
+        self._journal = ChangeJournal()
+        self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._cypher_slots = Slots()
 
     @property
@@ -139,6 +143,10 @@ class EmbeddedStore(GraphStore):
                     )
                 if not self.read_only and not tables >= TABLES:
                     self._create_schema(tx)  # additive: tables a later release introduced
+                if not self.read_only:
+                    self._add_columns(tx)
+                else:
+                    self._ranking_columns = not self._missing_columns(tx)
                 return
         if not tables <= TABLES:
             raise NotAKnowledgeBaseError(
@@ -153,6 +161,20 @@ class EmbeddedStore(GraphStore):
         if all(not tx.column(f"MATCH (n:{t}) RETURN count(n) > 0")[0] for t in tables & NODE_TABLES):
             raise UnfinishedSchema(str(self.path))
         self._create_schema(tx)
+
+    @classmethod
+    def _add_columns(cls, tx: Tx) -> None:
+        """Add the columns a later release introduced to a file created before them."""
+        for table, column, kind in cls._missing_columns(tx):
+            tx.execute(f"ALTER TABLE {table} ADD {column} {kind}").close()
+
+    @staticmethod
+    def _missing_columns(tx: Tx) -> list[tuple[str, str, str]]:
+        names: dict[str, set[str]] = {}
+        for table, _, _ in ADDED_COLUMNS:
+            if table not in names:
+                names[table] = {r["name"] for r in tx.rows(f"CALL TABLE_INFO('{table}') RETURN name")}
+        return [(t, c, k) for t, c, k in ADDED_COLUMNS if c not in names[t]]
 
     @staticmethod
     def _create_schema(tx: Tx) -> None:
@@ -213,12 +235,14 @@ class EmbeddedStore(GraphStore):
             return await self.executor.write(work)
         finally:
             self._cache.invalidate()
+            self._journal.documents([v.key for v in versions])
 
     async def delete_document(self, key: str) -> bool:
         try:
             return await self.executor.write(lambda tx: writes.delete_document(tx, key))
         finally:
             self._cache.invalidate()
+            self._journal.documents([key])
 
     async def check(self, repair: bool = False) -> IntegrityReport:
         found = await self.executor.read(integrity.inspect)
@@ -236,6 +260,7 @@ class EmbeddedStore(GraphStore):
                 report.repaired["schema"] = 1
         finally:
             self._cache.invalidate()
+            self._journal.reset()
         report.remaining = integrity.problems(await self.executor.read(integrity.inspect))
         return report
 
@@ -335,6 +360,8 @@ class EmbeddedStore(GraphStore):
         def work(tx: Tx) -> None:
             if name is None:
                 tx.execute("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL SET c.embedding = NULL").close()
+                if self._ranking_columns:
+                    ranking_io.clear_ranking_vectors(tx)
             for key, value in (("embedding_model", name), ("embedding_dimension", str(dimension) if name else None)):
                 tx.execute(f"MERGE (m:{META_TABLE} {{key: $k}}) SET m.value = $v", {"k": key, "v": value}).close()
 
@@ -342,6 +369,7 @@ class EmbeddedStore(GraphStore):
             await self.executor.write(work)
         finally:
             self._cache.invalidate()
+            self._journal.reset()
 
     async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
         return await self.executor.read(lambda tx: reads.pending_embeddings(tx, limit))
@@ -367,6 +395,33 @@ class EmbeddedStore(GraphStore):
             self._cache.get, "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
         )
         return matrix.search(vector, limit)
+
+    # -- graph ranking's inputs -------------------------------------------------------------
+
+    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
+        if not self._ranking_columns:
+            return []
+        return await self.executor.read(lambda tx: ranking_io.pending_ranking_texts(tx, limit))
+
+    async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
+        if not rows:
+            return
+        documents: list[str] = await self.executor.write(lambda tx: ranking_io.write_ranking_vectors(tx, rows))
+        self._journal.documents(documents)
+        self._journal.entities(t.id for t, _ in rows if t.kind == "entity")
+
+    async def ranking_rows(self, documents: Sequence[str] | None = None) -> list[RankingRow]:
+        if not self._ranking_columns or (documents is not None and not documents):
+            return []
+        return await self.executor.read(lambda tx: ranking_io.ranking_rows(tx, documents))
+
+    async def entity_vectors(self, ids: Sequence[str] | None = None) -> list[EntityVector]:
+        if not self._ranking_columns or (ids is not None and not ids):
+            return []
+        return await self.executor.read(lambda tx: ranking_io.entity_vectors(tx, ids))
+
+    async def ranking_changes(self, since: str | None) -> StoreChanges:
+        return self._journal.since(since)
 
     # -- graph navigation and agent writes ---------------------------------------------------
 

@@ -203,7 +203,9 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
         by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
         vectors = v.embeddings or [None] * len(v.chunks)
-        for c, cid, vec in zip(v.chunks, ids, vectors, strict=True):
+        bridges = v.sentences or ((),) * len(v.chunks)
+        bridge_vectors = v.sentence_embeddings or (None,) * len(v.chunks)
+        for c, cid, vec, spans, svecs in zip(v.chunks, ids, vectors, bridges, bridge_vectors, strict=True):
             chunks.append(
                 {
                     "id": cid,
@@ -217,6 +219,9 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                     "ce": c.end,
                     "emb": list(vec) if vec is not None else None,
                     "st": fts_text(" ".join((v.title, *c.breadcrumbs, c.text))),
+                    "ss": [sp.start for sp in spans],
+                    "se": [sp.end for sp in spans],
+                    "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
                 }
             )
         nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
@@ -274,12 +279,15 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     tx.run_batched(
         """UNWIND $rows AS r
            WITH r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
-                r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st
+                r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
+                r.ss AS ss, r.se AS se, r.sv AS sv
            MATCH (d:Document {key: doc})
            CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
                             char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
-                            search_text: concat(st, '')})-[:PART_OF]->(d)""",
+                            search_text: concat(st, ''), sentence_starts: CAST(ss AS INT64[]),
+                            sentence_ends: CAST(se AS INT64[]),
+                            sentence_vectors: CAST(sv AS FLOAT[][])})-[:PART_OF]->(d)""",
         chunks,
     )
     tx.run_batched(

@@ -1,0 +1,118 @@
+"""Reads and writes of graph ranking's inputs in the embedded schema (see store/ranking.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evigraph.models import embedding_text
+from evigraph.store.embedded.executor import Tx
+from evigraph.store.ranking import EntityVector, RankingRow, RankingText
+
+_BATCH = 2000
+
+
+def ranking_rows(tx: Tx, documents: Sequence[str] | None) -> list[RankingRow]:
+    where = "WHERE c.document IN $keys " if documents is not None else ""
+    params: dict[str, Any] = {"keys": list(documents)} if documents is not None else {}
+    chunks = tx.rows(
+        f"""MATCH (c:Chunk) {where}RETURN c.id AS id, c.document AS doc, c.sentence_starts AS ss,
+               c.sentence_ends AS se, c.sentence_vectors AS sv""",
+        params,
+    )
+    mentions: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {}
+    for r in tx.rows(
+        f"""MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk) {where}
+            RETURN c.id AS c, e.id AS e, e.name AS n, m.span_starts AS s""",
+        params,
+    ):
+        mentions.setdefault(r["c"], []).append((r["e"], r["n"], tuple(r["s"] or ())))
+    out = []
+    for r in chunks:
+        spans = tuple(zip(r["ss"] or (), r["se"] or (), strict=False))
+        vectors = r["sv"]
+        out.append(
+            RankingRow(
+                chunk=r["id"],
+                document=r["doc"],
+                sentences=spans,
+                sentence_vectors=tuple(tuple(v) for v in vectors) if vectors and len(vectors) == len(spans) else None,
+                mentions=tuple(mentions.get(r["id"], ())),
+            )
+        )
+    return out
+
+
+def entity_vectors(tx: Tx, ids: Sequence[str] | None) -> list[EntityVector]:
+    if ids is None:
+        rows = tx.rows(
+            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id AS id, e.name AS n, e.embedding AS v"
+        )
+    else:
+        rows = []
+        for i in range(0, len(ids), _BATCH):
+            rows += tx.rows(
+                """UNWIND $ids AS eid MATCH (e:Entity {id: eid}) WHERE e.embedding IS NOT NULL
+                   RETURN e.id AS id, e.name AS n, e.embedding AS v""",
+                {"ids": list(ids[i : i + _BATCH])},
+            )
+    return [EntityVector(r["id"], r["n"], tuple(r["v"])) for r in rows if r["v"]]
+
+
+def pending_ranking_texts(tx: Tx, limit: int) -> list[RankingText]:
+    out = []
+    for r in tx.rows(
+        """MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE size(c.sentence_starts) > 0 AND c.sentence_vectors IS NULL
+           RETURN c.id AS id, d.title AS title, c.text AS t, c.sentence_starts AS ss, c.sentence_ends AS se
+           LIMIT $k""",
+        {"k": limit},
+    ):
+        text = embedding_text(r["title"] or "", r["t"])
+        shift = len(text) - len(r["t"])
+        spans = tuple((a + shift, b + shift) for a, b in zip(r["ss"], r["se"], strict=True))
+        out.append(RankingText("sentences", r["id"], (text,), spans))
+    if len(out) < limit:
+        out += [
+            RankingText("entity", r["id"], (r["n"],))
+            for r in tx.rows(
+                "MATCH (e:Entity) WHERE e.embedding IS NULL RETURN e.id AS id, e.name AS n LIMIT $k",
+                {"k": limit - len(out)},
+            )
+        ]
+    return out
+
+
+def write_ranking_vectors(tx: Tx, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> list[str]:
+    """Store the vectors; returns the documents whose passages got sentence vectors."""
+    sentences = [
+        {"id": t.id, "v": [[float(x) for x in vec] for vec in vecs]}
+        for t, vecs in rows
+        if t.kind == "sentences" and len(vecs) == len(t.spans)
+    ]
+    names = [{"id": t.id, "v": [float(x) for x in vecs[0]]} for t, vecs in rows if t.kind == "entity" and vecs]
+    tx.run_batched(
+        "UNWIND $rows AS r WITH r.id AS cid, r.v AS v MATCH (c:Chunk {id: cid}) SET c.sentence_vectors = "
+        "CAST(v AS FLOAT[][])",
+        sentences,
+    )
+    tx.run_batched(
+        "UNWIND $rows AS r WITH r.id AS eid, r.v AS v MATCH (e:Entity {id: eid}) SET e.embedding = CAST(v AS FLOAT[])",
+        names,
+    )
+    if not sentences:
+        return []
+    return list(
+        dict.fromkeys(
+            r["d"]
+            for r in tx.rows(
+                "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.document AS d",
+                {"ids": [s["id"] for s in sentences]},
+            )
+        )
+    )
+
+
+def clear_ranking_vectors(tx: Tx) -> None:
+    """Drop sentence and name vectors with the passage vectors, when the embedding model changes."""
+    tx.execute("MATCH (c:Chunk) WHERE c.sentence_vectors IS NOT NULL SET c.sentence_vectors = NULL").close()
+    tx.execute("MATCH (e:Entity) WHERE e.embedding IS NOT NULL SET e.embedding = NULL").close()

@@ -1,0 +1,81 @@
+"""Graph ranking's inputs in the store contract: bridge sentences, name vectors and the change feed.
+
+Every backend must hand graph ranking the same rows, and say which documents changed since a token
+so the ranking index follows writes without reloading (retrieval/ranking_index.py).
+"""
+
+from __future__ import annotations
+
+from tests.store.contract.conftest import ADA, ALPHA, BABBAGE, BETA, LONDON, covers
+
+from evigraph.models import DocumentVersion, Span
+from evigraph.store import GraphStore
+
+
+def with_bridges(v: DocumentVersion, vectors: bool) -> DocumentVersion:
+    """`v` with its first chunk's only sentence marked a bridge sentence (it names several entities)."""
+    first = v.chunks[0]
+    spans = ((Span(start=0, end=len(first.text)),),) + ((),) * (len(v.chunks) - 1)
+    vecs = (((0.6, 0.8, 0.0),),) + ((),) * (len(v.chunks) - 1) if vectors else None
+    return v.model_copy(update={"sentences": spans, "sentence_embeddings": vecs})
+
+
+@covers("ranking_rows")
+async def test_ranking_rows_carry_sentences_vectors_and_mentions(store: GraphStore) -> None:
+    await store.write_versions([with_bridges(ALPHA, vectors=True), BETA])
+    rows = {r.chunk: r for r in await store.ranking_rows()}
+    alpha = [c.id for c in await store.document_chunks(ALPHA.key)]
+    assert set(rows) == {*alpha, *(c.id for c in await store.document_chunks(BETA.key))}
+    first = rows[alpha[0]]
+    assert first.document == ALPHA.key
+    assert first.sentences == ((0, len(ALPHA.chunks[0].text)),)
+    assert first.sentence_vectors is not None and [round(x, 3) for x in first.sentence_vectors[0]] == [0.6, 0.8, 0.0]
+    mentioned = {eid: (name, starts) for eid, name, starts in first.mentions}
+    assert set(mentioned) == {ADA, BABBAGE, LONDON}
+    assert mentioned[ADA] == ("Ada Lovelace", (ALPHA.chunks[0].text.index("Ada Lovelace"),))  # starts in the passage
+    assert rows[alpha[1]].sentences == () and rows[alpha[1]].sentence_vectors is None
+    only_beta = await store.ranking_rows([BETA.key])
+    assert {r.document for r in only_beta} == {BETA.key}
+    assert await store.ranking_rows([]) == []
+
+
+@covers("pending_ranking_texts", "write_ranking_vectors", "entity_vectors")
+async def test_sentences_and_names_wait_for_vectors(store: GraphStore) -> None:
+    await store.write_versions([with_bridges(ALPHA, vectors=False)])
+    pending = await store.pending_ranking_texts(limit=100)
+    sentences = [t for t in pending if t.kind == "sentences"]
+    names = {t.id: t.texts for t in pending if t.kind == "entity"}
+    [job] = sentences  # the passage as it is embedded (title first), the sentence's offsets in it
+    text = ALPHA.chunks[0].text
+    assert job.texts == (f"{ALPHA.title}\n{text}",)
+    assert [job.texts[0][a:b] for a, b in job.spans] == [text]
+    assert names[ADA] == ("Ada Lovelace",) and len(names) == 4  # every entity of the document
+    assert all(t.spans == () for t in pending if t.kind == "entity")
+    assert await store.entity_vectors() == []
+    await store.write_ranking_vectors([(t, [[1.0, 0.0, 0.0]] * max(1, len(t.spans))) for t in pending])
+    assert await store.pending_ranking_texts() == []
+    found = {v.id: v for v in await store.entity_vectors()}
+    assert set(found) == set(names) and found[ADA].name == "Ada Lovelace" and found[ADA].vector == (1.0, 0.0, 0.0)
+    assert [v.id for v in await store.entity_vectors([ADA, "no-such-entity"])] == [ADA]
+    row = next(r for r in await store.ranking_rows([ALPHA.key]) if r.sentences)
+    assert row.sentence_vectors == ((1.0, 0.0, 0.0),)
+    await store.set_embedding_model(None)  # a new model: every vector goes, names and sentences too
+    assert await store.entity_vectors() == []
+    assert len(await store.pending_ranking_texts(limit=100)) == len(pending)
+
+
+@covers("ranking_changes")
+async def test_change_feed_names_the_documents_written(store: GraphStore) -> None:
+    first = await store.ranking_changes(None)
+    assert first.full  # no token: read everything
+    await store.write_versions([ALPHA])
+    after_write = await store.ranking_changes(first.token)
+    assert not after_write.full and after_write.documents == (ALPHA.key,)
+    quiet = await store.ranking_changes(after_write.token)
+    assert not quiet.full and quiet.documents == () and quiet.entities == ()
+    await store.delete_document(ALPHA.key)
+    assert (await store.ranking_changes(quiet.token)).documents == (ALPHA.key,)
+    assert (await store.ranking_changes("another-store:3")).full  # a token this store never gave
+    token = (await store.ranking_changes(quiet.token)).token
+    await store.set_embedding_model(None)
+    assert (await store.ranking_changes(token)).full  # every vector changed

@@ -1,0 +1,85 @@
+"""A knowledge base written before graph ranking opens, reads and gets its columns on a writable open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.store.contract.conftest import ALPHA
+
+from evigraph.store import connect
+from evigraph.store.embedded.schema import ADDED_COLUMNS
+
+
+def _drop_ranking_columns(path: Path) -> None:
+    import kuzu
+
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    for table, column, _ in ADDED_COLUMNS:
+        conn.execute(f"ALTER TABLE {table} DROP {column}")
+    conn.close()
+    db.close()
+
+
+def _columns(path: Path) -> set[tuple[str, str]]:
+    import kuzu
+
+    db = kuzu.Database(str(path), read_only=True)
+    conn = kuzu.Connection(db)
+    found = set()
+    for table in {t for t, _, _ in ADDED_COLUMNS}:
+        result = conn.execute(f"CALL TABLE_INFO('{table}') RETURN name")
+        while result.has_next():
+            found.add((table, result.get_next()[0]))
+    conn.close()
+    db.close()
+    return found
+
+
+async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    async with connect(path) as store:
+        await store.write_versions([ALPHA])
+    _drop_ranking_columns(path)
+    wanted = {(t, c) for t, c, _ in ADDED_COLUMNS}
+    assert not wanted & _columns(path)
+
+    async with connect(path, read_only=True) as store:  # nothing to rank with yet, and no error
+        assert await store.ranking_rows() == [] and await store.entity_vectors() == []
+        assert await store.pending_ranking_texts() == []
+        assert len(await store.document_chunks(ALPHA.key)) == 2  # everything else reads as before
+
+    async with connect(path) as store:
+        assert wanted <= _columns_while_open(store)
+        rows = await store.ranking_rows()
+        assert {r.document for r in rows} == {ALPHA.key}  # old passages, no sentences until re-ingested
+        assert len(await store.pending_ranking_texts(limit=100)) == 4  # their entities' names wait for finalize
+
+
+def _columns_while_open(store: object) -> set[tuple[str, str]]:
+    executor = store.executor  # type: ignore[attr-defined]
+    out = set()
+    for table in {t for t, _, _ in ADDED_COLUMNS}:
+        out |= {
+            (table, r["name"])
+            for r in executor.read_sync(lambda tx, t=table: tx.rows(f"CALL TABLE_INFO('{t}') RETURN name"))
+        }
+    return out
+
+
+async def test_reextract_gives_an_old_knowledge_base_its_bridge_sentences(tmp_path: Path) -> None:
+    from evigraph import KnowledgeBase
+
+    doc = tmp_path / "boris.txt"
+    doc.write_text("Boris Kellerman directed Harbour Lights Rising in Tallinn. He liked boats.\n")
+    path = tmp_path / "old.db"
+    async with KnowledgeBase(path, extractor="rules") as kb:
+        assert (await kb.ingest([doc], progress=False)).ok
+    _drop_ranking_columns(path)
+    async with KnowledgeBase(path, extractor="rules") as kb:
+        assert (await kb.ingest([doc], progress=False)).counts()["unchanged"] == 1
+        assert await kb.store.ranking_rows() != [] and all(not r.sentences for r in await kb.store.ranking_rows())
+        report = await kb.ingest([doc], progress=False, reextract=True)
+        assert report.counts()["updated"] == 1
+        [row] = await kb.store.ranking_rows()
+        assert row.sentences and row.sentence_vectors is None  # spans stored; vectors wait for an embedder
