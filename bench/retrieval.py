@@ -264,6 +264,18 @@ def counting(embedder: Any) -> Any:
             finally:
                 self.seconds += time.perf_counter() - t0
 
+        def embed_with_spans(
+            self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+        ) -> tuple[list[list[float]], list[list[list[float]]]]:
+            # One model pass per text: the spans are pooled from it, so they add no model input.
+            self.calls, self.texts = self.calls + 1, self.texts + len(texts)
+            t0 = time.perf_counter()
+            try:
+                vectors, pooled = embedder.embed_with_spans(texts, spans)
+                return list(vectors), list(pooled)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
         def embed_query(self, text: str) -> list[float]:
             self.calls, self.texts = self.calls + 1, self.texts + 1
             return list(embedder.embed_query(text))
