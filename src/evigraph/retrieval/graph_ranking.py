@@ -36,8 +36,9 @@ PASSAGE_PRIOR = 1.5
 """Weight of a passage's own (fused) score against the log-bonus of the activated entities it names."""
 PASSAGE_RESET = 0.05
 """Share of the restart vector given to passages relative to entities (LinearRAG's passage_node_weight)."""
-ITERATIONS = 30
-"""Power iterations: with damping 0.5 the error after 30 is below 1e-9 of the mass."""
+ITERATIONS = 20
+"""Power iterations: with damping 0.5 the error after 20 is below 1e-6 of the mass, far under the
+gaps between the scores that decide a top 10."""
 
 
 def rank(
