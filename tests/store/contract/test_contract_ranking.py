@@ -6,6 +6,7 @@ so the ranking index follows writes without reloading (retrieval/ranking_index.p
 
 from __future__ import annotations
 
+import pytest
 from tests.store.contract.conftest import ADA, ALPHA, BABBAGE, BETA, LONDON, covers
 
 from evigraph.models import DocumentVersion, Span
@@ -52,6 +53,8 @@ async def test_sentences_and_names_wait_for_vectors(store: GraphStore) -> None:
     assert names[ADA] == ("Ada Lovelace",) and len(names) == 4  # every entity of the document
     assert all(t.spans == () for t in pending if t.kind == "entity")
     assert await store.entity_vectors() == []
+    with pytest.raises(ValueError, match="vectors for"):  # refused, not left pending forever
+        await store.write_ranking_vectors([(job, [])])
     await store.write_ranking_vectors([(t, [[1.0, 0.0, 0.0]] * max(1, len(t.spans))) for t in pending])
     assert await store.pending_ranking_texts() == []
     found = {v.id: v for v in await store.entity_vectors()}

@@ -83,13 +83,19 @@ def pending_ranking_texts(tx: Tx, limit: int) -> list[RankingText]:
 
 
 def write_ranking_vectors(tx: Tx, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> list[str]:
-    """Store the vectors; returns the documents whose passages got sentence vectors."""
+    """Store the vectors; returns the documents whose passages got sentence vectors.
+
+    A wrong number of vectors is refused, not skipped: a skipped row would stay pending and be
+    handed out again by every later `pending_ranking_texts`.
+    """
+    for t, vecs in rows:
+        wanted = len(t.spans) if t.kind == "sentences" else 1
+        if len(vecs) != wanted:
+            raise ValueError(f"{t.kind} {t.id}: {len(vecs)} vectors for {wanted} texts")
     sentences = [
-        {"id": t.id, "v": [[float(x) for x in vec] for vec in vecs]}
-        for t, vecs in rows
-        if t.kind == "sentences" and len(vecs) == len(t.spans)
+        {"id": t.id, "v": [[float(x) for x in vec] for vec in vecs]} for t, vecs in rows if t.kind == "sentences"
     ]
-    names = [{"id": t.id, "v": [float(x) for x in vecs[0]]} for t, vecs in rows if t.kind == "entity" and vecs]
+    names = [{"id": t.id, "v": [float(x) for x in vecs[0]]} for t, vecs in rows if t.kind == "entity"]
     tx.run_batched(
         "UNWIND $rows AS r WITH r.id AS cid, r.v AS v MATCH (c:Chunk {id: cid}) SET c.sentence_vectors = "
         "CAST(v AS FLOAT[][])",
