@@ -415,16 +415,24 @@ def text_document(text: str, key: str, title: str | None = None) -> LoadedDocume
     return LoadedDocument(key=key, title=title or key, path=None, text=text, loader="text")
 
 
+def _length_slices(texts: Sequence[str], size: int) -> Iterator[list[int]]:
+    """Indexes of `texts` in slices of `size`, shortest texts first.
+
+    A slice then pads its short sentences to a short length rather than to the one long passage
+    that happened to land beside them; callers put the vectors back in the order of `texts`.
+    """
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for i in range(0, len(order), max(1, size)):
+        yield order[i : i + max(1, size)]
+
+
 def embed_all_with_spans(
     embedder: Embedder, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
 ) -> tuple[list[list[float]], list[list[list[float]]]]:
-    """`Embedder.embed_with_spans` in slices of the batch size, shortest texts first, in order."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    """`Embedder.embed_with_spans` in slices of the batch size, vectors in the order of `texts`."""
     vectors: list[list[float]] = [[] for _ in texts]
     pooled: list[list[list[float]]] = [[] for _ in texts]
-    size = max(1, embedder.batch_size)
-    for i in range(0, len(order), size):
-        part = order[i : i + size]
+    for part in _length_slices(texts, embedder.batch_size):
         got, got_spans = embedder.embed_with_spans([texts[j] for j in part], [spans[j] for j in part])
         if len(got) != len(part) or any(len(g) != len(spans[j]) for g, j in zip(got_spans, part, strict=True)):
             raise ValueError("the embedder returned a different number of vectors than texts and spans")
@@ -434,22 +442,12 @@ def embed_all_with_spans(
 
 
 def embed_all(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """Embed in slices of the embedder's batch size (memory stays bounded on big batches).
-
-    Texts are sliced in order of length, so a slice pads its short sentences to a short length
-    rather than to the one long passage that happened to land beside them; the vectors come back
-    in the order of `texts`.
-    """
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    """Embed in slices of the embedder's batch size (memory stays bounded on big batches)."""
     out: list[list[float]] = [[] for _ in texts]
-    size = max(1, embedder.batch_size)
-    done = 0
-    for i in range(0, len(order), size):
-        part = order[i : i + size]
+    for part in _length_slices(texts, embedder.batch_size):
         vectors = embedder.embed([texts[j] for j in part])
-        for j, vec in zip(part, vectors, strict=False):
+        if len(vectors) != len(part):
+            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(part)} texts")
+        for j, vec in zip(part, vectors, strict=True):
             out[j] = vec
-        done += len(vectors)
-    if done != len(texts):
-        raise ValueError(f"the embedder returned {done} vectors for {len(texts)} texts")
     return out

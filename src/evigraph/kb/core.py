@@ -203,22 +203,27 @@ class KnowledgeBaseCore:
 
     async def _question_names(self, question: str) -> list[str]:
         """The names the extractor finds in a question, as it would in a passage."""
-        strategies = self._strategies()
         chunk = TextChunk(index=0, text=question, start=0, end=len(question))
-        graph = await strategies.extractor.extract([chunk], strategies.ontology)
+        graph = await self._extraction().extract([chunk], self.ontology)
         return list(dict.fromkeys(e.name for e in graph.entities))
+
+    def _extraction(self) -> ExtractionStrategy:
+        """The extractor, resolved from its name (or the default) on first use."""
+        from evigraph.ingest.extraction import default_extractor, extractor_by_name
+
+        if isinstance(self._extractor, str):
+            self._extractor = extractor_by_name(self._extractor)
+        self._extractor = self._extractor or default_extractor()
+        return self._extractor
 
     def _strategies(self) -> Strategies:
         from evigraph.ingest.chunking import StructuralChunking, chunker_by_name
-        from evigraph.ingest.extraction import default_extractor, extractor_by_name
         from evigraph.ingest.loaders import loader_for
 
         if isinstance(self._chunker, str):
             self._chunker = chunker_by_name(self._chunker)
-        if isinstance(self._extractor, str):
-            self._extractor = extractor_by_name(self._extractor)
         chunker = self._chunker = self._chunker or StructuralChunking()
-        extractor = self._extractor = self._extractor or default_extractor()
+        extractor = self._extraction()
         custom = self._loaders
         max_bytes = self.max_file_bytes
 

@@ -98,9 +98,15 @@ class MultiPathRetriever:
         return await self._assemble(question, chosen, top_k, found)
 
     async def _gather(
-        self, question: str, paths: Sequence[str], top_k: int, hops: int, vector: list[float] | None, floor: int = 0
+        self,
+        question: str,
+        paths: Sequence[str],
+        top_k: int,
+        hops: int,
+        vector: list[float] | None,
+        vector_pool: int = 0,
     ) -> _Found:
-        """Run the paths; `floor` is the least number of passages the vector search returns (graph
+        """Run the paths; `vector_pool` is the least number of passages the vector search returns (graph
         ranking scales cosines over them), full-text results stay at the usual pool."""
         found = _Found()
         pool = max(top_k * 3, 20)
@@ -110,7 +116,7 @@ class MultiPathRetriever:
             if "passages" in paths or "facts" in paths:
                 found.bm25 = await self.store.search_chunks(question, pool)
                 if vector is not None:
-                    found.vector = await self.store.vector_search(vector, max(pool, floor))
+                    found.vector = await self.store.vector_search(vector, max(pool, vector_pool))
 
         async def exact() -> None:
             if want_names:

@@ -98,7 +98,7 @@ class ChangeJournal:
                 return StoreChanges(now, full=True)
             seq = int(seq_text)
             oldest = self._events[0][0] if self._events else self._seq + 1
-            if seq < oldest - 1 and seq < self._seq:
+            if seq + 1 < oldest:
                 return StoreChanges(now, full=True)  # events it missed were dropped
             later = [(kind, key) for s, kind, key in self._events if s > seq]
         if any(kind == "reset" for kind, _ in later):
