@@ -135,3 +135,15 @@ async def test_rebuilt_index_equals_the_incremental_one(kb: KnowledgeBase) -> No
     assert live == sorted(fresh.passages)
     assert len(incremental.sentence_vectors) == len(fresh.sentence_vectors)
     assert int(incremental.entity_usable.sum()) == int(fresh.entity_usable.sum())
+
+
+async def test_a_name_spelled_otherwise_seeds_its_nearest_entity(kb: KnowledgeBase) -> None:
+    """"Harbor" is not the graph's "Harbour": the name's vector, pooled from the question's own
+    model pass over its span, finds the film's entity, and the walk goes on from there."""
+    question = QUESTION.replace("Harbour", "Harbor")
+    plan = await kb.graph_stage().plan(kb.store, question)
+    assert plan is not None and not plan.exact
+    assert [question[a:b] for a, b in plan.unknown] == ["Harbor Lights Rising"]
+    result = await kb.retrieve(question, top_k=5, ranking="graph", paths=["passages"])
+    graph = [p.source.document_key for p in result.passages]
+    assert ANSWER_DOC in graph[:2], graph

@@ -120,3 +120,22 @@ async def test_alias_variants_update_an_entity_and_stay_searchable(tmp_path: Pat
         assert set(row["aliases"]) == {"The Vetra River", "Vetra River"}
         assert [e.name for e in await store.search_entities("vetra")] == ["The Vetra River"]
         assert await store.entities_named(["vetra river"]) == {"vetra river": ["location:vetra river"]}
+
+
+async def test_passages_carry_their_document_title_without_a_join(tmp_path: Path) -> None:
+    """Passage reads take titles from the store's cached map; a map built before a document was
+    written (a read racing a write) still gives that document's passages their title and path."""
+    from evigraph.store.embedded import reads
+
+    async with EmbeddedStore(tmp_path / "kb.db") as store:
+        await store.write_versions([version("a", ["Alice met Bob."], [[("Alice", "Person")]])])
+        [hit] = await store.search_chunks("Alice")
+        assert (hit.document, hit.title) == ("a", "A")
+        await store.write_versions([version("b", ["Carol met Dan."], [[("Carol", "Person")]])])
+        [fresh] = await store.search_chunks("Carol")  # the write dropped the map; it is rebuilt
+        assert (fresh.document, fresh.title) == ("b", "B")
+        stale: reads.Titles = {"a": ("A", None)}  # as built before "b" was written
+        [late] = await store.executor.read(lambda tx: reads.chunks_by_ids(tx, [fresh.id], stale))
+        assert (late.document, late.title, late.path) == ("b", "B", fresh.path)
+        [found] = await store.executor.read(lambda tx: reads.search_chunks(tx, "Carol", 5, stale))
+        assert found.title == "B"

@@ -29,7 +29,7 @@ from evigraph.store.base import GraphStore
 from evigraph.store.location import StoreLocation
 
 if TYPE_CHECKING:
-    from evigraph.retrieval.graph_stage import GraphStage
+    from evigraph.retrieval.graph_stage import GraphStage, NamedSpan
 
 
 class Status(BaseModel):
@@ -201,11 +201,23 @@ class KnowledgeBaseCore:
             self._graph_stage = GraphStage(self._question_names)
         return self._graph_stage
 
-    async def _question_names(self, question: str) -> list[str]:
-        """The names the extractor finds in a question, as it would in a passage."""
+    async def _question_names(self, question: str) -> list[NamedSpan]:
+        """The names the extractor finds in a question, as it would in a passage, with where.
+
+        A name the extractor reports without a span in the question is left out: graph ranking
+        reads an unknown name's vector from its place in the question.
+        """
+        from evigraph.retrieval.graph_stage import NamedSpan
+
         chunk = TextChunk(index=0, text=question, start=0, end=len(question))
         graph = await self._extraction().extract([chunk], self.ontology)
-        return list(dict.fromkeys(e.name for e in graph.entities))
+        where = {m.entity_id: m.spans[0] for m in graph.mentions if m.spans}
+        found: dict[str, NamedSpan] = {}
+        for entity in graph.entities:
+            span = where.get(entity.id)
+            if span is not None and 0 <= span.start < span.end <= len(question):
+                found.setdefault(entity.name, NamedSpan(entity.name, span.start, span.end))
+        return list(found.values())
 
     def _extraction(self) -> ExtractionStrategy:
         """The extractor, resolved from its name (or the default) on first use."""

