@@ -26,10 +26,16 @@ embedding (both counted by wrapping the embedder), the latter also as a ratio ag
 indexing time, which is the time to embed every passage once. `worse` counts the questions whose
 recall@5 is below dense's on the same question.
 
+Weak-match rates (evigraph systems; see _match.py): % of questions whose top-5 retrieve is flagged
+weak_match. `weak_match_answerable`: the even questions, asked of the full knowledge base (in the
+recall run). `weak_match_no_answer`: the odd ones, asked of a copy without any of their gold
+passages; their distractors stay, chosen by the datasets to resemble the question, so this is a
+harder test than an off-topic question.
+
 Prints a table, writes DIR/retrieval.json ({dataset: {floor: {p50_ms, p95_ms}, system: {recall@1..10,
 p50_ms, p95_ms, p50_vs_floor, p50_vs_dense, ingest_seconds, ingest_per_s, embeddings_per_passage,
-peak_rss_mb}}}), DIR/retrieval_details.json (everything the children reported) and DIR/retrieval.png
-(recall@k curves).
+peak_rss_mb, weak_match_answerable, weak_match_no_answer}}}), DIR/retrieval_details.json (everything
+the children reported) and DIR/retrieval.png (recall@k curves).
 
     python bench/retrieval.py --data ../shared/bench --out bench/out
     python bench/retrieval.py --data ../shared/bench --out bench/out --datasets musique --systems bm25,dense --limit 50
@@ -52,6 +58,7 @@ from typing import Any
 
 from _common import peak_rss_mb, pyplot, run_child
 from _latency import Ask, interleave, percentile_ms, ratio
+from _match import flag_rate, halves, without_gold
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
 SYSTEMS = ("bm25", "dense", "evigraph", "evigraph+minilm", "evigraph+minilm-fusion")
@@ -66,6 +73,9 @@ LATENCY_KEYS = ("p50_ms", "p95_ms", "p50_vs_floor", "p50_vs_dense")
 INGEST_KEYS = ("ingest_seconds", "ingest_per_s", "embeddings_per_passage", "embed_seconds", "peak_rss_mb")
 WORK_KEYS = ("passage_embed_seconds", "ingest_embed_seconds", "embed_work_vs_passages", "names_per_passage")
 """Reported by systems that embed at ingest: their embedding work timed alone (`embedding_work`)."""
+MATCH_KEYS = ("weak_match_answerable", "weak_match_no_answer")
+"""Reported by evigraph systems: % of questions flagged weak_match, answerable and no-answer halves."""
+NO_ANSWER = "no-answer"  # the work sub-folder of the knowledge bases without the odd half's gold passages
 
 # A retriever: (question, k) -> ranked distinct passage (corpus) ids, best first.
 Search = Callable[[str, int], Awaitable[list[str]]]
@@ -167,9 +177,17 @@ def open_dense(
 
 
 async def open_evigraph(
-    system: str, corpus_path: Path, db: Path, extractor: str | None, info: dict[str, Any], stack: AsyncExitStack
+    system: str,
+    corpus_path: Path,
+    db: Path,
+    extractor: str | None,
+    info: dict[str, Any],
+    stack: AsyncExitStack,
+    weak: dict[str, bool] | None = None,
 ) -> Search:
-    """A KnowledgeBase at `db`: ingested now if the database does not exist yet, else reopened."""
+    """A KnowledgeBase at `db`: ingested now if the database does not exist yet, else reopened.
+
+    `weak`, when given, records each question's weak_match flag from its top-`TOP_K` retrieve."""
     from evigraph.kb import KnowledgeBase
 
     kwargs: dict[str, Any] = {"extractor": extractor} if extractor else {}
@@ -200,9 +218,28 @@ async def open_evigraph(
 
     async def search(question: str, k: int) -> list[str]:
         result = await kb.retrieve(question, top_k=k, ranking=ranking)
+        if weak is not None and k == TOP_K and result.match is not None:
+            weak[question] = result.match.weak_match
         return distinct([p.source.document_key for p in result.passages])
 
     return search
+
+
+async def no_answer_flags(
+    system: str, data_dir: Path, work: Path, held: Sequence[dict[str, Any]], extractor: str | None
+) -> list[bool]:
+    """Each of `held`'s weak_match flag, asked of a copy of the system's knowledge base without
+    their gold passages (one copy per knowledge base, shared by the systems that search it)."""
+    db_name = f"{SHARED_DB.get(system, (system, ''))[0]}.db"
+    target = work / NO_ANSWER / db_name
+    if not target.exists():
+        await without_gold(work / db_name, target, held)
+    weak: dict[str, bool] = {}
+    async with AsyncExitStack() as stack:
+        search = await open_evigraph(system, data_dir / "corpus.jsonl", target, extractor, {}, stack, weak)
+        for q in held:
+            await search(q["question"], TOP_K)
+    return [weak[q["question"]] for q in held]
 
 
 async def embedding_work(kb: Any, embedder: Any) -> dict[str, float]:
@@ -287,7 +324,13 @@ def counting(embedder: Any) -> Any:
 
 
 async def open_system(
-    system: str, data_dir: Path, work: Path, extractor: str | None, info: dict[str, Any], stack: AsyncExitStack
+    system: str,
+    data_dir: Path,
+    work: Path,
+    extractor: str | None,
+    info: dict[str, Any],
+    stack: AsyncExitStack,
+    weak: dict[str, bool] | None = None,
 ) -> Search:
     corpus = read_jsonl(data_dir / "corpus.jsonl")
     info["records"] = len(corpus)
@@ -296,7 +339,7 @@ async def open_system(
     if system == "dense":
         matrix = work / "dense.npy"
         return open_dense(corpus, info, minilm(), matrix, build=not matrix.exists())
-    return await open_evigraph(system, data_dir / "corpus.jsonl", work / f"{system}.db", extractor, info, stack)
+    return await open_evigraph(system, data_dir / "corpus.jsonl", work / f"{system}.db", extractor, info, stack, weak)
 
 
 # -- children: one ingests a system and scores recall; one times all systems interleaved -------
@@ -307,8 +350,9 @@ async def ingest_child(
 ) -> dict[str, Any]:
     questions = read_jsonl(data_dir / "questions.jsonl", limit)
     info: dict[str, Any] = {}
+    weak: dict[str, bool] = {}
     async with AsyncExitStack() as stack:
-        search = await open_system(system, data_dir, work, extractor, info, stack)
+        search = await open_system(system, data_dir, work, extractor, info, stack, weak)
         # recall@k for k <= 5 comes from a top-5 retrieve, as it always has (evigraph's candidate
         # pools grow with top_k, so a top-10 list cut to 5 is a different ranking); k > 5 from top 10.
         short = [await search(q["question"], TOP_K) for q in questions]
@@ -321,6 +365,11 @@ async def ingest_child(
     out["embed_seconds"] = info.get("embed_seconds", info["ingest_seconds"] if system == "dense" else 0.0)
     out["questions"] = len(questions)
     out.update({k: v for k, v in info.items() if k not in out})
+    if system.startswith("evigraph"):
+        answerable, held = halves(questions)
+        out["weak_match_answerable"] = flag_rate([weak[q["question"]] for q in answerable])
+        out["weak_match_no_answer"] = flag_rate(await no_answer_flags(system, data_dir, work, held, extractor))
+        out["match_questions"] = [len(answerable), len(held)]
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -406,6 +455,7 @@ def merge(ingest: dict[str, dict[str, Any]], timing: dict[str, Any]) -> dict[str
         row = {f"recall@{k}": r[f"recall@{k}"] for k in range(1, CURVE_K + 1)}
         row.update({k: r[k] for k in INGEST_KEYS})
         row.update({k: r[k] for k in WORK_KEYS if k in r})
+        row.update({k: r[k] for k in MATCH_KEYS if k in r})
         row["p50_ms"], row["p95_ms"] = t.get("p50_ms"), t.get("p95_ms")
         row["worse_than_dense"] = t.get("worse_than_dense")
         dense_embed = ingest.get("dense", {}).get("embed_seconds")
@@ -419,11 +469,12 @@ def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
     print()
     print("recall in % (gold passages in the top k distinct passages); latency per question in ms, all systems")
     print("of a dataset timed in one process, interleaved per question; x floor / x dense = p50 ratios;")
-    print("worse = questions below dense's recall@5; work x = ingest embedding work timed alone / passages once")
+    print("worse = questions below dense's recall@5; work x = ingest embedding work timed alone / passages once;")
+    print("weak / no-ans = % flagged weak_match on answerable questions / on questions whose gold passages are gone")
     header = (
         f"{'dataset':<16} {'system':<22} {'R@1':>5} {'R@2':>5} {'R@5':>5} {'R@10':>5} {'worse':>5} {'p50':>8} "
         f"{'p95':>8} {'x floor':>7} {'x dense':>7} {'ingest s':>8} {'pass/s':>7} {'emb/pass':>8} {'emb s':>7} "
-        f"{'work x':>6} {'peak MB':>7}"
+        f"{'work x':>6} {'peak MB':>7} {'weak':>5} {'no-ans':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -439,7 +490,8 @@ def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
                 f"{_fmt(r['ingest_seconds'], 8, 1)} {_fmt(r['ingest_per_s'], 7, 1)} "
                 f"{_fmt(r['embeddings_per_passage'])} {_fmt(r['embed_seconds'], 7, 1)} "
                 f"{_fmt(r.get('embed_work_vs_passages'), 6)} "
-                f"{r['peak_rss_mb']:>7.0f}"
+                f"{r['peak_rss_mb']:>7.0f} {_fmt(r.get('weak_match_answerable'), 5, 1)} "
+                f"{_fmt(r.get('weak_match_no_answer'), 6, 1)}"
             )
 
 

@@ -27,6 +27,7 @@ from evigraph import (
     LoadedDocument,
     LoaderStrategy,
     Mention,
+    NotFoundError,
     Ontology,
     Span,
     TextChunk,
@@ -45,7 +46,10 @@ async def test_text_ingest_status_delete(tmp_path: Path) -> None:
         again = await kb.ingest(text="Dr. Jane Smith joined Acme Corp in Berlin in 2019.", key="note-1")
         assert again.documents[0].status == IngestStatus.unchanged
         assert await kb.delete("note-1") is True
-        assert await kb.delete("note-1") is False
+        with pytest.raises(NotFoundError, match="no document with key 'note-1'") as gone:
+            await kb.delete("note-1")  # a mistyped or already deleted key says so
+        assert "status --documents" in gone.value.hint
+        assert await kb.delete_document("note-1", missing_ok=True) is False
         empty = await kb.status()
         assert (empty.documents, empty.passages, empty.entities, empty.relations) == (0, 0, 0, 0)
 
@@ -230,3 +234,23 @@ def test_killed_ingest_leaves_each_document_whole(
     assert evigraph.sync.status(db=db).documents == n
     check = subprocess.run([sys.executable, "-m", "evigraph", "check", "--db", str(db)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr  # no ghost edges, orphans or missing indexes
+
+
+def test_sync_mirrors_retrieve_and_run_under_a_running_event_loop(tmp_path: Path) -> None:
+    """A notebook runs an event loop; `asyncio.run` refuses to start under it, the mirrors do not."""
+    import asyncio
+
+    db = tmp_path / "kb.db"
+    path = tmp_path / "reef.txt"
+    path.write_text("Ana Costa leads ReefWatch, a camera network near the Berlengas islands.", encoding="utf-8")
+    assert evigraph.sync.ingest([path], db=db, extractor="rules", progress=False).ok
+    plain = evigraph.sync.retrieve("Who leads ReefWatch?", db=db, top_k=3, paths=["passages"])
+    assert plain.passages and "Ana Costa" in plain.passages[0].text
+    assert evigraph.sync.search is evigraph.sync.retrieve
+
+    async def notebook_cell() -> tuple[int, str]:
+        found = evigraph.sync.retrieve("Who leads ReefWatch?", db=db, top_k=3)
+        return evigraph.sync.status(db=db).documents, found.to_context(300)
+
+    documents, context = asyncio.run(notebook_cell())
+    assert documents == 1 and "[1]" in context and "Ana Costa" in context

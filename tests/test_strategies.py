@@ -16,11 +16,13 @@ from pydantic import ValidationError
 
 from evigraph.cli import build_parser
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.ingest.chunking import CHUNKERS, FixedSizeChunking, chunker_by_name
 from evigraph.ingest.extraction import EXTRACTORS, RuleBasedExtraction, extractor_by_name, spacy_ner
 from evigraph.ingest.loaders import (
     LOADERS,
     SUPPORTED_EXTENSIONS,
+    HtmlLoader,
     JsonlLoader,
     MarkdownLoader,
     PdfLoader,
@@ -62,7 +64,7 @@ def test_each_kind_lists_its_built_ins() -> None:
     assert CHUNKERS.names() == ("fixed", "sentence", "structural")
     assert EXTRACTORS.names() == ("auto", "spacy", "rules")
     assert RESOLVERS.names() == ("exact",)
-    assert LOADERS.names() == ("text", "markdown", "pdf", "jsonl")
+    assert LOADERS.names() == ("text", "markdown", "pdf", "jsonl", "html")
     assert EMBEDDERS.forms() == (
         "none",
         "minilm",
@@ -75,7 +77,7 @@ def test_each_kind_lists_its_built_ins() -> None:
 
 
 def test_supported_extensions_come_from_the_loaders() -> None:
-    classes = (TextLoader, MarkdownLoader, PdfLoader, JsonlLoader)
+    classes = (TextLoader, MarkdownLoader, PdfLoader, JsonlLoader, HtmlLoader)
     assert {ext for cls in classes for ext in cls.extensions} == SUPPORTED_EXTENSIONS
     assert LOADERS.extensions() == SUPPORTED_EXTENSIONS
     for entry in LOADERS:
@@ -140,7 +142,7 @@ def test_the_registered_chunker_is_gone_after_its_test() -> None:
         (extractor_by_name, "llm", "auto, spacy, rules"),
         (resolver_by_name, "fuzzy", "exact"),
         (embedder_by_name, "minilm:x", "none, minilm, sentence-transformers:<model or folder>, fastembed:<model>"),
-        (LOADERS.create, "html", "text, markdown, pdf, jsonl"),
+        (LOADERS.create, "docx", "text, markdown, pdf, jsonl, html"),
     ],
 )
 def test_unknown_names_are_refused_with_the_choices(lookup: Any, bad: str, choices: str) -> None:
@@ -181,7 +183,8 @@ def test_an_entry_whose_dependency_is_missing_says_how_to_install_it(monkeypatch
     assert not spacy.available() and EXTRACTORS.get("rules").available()
     with pytest.raises(ConfigurationError) as info:
         extractor_by_name("spacy")
-    assert 'pip install "evigraph[spacy]"' in info.value.hint
+    assert info.value.hint == install_hint("spacy")
+    assert "[spacy]" in info.value.hint and info.value.hint.startswith("pip install")
     assert isinstance(extractor_by_name("auto"), RuleBasedExtraction)
 
 

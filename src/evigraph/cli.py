@@ -20,10 +20,13 @@ from evigraph.ingest.extraction import EXTRACTORS
 from evigraph.providers.embedders import EMBEDDERS
 
 if TYPE_CHECKING:
+    from evigraph.cli_ingest import IngestConsole
+    from evigraph.cli_serving import Reads
     from evigraph.kb import KnowledgeBase
-    from evigraph.models import IngestReport
+    from evigraph.models import DocumentOutcome, IngestReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 EMBEDDER_HELP = f"{EMBEDDERS.choices} (default: $EVIGRAPH_EMBEDDER, else none)"
 
 
@@ -71,6 +74,22 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         help="process unchanged files too (after the ontology grew, or a knowledge base from an older release)",
     )
     ingest.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    for flag, verb in (("--include", "take only"), ("--exclude", "leave out")):
+        ingest.add_argument(
+            flag,
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help=f"{verb} files matching GLOB (repeatable, or comma-separated): matched against the file's "
+            "name, its folders' names, and (for a GLOB with a /) its path relative to the folder walked; "
+            "'*' crosses folders",
+        )
+    ingest.add_argument(
+        "--encoding",
+        default=None,
+        help="encoding of text files that are neither UTF-8 nor marked by a byte order mark, e.g. cp1251 "
+        "(default: UTF-16 with its mark and Latin-1/cp1252 are recognised, other files fail with this hint)",
+    )
 
     search = sub.add_parser(
         "search",
@@ -84,14 +103,30 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     search.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
     search.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
 
-    reembed = sub.add_parser("reembed", parents=[common], help="drop every passage vector and embed again")
+    reembed = sub.add_parser(
+        "reembed",
+        parents=[common],
+        help="drop every passage vector and embed again",
+        description="Drop every stored vector and embed all passages, sentences and entity names with --embedder; "
+        "the knowledge base then records that embedder. Use it to switch models.",
+    )
     reembed.add_argument("--embedder", required=True, help=EMBEDDER_HELP)
 
-    status = sub.add_parser("status", parents=[common], help="counts of documents, passages, entities, relations")
+    status = sub.add_parser(
+        "status",
+        parents=[common],
+        help="counts of documents, passages, entities, relations",
+        description="What the knowledge base holds: counts, entity labels, relation types, themes, the embedder "
+        "and passages still waiting for vectors, and documents whose last ingest failed.",
+    )
     status.add_argument("--documents", action="store_true", help="also list document keys")
 
     finalize = sub.add_parser(
-        "finalize", parents=[common], help="embed passages without a vector and recompute themes (after ingests)"
+        "finalize",
+        parents=[common],
+        help="embed passages without a vector and recompute themes (after ingests)",
+        description="Finish a batch of ingests: embed what was stored without a vector (with the knowledge "
+        "base's embedder, or --embedder) and recompute the themes (communities of entities).",
     )
     finalize.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
 
@@ -100,6 +135,8 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         aliases=["delete_document"],
         parents=[common],
         help="remove a document and what only it mentioned",
+        description="Remove a document, its passages and the entities only it mentioned. KEY is the key ingest "
+        "printed (list them with `evigraph status --documents`) or the file's path. Exit 1 if there is none.",
     )
     delete.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
     check = sub.add_parser(
@@ -108,6 +145,11 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         help="look for damage a crash left (ghost edges, orphans, missing indexes); exit 1 if any remains",
     )
     check.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
+    doctor = sub.add_parser(
+        "doctor",
+        help="what this installation can do: extractors, embedders, MCP, LLM, engines, and how to add the rest",
+    )
+    doctor.add_argument("--json", action="store_true", help="print machine-readable JSON")
     mcp = sub.add_parser(
         "mcp",
         help="serve the agent toolkit over MCP (stdio, streamable HTTP or SSE)",
@@ -186,28 +228,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvigraphError as exc:
         _error(str(exc), args)
         return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("interrupted; documents already written are kept", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # an ingest stops on Ctrl-C without this (`IngestConsole.interrupts`)
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
     from evigraph.kb import KnowledgeBase
 
     if args.command == "ingest":
-        kb = KnowledgeBase(
-            args.db,
-            engine=args.engine,
-            chunker=args.chunker,
-            extractor=args.extractor,
-            max_file_bytes=max(1, int(args.max_file_mb * 1024 * 1024)),
-            embedder=_embedder(args),
-        )
-        async with kb:
-            return await _ingest(kb, args)
+        from evigraph.cli_ingest import IngestConsole
+
+        shown = not (args.quiet or args.json)
+        console = IngestConsole(bar=shown and sys.stderr.isatty(), print_outcome=_print_outcome if shown else None)
+        with console.interrupts():  # until the database is closed, so no Ctrl-C lands inside the engine
+            kb = KnowledgeBase(
+                args.db,
+                engine=args.engine,
+                chunker=args.chunker,
+                extractor=args.extractor,
+                max_file_bytes=max(1, int(args.max_file_mb * 1024 * 1024)),
+                embedder=_embedder(args),
+            )
+            async with kb:
+                return await _ingest(kb, args, console)
     if args.command == "status":
-        async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
-            return await _status(kb, args)
+        from evigraph.cli_serving import open_for_reads
+
+        async with open_for_reads(args.db, engine=args.engine) as reads:  # or the process holding the file
+            return await _status(reads, args)
     if args.command == "delete":
         async with KnowledgeBase(args.db, engine=args.engine) as kb:
             return await _delete(kb, args)
@@ -215,8 +264,12 @@ async def _dispatch(args: argparse.Namespace) -> int:
         async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.repair) as kb:
             return await _check(kb, args)
     if args.command == "search":
-        async with KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=_embedder(args)) as kb:
-            return await _search(kb, args)
+        from evigraph.cli_serving import open_for_reads
+
+        async with open_for_reads(args.db, engine=args.engine, embedder=_embedder(args)) as reads:
+            return await _search(reads, args)
+    if args.command == "doctor":
+        return _doctor(args)
     if args.command == "mcp":
         from evigraph.errors import ConfigurationError
         from evigraph.mcp.main import McpConfig, configure_logging, serve
@@ -254,36 +307,76 @@ async def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-async def _ingest(kb: KnowledgeBase, args: argparse.Namespace) -> int:
-    progress = False if (args.quiet or args.json) else None
-    report = await kb.ingest(args.paths, progress=progress, reextract=args.reextract)
+async def _ingest(kb: KnowledgeBase, args: argparse.Namespace, console: IngestConsole) -> int:
+    async with console.serving(kb):  # `status` and `search` from other processes are answered meanwhile
+        try:
+            report = await kb.ingest(
+                args.paths,
+                progress=console,
+                reextract=args.reextract,
+                cancellation=console.cancellation,
+                include=args.include,
+                exclude=args.exclude,
+                encoding=args.encoding,
+            )
+        finally:
+            console.close()
+    stopped = console.cancellation.cancelled
     if args.json:
-        _print_json(
-            {"documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents]}
-        )
+        payload: dict[str, Any] = {
+            "documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents],
+            "skipped": report.skipped,
+            "excluded": report.excluded,
+        }
+        if stopped:
+            payload["interrupted"] = True
+        _print_json(payload)
     else:
-        _print_report(report, quiet=args.quiet)
+        _print_report(report)
+    if stopped:
+        written = sum(d.status in ("created", "updated") for d in report.documents)
+        print(
+            f"interrupted: {written} documents written in this run are kept; run the same command again to "
+            "ingest the rest",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _print_report(report: IngestReport, *, quiet: bool) -> None:
-    if not quiet:
-        for d in report.documents:
-            if d.status == "failed":
-                print(f"failed     {display_name(d.key)}: {display_text(d.error or '')}", file=sys.stderr)
-            else:
-                detail = (
-                    f"{d.chunks} passages"
-                    if d.status == "unchanged"
-                    else (f"{d.chunks} passages, {d.entities} entities, {d.relations} relations")
-                )
-                print(f"{d.status.value:<10} {display_name(d.key)} ({detail})")
+def _print_outcome(d: DocumentOutcome) -> None:
+    """One document's line, printed as soon as it is done (see `IngestConsole`)."""
+    if d.status == "failed":
+        print(f"failed     {display_name(d.key)}: {display_text(d.error or '')}", file=sys.stderr)
+    else:
+        detail = (
+            f"{d.chunks} passages"
+            if d.status == "unchanged"
+            else (f"{d.chunks} passages, {d.entities} entities, {d.relations} relations")
+        )
+        print(f"{d.status.value:<10} {display_name(d.key)} ({detail})")
+
+
+def _print_report(report: IngestReport) -> None:
+    """What follows the per-document lines, which were printed as each document finished."""
     counts = report.counts()
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     print(f"{len(report.documents)} documents: {summary or 'nothing to do'}", file=sys.stderr)
+    if report.skipped:
+        from evigraph.ingest.sources import describe_extensions
+
+        types = display_text(describe_extensions(report.skipped))
+        files = "file" if report.skipped_total == 1 else "files"
+        print(
+            f"skipped {report.skipped_total} {files} no loader reads: {types} (name a file to ingest it as text)",
+            file=sys.stderr,
+        )
+    if report.excluded:
+        files = "file" if report.excluded == 1 else "files"
+        print(f"excluded {report.excluded} {files} by --include/--exclude", file=sys.stderr)
 
 
-async def _status(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+async def _status(kb: Reads, args: argparse.Namespace) -> int:
     status = await kb.status()
     docs = await kb.documents(limit=10_000) if args.documents else None
     if args.json:
@@ -315,7 +408,7 @@ async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         from pathlib import Path
 
         key = file_key(Path(key))
-    deleted = await kb.delete_document(key)
+    deleted = await kb.delete_document(key, missing_ok=True)
     if args.json:
         _print_json({"key": key, "deleted": deleted})
     elif deleted:
@@ -347,13 +440,28 @@ async def _check(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
-def _embedder(args: argparse.Namespace) -> Any:
-    from evigraph.providers.embedders import embedder_by_name, embedder_from_env
+def _doctor(args: argparse.Namespace) -> int:
+    from evigraph.doctor import doctor
 
-    return embedder_by_name(args.embedder) if args.embedder else embedder_from_env()
+    report = doctor()
+    if args.json:
+        _print_json(report.model_dump())
+        return EXIT_OK
+    print(f"evigraph {_version()} on Python {report.python}")
+    for c in report.checks:
+        print(f"{'ok' if c.ok else '--':<3} {c.area:<10} {c.name:<40} {display_text(c.detail)}")
+        if c.hint:
+            print(f"{'':<15}{'':<40} fix: {display_text(c.hint)}")
+    return EXIT_OK
 
 
-async def _search(kb: KnowledgeBase, args: argparse.Namespace) -> int:
+def _embedder(args: argparse.Namespace) -> str | None:
+    """The spec asked for (`--embedder`, else $EVIGRAPH_EMBEDDER); None lets the knowledge base
+    use the embedder it was embedded with, `none` turns vectors off."""
+    return args.embedder or os.environ.get("EVIGRAPH_EMBEDDER") or None
+
+
+async def _search(kb: Reads, args: argparse.Namespace) -> int:
     from evigraph.retrieval.query import HINT, RetrieveQuery
     from evigraph.strict import build
 
@@ -364,7 +472,13 @@ async def _search(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         "expand_hops": args.expand_hops,
         "ranking": args.ranking,
     }
-    query = build(RetrieveQuery, values, hint=f"{HINT} (see `evigraph search --help`)")
+    flags = {name: f"--{name.replace('_', '-')}" for name in values if name != "question"}
+    hint = HINT
+    for name, flag in flags.items():
+        hint = hint.replace(f"{name}:", f"{flag}:")
+    query = build(
+        RetrieveQuery, values, hint=f"{hint} (see `evigraph search --help`)", names=flags, what="search options"
+    )
     result = await kb.retrieve(query)
     if args.json:
         print(result.model_dump_json(indent=2))

@@ -321,6 +321,16 @@ class DocumentOutcome(BaseModel):
 class IngestReport(BaseModel):
     documents: list[DocumentOutcome] = Field(default_factory=list)
     pruned: PruneReport = Field(default_factory=lambda: PruneReport())
+    skipped: dict[str, int] = Field(
+        default_factory=dict,
+        description="files that folders and globs held but no loader reads, by extension ('.py'; '' for none), "
+        "most first; named one by one they are read as text",
+    )
+    excluded: int = Field(0, description="files the include/exclude globs left out (not counted in `skipped`)")
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
 
     @property
     def failed(self) -> list[DocumentOutcome]:

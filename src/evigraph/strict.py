@@ -10,7 +10,7 @@ holding it can be encoded, so past this point it would surface as an engine cras
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -34,11 +34,15 @@ class StrictInput(BaseModel):
         return data
 
 
-def validation_errors(exc: ValidationError, limit: int = 5) -> str:
-    """Pydantic's errors as one line: `field: message; ...`."""
+def validation_errors(exc: ValidationError, limit: int = 5, names: Mapping[str, str] | None = None) -> str:
+    """Pydantic's errors as one line: `field: message; ...`; `names` renames fields as the caller
+    knows them (the CLI's `--expand-hops` for `expand_hops`)."""
     parts = []
     for err in exc.errors()[:limit]:
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        loc = [str(p) for p in err["loc"]]
+        if names and loc:
+            loc[0] = names.get(loc[0], loc[0])
+        where = ".".join(loc) or "arguments"
         parts.append(f"{where}: {err['msg']}")
     more = len(exc.errors()) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
@@ -47,12 +51,19 @@ def validation_errors(exc: ValidationError, limit: int = 5) -> str:
 M = TypeVar("M", bound="StrictInput")
 
 
-def build(model: type[M], values: dict[str, Any], hint: str) -> M:
-    """`model` from `values`, or a ConfigurationError naming every bad field and the fix."""
+def build(
+    model: type[M], values: dict[str, Any], hint: str, *, names: Mapping[str, str] | None = None, what: str = ""
+) -> M:
+    """`model` from `values`, or a ConfigurationError naming every bad field and the fix.
+
+    A surface that spells the fields otherwise passes `names` (and says `what` it was given, e.g.
+    "search options"), so the error names what the user typed, not the Python parameter.
+    """
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        raise ConfigurationError(f"invalid {model.__name__}: {validation_errors(exc)}", hint=hint) from None
+        found = validation_errors(exc, names=names)
+        raise ConfigurationError(f"invalid {what or model.__name__}: {found}", hint=hint) from None
 
 
 def require_choice(name: str, value: object, choices: Sequence[str]) -> None:

@@ -4,18 +4,36 @@
 match the async methods and the CLI verbs.
 
 Each opens the knowledge base, runs one operation and closes it, so the database is not held
-between calls (another process may write in between).
+between calls (another process may write in between). They work inside a running event loop
+too (a Jupyter notebook runs one): the operation then runs on its own loop in a worker thread,
+since `asyncio.run` refuses to start under a running loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evigraph.kb import KnowledgeBase, Status
 from evigraph.models import IngestReport
+
+if TYPE_CHECKING:
+    from evigraph.retrieval.result import RetrievalResult
+
+T = TypeVar("T")
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(work)`, also from code already running under an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evigraph-sync") as pool:
+        return pool.submit(asyncio.run, work).result()
 
 
 def ingest(
@@ -26,15 +44,30 @@ def ingest(
     key: str | None = None,
     title: str | None = None,
     progress: bool | None = None,
+    reextract: bool = False,
+    include: str | Sequence[str] = (),
+    exclude: str | Sequence[str] = (),
+    encoding: str | None = None,
     **options: Any,
 ) -> IngestReport:
-    """`KnowledgeBase(db, **options).ingest(...)` without an event loop."""
+    """`KnowledgeBase(db, **options).ingest(...)` without an event loop; `options` configure the
+    knowledge base (extractor, embedder, ...), the named arguments the ingest."""
 
     async def run() -> IngestReport:
         async with KnowledgeBase(db, **options) as kb:
-            return await kb.ingest(sources, text=text, key=key, title=title, progress=progress)
+            return await kb.ingest(
+                sources,
+                text=text,
+                key=key,
+                title=title,
+                progress=progress,
+                reextract=reextract,
+                include=include,
+                exclude=exclude,
+                encoding=encoding,
+            )
 
-    return asyncio.run(run())
+    return _run(run())
 
 
 def delete_document(key: str, *, db: str | os.PathLike[str] | None = None, **options: Any) -> bool:
@@ -42,7 +75,7 @@ def delete_document(key: str, *, db: str | os.PathLike[str] | None = None, **opt
         async with KnowledgeBase(db, **options) as kb:
             return await kb.delete_document(key)
 
-    return asyncio.run(run())
+    return _run(run())
 
 
 delete = delete_document
@@ -54,4 +87,30 @@ def status(*, db: str | os.PathLike[str] | None = None, **options: Any) -> Statu
         async with KnowledgeBase(db, read_only=True, **options) as kb:
             return await kb.status()
 
-    return asyncio.run(run())
+    return _run(run())
+
+
+def retrieve(
+    question: str,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    paths: Sequence[str] | None = None,
+    top_k: int = 10,
+    expand_hops: int = 1,
+    ranking: str = "graph",
+    **options: Any,
+) -> RetrievalResult:
+    """`KnowledgeBase(db, **options).retrieve(question, ...)` without an event loop; the result's
+    `to_context()` is the cited text for an LLM."""
+    query: dict[str, Any] = {"paths": list(paths) if paths is not None else None, "top_k": top_k}
+    query |= {"expand_hops": expand_hops, "ranking": ranking}
+
+    async def run() -> RetrievalResult:
+        async with KnowledgeBase(db, read_only=True, **options) as kb:
+            return await kb.retrieve(question, **query)
+
+    return _run(run())
+
+
+search = retrieve
+"""The CLI's verb for the same call."""

@@ -56,8 +56,9 @@ def _binary(p: Path) -> Path:
     return p
 
 
-def _latin1(p: Path) -> Path:
-    p.write_bytes("Caf\u00e9 in S\u00e3o Paulo".encode("latin-1"))
+def _cyrillic(p: Path) -> Path:
+    """cp1251 bytes: not UTF-8, and not believable as Latin-1, so the encoding must be named."""
+    p.write_bytes("\u041c\u043e\u0441\u043a\u0432\u0430 \u0441\u0442\u043e\u043b\u0438\u0446\u0430".encode("cp1251"))
     return p
 
 
@@ -84,7 +85,7 @@ def _encrypted_pdf(p: Path) -> Path:
     ("name", "make", "needles"),
     [
         ("blob.txt", _binary, ["binary"]),
-        ("latin.txt", _latin1, ["utf-8", "iconv"]),
+        ("cyrillic.txt", _cyrillic, ["utf-8", "--encoding", "iconv"]),
         ("empty.md", _empty, ["empty"]),
         ("broken.pdf", _malformed_pdf, ["pdf"]),
         ("locked.pdf", _encrypted_pdf, ["encrypt", "decrypt"]),

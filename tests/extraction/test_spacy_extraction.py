@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.ingest.extraction import (
     RuleBasedExtraction,
     SpacyExtraction,
@@ -175,7 +176,7 @@ def test_without_a_model_the_default_falls_back_to_rules(monkeypatch: pytest.Mon
 async def test_unloadable_model_raises_configuration_error_with_install_hint() -> None:
     with pytest.raises(ConfigurationError) as err:
         await SpacyExtraction(model="no_such_model_xyz").extract(chunks(OBAMA), DEFAULT_ONTOLOGY)
-    assert 'pip install "evigraph[spacy]"' in err.value.hint
+    assert install_hint("spacy") in err.value.hint
 
 
 def test_spacy_is_not_imported_with_the_package() -> None:

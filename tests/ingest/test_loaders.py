@@ -13,6 +13,7 @@ from tests.conftest import make_pdf
 from evigraph.errors import InputError
 from evigraph.ingest.loaders import (
     SUPPORTED_EXTENSIONS,
+    HtmlLoader,
     JsonlLoader,
     LoaderStrategy,
     MarkdownLoader,
@@ -84,13 +85,13 @@ def test_binary_file_is_rejected(tmp_path: Path) -> None:
         TextLoader().load(path, "k")
 
 
-def test_latin1_file_names_offset_and_iconv(tmp_path: Path) -> None:
+def test_undecodable_file_names_offset_encoding_and_iconv(tmp_path: Path) -> None:
     path = tmp_path / "legacy.txt"
-    path.write_bytes("Caf\u00e9 society".encode("latin-1"))
+    path.write_bytes("Да: \u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440".encode("cp1251"))
     with pytest.raises(InputError) as info:
         TextLoader().load(path, "k")
-    assert "offset 3" in info.value.message
-    assert "iconv -f LATIN1 -t UTF-8" in info.value.hint
+    assert "offset 0" in info.value.message
+    assert "--encoding" in info.value.hint and "iconv -f" in info.value.hint
 
 
 @pytest.mark.parametrize("content", [b"", b"   \n\t\n  "])
@@ -182,6 +183,29 @@ def test_markdown_without_h1_uses_file_stem(tmp_path: Path) -> None:
     assert doc.title == "readme-notes"
     assert doc.elements is not None
     assert [e.text for e in doc.elements if e.kind == "heading"] == ["Only a subsection"]
+
+
+def test_markdown_heading_attribute_lists_stay_out_of_titles_and_breadcrumbs(tmp_path: Path) -> None:
+    """MkDocs sites end headings with `{ #anchor }`; a reader never sees it, nor should a citation."""
+    path = tmp_path / "first-steps.md"
+    path.write_text(
+        "# First Steps { #first-steps }\n\nIntro.\n\n## Install {#install .tabbed}\n\nRun it.\n\n"
+        "Setext {#setext}\n---\n\nMore.\n\n## Sets {a, b}\n\nBraces that are text stay.\n",
+        encoding="utf-8",
+    )
+    [doc] = MarkdownLoader().load(path, "k")
+    assert doc.title == "First Steps"
+    assert doc.elements is not None
+    assert [e.text for e in doc.elements if e.kind == "heading"] == ["First Steps", "Install", "Setext", "Sets {a, b}"]
+    from evigraph.ingest.chunking import StructuralChunking
+
+    crumbs = {tuple(c.breadcrumbs) for c in StructuralChunking().chunk(doc)}
+    assert crumbs == {
+        ("First Steps",),
+        ("First Steps", "Install"),
+        ("First Steps", "Setext"),
+        ("First Steps", "Sets {a, b}"),
+    }
 
 
 def test_markdown_unclosed_fence_swallows_rest(tmp_path: Path) -> None:
@@ -352,6 +376,28 @@ def test_loader_for_prefers_user_loaders_and_passes_limit(tmp_path: Path) -> Non
 def test_supported_extensions_cover_the_loaders() -> None:
     for ext in (".txt", ".text", ".md", ".markdown", ".rst", ".pdf", ".jsonl", ".csv", ".log"):
         assert ext in SUPPORTED_EXTENSIONS
-    assert ".html" not in SUPPORTED_EXTENSIONS and ".png" not in SUPPORTED_EXTENSIONS
-    for loader in (TextLoader(), MarkdownLoader(), PdfLoader(), JsonlLoader()):
+    assert ".html" in SUPPORTED_EXTENSIONS and ".htm" in SUPPORTED_EXTENSIONS
+    assert ".png" not in SUPPORTED_EXTENSIONS and ".py" not in SUPPORTED_EXTENSIONS
+    for loader in (TextLoader(), MarkdownLoader(), PdfLoader(), JsonlLoader(), HtmlLoader()):
         assert set(loader.extensions) <= SUPPORTED_EXTENSIONS
+
+
+@pytest.mark.parametrize(
+    ("stated", "shown"),
+    [
+        ("Binder1.pdf", "tide-report"),
+        ("Microsoft Word - draft.docx", "tide-report"),
+        ("Untitled", "tide-report"),
+        ("Tide Report 2024", "Tide Report 2024"),
+    ],
+)
+def test_pdf_placeholder_titles_give_way_to_the_file_name(tmp_path: Path, stated: str, shown: str) -> None:
+    pdf = FPDF()
+    pdf.set_title(stated)
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.cell(text="TideScope stores its readings in Kuzu.")
+    path = tmp_path / "tide-report.pdf"
+    pdf.output(str(path))
+    [doc] = PdfLoader().load(path, "k")
+    assert doc.title == shown

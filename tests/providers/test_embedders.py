@@ -7,6 +7,7 @@ since its models would have to be downloaded.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import socket
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.providers.embedders import (
     MINILM_NAME,
     FastEmbedEmbedder,
@@ -143,7 +145,7 @@ def test_sentence_transformers_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = SentenceTransformerEmbedder("evigraph-tests/not-cached-anywhere")
     with pytest.raises(ConfigurationError) as info:
         embedder.embed(["hello"])
-    assert info.value.hint == 'pip install "evigraph[embed-st]"'
+    assert info.value.hint == install_hint("embed-st")
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,7 +159,7 @@ def test_fastembed_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert embedder.name == "BAAI/bge-small-en-v1.5"
     with pytest.raises(ConfigurationError) as info:
         embedder.embed(["hello"])
-    assert info.value.hint == 'pip install "evigraph[embed-fastembed]"'
+    assert info.value.hint == install_hint("embed-fastembed")
     with pytest.raises(ConfigurationError, match="fastembed is not installed"):
         _ = embedder.dimension
 
@@ -373,8 +375,13 @@ def test_embedder_by_name_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     st = embedder_by_name("sentence-transformers:BAAI/bge-small-en-v1.5")
     assert isinstance(st, SentenceTransformerEmbedder) and st.name == "BAAI/bge-small-en-v1.5"
 
-    fe = embedder_by_name("fastembed:BAAI/bge-base-en-v1.5")
-    assert isinstance(fe, FastEmbedEmbedder) and fe.name == "BAAI/bge-base-en-v1.5"
+    if importlib.util.find_spec("fastembed") is None:  # asked for, a missing library says how to install it
+        with pytest.raises(ConfigurationError, match="fastembed is not installed") as missing:
+            embedder_by_name("fastembed:BAAI/bge-base-en-v1.5")
+        assert missing.value.hint == install_hint("embed-fastembed")
+    else:
+        fe = embedder_by_name("fastembed:BAAI/bge-base-en-v1.5")
+        assert isinstance(fe, FastEmbedEmbedder) and fe.name == "BAAI/bge-base-en-v1.5"
 
     monkeypatch.setenv("EVIGRAPH_EMBED_BASE_URL", "http://localhost:11434/v1")
     monkeypatch.setenv("EVIGRAPH_EMBED_API_KEY_ENV", "EVIGRAPH_TEST_OTHER_KEY")
@@ -398,9 +405,10 @@ def test_embedder_by_name_rejects_bad_specs(spec: str) -> None:
 def test_embedder_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVIGRAPH_EMBEDDER", raising=False)
     assert embedder_from_env() is None
-    monkeypatch.setenv("EVIGRAPH_EMBEDDER", "fastembed:BAAI/bge-small-en-v1.5")
+    monkeypatch.setenv("EVIGRAPH_EMBEDDER", "sentence-transformers:BAAI/bge-small-en-v1.5")
     chosen = embedder_from_env()
-    assert isinstance(chosen, FastEmbedEmbedder) and chosen.name == "BAAI/bge-small-en-v1.5"
+    assert isinstance(chosen, SentenceTransformerEmbedder) and chosen.name == "BAAI/bge-small-en-v1.5"
+    assert chosen.spec == "sentence-transformers:BAAI/bge-small-en-v1.5"  # what a knowledge base records
     monkeypatch.setenv("EVIGRAPH_EMBEDDER", "cohere:embed-v3")
     with pytest.raises(ConfigurationError, match="unknown embedder"):
         embedder_from_env()

@@ -138,7 +138,7 @@ async def test_rebuilt_index_equals_the_incremental_one(kb: KnowledgeBase) -> No
 
 
 async def test_a_name_spelled_otherwise_seeds_its_nearest_entity(kb: KnowledgeBase) -> None:
-    """"Harbor" is not the graph's "Harbour": the name's vector, pooled from the question's own
+    """ "Harbor" is not the graph's "Harbour": the name's vector, pooled from the question's own
     model pass over its span, finds the film's entity, and the walk goes on from there."""
     question = QUESTION.replace("Harbour", "Harbor")
     plan = await kb.graph_stage().plan(kb.store, question)

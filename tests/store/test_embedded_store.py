@@ -9,6 +9,7 @@ import pytest
 from tests.store.contract.conftest import version
 
 from evigraph.errors import EngineUnavailableError, ReadOnlyQueryError, StoreError
+from evigraph.extras import install_hint
 from evigraph.store.embedded.store import EmbeddedStore
 
 
@@ -102,7 +103,7 @@ async def test_ladybug_engine_missing_says_how_to_get_it(tmp_path: Path) -> None
     with pytest.raises(EngineUnavailableError, match="LadybugDB is not installed") as info:
         async with EmbeddedStore(tmp_path / "kb.db", engine="ladybug"):
             pass
-    assert "evigraph[ladybug]" in info.value.hint
+    assert install_hint("ladybug") in info.value.hint
     assert not (tmp_path / "kb.db").exists()
 
 

@@ -305,6 +305,20 @@ async def test_read_passages_refuses_numbers_of_other_kinds_or_sessions(tk: Tool
         await tk.call("read_passages", {"passages": [77]})
 
 
+async def test_read_passages_reads_the_good_references_and_reports_the_rest(tk: Toolkit) -> None:
+    n, chunk = await passage_number(tk, "Lifter depot", "Lifter line shipped 100 units")
+    st = await run(tk, "status", {}, StatusResult)
+    read = await run(tk, "read_passages", {"passages": [n, 999, st.n, "passage:no-such-chunk"]}, PassageReadResult)
+    assert [p.id for p in read.passages] == [chunk]
+    assert read.missing == [
+        "[999]: [999] is not evidence of this session",
+        f"[{st.n}]: [{st.n}] is a status, not a passage",
+        "passage:no-such-chunk",
+    ]
+    assert read.hint and "not passage evidence" in read.hint and "search again" in read.hint
+    assert "[999]" in read.to_llm_text()
+
+
 async def _navigate(tk: Toolkit, anchor: int, relation: str, **extra: Any) -> NavigationResult:
     return await run(tk, "navigate_document", {"passage": anchor, "relation": relation, **extra}, NavigationResult)
 

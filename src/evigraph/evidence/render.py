@@ -24,6 +24,11 @@ def number_prefix(n: int) -> str:
     return f"[{n}] " if n else ""
 
 
+def hint_line(hint: str) -> str:
+    """What to do next, as every reply shows it: one line, so recorded text cannot forge evidence."""
+    return "Hint: " + one_line(hint)
+
+
 def where(source: Source | None) -> str:
     """A passage's label: its title (else its file name, else its key), page and last sections."""
     if source is None:

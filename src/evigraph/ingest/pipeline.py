@@ -8,6 +8,11 @@ are retried alone, so one bad file never costs the rest.
 Documents are streamed: loaders are read one batch at a time (`LoaderStrategy.stream`), so a
 100,000-record JSONL file holds one batch of documents in memory, not all of them, and a bad
 record is reported on its own line while the rest of the file is ingested.
+
+Progress is told per stage (`evigraph.ingest.progress`), and outcomes as soon as they are final.
+A stop asked through `cancellation` is honoured between stages and embedding slices: the batch
+being prepared is dropped, a write already running ends as one transaction, and `run` returns
+what was written (`evigraph.ingest.cancel` says why a flag and not `KeyboardInterrupt`).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from evigraph.errors import EvigraphError, InputError
 from evigraph.ingest.bridges import bridge_sentences
+from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
+from evigraph.ingest.progress import CHUNKED, EMBEDDED, EXTRACTED, IngestProgress, Shares
 from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sentences import split_sentences
@@ -45,8 +53,6 @@ from evigraph.store.base import GraphStore
 from evigraph.surrogates import escaped, surrogate_at
 
 log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -76,12 +82,19 @@ class _Pending:
 
 @dataclass
 class InFlight:
-    """Document keys ingests are working on now, so `source_status` can say `pending`.
+    """What ingests are doing now: the document keys they work on, so `source_status` can say
+    `pending` (counted, as two ingests of one key may overlap: the second waits at the write
+    gate), and a turn each of their write transactions takes (`writes`).
 
-    Counted, as two ingests of one key may overlap (the second waits at the write gate).
+    Reads an ingesting process serves to others take the same turn
+    (`KnowledgeBase.apart_from_writes`): in Kuzu 0.11.3 a full-text query that runs while a write
+    transaction updates the index corrupts the process's memory (one reader searching beside a
+    writer aborted or segfaulted the process, "malloc(): invalid size", in 4 of 4 eight-second
+    runs; no crash with either alone). The ingest itself never searches while it writes.
     """
 
     _counts: dict[str, int] = field(default_factory=dict)
+    writes: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def hold(self, keys: Sequence[str]) -> None:
         for key in keys:
@@ -112,39 +125,54 @@ class IngestRun:
     report: IngestReport = field(default_factory=IngestReport)
     in_flight: InFlight = field(default_factory=InFlight)
     """Where the keys of the batch being worked on are held until its write ends."""
+    progress: IngestProgress = field(default_factory=IngestProgress)
+    cancellation: Cancellation = field(default_factory=Cancellation)
+    """Set it to stop: `run` then returns what was written; `cancellation.cancelled` tells why it returned."""
     _seen: set[str] = field(default_factory=set, init=False, repr=False)  # keys admitted so far
     _carried: LoadedDocument | None = field(default=None, init=False, repr=False)
+    _shares: Shares = field(init=False, repr=False)
+    _told: int = field(default=0, init=False, repr=False)  # outcomes already passed to `progress.finished`
 
-    async def run(
-        self,
-        sources: Sequence[str],
-        texts: Sequence[LoadedDocument] = (),
-        *,
-        start_progress: Callable[[int], ProgressFn] | None = None,
-    ) -> IngestReport:
+    def __post_init__(self) -> None:
+        self._shares = Shares(self.progress)
+
+    async def run(self, sources: Sequence[str], texts: Sequence[LoadedDocument] = ()) -> IngestReport:
         files, failures = await asyncio.to_thread(expand_sources, sources, self.strategies.extensions)
+        # A record file holds an unknown number of documents: the total is a first estimate.
+        self.progress.start(len(failures) + len(files) + len(texts))
         for f in failures:
             self._fail(f.source, f.error)
-        # A record file holds an unknown number of documents: the total is a first estimate.
-        advance = start_progress(len(files) + len(texts)) if start_progress else _no_progress
         stream = self._documents(files, texts)
         writing: asyncio.Task[None] | None = None
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
         try:
-            while loaded := await asyncio.to_thread(self._next_batch, stream):
+            while not self.cancellation.cancelled and (loaded := await asyncio.to_thread(self._next_batch, stream)):
+                self._tell()
                 held.append([d.key for d in loaded])
                 self.in_flight.hold(held[-1])
-                pending = await self._skip_unchanged(self._admit(loaded, advance), advance)
-                versions = await self._process(pending, advance) if pending else []
+                pending = await self._skip_unchanged(self._admit(loaded))
+                self._tell()
+                versions = await self._process(pending) if pending else []
+                self._tell()
                 if writing is not None:
                     await writing
+                    writing = None
                     self.in_flight.release(held.pop(0))
-                writing = asyncio.create_task(self._write(versions, advance))
+                self.cancellation.check()  # before this batch's write begins: it is dropped whole
+                writing = asyncio.create_task(self._write(versions))
             if writing is not None:
                 await writing
+                writing = None
+        except IngestCancelled:
+            log.info("ingest stopped on request; the batch being prepared was dropped")
         finally:
+            if writing is not None:  # ends as one transaction before anyone may close the store
+                await asyncio.wait([writing])
+                if not writing.cancelled():
+                    writing.exception()  # raised by `await writing` on the normal path; retrieved here
             for keys in held:
                 self.in_flight.release(keys)
+            self._tell()
         return self.report
 
     # -- stages ------------------------------------------------------------------------------
@@ -179,9 +207,11 @@ class IngestRun:
                 break
             batch.append(doc)
             size += estimate
+            if self.cancellation.cancelled:  # a loader may be slow (a large PDF): stop reading more
+                break
         return batch
 
-    def _admit(self, docs: list[LoadedDocument], advance: ProgressFn) -> list[LoadedDocument]:
+    def _admit(self, docs: list[LoadedDocument]) -> list[LoadedDocument]:
         """Drop (as failures) documents whose key was seen in this ingest or whose text cannot be stored."""
         out = []
         for d in docs:
@@ -192,11 +222,9 @@ class IngestRun:
             else:
                 self._seen.add(d.key)
                 out.append(d)
-                continue
-            advance(1)
         return out
 
-    async def _skip_unchanged(self, docs: list[LoadedDocument], advance: ProgressFn) -> list[_Pending]:
+    async def _skip_unchanged(self, docs: list[LoadedDocument]) -> list[_Pending]:
         stored: dict[str, StoredDocument] = {}
         for i in range(0, len(docs), 1000):
             stored.update(await self.store.get_documents([d.key for d in docs[i : i + 1000]]))
@@ -214,21 +242,29 @@ class IngestRun:
                         version=old.version,
                     )
                 )
-                advance(1)
             else:
                 pending.append(_Pending(d, existed=old is not None))
         return pending
 
-    async def _process(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, DocumentVersion]]:
-        chunked = await asyncio.to_thread(self._chunk_all, batch, advance)
+    async def _process(self, batch: list[_Pending]) -> list[tuple[_Pending, DocumentVersion]]:
+        self.cancellation.check()
+        chunked = await asyncio.to_thread(self._chunk_all, batch)
+        self.cancellation.check()
         if not chunked:
             return []
+        self._shares.credit((p.doc.key, CHUNKED) for p, _ in chunked)
         offsets: dict[str, int] = {}
         position = 0
         for p, chunks in chunked:
             offsets[p.doc.key] = position
             position += len(chunks)
-        graphs, vectors = await asyncio.gather(self._extract(chunked, advance), self._embed(chunked))
+        # Both run to their end even when one stops early, so no worker thread outlives the ingest.
+        got = await asyncio.gather(self._extract(chunked), self._embed(chunked), return_exceptions=True)
+        for outcome in got:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        graphs, vectors = cast(tuple[list[GraphData | None], _Vectors | None], tuple(got))
+        self.cancellation.check()
         ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]] = []
         for (p, chunks), graph in zip(chunked, graphs, strict=True):
             if graph is None:
@@ -237,7 +273,6 @@ class IngestRun:
                 resolved = await self.strategies.resolver.resolve(graph)
             except Exception as exc:
                 self._fail(p.doc.key, f"resolution failed: {exc}", path=p.doc.path)
-                advance(1)
                 continue
             resolved, pruned = prune(resolved, self.strategies.ontology)
             self.report.pruned.merge(pruned)
@@ -274,18 +309,16 @@ class IngestRun:
             )
         return out
 
-    def _chunk_all(self, batch: list[_Pending], advance: ProgressFn) -> list[tuple[_Pending, list[TextChunk]]]:
+    def _chunk_all(self, batch: list[_Pending]) -> list[tuple[_Pending, list[TextChunk]]]:
         out = []
         for p in batch:
             try:
                 chunks = self.strategies.chunker.chunk(p.doc)
             except Exception as exc:
                 self._fail(p.doc.key, f"chunking failed: {exc}", path=p.doc.path)
-                advance(1)
                 continue
             if not chunks:
                 self._fail(p.doc.key, "the chunker produced no passages; the document has no text", path=p.doc.path)
-                advance(1)
                 continue
             if self.max_chunks is not None and len(chunks) > self.max_chunks:
                 self._fail(
@@ -294,7 +327,6 @@ class IngestRun:
                     "split the file, pick a chunker with larger passages, or raise the plan's max_chunks",
                     path=p.doc.path,
                 )
-                advance(1)
                 continue
             out.append((p, chunks))
         return out
@@ -309,7 +341,7 @@ class IngestRun:
         embedder = self.strategies.embedder
         if embedder is None:
             return None
-        texts, spans, sentences = [], [], []
+        texts, spans, sentences, owners = [], [], [], []
         for p, chunks in chunked:
             for c in chunks:
                 text = embedding_text(p.doc.title, c.text)
@@ -318,13 +350,23 @@ class IngestRun:
                 texts.append(text)
                 spans.append([(a + shift, b + shift) for a, b in own])
                 sentences.append(own)
-        vectors, pooled = await asyncio.to_thread(embed_all_with_spans, embedder, texts, spans)
+                owners.append((p.doc.key, EMBEDDED / len(chunks)))
+
+        def embedded(part: Sequence[int]) -> None:
+            self.cancellation.check()  # between slices: one slice is the longest wait for a stop
+            self._shares.credit(owners[j] for j in part)
+
+        vectors, pooled = await asyncio.to_thread(embed_all_with_spans, embedder, texts, spans, embedded)
         by_span = [dict(zip(own, vecs, strict=True)) for own, vecs in zip(sentences, pooled, strict=True)]
         return _Vectors(vectors, by_span)
 
-    async def _extract(
-        self, chunked: list[tuple[_Pending, list[TextChunk]]], advance: ProgressFn
-    ) -> list[GraphData | None]:
+    async def _extract(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[GraphData | None]:
+        graphs = await self._extract_graphs(chunked)
+        share = EXTRACTED if self.strategies.embedder is not None else EXTRACTED + EMBEDDED
+        self._shares.credit((p.doc.key, share) for (p, _), g in zip(chunked, graphs, strict=True) if g is not None)
+        return graphs
+
+    async def _extract_graphs(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[GraphData | None]:
         extractor, ontology = self.strategies.extractor, self.strategies.ontology
         try:
             return list(await extractor.extract_many([c for _, c in chunked], ontology))
@@ -336,24 +378,25 @@ class IngestRun:
                 graphs.append(await extractor.extract(chunks, ontology))
             except Exception as exc:
                 self._fail(p.doc.key, f"extraction failed: {exc}", path=p.doc.path)
-                advance(1)
                 graphs.append(None)
         return graphs
 
-    async def _write(self, versions: list[tuple[_Pending, DocumentVersion]], advance: ProgressFn) -> None:
+    async def _write(self, versions: list[tuple[_Pending, DocumentVersion]]) -> None:
         if not versions:
             return
         try:
-            stored = await self.store.write_versions([v for _, v in versions])
+            async with self.in_flight.writes:
+                stored = await self.store.write_versions([v for _, v in versions])
         except Exception as exc:
             if len(versions) == 1:
                 p, _ = versions[0]
                 self._fail(p.doc.key, f"could not store the document: {exc}", path=p.doc.path)
-                advance(1)
                 return
             log.warning("batch write failed; retrying document by document", exc_info=True)
             for one in versions:
-                await self._write([one], advance)
+                if self.cancellation.cancelled:  # the rest were not written: left for the next run
+                    break
+                await self._write([one])
             return
         for (p, v), doc in zip(versions, stored, strict=True):
             status = IngestStatus.updated if p.existed else IngestStatus.created
@@ -369,7 +412,7 @@ class IngestRun:
                     version=doc.version,
                 )
             )
-        advance(len(versions))
+        self._tell()  # the batch's lines appear as soon as its transaction committed
 
     # -- outcomes ----------------------------------------------------------------------------
 
@@ -377,11 +420,16 @@ class IngestRun:
         self._outcome(DocumentOutcome(key=key, status=IngestStatus.failed, error=error, path=path, line=line))
 
     def _outcome(self, outcome: DocumentOutcome) -> None:
+        """Record a final outcome; loaders and the chunker call this from worker threads too."""
         self.report.documents.append(outcome)
+        self._shares.complete(outcome.key)
 
-
-def _no_progress(n: int) -> None:
-    pass
+    def _tell(self) -> None:
+        """Pass the outcomes recorded since the last call to `progress`, in the event loop's thread."""
+        new = self.report.documents[self._told :]
+        self._told += len(new)
+        if new:
+            self.progress.finished(new)
 
 
 def _passages_estimate(doc: LoadedDocument) -> int:
@@ -427,9 +475,16 @@ def _length_slices(texts: Sequence[str], size: int) -> Iterator[list[int]]:
 
 
 def embed_all_with_spans(
-    embedder: Embedder, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    embedder: Embedder,
+    texts: Sequence[str],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    after_slice: Callable[[Sequence[int]], None] | None = None,
 ) -> tuple[list[list[float]], list[list[list[float]]]]:
-    """`Embedder.embed_with_spans` in slices of the batch size, vectors in the order of `texts`."""
+    """`Embedder.embed_with_spans` in slices of the batch size, vectors in the order of `texts`.
+
+    `after_slice` gets the indexes of `texts` each slice embedded: the ingest moves its bar there,
+    and may raise there to stop, as a batch holds many slices.
+    """
     vectors: list[list[float]] = [[] for _ in texts]
     pooled: list[list[list[float]]] = [[] for _ in texts]
     for part in _length_slices(texts, embedder.batch_size):
@@ -438,6 +493,8 @@ def embed_all_with_spans(
             raise ValueError("the embedder returned a different number of vectors than texts and spans")
         for j, vec, span_vectors in zip(part, got, got_spans, strict=True):
             vectors[j], pooled[j] = vec, span_vectors
+        if after_slice is not None:
+            after_slice(part)
     return vectors, pooled
 
 

@@ -58,6 +58,8 @@ class FinalizeReport(BaseModel):
 
 
 ONTOLOGY_SETTING = "ontology"
+EMBEDDER_SETTING = "embedder"
+"""The spec of the embedder the stored vectors come from (`Embedder.spec`), for later sessions."""
 
 
 class KnowledgeBaseCore:
@@ -76,7 +78,7 @@ class KnowledgeBaseCore:
         extractor: ExtractionStrategy | str | None = None,
         resolver: ResolutionStrategy | None = None,
         loaders: Sequence[LoaderStrategy] = (),
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         max_file_bytes: int = DEFAULT_MAX_BYTES,
         batch_documents: int = 64,
     ) -> None:
@@ -94,7 +96,17 @@ class KnowledgeBaseCore:
         self._extractor = extractor
         self._resolver = resolver or ExactMatchResolution()
         self._loaders = tuple(loaders)
-        self.embedder = embedder
+        if isinstance(embedder, str):  # a spec ("minilm", "none"): refused now if unknown or not installed
+            from evigraph.providers.embedders import embedder_by_name
+
+            self._embedder_chosen = bool(embedder.strip())  # "" is "not set", as in EVIGRAPH_EMBEDDER
+            embedder = embedder_by_name(embedder)
+        else:
+            self._embedder_chosen = embedder is not None
+        self._embedder: Embedder | None = embedder
+        self._embedder_spec: str | None = None
+        """The recorded embedder's spec, built on first use (see `_recall_embedder`)."""
+        self._unrebuildable: str | None = None  # a recorded model evigraph cannot build by name
         if max_file_bytes <= 0:
             raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
         self.max_file_bytes = max_file_bytes
@@ -142,7 +154,46 @@ class KnowledgeBaseCore:
                 stored = await self._store.get_setting(ONTOLOGY_SETTING)
                 if stored:
                     self._ontology = Ontology.model_validate_json(stored)
+            if not self._embedder_chosen:
+                await self._recall_embedder(self._store)
         return self._store
+
+    async def _recall_embedder(self, store: GraphStore) -> None:
+        """Use the embedder the knowledge base was embedded with when none was chosen.
+
+        Without this, a knowledge base ingested with `--embedder minilm` was searched full-text
+        only unless every command repeated the flag, and documents added later got no vectors.
+        The model itself loads on first use, so commands that never embed stay quick.
+        """
+        stored = await store.embedding_model()
+        if stored is None:
+            return
+        spec = await store.get_setting(EMBEDDER_SETTING) or _spec_of_model(stored[0])
+        if spec:
+            self._embedder_spec = spec
+        else:
+            self._unrebuildable = stored[0]
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder: the one given, else the one the knowledge base recorded (built on first
+        use); None for full-text and graph search only.
+
+        A knowledge base embedded by a model evigraph cannot build by name (a class of your own)
+        refuses to search without it instead of quietly leaving vectors out.
+        """
+        if self._embedder is None and self._embedder_spec is not None:
+            from evigraph.providers.embedders import embedder_by_name
+
+            self._embedder = embedder_by_name(self._embedder_spec)
+            self._embedder_spec = None
+        if self._embedder is None and self._unrebuildable is not None:
+            raise ConfigurationError(
+                f"{self.location} is embedded with {self._unrebuildable!r}, which evigraph cannot load by name",
+                hint="pass it again: --embedder SPEC on the command line, KnowledgeBase(embedder=...) in Python; "
+                "or `none` for full-text and graph search only",
+            )
+        return self._embedder
 
     def _exists(self) -> bool:
         """Whether there is a knowledge base to read; a server location is asked when opened."""
@@ -251,3 +302,14 @@ class KnowledgeBaseCore:
             extensions=sorted(self.file_extensions),
             embedder=self.embedder,
         )
+
+
+def _spec_of_model(model: str) -> str | None:
+    """The spec of a model recorded before specs were: knowledge bases embedded by an older
+    release name only the model. A sentence-transformers hub name says how to load it; any
+    other name (an OpenAI model, a folder) could mean several embedders, so it is not guessed."""
+    from evigraph.providers.embedders.base import MINILM_NAME
+
+    if model == MINILM_NAME:
+        return "minilm"
+    return f"sentence-transformers:{model}" if model.startswith("sentence-transformers/") else None

@@ -14,23 +14,28 @@ it was ingested.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from evigraph.errors import ConfigurationError
+from evigraph.errors import ConfigurationError, NotFoundError
+from evigraph.ingest.cancel import Cancellation
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.communities import detect_themes
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.loaders.base import LoaderStrategy
+from evigraph.ingest.loaders.decoding import assumed_encoding
 from evigraph.ingest.ontology_merge import OntologyExtension, extend_ontology
-from evigraph.ingest.pipeline import IngestRun, ProgressFn, text_document
+from evigraph.ingest.pipeline import IngestRun, text_document
+from evigraph.ingest.progress import IngestProgress, ProgressBar
 from evigraph.ingest.resolution import ResolutionStrategy
+from evigraph.ingest.sources import FileFilter, collect_sources
 from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
-from evigraph.kb.core import ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
+from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
 from evigraph.models import (
     DocumentOutcome,
     EntityType,
@@ -104,6 +109,16 @@ class WriteOps(KnowledgeBaseCore):
         store = await self._open(for_write=True)
         return await _documents(store, keys)
 
+    @contextlib.asynccontextmanager
+    async def apart_from_writes(self) -> AsyncIterator[None]:
+        """Inside, no ingest of this knowledge base writes: one writing now ends its transaction first.
+
+        For a process that serves reads to others while it ingests (`evigraph.cli_serving`); why
+        the engine needs it is on `InFlight`.
+        """
+        async with self._in_flight.writes:
+            yield
+
     async def _log_failures(self, failed: Sequence[DocumentOutcome]) -> None:
         """Record files that failed before any ingest ran, so `source_status` says failed."""
         if failed:
@@ -120,8 +135,12 @@ class WriteOps(KnowledgeBaseCore):
         text: str | None = None,
         key: str | None = None,
         title: str | None = None,
-        progress: bool | None = None,
+        progress: bool | IngestProgress | None = None,
         reextract: bool = False,
+        cancellation: Cancellation | None = None,
+        include: str | Sequence[str] = (),
+        exclude: str | Sequence[str] = (),
+        encoding: str | None = None,
     ) -> IngestReport:
         """Ingest files, folders and globs, or one `text` under `key`; unchanged documents are skipped.
 
@@ -129,6 +148,18 @@ class WriteOps(KnowledgeBaseCore):
         `failed` outcomes with the fix in `error`; nothing stored before is lost. `reextract`
         processes unchanged documents too (after the ontology grew, or to give a knowledge base
         from an older release what graph ranking needs).
+
+        `progress`: a bar on stderr (True; None: when stderr is a terminal), or your own
+        `IngestProgress`, told of each stage and of each outcome once final. Cancelling
+        `cancellation` stops within one step: the report then holds what was written.
+
+        Folders and globs take the files a loader reads; the others are counted by extension in
+        `report.skipped`. `include` and `exclude` are globs (a list, or comma-separated) that
+        filter every file, named or found, by its name, its folders' names or its path relative
+        to the folder walked (`evigraph.ingest.sources.FileFilter` has the rule); the files they
+        leave out are counted in `report.excluded`, not as skipped. `encoding` is for text files
+        that are neither UTF-8 nor marked by a byte order mark; without it UTF-16 with its mark and
+        Latin-1/cp1252 are recognised and other files fail with a hint to pass it.
         """
         if isinstance(sources, str | os.PathLike):
             sources = [sources]
@@ -137,9 +168,32 @@ class WriteOps(KnowledgeBaseCore):
             texts.append(text_document(text, key or "", title))
         elif key is not None:
             raise ConfigurationError("key= is for text= input", hint="pass text= with key=, or paths alone")
-        return await self.ingest_documents(
-            texts, sources=[os.fspath(s) for s in sources], progress=progress, reextract=reextract
-        )
+        with assumed_encoding(encoding):
+            named = [os.fspath(s) for s in sources]
+            select = FileFilter.of(include, exclude)
+            found = await asyncio.to_thread(collect_sources, named, self.file_extensions, select)
+            if not texts and not found.files and self._store is None and not self._exists():
+                # Every path was wrong: a knowledge base that does not exist yet is not created empty.
+                report = IngestReport(
+                    documents=[
+                        DocumentOutcome(key=f.source, status=IngestStatus.failed, error=f.error) for f in found.failures
+                    ]
+                )
+                report.skipped, report.excluded = found.skipped_by_extension(), found.excluded
+                if isinstance(progress, IngestProgress):
+                    progress.finished(report.documents)
+                    progress.close()
+                return report
+            report = await self.ingest_documents(
+                texts,
+                # Failed sources are named again so that the run reports them with the rest.
+                sources=[*(str(f.path) for f in found.files), *(f.given for f in found.failures)],
+                progress=progress,
+                reextract=reextract,
+                cancellation=cancellation,
+            )
+        report.skipped, report.excluded = found.skipped_by_extension(), found.excluded
+        return report
 
     async def ingest_files(
         self,
@@ -201,7 +255,8 @@ class WriteOps(KnowledgeBaseCore):
         reextract: bool = False,
         max_chunks: int | None = None,
         exclusive: bool | None = True,
-        progress: bool | None = None,
+        progress: bool | IngestProgress | None = None,
+        cancellation: Cancellation | None = None,
     ) -> IngestReport:
         """Ingest already-loaded documents (and `sources` paths) with optional per-call strategies.
 
@@ -222,6 +277,7 @@ class WriteOps(KnowledgeBaseCore):
             strategies.resolver = _resolver(resolver)
         if exclusive is None:
             exclusive = bool(sources) or bool(await _documents(store, [d.key for d in documents]))
+        watcher, owned = _progress(progress)
         run = IngestRun(
             store,
             strategies,
@@ -229,21 +285,26 @@ class WriteOps(KnowledgeBaseCore):
             force=reextract,
             max_chunks=max_chunks,
             in_flight=self._in_flight,
+            progress=watcher,
+            cancellation=cancellation or Cancellation(),
         )
         gate = self._gate.exclusive() if exclusive or reextract else self._gate.shared()
         keys = [d.key for d in documents]
         self._in_flight.hold(keys)  # pending while waiting at the gate too; files from `sources` once loaded
         try:
             async with gate:
-                bar = _progress_bar(progress)
                 try:
-                    report = await run.run(list(sources), list(documents), start_progress=bar.start if bar else None)
-                    if self.embedder is not None and any(d.status in _WRITTEN for d in report.documents):
-                        await embed_ranking_texts(store, self.embedder)
+                    report = await run.run(list(sources), list(documents))
+                    # Left pending when stopped (it may take minutes): the next ingest or finalize embeds them.
+                    written = any(d.status in _WRITTEN for d in report.documents)
+                    if self.embedder is not None and written and not run.cancellation.cancelled:
+                        async with self._in_flight.writes:
+                            await embed_ranking_texts(store, self.embedder)
                 finally:
-                    if bar is not None:
-                        bar.close()
-                await self._log_outcomes(store, report)
+                    if owned:
+                        watcher.close()
+                async with self._in_flight.writes:
+                    await self._log_outcomes(store, report)
         finally:
             self._in_flight.release(keys)
         return report
@@ -287,32 +348,47 @@ class WriteOps(KnowledgeBaseCore):
         return (await self.finalize()).embedded
 
     async def _claim_embedding_model(self, store: GraphStore) -> None:
-        """Record the embedder on first use; refuse one that differs from the stored vectors' model."""
-        if self.embedder is None:
+        """Record the embedder (model and spec) on first use; refuse one that differs from the
+        stored vectors' model."""
+        embedder = self.embedder
+        if embedder is None:
             return
         stored = await store.embedding_model()
         if stored is None:
-            dimension = await asyncio.to_thread(lambda: self.embedder.dimension if self.embedder else 0)
-            await store.set_embedding_model(self.embedder.name, dimension)
-        elif stored[0] != self.embedder.name:
+            dimension = await asyncio.to_thread(lambda: embedder.dimension)
+            await store.set_embedding_model(embedder.name, dimension)
+        elif stored[0] != embedder.name:
             raise ConfigurationError(
-                f"{self.location} is embedded with {stored[0]!r}, not {self.embedder.name!r}",
+                f"{self.location} is embedded with {stored[0]!r}, not {embedder.name!r}",
                 hint="use the same embedder, or re-embed every passage with `evigraph reembed --embedder ...` "
                 "(KnowledgeBase.reembed())",
             )
+        spec = embedder.spec
+        if spec and await store.get_setting(EMBEDDER_SETTING) != spec:
+            await store.set_setting(EMBEDDER_SETTING, spec)  # also upgrades a file from before it was kept
 
-    async def delete_document(self, key: str) -> bool:
-        """Remove a document, its passages and the entities only it mentioned; False if absent."""
+    async def delete_document(self, key: str, *, missing_ok: bool = False) -> bool:
+        """Remove a document, its passages and the entities only it mentioned.
+
+        A key that names no document raises `NotFoundError` (a mistyped key returned False, and
+        scripts went on as if the document were gone); with `missing_ok` it returns False instead.
+        """
         store = await self._open(for_write=True, create=False)
         async with self._gate.exclusive():
             deleted = await store.delete_document(key)
             if deleted:
                 await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
-            return deleted
+        if not deleted and not missing_ok:
+            raise NotFoundError(
+                f"no document with key {key!r}",
+                hint="list the keys with `evigraph status --documents` (kb.documents()); a file's key is "
+                "`file:` + its absolute path",
+            )
+        return deleted
 
-    async def delete(self, key: str) -> bool:
+    async def delete(self, key: str, *, missing_ok: bool = False) -> bool:
         """`delete_document` under its old name, kept for one release."""
-        return await self.delete_document(key)
+        return await self.delete_document(key, missing_ok=missing_ok)
 
     async def check(self, repair: bool = False) -> IntegrityReport:
         """Look for damage a crash or an engine fault left (ghost edges, orphans, missing indexes).
@@ -366,32 +442,13 @@ def _resolver(value: ResolutionStrategy | str) -> ResolutionStrategy:
     return resolver_by_name(value) if isinstance(value, str) else value
 
 
-def _progress_bar(enabled: bool | None) -> _ProgressBar | None:
-    """A tqdm bar on stderr, on by default only when stderr is a terminal."""
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    return _ProgressBar() if enabled else None
+def _progress(progress: bool | IngestProgress | None) -> tuple[IngestProgress, bool]:
+    """The ingest's watcher, and whether this call made it (and so closes it).
 
-
-class _ProgressBar:
-    """Documents done out of documents found; a record file raises the total as it is read."""
-
-    def __init__(self) -> None:
-        self._bar: Any = None
-
-    def start(self, total: int) -> ProgressFn:
-        from tqdm import tqdm
-
-        bar = self._bar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr, dynamic_ncols=True, leave=False)
-
-        def advance(n: int) -> None:
-            bar.update(n)
-            if bar.total is not None and bar.n > bar.total:
-                bar.total = bar.n
-                bar.refresh()
-
-        return advance
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+    The default bar is on only when stderr is a terminal, so logs and pipes get no bar.
+    """
+    if isinstance(progress, IngestProgress):
+        return progress, False
+    if progress is None:
+        progress = sys.stderr.isatty()
+    return (ProgressBar() if progress else IngestProgress()), True

@@ -12,9 +12,13 @@ document scope or files root. Nor may it silently get less: a forwarder asked to
 start when the serving process is read-only, and says so on each write call when a read-only
 process took the database over later.
 
-Wire format: one JSON object per line. Requests are `{"op": "specs"}` or
-`{"op": "call", "client": ..., "tool": ..., "args": ...}`; replies are the specs (with the serving
-process's options) or a `Reply`.
+A CLI ingest serves the database it holds the same way, read tools only (`evigraph.cli_serving`),
+so `evigraph status` and `search` are answered while it runs, and `evigraph mcp` can start.
+
+Wire format: one JSON object per line. Requests are `{"op": "specs"}`,
+`{"op": "call", "client": ..., "tool": ..., "args": ...}` or `{"op": "read", "method": ..., "args": ...}`;
+replies are the specs (with the serving process's options and role), a `Reply`, or for a read
+`{"result": ...}` / `{"error": {"type", "message", "hint"}}` (see `HeldReads`).
 """
 
 from __future__ import annotations
@@ -30,8 +34,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from evigraph.errors import ConfigurationError, DatabaseLockedError
+from evigraph import errors
+from evigraph.errors import ConfigurationError, DatabaseLockedError, EvigraphError
+from evigraph.kb.core import Status
 from evigraph.mcp.backend import LocalBackend, Reply
+from evigraph.models import StoredDocument
+from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.result import RetrievalResult
 from evigraph.tools.registry import ToolSpec
 
 log = logging.getLogger("evigraph.mcp")
@@ -73,11 +82,24 @@ def _socket_path(db: Path) -> Path:
 
 
 class ForwardingListener:
-    """Serves this process's backend to forwarding processes over a Unix socket."""
+    """Serves this process's backend to forwarding processes over a Unix socket.
 
-    def __init__(self, db: Path, backend: LocalBackend) -> None:
+    `role` is what holds the database here: "mcp", or "ingest" for a CLI ingest, which serves the
+    read tools only and goes away when the ingest ends; `turn`, when given, is held around each
+    call served, for a process whose own work must not overlap them (the ingest's writes).
+    """
+
+    def __init__(
+        self,
+        db: Path,
+        backend: LocalBackend,
+        role: str = "mcp",
+        turn: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
+    ) -> None:
         self.db = db
         self.backend = backend
+        self.role = role
+        self._turn = turn
         self.socket = _socket_path(db)
         self._server: asyncio.AbstractServer | None = None
         self._connections = 0
@@ -113,6 +135,12 @@ class ForwardingListener:
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
 
+    async def _answer(self, prefix: str, request: dict[str, Any]) -> Any:
+        if request.get("op") == "read":
+            return await _answer_read(self.backend, request.get("method"), request.get("args") or {})
+        reply = await self.backend.call(prefix + request.get("client", ""), request["tool"], request.get("args"))
+        return reply.to_wire()
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections += 1
         prefix = f"fwd{self._connections}:"
@@ -127,12 +155,11 @@ class ForwardingListener:
                         "specs": [s.model_dump() for s in self.backend.specs()],
                         "options": backend_options(self.backend),
                         "pid": os.getpid(),
+                        "role": self.role,
                     }
                 else:
-                    reply = await self.backend.call(
-                        prefix + request.get("client", ""), request["tool"], request.get("args")
-                    )
-                    answer = reply.to_wire()
+                    async with self._turn() if self._turn is not None else contextlib.nullcontext():
+                        answer = await self._answer(prefix, request)
                 writer.write(json.dumps(answer).encode() + b"\n")
                 await writer.drain()
         except (ConnectionError, json.JSONDecodeError, KeyError) as exc:
@@ -192,6 +219,13 @@ class RemoteBackend:
                     backend.served_pid = raw.get("pid")
                     if options is not None:
                         try:
+                            if raw.get("role") == "ingest" and not options["read_only"]:
+                                raise ConfigurationError(
+                                    f"{db} is being ingested by evigraph process {backend.served_pid}, which "
+                                    "serves the read tools only while it runs",
+                                    hint="start evigraph mcp without --allow-writes and --files-root to read "
+                                    "meanwhile, or start it again once the ingest has ended",
+                                )
                             _check_options(db, options, raw.get("options") or {}, backend.served_pid)
                         except ConfigurationError:
                             await backend.close()
@@ -333,3 +367,122 @@ def _held_read_only(db: Path | None, pid: int | None, *, after_start: bool) -> s
             f"exited: this server's write tools cannot run until that process exits ({_HELD_READ_ONLY_HINT})"
         )
     return f"{db} is held read-only by {who}{where}, so this server, asked to write, cannot"
+
+
+# -- reads for the command line ------------------------------------------------------------------
+
+READ_METHODS = ("status", "documents", "retrieve")
+"""What `evigraph status` and `search` ask of the process holding the database: the knowledge
+base's own results, not the tools' agent-shaped ones, so the command prints exactly what it
+prints when it opens the database itself."""
+
+
+async def _answer_read(backend: LocalBackend, method: object, args: dict[str, Any]) -> dict[str, Any]:
+    kb = backend.toolkit.kb
+    try:
+        if method == "status":
+            return {"result": (await kb.status()).model_dump(mode="json")}
+        if method == "documents":
+            found = await kb.documents(limit=int(args.get("limit", 100)), offset=int(args.get("offset", 0)))
+            return {"result": [d.model_dump(mode="json") for d in found]}
+        if method == "retrieve":
+            result = await kb.retrieve(RetrieveQuery.model_validate(args))
+            return {"result": result.model_dump(mode="json")}
+        error: dict[str, str] = {
+            "type": "ConfigurationError",
+            "message": f"unknown read {method!r}",
+            "hint": f"use one of {', '.join(READ_METHODS)}",
+        }
+    except EvigraphError as exc:
+        error = {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}
+    except Exception as exc:  # the caller gets a one-line error; this process keeps serving
+        log.exception("read %s failed", method)
+        error = {"type": "StoreError", "message": f"{method} failed: {type(exc).__name__}: {exc}", "hint": ""}
+    return {"error": error}
+
+
+class HeldReads:
+    """`status`, `documents` and `retrieve` answered by the evigraph process that holds the database.
+
+    The embedded engine lets one process write, and refuses read-only opens by others meanwhile
+    (it locks the file), so a command that only reads asks the holder instead.
+    """
+
+    def __init__(self, socket: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.socket = socket
+        self._reader = reader
+        self._writer = writer
+
+    @classmethod
+    async def connect(cls, db: Path) -> HeldReads | None:
+        """Connect to the process named in `db`'s pointer file; None when none answers there.
+
+        A server scoped to some documents would answer for those only, so it is refused rather
+        than passed off as the whole knowledge base.
+        """
+        socket = read_pointer(db)
+        if socket is None:
+            return None
+        try:
+            reader, writer = await asyncio.open_unix_connection(socket, limit=_LIMIT)
+        except OSError:
+            return None  # a pointer left by a process that is gone, or one just ending
+        held = cls(socket, reader, writer)
+        try:
+            served = await held._exchange({"op": "specs"})
+        except (EvigraphError, json.JSONDecodeError):
+            await held.close()
+            return None
+        scope = (served.get("options") or {}).get("scope")
+        if scope:
+            await held.close()
+            raise ConfigurationError(
+                f"{db} is held by evigraph process {served.get('pid')}, which serves only the documents "
+                f"{', '.join(map(str, scope))} (EVIGRAPH_MCP_SCOPE)",
+                hint="stop that process to read the whole knowledge base here, or ask it through MCP",
+            )
+        return held
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError, ConnectionError):
+            await self._writer.wait_closed()
+
+    async def status(self) -> Status:
+        return Status.model_validate(await self._read("status", {}))
+
+    async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+        rows = await self._read("documents", {"limit": limit, "offset": offset})
+        return [StoredDocument.model_validate(r) for r in rows]
+
+    async def retrieve(self, query: RetrieveQuery) -> RetrievalResult:
+        args = query.model_dump(mode="json", exclude_unset=True)
+        return RetrievalResult.model_validate(await self._read("retrieve", args))
+
+    async def _read(self, method: str, args: dict[str, Any]) -> Any:
+        raw = await self._exchange({"op": "read", "method": method, "args": args})
+        if "error" in raw:
+            error = raw["error"]
+            kind = getattr(errors, str(error.get("type")), None)
+            if not (isinstance(kind, type) and issubclass(kind, EvigraphError)):
+                kind = EvigraphError
+            raise kind(str(error.get("message")), hint=str(error.get("hint") or ""))
+        return raw["result"]
+
+    async def _exchange(self, payload: dict[str, Any]) -> Any:
+        try:
+            self._writer.write(json.dumps(payload).encode() + b"\n")
+            await self._writer.drain()
+            line = await self._reader.readline()
+        except (OSError, ConnectionError) as exc:
+            raise _gone() from exc
+        if not line:
+            raise _gone()
+        return json.loads(line)
+
+
+def _gone() -> EvigraphError:
+    return errors.StoreError(
+        "the evigraph process holding the database stopped while answering",
+        hint="run the command again: it opens the database itself once that process has ended",
+    )

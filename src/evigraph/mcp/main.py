@@ -156,14 +156,13 @@ def _asked(sep: str, *settings: tuple[str, object]) -> list[str]:
 async def local_backend(config: McpConfig) -> LocalBackend:
     """Open the knowledge base in this process; raises DatabaseLockedError if another holds it."""
     from evigraph.kb import KnowledgeBase
-    from evigraph.providers.embedders import embedder_from_env
     from evigraph.tools.toolkit import Toolkit
 
     kb = KnowledgeBase(
         config.db,
         read_only=config.read_only,
         engine=config.engine,
-        embedder=embedder_from_env(),
+        embedder=os.environ.get("EVIGRAPH_EMBEDDER") or None,  # unset: the one the knowledge base records
         scope=config.scope or None,
     )
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call
@@ -174,10 +173,19 @@ async def local_backend(config: McpConfig) -> LocalBackend:
 
 async def serve(config: McpConfig) -> None:
     from evigraph.mcp.server import build_server
-    from evigraph.mcp.transports import check_network, http_app, serve_http, serve_stdio, sse_app
+    from evigraph.mcp.transports import (
+        check_network,
+        check_port_free,
+        http_app,
+        serve_http,
+        serve_stdio,
+        served_url,
+        sse_app,
+    )
 
     if config.transport != "stdio":
         check_network(config.host, config.token)
+        check_port_free(config.host, config.port)
     listener: ForwardingListener | None = None
     backend: LocalBackend | RemoteBackend
     try:
@@ -198,6 +206,9 @@ async def serve(config: McpConfig) -> None:
         backend = await RemoteBackend.connect(config.db, take_over, options)
     # Said on every start, as the database's safety depends on it; stderr, as stdout carries the protocol.
     print(config.describe(backend.served_pid if isinstance(backend, RemoteBackend) else None), file=sys.stderr)
+    if config.transport != "stdio":
+        kind = "streamable HTTP" if config.transport == "http" else "SSE"
+        print(f"serving MCP over {kind} at {served_url(config.transport, config.host, config.port)}", file=sys.stderr)
     server = build_server(backend)
     try:
         if config.transport == "stdio":

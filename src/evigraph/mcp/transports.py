@@ -129,7 +129,7 @@ def sse_app(server: Any, host: str, port: int, token: str | None) -> Any:
         return Response()
 
     app = Starlette(
-        routes=[Route("/sse", handle_sse, methods=["GET"]), Mount("/messages/", app=sse.handle_post_message)]
+        routes=[Route(SSE_PATH, handle_sse, methods=["GET"]), Mount("/messages/", app=sse.handle_post_message)]
     )
     return BearerAuth(app, token) if token else app
 
@@ -139,6 +139,32 @@ async def serve_stdio(server: Any) -> None:
 
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
+
+
+SSE_PATH = "/sse"
+
+
+def served_url(transport: str, host: str, port: int) -> str:
+    """Where a client connects: what `evigraph mcp` prints at start, as the README's configs use it."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH if transport == 'http' else SSE_PATH}"
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a busy port in one line before anything starts: uvicorn logs a traceback-like
+    error and exits after the database was already opened and the forwarding socket made."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                hint="another process uses the port; pick another with --port",
+            ) from exc
 
 
 async def serve_http(app: Any, host: str, port: int) -> None:

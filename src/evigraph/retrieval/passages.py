@@ -6,6 +6,7 @@ once it knows what it wants: words to look up, or passages to quote in full.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -19,8 +20,9 @@ from evigraph.models import ChunkHit
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import passage_item, source_of
-from evigraph.retrieval.vectors import nearest_passages
-from evigraph.store.base import GraphStore
+from evigraph.retrieval.match import MatchQuality, assess, question_terms
+from evigraph.retrieval.vectors import question_vector
+from evigraph.store.base import GraphStore, VectorSearch, searchable_text
 
 SearchMode = Literal["lexical", "semantic", "hybrid"]
 SNIPPET_CHARS = 400
@@ -33,6 +35,9 @@ class PassageSearch(BaseModel):
     hits: list[PassageItem] = Field(default_factory=list)
     semantic_skipped: bool = Field(False, description="hybrid ran lexical only: no embedder or no vectors")
     pending_embeddings: int | None = Field(None, description="passages without a vector, when vectors were used")
+    match: MatchQuality | None = Field(
+        None, description="how closely the best passages match the query; weak_match says it may not be covered"
+    )
 
 
 def snippet(text: str, query: str, size: int = SNIPPET_CHARS) -> str:
@@ -60,13 +65,14 @@ async def search_passages(
     result = PassageSearch(query=query, mode=mode)
     lists: dict[str, list[str]] = {}
     hits: dict[str, ChunkHit] = {}
+    vectors: VectorSearch | None = None
     if mode in ("lexical", "hybrid"):
         lexical = await store.search_chunks(query, limit * 2)
         hits.update({h.id: h for h in lexical})
         lists["lexical"] = [h.id for h in lexical]
     if mode in ("semantic", "hybrid"):
-        semantic = await nearest_passages(store, embedder, query, limit * 2)
-        if semantic is None:
+        vector = await question_vector(store, embedder, query) if embedder is not None else None
+        if vector is None:
             if mode == "semantic":
                 raise ConfigurationError(
                     "semantic search needs passage vectors, and this knowledge base has none for this embedder",
@@ -75,11 +81,15 @@ async def search_passages(
                 )
             result.semantic_skipped = True
         else:
-            lists["semantic"] = semantic
+            vectors = await store.vector_search_stats(vector, limit * 2)
+            lists["semantic"] = [cid for cid, _ in vectors.hits]
             result.pending_embeddings = await store.count_pending_embeddings()
     fused = rrf({k: v for k, v in lists.items() if v})[:limit]
     missing = [f.key for f in fused if f.key not in hits]
-    hits.update({h.id: h for h in await store.chunks_by_ids(missing)})
+    fetched, counts = await asyncio.gather(store.chunks_by_ids(missing), store.term_counts(question_terms(query)))
+    hits.update({h.id: h for h in fetched})
+    first = (hits[f.key] for f in fused if f.key in hits)
+    result.match = assess(query, counts, (searchable_text(h.title, h.breadcrumbs, h.text) for h in first), vectors)
     for f in fused:
         hit = hits.get(f.key)
         if hit is None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem
+from evigraph.retrieval.match import MatchQuality
 
 
 class RetrievalResult(BaseModel):
@@ -19,6 +20,9 @@ class RetrievalResult(BaseModel):
     facts: list[RelationItem] = Field(default_factory=list)
     passages: list[PassageItem] = Field(default_factory=list)
     paths: list[str] = Field(default_factory=list, description="search paths that ran")
+    match: MatchQuality | None = Field(
+        None, description="how closely the best passages match the question; weak_match says it may not be covered"
+    )
 
     def to_context(self, max_tokens: int = 2000) -> str:
         """The result as text an LLM can read, every item prefixed `[n]`, within `max_tokens`.
@@ -27,10 +31,12 @@ class RetrievalResult(BaseModel):
         in tokens here and in characters there.
         """
         from evigraph.evidence.pack import pack_sections
-        from evigraph.evidence.render import evidence_sections
+        from evigraph.evidence.render import evidence_sections, hint_line
         from evigraph.providers.tokenizers import default_tokenizer
 
         if max_tokens <= 0:
             raise ConfigurationError(f"max_tokens must be positive, not {max_tokens}", hint="e.g. max_tokens=2000")
         sections = evidence_sections(self.passages, self.entities, self.relations, self.facts)
-        return pack_sections(sections, max_tokens, default_tokenizer().count)
+        hint = self.match.hint if self.match else None
+        header = hint_line(hint) if hint else ""
+        return pack_sections(sections, max_tokens, default_tokenizer().count, header=header)

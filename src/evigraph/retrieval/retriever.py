@@ -20,10 +20,11 @@ from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.fusion import Fused, cap_per_label, rrf
 from evigraph.retrieval.graph_stage import GraphStage
 from evigraph.retrieval.hits import relation_item, source_of
+from evigraph.retrieval.match import assess, question_terms
 from evigraph.retrieval.query import RetrieveQuery
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.vectors import question_vectors
-from evigraph.store.base import GraphStore
+from evigraph.store.base import GraphStore, VectorSearch, searchable_text
 
 # How much each ranked list counts in passage fusion. Direct matches (words, meaning) lead;
 # passages reached through named entities or their relations break ties and fill the list, but
@@ -60,6 +61,7 @@ class _Found:
     facts: list[Neighbour] = field(default_factory=list)
     mentions: list[tuple[str, str]] = field(default_factory=list)
     graph: dict[str, float] | None = None  # chunk id -> graph ranking score, best first
+    vector_stats: VectorSearch | None = None  # the question's cosines to every passage, for match quality
 
 
 class MultiPathRetriever:
@@ -117,7 +119,8 @@ class MultiPathRetriever:
             if "passages" in paths or "facts" in paths:
                 found.bm25 = await self.store.search_chunks(question, pool)
                 if vector is not None:
-                    found.vector = await self.store.vector_search(vector, max(pool, vector_pool))
+                    found.vector_stats = await self.store.vector_search_stats(vector, max(pool, vector_pool))
+                    found.vector = found.vector_stats.hits
 
         async def exact() -> None:
             if want_names:
@@ -163,7 +166,11 @@ class MultiPathRetriever:
             fused = graph_order(found.graph, fused, top_k)
         hits = {h.id: h for h in found.bm25}
         missing = [f.key for f in fused if f.key not in hits]
-        fetched, entities = await asyncio.gather(self.store.chunks_by_ids(missing), self._entities(paths, top_k, found))
+        fetched, entities, counts = await asyncio.gather(
+            self.store.chunks_by_ids(missing),
+            self._entities(paths, top_k, found),
+            self.store.term_counts(question_terms(question)),
+        )
         hits.update({h.id: h for h in fetched})
 
         result = RetrievalResult(question=question, paths=list(paths))
@@ -182,6 +189,8 @@ class MultiPathRetriever:
                     source=source_of(hit),
                 )
             )
+        first = (searchable_text(p.source.title, p.source.breadcrumbs, p.text) for p in result.passages)
+        result.match = assess(question, counts, first, found.vector_stats)
         result.entities = entities
         result.relations = [relation_item(r) for r in found.links]
         result.facts = [relation_item(r) for r in found.facts]

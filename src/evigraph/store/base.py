@@ -8,8 +8,10 @@ worker thread.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
@@ -29,6 +31,62 @@ from evigraph.models import (
     ThemeRecord,
 )
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def passage_terms(text: str) -> set[str]:
+    """The terms `term_counts` counts: casefolded words with English plural endings folded.
+
+    A store counts a passage's title, section path and text this way, and callers read questions
+    and passages the same way, so the counts and what callers look up agree whatever a store's
+    full-text engine does inside. The folding only needs to give a word and its plural one key
+    ("films" and "film", "movies" and "movie", "boxes" and "box"); a real stemmer would also join
+    words of different meaning ("university" and "universe").
+    """
+    return {_fold(w) for w in set(_WORD.findall(text.casefold()))}
+
+
+def searchable_text(title: str, breadcrumbs: Sequence[str], text: str) -> str:
+    """A passage as search reads it: its document's title, its section path, then its text."""
+    return " ".join((title, *breadcrumbs, text))
+
+
+def _fold(word: str) -> str:
+    if len(word) <= 3:
+        return word
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ie"):
+        word = word[:-2] + "y"
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+@dataclass(frozen=True)
+class VectorSearch:
+    """The nearest passages, and how similar the query is to the passages searched as a whole.
+
+    The mean and spread come from the same product that ranks the passages, so they cost nothing
+    more; they are the background a best hit is judged against (`evigraph.retrieval.match`).
+    """
+
+    hits: list[tuple[str, float]] = field(default_factory=list)
+    """(chunk id, cosine similarity), nearest first."""
+    passages: int = 0
+    """Passages compared (every passage with a vector); 0 when none has one."""
+    mean: float = 0.0
+    """Mean cosine of the query with those passages."""
+    std: float = 0.0
+    """Their standard deviation."""
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """How many passages contain each term, out of how many (a term's document frequency)."""
+
+    passages: int
+    counts: dict[str, int]
+    """Term -> passages containing it; every term asked is a key, 0 when no passage has it."""
 
 
 class GraphStore(ABC):
@@ -171,6 +229,23 @@ class GraphStore(ABC):
     @abstractmethod
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity) of the nearest passages."""
+
+    @abstractmethod
+    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
+        """`vector_search`, with the mean and spread of the query's cosine to every passage with a vector.
+
+        Computed in the one pass that ranks the passages: a second pass over the passages per
+        question would be the cost of a second search.
+        """
+
+    @abstractmethod
+    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        """How many current passages contain each term, as `passage_terms` reads a passage.
+
+        A passage is read with its document's title and its section path, as full-text search
+        reads it. Whole-corpus counts are what an IDF needs; they must cost a look-up per term,
+        not a scan per question.
+        """
 
     # -- graph ranking's inputs (store/ranking.py) ---------------------------------------------
 

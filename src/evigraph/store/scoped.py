@@ -14,7 +14,9 @@ holds it to that), Cypher included.
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from evigraph.errors import ReadOnlyQueryError, StoreError
@@ -33,7 +35,7 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import GraphStore
+from evigraph.store.base import GraphStore, TermCounts, VectorSearch, passage_terms, searchable_text
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 
 _OVERFETCH = 5
@@ -53,6 +55,7 @@ class ScopedStore(GraphStore):
         self.scope = tuple(scope)
         self.read_only = inner.read_only
         self._chunks: set[str] | None = None
+        self._terms: TermCounts | None = None  # every term of the passages in scope, with its count
         self._counted: tuple[StoreCounts, StoreCounts] | None = None  # (whole graph, scope) when last counted
 
     @property
@@ -75,8 +78,26 @@ class ScopedStore(GraphStore):
             self._chunks = chunks
         return self._chunks
 
+    async def _scope_terms(self) -> TermCounts:
+        """Term counts over the passages in scope: counts over the whole graph would tell a caller
+        whether a word occurs in documents outside it."""
+        if self._terms is None:
+            frequencies: Counter[str] = Counter()
+            passages = 0
+            offset = 0
+            while docs := await self.inner.list_documents(1000, offset):
+                offset += len(docs)
+                for d in docs:
+                    if self.allows(d.key):
+                        for c in await self.inner.document_chunks(d.key, _ALL):
+                            frequencies.update(passage_terms(searchable_text(c.title, c.breadcrumbs, c.text)))
+                            passages += 1
+            self._terms = TermCounts(passages, dict(frequencies))
+        return self._terms
+
     def _changed(self) -> None:
         self._chunks = None
+        self._terms = None
         self._counted = None
 
     async def _visible_entities(self, ids: Sequence[str]) -> set[str]:
@@ -208,6 +229,22 @@ class ScopedStore(GraphStore):
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
         allowed = await self._in_scope()
         return [(c, s) for c, s in await self.inner.vector_search(vector, limit * _OVERFETCH) if c in allowed][:limit]
+
+    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
+        """The background (mean and spread of cosines) stays the whole graph's: this store sees only
+        the hits the inner one returns, not every cosine, and a mean and a spread name no passage,
+        so they tell a caller nothing about the documents outside the scope."""
+        found = await self.inner.vector_search_stats(vector, limit if self.everything else limit * _OVERFETCH)
+        if self.everything:
+            return found
+        allowed = await self._in_scope()
+        return replace(found, hits=[(c, s) for c, s in found.hits if c in allowed][:limit])
+
+    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        if self.everything:
+            return await self.inner.term_counts(terms)
+        counted = await self._scope_terms()
+        return TermCounts(counted.passages, {t: counted.counts.get(t, 0) for t in terms})
 
     # -- entities and relations --------------------------------------------------------------
 

@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from evigraph.errors import ToolError
 from evigraph.evidence.ids import EvidenceId
 from evigraph.evidence.items import EntityItem, PassageItem, PassageText, RelationItem
 from evigraph.evidence.pack import Section
 from evigraph.evidence.render import evidence_sections, passage_block, passages_section
+from evigraph.retrieval.match import MatchQuality
 from evigraph.retrieval.navigation import Relation
 from evigraph.retrieval.query import RetrieveQuery
 from evigraph.tools.inputs import NavigateInput, ReadPassagesInput, SearchPassagesInput
@@ -27,6 +29,7 @@ class RetrieveResult(ToolResult):
     entities: list[EntityItem] = Field(default_factory=list)
     relations: list[RelationItem] = Field(default_factory=list)
     facts: list[RelationItem] = Field(default_factory=list)
+    match: MatchQuality | None = Field(None, description="how closely the best passages match the question")
 
     def header(self) -> str:
         return f"retrieve: {self.question}"
@@ -56,9 +59,12 @@ async def retrieve(tk: Toolkit, args: RetrieveQuery) -> RetrieveResult:
         entities=found.entities,
         relations=found.relations,
         facts=found.facts,
+        match=found.match,
     )
     if not (result.passages or result.entities or result.relations or result.facts):
         result.hint = "nothing matched: rephrase with names or words the documents use, or check status"
+    elif found.match is not None:
+        result.hint = found.match.hint
     return result
 
 
@@ -70,6 +76,7 @@ class PassageSearchResult(ToolResult):
     mode: str
     hits: list[PassageItem] = Field(default_factory=list)
     index_state: dict[str, str | int] = Field(default_factory=dict)
+    match: MatchQuality | None = Field(None, description="how closely the best passages match the query")
 
     def header(self) -> str:
         return f"search_passages ({self.mode}): {self.query}" + (
@@ -89,11 +96,15 @@ class PassageSearchResult(ToolResult):
 async def search_passages(tk: Toolkit, args: SearchPassagesInput) -> PassageSearchResult:
     found = await tk.kb.search_passages(args.query, mode=args.mode, limit=args.limit)
     tk.ledger.cite("search_passages", found.hits)
-    result = PassageSearchResult(query=args.query, mode=args.mode, hits=found.hits)
+    result = PassageSearchResult(query=args.query, mode=args.mode, hits=found.hits, match=found.match)
     if found.pending_embeddings is not None:
         result.index_state["pending_embeddings"] = found.pending_embeddings
+    hints = []
     if found.semantic_skipped:
-        result.hint = "semantic leg skipped: no embedder or no vectors; results are lexical only"
+        hints.append("semantic leg skipped: no embedder or no vectors; results are lexical only")
+    if found.match is not None and found.match.hint and found.hits:
+        hints.append(found.match.hint)
+    result.hint = "; ".join(hints) or None
     return result
 
 
@@ -118,14 +129,31 @@ class PassageReadResult(ToolResult):
     "citation line (title, path, location). Use it before quoting a passage found by a search.",
 )
 async def read_passages(tk: Toolkit, args: ReadPassagesInput) -> PassageReadResult:
-    ids = [tk.resolve(ref, "passage").id for ref in args.passages]
-    found = await tk.kb.read_passages(ids, max_chars=args.max_chars)
-    tk.ledger.cite("read_passages", found.passages)
-    result = PassageReadResult(
-        passages=found.passages, missing=[str(EvidenceId("passage", cid)) for cid in found.missing]
-    )
-    if result.missing:
-        result.hint = "missing passages belong to a replaced or deleted document version; search again"
+    """Reads what it can: a reference that names no passage is reported beside the others (as
+    `get_context` does), since failing the call made the agent re-ask for passages it had. A call
+    in which no reference names a passage is refused, with the first reason."""
+    ids: list[str] = []
+    unresolved: list[str] = []
+    refused: ToolError | None = None
+    for ref in args.passages:
+        try:
+            ids.append(tk.resolve(ref, "passage").id)
+        except ToolError as exc:
+            refused = refused or exc
+            unresolved.append(f"{f'[{ref}]' if isinstance(ref, int) else ref}: {exc.message}")
+    if refused is not None and not ids:
+        raise refused
+    found = await tk.kb.read_passages(ids, max_chars=args.max_chars) if ids else None
+    passages = found.passages if found else []
+    gone = [str(EvidenceId("passage", cid)) for cid in found.missing] if found else []
+    tk.ledger.cite("read_passages", passages)
+    result = PassageReadResult(passages=passages, missing=[*unresolved, *gone])
+    hints = []
+    if unresolved:
+        hints.append("some references are not passage evidence of this session; use numbers a search returned")
+    if gone:
+        hints.append("missing passages belong to a replaced or deleted document version; search again")
+    result.hint = "; ".join(hints) or None
     return result
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evigraph.evidence.pack import Section, pack_sections
+from evigraph.evidence.render import hint_line
 
 DEFAULT_TEXT_CHARS = 8000
 PASSAGE_LINE_CHARS = 1200
@@ -42,7 +43,7 @@ class ToolResult(BaseModel):
             raise ValueError(f"max_chars must be positive, not {max_chars}")
         header = self.header()
         if self.hint:
-            header = f"{header}\nHint: {self.hint}" if header else f"Hint: {self.hint}"
+            header = f"{header}\n{hint_line(self.hint)}" if header else hint_line(self.hint)
         return pack_sections(self.sections(), max_chars, len, header=header, line_cap=PASSAGE_LINE_CHARS * 2)
 
     def header(self) -> str:

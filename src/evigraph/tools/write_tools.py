@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -20,10 +23,10 @@ from pydantic import BaseModel, Field
 from evigraph.display import display_name, display_text
 from evigraph.errors import EvigraphError, ToolError
 from evigraph.evidence.pack import Section
-from evigraph.ingest.files_root import FileSample
+from evigraph.ingest.files_root import MAX_WALK_ENTRIES, FileSample, FilesRoot
 from evigraph.ingest.ontology_merge import OntologyExtension
 from evigraph.ingest.pipeline import text_document
-from evigraph.ingest.sources import FILE_KEY_PREFIX
+from evigraph.ingest.sources import FILE_KEY_PREFIX, describe_extensions, walk_files
 from evigraph.kb.writes import FilePlan
 from evigraph.models import (
     EntityType,
@@ -123,12 +126,22 @@ class IngestResult(ToolResult):
     documents: list[IngestedDocument] = Field(default_factory=list)
     pruned: PruneReport = Field(default_factory=PruneReport)
     finalized: bool | None = Field(None, description="whether an on_write finalize ran (None: not due)")
+    skipped: dict[str, int] = Field(
+        default_factory=dict,
+        description="files in the folders named that no loader reads, by extension; name one to read it as text",
+    )
 
     def header(self) -> str:
         counts: dict[str, int] = {}
         for d in self.documents:
             counts[d.status] = counts.get(d.status, 0) + 1
-        return "ingest: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+        text = "ingest: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+        if self.skipped:
+            total = sum(self.skipped.values())
+            types = display_text(describe_extensions(self.skipped))
+            files = "file" if total == 1 else "files"
+            text += f"; skipped {total} {files} no loader reads: {types} (name such a file to read it as text)"
+        return text
 
     def sections(self) -> list[Section]:
         docs = [
@@ -239,10 +252,34 @@ async def _ingest_files(tk: Toolkit, args: IngestInput) -> IngestResult:
         progress=False,
     )
     result = await _reply(tk, report, chosen, reextract=args.reextract)
+    result.skipped = await asyncio.to_thread(_skipped_in_folders, root, args.files or [])
     for out in result.documents:
         if out.status != "failed" and out.plan:
             tk.shared.plans[out.document_key] = out.plan
     return result
+
+
+def _skipped_in_folders(root: FilesRoot, named: Sequence[str]) -> dict[str, int]:
+    """Files of types no loader reads in the folders an agent named, walked as `root.expand` walks.
+
+    Globs are left out: a glob names the files it wants, and matching it again here would be a
+    second glob dialect to keep in step with the root's.
+    """
+    found: dict[str, str] = {}
+    for name in named:
+        try:
+            rel = root.relative(name)
+            folder = root.root / rel
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            walked = walk_files(folder, None, max_entries=MAX_WALK_ENTRIES)
+        except (EvigraphError, OSError):  # `expand` accepted it; a folder changed since is not counted
+            continue
+        for f in walked:
+            ext = os.path.splitext(f.rel)[1].lower()
+            if not f.link and ext not in root.extensions:
+                found.setdefault(f"{rel}/{f.rel}", escaped(ext))
+    return dict(sorted(Counter(found.values()).items(), key=lambda item: (-item[1], item[0])))
 
 
 async def _reply(
@@ -389,7 +426,7 @@ class DeleteResult(ToolResult):
     destructive=True,
 )
 async def delete_document(tk: Toolkit, args: DeleteDocumentInput) -> DeleteResult:
-    deleted = await tk.kb.delete_document(args.document_key)
+    deleted = await tk.kb.delete_document(args.document_key, missing_ok=True)
     tk.shared.plans.pop(args.document_key, None)
     result = DeleteResult(document_key=args.document_key, deleted=deleted)
     if not deleted:

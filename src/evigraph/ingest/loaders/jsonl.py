@@ -20,7 +20,8 @@ from typing import Any
 
 from evigraph.errors import InputError
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, check_not_binary, iter_lines
+from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, iter_lines
+from evigraph.ingest.loaders.decoding import check_not_binary
 from evigraph.models import LoadedDocument
 from evigraph.surrogates import surrogate_at
 

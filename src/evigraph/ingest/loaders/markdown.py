@@ -22,12 +22,21 @@ from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_o
 from evigraph.models import Element, LoadedDocument
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*[#.][^{}]*\}[ \t]*$")
+"""A trailing attribute list (`{ #anchor }`, `{#id .class}`) of MkDocs, Pandoc and kramdown: it
+sets the heading's anchor, is never shown to a reader, and would otherwise sit in every title and
+breadcrumb of a documentation site."""
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _TABLE_DELIM = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _INDENTED_CODE = re.compile(r"^(?: {4}|\t)")
+
+
+def heading_title(raw: str) -> str:
+    """A heading's text as a reader sees it: trimmed, without a trailing attribute list."""
+    return _ATTRIBUTES.sub("", raw.strip()).strip()
 
 
 def _is_blank(line: str) -> bool:
@@ -93,7 +102,7 @@ class _Scanner:
             elif _FENCE_OPEN.match(line):
                 i = self._fenced(i)
             elif m := _ATX.match(line):
-                title = (m.group(2) or "").strip()
+                title = heading_title(m.group(2) or "")
                 if title:
                     self._emit("heading", i, i, level=len(m.group(1)), title=title)
                 i += 1
@@ -182,7 +191,7 @@ class _Scanner:
             if _is_blank(line):
                 break
             if _SETEXT.match(line):
-                title = " ".join(part.strip() for part in self.lines[i:j])
+                title = heading_title(" ".join(part.strip() for part in self.lines[i:j]))
                 level = 1 if line.strip()[0] == "=" else 2
                 self._emit("heading", i, j, level=level, title=title)
                 return j + 1

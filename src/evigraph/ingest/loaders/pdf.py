@@ -10,6 +10,7 @@ names the tool that fixes it.
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,8 @@ class PdfLoader(LoaderStrategy):
             raise InputError(f"{path}: PDF has no extractable text ({len(texts)} pages)", _SCANNED_HINT)
 
         info = _metadata(reader)
-        title = info.pop("title", "") or path.stem
+        stated = info.pop("title", "")
+        title = stated if stated and not placeholder_title(stated) else path.stem
         info["page_count"] = str(len(texts))
         return [
             LoadedDocument(
@@ -134,3 +136,22 @@ def _metadata(reader: Any) -> dict[str, str]:
         if isinstance(value, str) and value.strip():
             out[field] = value.strip()
     return out
+
+
+_PLACEHOLDER = re.compile(
+    r"""^(?:
+        .*\.(?:pdf|docx?|odt|rtf|pptx?|xlsx?|txt|tex|indd|qxp)     # a file name: "Binder1.pdf", "report.docx"
+      | (?:microsoft\s+(?:word|powerpoint|excel)\s*-\s*.*)           # "Microsoft Word - draft.docx"
+      | (?:untitled|no\s+title|title|document|binder|print|scan|slide)\s*-?\s*\d*  # tools' defaults
+    )$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def placeholder_title(title: str) -> bool:
+    """Whether a PDF's metadata title is what a tool wrote by default, not what the author named it.
+
+    Binders, printers and office suites fill the title with a file name ("Binder1.pdf") or their
+    own default; shown as the document's title it hides the file name a reader would recognise.
+    """
+    return bool(_PLACEHOLDER.match(title.strip()))

@@ -2,7 +2,7 @@
 
 The choice is by extension only: sniffing content would make the same file load differently
 depending on its first bytes, and a user can always force a loader by passing their own. Unknown
-extensions get the text loader, whose binary and UTF-8 checks reject what is not text with a
+extensions get the text loader, whose binary and encoding checks reject what is not text with a
 clear message.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
+from evigraph.ingest.loaders.html import HtmlLoader
 from evigraph.ingest.loaders.jsonl import JsonlLoader
 from evigraph.ingest.loaders.markdown import MarkdownLoader
 from evigraph.ingest.loaders.pdf import PdfLoader
@@ -22,10 +23,11 @@ from evigraph.strategies import Registry
 LOADERS: Registry[LoaderStrategy] = Registry("loader")
 """Built-in loaders by name; each claims the extensions its class declares. Factories take `max_bytes`."""
 for _loader, _description in (
-    (TextLoader, "plain text, one document per file; refuses binary and non-UTF-8 files"),
+    (TextLoader, "plain text, one document per file; UTF-8, UTF-16 and Latin-1 read, binary files refused"),
     (MarkdownLoader, "Markdown, one document per file, with headings, lists and tables kept as structure"),
     (PdfLoader, "the text layer of a PDF, page by page, so passages cite their page; scans need OCR first"),
     (JsonlLoader, "one document per JSON line (id, title, text, metadata); a bad line is rejected alone"),
+    (HtmlLoader, "a web page's text with its headings as structure; scripts, styles and navigation left out"),
 ):
     LOADERS.register(_loader.name, _loader, description=_description, extensions=_loader.extensions)
 

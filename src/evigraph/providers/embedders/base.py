@@ -31,6 +31,17 @@ class Embedder(ABC):
     dimension: int
     batch_size: int = 64
 
+    @property
+    def spec(self) -> str | None:
+        """The `EMBEDDERS` spec that builds this embedder again (`minilm`, `openai:<model>`), or
+        None when evigraph cannot rebuild it by name (a class of your own).
+
+        A knowledge base records it with its vectors, so every later session, the CLI and the MCP
+        server search with the same model without being told which; one that cannot be rebuilt
+        must be passed again, and searching without it is an error, not full-text in disguise.
+        """
+        return None
+
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for `texts`, in order; blocking (callers run it in a worker thread)."""

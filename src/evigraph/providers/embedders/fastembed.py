@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.providers.embedders.base import Embedder, _hf_offline, _hub_reachable, _load_once, _normalise
 
 
@@ -30,6 +31,11 @@ class FastEmbedEmbedder(Embedder):
         self.model_path = model_path
         self.batch_size = batch_size
         self._dimension: int | None = None
+
+    @property
+    def spec(self) -> str | None:
+        # A model loaded from a folder is named by the folder, which the spec cannot carry.
+        return None if self.model_path else f"fastembed:{self.model}"
 
     @property
     def dimension(self) -> int:
@@ -101,7 +107,7 @@ def _fastembed_class() -> Any:
     try:
         from fastembed import TextEmbedding  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
-        raise ConfigurationError("fastembed is not installed", 'pip install "evigraph[embed-fastembed]"') from exc
+        raise ConfigurationError("fastembed is not installed", install_hint("embed-fastembed")) from exc
     return TextEmbedding
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.providers.embedders.base import Embedder, _chunks, _normalise
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -72,7 +73,7 @@ class OpenAIEmbedder(Embedder):
                 try:
                     import httpx
                 except ImportError as exc:
-                    raise ConfigurationError("httpx is not installed", 'pip install "evigraph[embed-remote]"') from exc
+                    raise ConfigurationError("httpx is not installed", install_hint("embed-remote")) from exc
                 headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
                 self._client = httpx.Client(timeout=self.timeout, headers=headers)
             return self._client
@@ -80,6 +81,12 @@ class OpenAIEmbedder(Embedder):
     def _mask(self, text: str) -> str:
         """Servers echo a rejected key in their message; it must not reach logs or terminals."""
         return text.replace(self._api_key, "***") if self._api_key else text
+
+    @property
+    def spec(self) -> str:
+        """The model only: the endpoint comes from EVIGRAPH_EMBED_BASE_URL and the key from its
+        variable when the embedder is rebuilt, since a key is never written to the database."""
+        return f"openai:{self.model}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []

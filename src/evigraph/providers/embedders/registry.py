@@ -6,9 +6,13 @@ help without loading the HTTP and model code.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.lazy import lazy_callable
 from evigraph.strategies import Registry
 
@@ -23,6 +27,17 @@ _SENTENCE_TRANSFORMERS = lazy_callable(
 
 def _no_embedder() -> None:
     return None
+
+
+def _needs(module: str, package: str, extra: str) -> Callable[[], None]:
+    """A registry check: asking for an embedder whose library is missing fails at once, naming
+    the install, instead of when the first text is embedded (or, worse, never)."""
+
+    def check() -> None:
+        if importlib.util.find_spec(module) is None:
+            raise ConfigurationError(f"{package} is not installed", hint=install_hint(extra))
+
+    return check
 
 
 def _openai(model: str) -> OpenAIEmbedder:
@@ -48,6 +63,7 @@ EMBEDDERS.register(
 EMBEDDERS.register(
     "minilm",
     _SENTENCE_TRANSFORMERS,
+    check=_needs("sentence_transformers", "sentence-transformers", "embed-st"),
     description="all-MiniLM-L6-v2 through sentence-transformers; local, 384 dimensions, small and quick",
 )
 EMBEDDERS.register(
@@ -55,12 +71,14 @@ EMBEDDERS.register(
     _SENTENCE_TRANSFORMERS,
     argument="model or folder",
     aliases=("st",),
+    check=_needs("sentence_transformers", "sentence-transformers", "embed-st"),
     description="any sentence-transformers model name or local folder; local, runs on torch",
 )
 EMBEDDERS.register(
     "fastembed",
     lazy_callable("evigraph.providers.embedders.fastembed", "FastEmbedEmbedder"),
     argument="model",
+    check=_needs("fastembed", "fastembed", "embed-fastembed"),
     description="a FastEmbed (ONNX) model; local, no torch",
 )
 EMBEDDERS.register(
@@ -68,6 +86,7 @@ EMBEDDERS.register(
     _openai,
     argument="model",
     cheap=False,
+    check=_needs("httpx", "httpx", "embed-remote"),
     description="an OpenAI-compatible /embeddings endpoint (EVIGRAPH_EMBED_BASE_URL); remote, may cost per token",
 )
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
 from evigraph.providers.embedders.base import (
     _MINILM_ALIASES,
     _OFFLINE_HINT,
@@ -62,6 +63,10 @@ class SentenceTransformerEmbedder(Embedder):
         self._dimension: int | None = None
 
     @property
+    def spec(self) -> str:
+        return "minilm" if self.name == MINILM_NAME else f"sentence-transformers:{self.model}"
+
+    @property
     def dimension(self) -> int:
         """Read from the model, which loads it: a guess would let mismatched vectors into the store."""
         if self._dimension is None:
@@ -85,9 +90,7 @@ class SentenceTransformerEmbedder(Embedder):
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise ConfigurationError(
-                "sentence-transformers is not installed", 'pip install "evigraph[embed-st]"'
-            ) from exc
+            raise ConfigurationError("sentence-transformers is not installed", install_hint("embed-st")) from exc
         if os.path.isdir(self._source):
             try:
                 return SentenceTransformer(self._source, device=self.device)

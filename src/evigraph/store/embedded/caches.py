@@ -1,8 +1,9 @@
 """In-process indexes the embedded store rebuilds from the graph after each write.
 
-Two look-ups need structures the engine lacks: passages by vector similarity (exact cosine over
+Three look-ups need structures the engine lacks: passages by vector similarity (exact cosine over
 a matrix is faster than an approximate index below a few hundred thousand passages, and never
-misses), and entities by any of their names (the engine indexes only primary keys). Both are
+misses), entities by any of their names (the engine indexes only primary keys), and how many
+passages hold a term (the full-text index keeps its document frequencies to itself). Each is
 built lazily from one query and dropped when a write changes the graph.
 """
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from evigraph.models import normalize_name
+from evigraph.store.base import TermCounts, VectorSearch, passage_terms
 
 
 @dataclass(frozen=True)
@@ -24,14 +26,28 @@ class VectorMatrix:
     matrix: Any  # numpy float32 array, one L2-normalised row per id
 
     def search(self, vector: Iterable[float], limit: int) -> list[tuple[str, float]]:
-        import numpy as np
-
         if not self.ids:
             return []
+        return self._top(self._scores(vector), limit)
+
+    def search_stats(self, vector: Iterable[float], limit: int) -> VectorSearch:
+        """`search` with the mean and spread of every cosine the one product gave."""
+        if not self.ids:
+            return VectorSearch()
+        scores = self._scores(vector)
+        return VectorSearch(self._top(scores, limit), len(self.ids), float(scores.mean()), float(scores.std()))
+
+    def _scores(self, vector: Iterable[float]) -> Any:
+        import numpy as np
+
         query = np.asarray(list(vector), dtype=np.float32)
         if query.shape[0] != self.matrix.shape[1]:
             raise ValueError(f"query has {query.shape[0]} dimensions, the stored vectors {self.matrix.shape[1]}")
-        scores = self.matrix @ query
+        return self.matrix @ query
+
+    def _top(self, scores: Any, limit: int) -> list[tuple[str, float]]:
+        import numpy as np
+
         k = min(limit, len(self.ids))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
@@ -47,6 +63,26 @@ def build_matrix(rows: list[tuple[str, list[float]]]) -> VectorMatrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix /= np.where(norms == 0, 1, norms)
     return VectorMatrix([cid for cid, _ in rows], matrix)
+
+
+@dataclass(frozen=True)
+class TermIndex:
+    """Term -> passages containing it, over every current passage (see `passage_terms`)."""
+
+    passages: int
+    frequencies: Counter[str]
+
+    def counts(self, terms: Iterable[str]) -> TermCounts:
+        return TermCounts(self.passages, {t: self.frequencies.get(t, 0) for t in terms})
+
+
+def build_term_index(texts: Iterable[str]) -> TermIndex:
+    frequencies: Counter[str] = Counter()
+    passages = 0
+    for text in texts:
+        frequencies.update(passage_terms(text))
+        passages += 1
+    return TermIndex(passages, frequencies)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from evigraph.errors import (
     NotAKnowledgeBaseError,
     StoreError,
 )
+from evigraph.extras import install_hint
 
 ENGINES = ("kuzu", "ladybug")
 EXTENSIONS = ("fts", "vector", "algo")
@@ -47,7 +48,7 @@ def import_engine(engine: str) -> Any:
             return module
     raise EngineUnavailableError(
         "LadybugDB is not installed",
-        hint='pip install "evigraph[ladybug]", or use engine="kuzu" (the default)',
+        hint=f'{install_hint("ladybug")}, or use engine="kuzu" (the default)',
     )
 
 

@@ -199,7 +199,12 @@ class Executor:
         self._module = module
         self._cached = statement_cache_enabled()
         self._write: _Conn | None = None if read_only else _Conn(module.Connection(db), self._cached)
-        self._write_lock = threading.Lock()
+        self._write_lock = threading.RLock()  # re-entered when a worn write connection is renewed
+        """Held through every write transaction, and while a new connection loads its extensions:
+        the engine runs that load as a write transaction of its own and refuses it beside another,
+        so parallel reads opening connections at once, or a read opening one during an ingest's
+        batch write, failed with "Only one write transaction at a time" (20 rounds of 4 parallel
+        opens on a writable file: 45 of 80 failed), and an ingest whose own read did so died."""
         self._pool: queue.LifoQueue[_Conn] = queue.LifoQueue()
         self._pool_size = pool_size
         self._created = 0
@@ -259,8 +264,9 @@ class Executor:
 
     def _connect(self) -> _Conn:
         conn = self._module.Connection(self._db)
-        for fn in self._setup:
-            fn(conn)
+        with self._write_lock:
+            for fn in self._setup:
+                fn(conn)
         return _Conn(conn, self._cached)
 
     def _renew(self, old: _Conn) -> _Conn:

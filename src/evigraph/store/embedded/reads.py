@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, embedding_text
+from evigraph.store.base import searchable_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CHUNK_FTS, ENTITY_FTS, META_TABLE, fts_text
 
@@ -176,6 +177,15 @@ def entities_by_ids(tx: Tx, ids: Sequence[str]) -> list[EntityHit]:
 def vector_rows(tx: Tx) -> list[tuple[str, list[float]]]:
     rows = tx.rows("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL RETURN c.id AS id, c.embedding AS v")
     return [(r["id"], r["v"]) for r in rows if r["v"]]
+
+
+def term_texts(tx: Tx) -> list[str]:
+    """Every passage as full-text search reads it (title, section path, text), for term counts."""
+    rows = tx.rows(
+        """MATCH (c:Chunk)-[:PART_OF]->(d:Document)
+           RETURN d.title AS title, c.breadcrumbs AS breadcrumbs, c.text AS text"""
+    )
+    return [searchable_text(r["title"] or "", r["breadcrumbs"] or (), r["text"] or "") for r in rows]
 
 
 def name_rows(tx: Tx) -> list[tuple[str, str, list[str]]]:

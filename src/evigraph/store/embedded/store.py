@@ -25,9 +25,17 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import GraphStore
+from evigraph.store.base import GraphStore, TermCounts, VectorSearch
 from evigraph.store.embedded import cypher_run, integrity, ranking_io, reads, records, writes
-from evigraph.store.embedded.caches import Cached, NameIndex, VectorMatrix, build_matrix, build_name_index
+from evigraph.store.embedded.caches import (
+    Cached,
+    NameIndex,
+    TermIndex,
+    VectorMatrix,
+    build_matrix,
+    build_name_index,
+    build_term_index,
+)
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
     create_database_file,
@@ -393,10 +401,22 @@ class EmbeddedStore(GraphStore):
             self._cache.invalidate()
 
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
+        return (await self._vectors()).search(vector, limit)
+
+    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
+        return (await self._vectors()).search_stats(vector, limit)
+
+    async def _vectors(self) -> VectorMatrix:
         matrix: VectorMatrix = await self._cache.fetch(
             "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
         )
-        return matrix.search(vector, limit)
+        return matrix
+
+    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        index: TermIndex = await self._cache.fetch(
+            "terms", lambda: build_term_index(self.executor.read_sync(reads.term_texts))
+        )
+        return index.counts(terms)
 
     # -- graph ranking's inputs -------------------------------------------------------------
 

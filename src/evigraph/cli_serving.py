@@ -1,0 +1,123 @@
+"""Reads of a knowledge base another evigraph process holds, for the command line.
+
+While `evigraph ingest` writes, the embedded engine refuses every other process the file, even a
+read-only open (Kuzu 0.11.3 locks the file: "Could not set lock on file"), so `status` and `search`
+used to fail until the ingest ended. A read-only open beside the writer being impossible, the
+ingest answers them itself: it serves the database over the socket protocol `evigraph mcp`
+processes already use to share one database (`evigraph.mcp.forwarding`), read tools only. So
+`status` and `search` ask it and print what they print when they open the file themselves, and
+an `evigraph mcp` started meanwhile forwards to it, then takes the database over when the ingest
+ends. A writable `evigraph mcp` holding the database answers these commands the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from evigraph.errors import DatabaseLockedError
+
+if TYPE_CHECKING:
+    from evigraph.kb import KnowledgeBase
+    from evigraph.kb.core import Status
+    from evigraph.mcp.forwarding import ForwardingListener, HeldReads
+    from evigraph.models import StoredDocument
+    from evigraph.providers.embedders import Embedder
+    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.result import RetrievalResult
+
+log = logging.getLogger(__name__)
+
+HOLDER_WAIT_S = 10.0
+"""How long a read waits for the process holding the database to start serving it: an ingest
+serves once its sources are listed, which a large folder takes a moment to do."""
+
+
+class Reads(Protocol):
+    """What `evigraph status` and `search` read: a `KnowledgeBase`, or the process holding it."""
+
+    async def status(self) -> Status: ...
+
+    async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]: ...
+
+    async def retrieve(self, query: RetrieveQuery) -> RetrievalResult: ...
+
+
+@contextlib.asynccontextmanager
+async def open_for_reads(
+    db: str | os.PathLike[str] | None, *, engine: str = "auto", embedder: Embedder | str | None = None
+) -> AsyncIterator[Reads]:
+    """The knowledge base opened read-only here or, while another evigraph process holds it for
+    writing, that process answering (its embedder answers `retrieve` then)."""
+    from evigraph.kb import KnowledgeBase
+    from evigraph.mcp.forwarding import HeldReads
+
+    deadline = asyncio.get_running_loop().time() + HOLDER_WAIT_S
+    held: HeldReads | None = None
+    kb = KnowledgeBase(db, engine=engine, read_only=True, embedder=embedder)
+    while True:
+        try:
+            await kb.open()  # a failed open leaves nothing open: it can be tried again
+            break
+        except DatabaseLockedError:
+            held = await HeldReads.connect(kb.path.resolve()) if kb.path is not None else None
+            if held is not None:
+                break
+            if asyncio.get_running_loop().time() >= deadline:
+                raise
+        await asyncio.sleep(0.2)
+    if held is None:
+        async with kb:
+            yield kb
+        return
+    try:
+        yield held
+    finally:
+        await held.close()
+
+
+class IngestServing:
+    """Serves the database an ingest holds to other evigraph processes, read tools only.
+
+    Started once the ingest has opened the store (`start`, from the ingest's progress), never
+    before: a read arriving earlier would open the store a second time beside the ingest. Each
+    read waits for a write transaction in progress and holds off the next
+    (`KnowledgeBase.apart_from_writes`, for the engine's reason on `InFlight`), which costs it
+    at most one batch write of waiting. Serving is a convenience: when the socket cannot be
+    made, the ingest runs on without it.
+    """
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self._kb = kb
+        self._starting: asyncio.Task[ForwardingListener | None] | None = None
+
+    def start(self) -> None:
+        if self._starting is None and self._kb.path is not None:
+            self._starting = asyncio.get_running_loop().create_task(self._listen(self._kb.path.resolve()))
+
+    async def _listen(self, db: Path) -> ForwardingListener | None:
+        from evigraph.mcp.backend import LocalBackend
+        from evigraph.mcp.forwarding import ForwardingListener
+        from evigraph.tools.toolkit import Toolkit
+
+        backend = LocalBackend(Toolkit(self._kb, read_only=True))
+        listener = ForwardingListener(db, backend, role="ingest", turn=self._kb.apart_from_writes)
+        try:
+            await listener.start()
+        except OSError as exc:
+            log.warning("cannot serve %s to other evigraph processes during the ingest: %s", db, exc)
+            return None
+        return listener
+
+    async def close(self) -> None:
+        """Stop serving; reads in flight end first, as the store closes after this."""
+        if self._starting is None:
+            return
+        listener = await self._starting
+        if listener is not None:
+            await listener.close()

@@ -1,0 +1,122 @@
+"""`evigraph doctor`: what this installation can do, and the command that adds what it cannot.
+
+A new user meets optional features one failure at a time (no spaCy model, no embedder library,
+an MCP client that cannot start the server). One look answers all of it up front. Every check
+only asks the import system or the environment: nothing is loaded, downloaded or contacted, so
+the report is instant and works offline.
+
+The checks come from the registries where they exist (extractors, embedders, loaders, engines),
+so a strategy registered later is diagnosed without a change here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import BaseModel
+
+from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint, provides
+
+Area = Literal["engine", "extractor", "embedder", "mcp", "llm", "server", "ui-tests", "command"]
+
+
+class Check(BaseModel):
+    """One feature: whether it is usable here, and if not, the one line that fixes it."""
+
+    area: Area
+    name: str
+    ok: bool
+    detail: str = ""
+    hint: str = ""
+
+
+class DoctorReport(BaseModel):
+    python: str
+    checks: list[Check]
+
+    @property
+    def missing(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+
+def doctor() -> DoctorReport:
+    """Every check, in the order a new user meets them."""
+    return DoctorReport(python=sys.version.split()[0], checks=list(_checks()))
+
+
+def _checks() -> Iterator[Check]:
+    yield from _engines()
+    yield from _registry_checks("extractor")
+    yield from _registry_checks("embedder")
+    yield _module("mcp", "mcp", "MCP server (evigraph mcp)", "mcp", extra="")
+    yield _llm()
+    yield _module("server", "falkordb", "FalkorDB client (falkordb:// knowledge bases)", "falkordb", extra="falkordb")
+    yield _module("ui-tests", "playwright", "browser automation for the web UI tests", "playwright", extra="ui")
+    yield _command()
+
+
+def _engines() -> Iterator[Check]:
+    yield _module("engine", "kuzu", "embedded graph engine (default)", "kuzu", extra="")
+    yield _module("engine", "ladybug", "LadybugDB engine (--engine ladybug)", "real_ladybug", extra="ladybug")
+
+
+def _registry_checks(kind: Literal["extractor", "embedder"]) -> Iterator[Check]:
+    if kind == "extractor":
+        from evigraph.ingest.extraction import EXTRACTORS as registry
+    else:
+        from evigraph.providers.embedders import EMBEDDERS as registry  # type: ignore[assignment]
+    for entry in registry:
+        if entry.name in ("auto", "none"):
+            continue
+        try:
+            if entry.check is not None:
+                entry.check()
+        except ConfigurationError as exc:
+            yield Check(area=kind, name=entry.form, ok=False, detail=exc.message, hint=exc.hint or "")
+        else:
+            yield Check(area=kind, name=entry.form, ok=True, detail=entry.description)
+
+
+def _module(area: Area, name: str, what: str, module: str, *, extra: str) -> Check:
+    """`extra` "" marks a base dependency: missing, the installation is broken."""
+    if importlib.util.find_spec(module) is not None:
+        return Check(area=area, name=name, ok=True, detail=what)
+    if extra and not provides(extra):
+        return Check(area=area, name=name, ok=False, detail=f"{what}: not part of this release")
+    hint = install_hint(extra) if extra else f"reinstall evigraph: {install_hint('')}"
+    return Check(area=area, name=name, ok=False, detail=f"{what}: not installed", hint=hint)
+
+
+def _llm() -> Check:
+    """An LLM is configured by environment; whether it answers is not asked (no network here)."""
+    base = os.environ.get("EVIGRAPH_LLM_BASE_URL", "")
+    model = os.environ.get("EVIGRAPH_LLM_MODEL", "")
+    if base and model:
+        return Check(area="llm", name="llm", ok=True, detail=f"{model} at {base} (not contacted)")
+    return Check(
+        area="llm",
+        name="llm",
+        ok=False,
+        detail="no LLM configured (extraction and search work without one)",
+        hint="set EVIGRAPH_LLM_BASE_URL and EVIGRAPH_LLM_MODEL (and EVIGRAPH_LLM_API_KEY for a hosted API)",
+    )
+
+
+def _command() -> Check:
+    """The absolute path an IDE's MCP config should name: an IDE does not see this shell's PATH."""
+    here = shutil.which("evigraph") or os.path.join(os.path.dirname(sys.executable), "evigraph")
+    if os.path.exists(here):
+        return Check(area="command", name="evigraph", ok=True, detail=os.path.abspath(here))
+    return Check(
+        area="command",
+        name="evigraph",
+        ok=False,
+        detail="the evigraph command is not on PATH",
+        hint=f"use `{sys.executable} -m evigraph` in MCP client configs",
+    )

@@ -1,0 +1,176 @@
+"""Match quality: whether the knowledge base holds anything that closely matches a question.
+
+Fused scores are sums of reciprocal ranks, so the best passage of an off-topic question scores
+as high as the best passage of a good one. An agent needs evidence on a scale that means the
+same in every knowledge base, so each side is judged against what chance gives in this
+knowledge base for this question, never against a fixed score:
+
+- Lexical: how much of the question the first passages say. Each content word of the question
+  (stop words dropped, plurals folded) weighs its inverse document frequency in the knowledge
+  base, BM25's `ln(1 + (N - df + 0.5) / (df + 0.5))`: the information a passage holding it
+  carries. A rare name weighs about 7 in a few thousand passages, a common word 1 or 2, and a
+  word no passage holds weighs the most, as nothing can match it. `best_lexical` is the share of
+  that weight the first `LEXICAL_PASSAGES` passages hold between them.
+- Semantic: how far the nearest passage stands out from the others. The one product that ranks
+  passages by cosine also gives the question's mean cosine to all N of them and its spread; the
+  nearest passage's z-score against the others is compared with what the best of N unrelated
+  passages reaches by chance: the maximum of N independent normal draws exceeds z with
+  probability `1 - Phi(z)^N`, and the bar is the z where that is `SEMANTIC_ALPHA` (4.5 for 3,500
+  passages, 4.3 for 1,500, 5.2 for 100,000). Raw cosines do not carry across embedders (MiniLM's
+  unrelated pairs sit near 0.05, other models' near 0.7); a z-score against the question's own
+  background does.
+
+A match is weak when neither side clears its bar: a question either names what the passages
+say, or means what one of them means. Without an embedder, or with fewer than `MIN_BACKGROUND`
+passages embedded, the lexical side decides alone.
+
+Measured with bench/retrieval.py (MiniLM, top 5, 100 answerable questions per set against the
+full knowledge base, 100 others against one without their gold passages; 2Wiki / HotpotQA /
+MuSiQue): flagged answerable 2 / 1 / 1 %, no-answer 55 / 12 / 21 %; words alone 7 / 5 / 26 % and
+71 / 37 / 57 %. The no-answer questions keep their distractors, which the datasets chose to
+resemble the question (HotpotQA's by TF-IDF against it), so many still find a close passage;
+questions from another of the three sets, on the same kind of Wikipedia text, were flagged
+77 / 83 / 61 %.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from statistics import NormalDist
+
+from pydantic import BaseModel, Field
+
+from evigraph.retrieval.analysis import _STOP
+from evigraph.store.base import TermCounts, VectorSearch, passage_terms
+
+LEXICAL_BAR = 0.5
+"""The first passages match the question's words when they hold at least half its information
+(IDF weight). Measured: the share at which about 5 % of answerable bench questions fall below
+with words alone (7 / 5 % on 2Wiki and HotpotQA; 26 % on MuSiQue, whose chained questions use
+relation words the passages do not, "spouse" for "married"); 0.4 flagged 1 / 1 / 9 % of them and
+57 / 29 / 34 % of no-answer ones, 0.6 flagged 18 / 12 / 40 % and 77 / 56 / 72 %."""
+LEXICAL_PASSAGES = 3
+"""Passages whose words count together: a multi-hop question's words are spread over the two to
+four passages that answer it. The first passage alone held under half of the words of 33 / 20 /
+57 % of answerable bench questions (any one of the top 20 by BM25); the first three, 7 / 5 / 26 %;
+five, 4 / 1 / 9 %, but five also cover a no-answer question's words more often (58 / 23 / 35 %
+flagged against 71 / 37 / 57 %)."""
+SEMANTIC_ALPHA = 0.01
+"""How often the best of N unrelated passages may clear the semantic bar by chance: the usual
+1 % of a significance test. Real cosines have heavier tails than normal draws, so questions from
+another bench set cleared it a little more often than that (17 / 10 / 36 %, counting the ones on
+subjects the other set also covers)."""
+MIN_BACKGROUND = 30
+"""Embedded passages needed to standardise a cosine: below this the mean and spread of the
+others are too noisy to judge a z-score by (the usual rule of thumb for estimating a spread)."""
+WEAK_HINT = "weak match: nothing in the knowledge base closely matches this question; say so rather than guess"
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_FUNCTION_WORDS = _STOP | frozenset(
+    "has have had can could would should will shall may might must being about over under after before".split()  # noqa: SIM905
+)
+"""Words a question is phrased with, not about: the name look-up's stop words and auxiliaries and
+prepositions, which IDF alone would weigh as rare in text that never asks anything."""
+
+
+class MatchQuality(BaseModel):
+    """How closely the best passages match the question, on scales that mean the same in every knowledge base."""
+
+    best_lexical: float = Field(
+        description="share (0-1) of the question's content words, each weighted by how rare it is in the knowledge "
+        f"base, that the first {LEXICAL_PASSAGES} passages contain"
+    )
+    best_semantic: float | None = Field(
+        None, description="cosine similarity of the nearest passage; None without an embedder or vectors"
+    )
+    semantic_z: float | None = Field(
+        None,
+        description="standard deviations the nearest passage's cosine stands above the question's cosines to the "
+        f"other passages; None with fewer than {MIN_BACKGROUND} passages embedded",
+    )
+    semantic_bar: float | None = Field(
+        None,
+        description=f"the z-score the best of this many unrelated passages exceeds by chance only "
+        f"{SEMANTIC_ALPHA:.0%} of the time",
+    )
+    weak_match: bool = Field(description="nothing retrieved clearly matches the question: it may not be covered")
+    reason: str = Field(description="the figures the judgement rests on")
+
+    @property
+    def hint(self) -> str | None:
+        """The line agents read when the match is weak; None when there is nothing to say."""
+        return f"{WEAK_HINT} ({self.reason})" if self.weak_match else None
+
+
+def question_terms(question: str) -> list[str]:
+    """The question's content terms as the store counts them: stop words and single letters dropped."""
+    words = [w for w in _WORD.findall(question.casefold()) if len(w) > 1 and w not in _FUNCTION_WORDS]
+    return sorted(passage_terms(" ".join(words)))
+
+
+def idf(df: int, passages: int) -> float:
+    return math.log(1 + (passages - df + 0.5) / (df + 0.5))
+
+
+def lexical_coverage(terms: Sequence[str], counts: TermCounts, texts: Iterable[str]) -> float:
+    """The IDF-weighted share of `terms` that `texts` hold between them (0 without terms)."""
+    weights = {t: idf(counts.counts.get(t, 0), counts.passages) for t in terms}
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    held: set[str] = set()
+    for text in texts:
+        held |= passage_terms(text)
+    return sum(w for t, w in weights.items() if t in held) / total
+
+
+def standout(best: float, vectors: VectorSearch) -> float | None:
+    """The best cosine's z-score against the other passages' cosines (None when they do not vary).
+
+    The best passage is left out of the background it is judged against: in a small knowledge
+    base a close match would otherwise widen the spread it is measured by (with N passages no
+    z-score against all of them can exceed sqrt(N - 1)).
+    """
+    n = vectors.passages
+    mean = (n * vectors.mean - best) / (n - 1)
+    second_moment = (n * (vectors.std**2 + vectors.mean**2) - best**2) / (n - 1)
+    std = math.sqrt(max(second_moment - mean**2, 0.0))
+    return (best - mean) / std if std > 1e-9 else None
+
+
+def chance_bar(n: int, alpha: float = SEMANTIC_ALPHA) -> float:
+    """The z-score the maximum of `n` independent standard normal draws exceeds with probability `alpha`."""
+    return NormalDist().inv_cdf((1 - alpha) ** (1 / n))
+
+
+def assess(question: str, counts: TermCounts, first: Iterable[str], vectors: VectorSearch | None) -> MatchQuality:
+    """The match quality of a retrieval: `first` are its first passages as search reads them
+    (`searchable_text`), `vectors` its vector search (None when none ran)."""
+    terms = question_terms(question)
+    lexical = lexical_coverage(terms, counts, islice(first, LEXICAL_PASSAGES))
+    best = vectors.hits[0][1] if vectors is not None and vectors.hits else None
+    z = bar = None
+    if vectors is not None and best is not None and vectors.passages >= MIN_BACKGROUND:
+        z = standout(best, vectors)
+        bar = chance_bar(vectors.passages - 1)
+    reasons = [
+        f"the first passages hold {lexical:.0%} of the question's key words"
+        if terms
+        else "the question has no words to look up"
+    ]
+    if z is not None and bar is not None:
+        reasons.append(f"the nearest passage stands {z:.1f} sd above the others, chance reaches {bar:.1f}")
+    else:
+        reasons.append("no vectors to compare meaning" if best is None else "too few passages to judge meaning")
+    semantic_ok = z is not None and bar is not None and z >= bar
+    return MatchQuality(
+        best_lexical=round(lexical, 4),
+        best_semantic=None if best is None else round(best, 4),
+        semantic_z=None if z is None else round(z, 2),
+        semantic_bar=None if bar is None else round(bar, 2),
+        weak_match=not (lexical >= LEXICAL_BAR or semantic_ok),
+        reason="; ".join(reasons),
+    )

@@ -1,0 +1,52 @@
+"""New engine connections open safely beside a write transaction and beside each other.
+
+A connection loads its extensions when it opens, which Kuzu runs as a write transaction; two at
+once, or one during a write, failed with "Only one write transaction at a time". An ingest that
+serves reads to other processes (`evigraph status` during `evigraph ingest`) met both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from evigraph.models import DocumentVersion, GraphData, TextChunk
+from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.store import EmbeddedStore
+
+
+def _doc(key: str) -> DocumentVersion:
+    text = f"The {key} survey of the harbor."
+    return DocumentVersion(
+        key=key,
+        title=key,
+        path=None,
+        content_hash=key,
+        loader="text",
+        chunks=(TextChunk(index=0, text=text, start=0, end=len(text)),),
+        graph=GraphData(),
+    )
+
+
+async def test_reads_open_connections_during_a_write_and_at_once(tmp_path: Path) -> None:
+    async with EmbeddedStore(tmp_path / "kb.db", read_connections=4) as store:
+        writing, release = threading.Event(), threading.Event()
+
+        def slow_write(tx: Tx) -> None:
+            tx.execute("MATCH (d:Document) RETURN count(d)").close()
+            writing.set()
+            release.wait(10)
+
+        write = asyncio.create_task(store.executor.write(slow_write))
+        await asyncio.to_thread(writing.wait, 10)
+        # A fresh pool: each of these parallel reads opens a connection while the write is open.
+        reads = asyncio.gather(*(store.get_documents([f"d{i}"]) for i in range(4)))
+        await asyncio.sleep(0.3)
+        release.set()
+        await write
+        assert await reads == [{}, {}, {}, {}]
+        await store.write_versions([_doc("d0")])
+        for _ in range(5):  # and many at once, with nothing written meanwhile
+            found = await asyncio.gather(*(store.get_documents(["d0"]) for _ in range(8)))
+            assert all(list(f) == ["d0"] for f in found)
