@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from tests.bench.loading import load_bench
 
 from evigraph import KnowledgeBase
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _load(name: str) -> ModuleType:
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # the bench scripts import their siblings (_common, _latency)
-    spec = importlib.util.spec_from_file_location(f"evigraph_bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-match = _load("_match")
-retrieval = _load("retrieval")
+match = load_bench("_match")
+retrieval = load_bench("retrieval")
 
 QUESTIONS = [{"id": f"q{i}", "question": f"question {i}", "supporting_ids": [f"gold-{i}"]} for i in range(5)]
 

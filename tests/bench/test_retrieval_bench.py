@@ -6,28 +6,12 @@ that gives no system a fixed place; these tests pin that down without running a 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
-from types import ModuleType
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench.loading import load_bench
 
-
-def _load(name: str) -> ModuleType:
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # the bench scripts import their siblings (_common, _latency)
-    spec = importlib.util.spec_from_file_location(f"evigraph_bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-latency = _load("_latency")
-retrieval = _load("retrieval")
+latency = load_bench("_latency")
+retrieval = load_bench("retrieval")
 
 
 def test_rotation_puts_every_system_in_every_position_once() -> None:
