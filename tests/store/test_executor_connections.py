@@ -11,22 +11,15 @@ import asyncio
 import threading
 from pathlib import Path
 
-from evigraph.models import DocumentVersion, GraphData, TextChunk
+from tests.store.contract.conftest import version
+
+from evigraph.models import DocumentVersion
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.store import EmbeddedStore
 
 
 def _doc(key: str) -> DocumentVersion:
-    text = f"The {key} survey of the harbor."
-    return DocumentVersion(
-        key=key,
-        title=key,
-        path=None,
-        content_hash=key,
-        loader="text",
-        chunks=(TextChunk(index=0, text=text, start=0, end=len(text)),),
-        graph=GraphData(),
-    )
+    return version(key, [f"The {key} survey of the harbor."], [[]])
 
 
 async def test_reads_open_connections_during_a_write_and_at_once(tmp_path: Path) -> None:

@@ -145,7 +145,10 @@ def document_chunks(tx: Tx, key: str, limit: int) -> list[ChunkHit]:
 
 
 def titles_of(tx: Tx, keys: Sequence[str]) -> dict[str, tuple[str, str | None]]:
-    return {key: (doc.title, doc.path) for key, doc in get_documents(tx, keys).items()}
+    """A few documents' titles and paths, one key look-up each (`each_key`): every passage read
+    of `document_chunks` asks for one, and a batched UNWIND would scan the Document table."""
+    rows = each_key(tx, "MATCH (d:Document {key: $key}) RETURN d.key AS key, d.title AS title, d.path AS path", keys)
+    return {r["key"]: (r["title"] or "", r["path"]) for r in rows}
 
 
 def search_entities(tx: Tx, query: str, limit: int) -> list[EntityHit]:
