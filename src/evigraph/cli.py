@@ -253,9 +253,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
             async with kb:
                 return await _ingest(kb, args, console)
     if args.command == "status":
-        from evigraph.cli_serving import open_for_reads
+        from evigraph.cli_serving import holder_note, open_for_reads
 
         async with open_for_reads(args.db, engine=args.engine) as reads:  # or the process holding the file
+            _note(holder_note(reads))
             return await _status(reads, args)
     if args.command == "delete":
         async with KnowledgeBase(args.db, engine=args.engine) as kb:
@@ -264,9 +265,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.repair) as kb:
             return await _check(kb, args)
     if args.command == "search":
-        from evigraph.cli_serving import open_for_reads
+        from evigraph.cli_serving import holder_note, open_for_reads
 
         async with open_for_reads(args.db, engine=args.engine, embedder=_embedder(args)) as reads:
+            _note(holder_note(reads))  # a running `evigraph mcp` answers with its model loaded
             return await _search(reads, args)
     if args.command == "doctor":
         return _doctor(args)
@@ -489,6 +491,11 @@ async def _search(kb: Reads, args: argparse.Namespace) -> int:
 
 def _print_json(payload: Any) -> None:
     print(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _note(line: str | None) -> None:
+    if line:
+        print(line, file=sys.stderr)
 
 
 def _error(message: str, args: argparse.Namespace) -> None:

@@ -8,6 +8,12 @@ processes already use to share one database (`evigraph.mcp.forwarding`), read to
 `status` and `search` ask it and print what they print when they open the file themselves, and
 an `evigraph mcp` started meanwhile forwards to it, then takes the database over when the ingest
 ends. A writable `evigraph mcp` holding the database answers these commands the same way.
+
+A running `evigraph mcp` is asked first even when the file could be opened beside it (a
+read-only server leaves it open to other readers): it has its embedding model loaded, so a
+search it answers costs milliseconds where opening the file here would load the model again
+(27 s on a loaded machine). A command that names its own `--embedder` opens the file itself
+whenever it can, as the holder would search with its own model.
 """
 
 from __future__ import annotations
@@ -52,15 +58,16 @@ class Reads(Protocol):
 async def open_for_reads(
     db: str | os.PathLike[str] | None, *, engine: str = "auto", embedder: Embedder | str | None = None
 ) -> AsyncIterator[Reads]:
-    """The knowledge base opened read-only here or, while another evigraph process holds it for
-    writing, that process answering (its embedder answers `retrieve` then)."""
+    """The evigraph process serving the knowledge base, answering with its warm embedder; else
+    the knowledge base opened read-only here; else, while another process holds it for writing
+    without serving it yet, that process once it serves."""
     from evigraph.kb import KnowledgeBase
     from evigraph.mcp.forwarding import HeldReads
 
     deadline = asyncio.get_running_loop().time() + HOLDER_WAIT_S
-    held: HeldReads | None = None
     kb = KnowledgeBase(db, engine=engine, read_only=True, embedder=embedder)
-    while True:
+    held = await _serving_holder(kb.path) if embedder is None and kb.path is not None else None
+    while held is None:
         try:
             await kb.open()  # a failed open leaves nothing open: it can be tried again
             break
@@ -79,6 +86,27 @@ async def open_for_reads(
         yield held
     finally:
         await held.close()
+
+
+def holder_note(reads: Reads) -> str | None:
+    """The line a command says on stderr when another process answered it, so a user knows whose
+    embedder and whose view of the database the results come from."""
+    from evigraph.mcp.forwarding import HeldReads
+
+    if not isinstance(reads, HeldReads):
+        return None
+    return f"answered by evigraph process {reads.pid}, which holds the database"
+
+
+async def _serving_holder(db: Path) -> HeldReads | None:
+    """The evigraph process serving `db`, if one does and serves all of it (else this one opens it)."""
+    from evigraph.errors import ConfigurationError
+    from evigraph.mcp.forwarding import HeldReads
+
+    try:
+        return await HeldReads.connect(db.resolve())
+    except ConfigurationError:  # a server scoped to some documents: read the whole file here
+        return None
 
 
 class IngestServing:

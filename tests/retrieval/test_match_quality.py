@@ -216,3 +216,44 @@ def test_a_nearest_passage_is_judged_against_the_others() -> None:
     std = (sum((c - mean) ** 2 for c in cosines) / n) ** 0.5
     z = standout(0.8, VectorSearch([("a", 0.8)], n, mean, std))
     assert z == pytest.approx((0.8 - 0.1) / (sum((c - 0.1) ** 2 for c in others) / len(others)) ** 0.5)
+
+
+def test_a_name_the_knowledge_base_never_mentions_makes_the_match_weak() -> None:
+    """Passages about the neighbours of a missing subject resemble the question on every scale,
+    but what it asks about is not there: the name decides, whatever the words and meaning say."""
+    from evigraph.retrieval.match import name_words, unknown_names
+
+    question = "Who designed the bridge Kellan Marsh built over the Skarna?"
+    assert name_words(question) == ["Kellan", "Marsh", "Skarna"]  # "Who" begins the sentence
+    counts = TermCounts(1000, dict.fromkeys(question_terms(question), 4) | {"skarna": 0})
+    assert unknown_names(question, counts) == ["Skarna"]
+    close = ["Kellan Marsh designed the Quillon Bridge.", "Marsh built bridges over every river."]
+    vectors = VectorSearch([("a", 0.9)], 1000, 0.1, 0.05)  # a nearest passage far above chance
+    match = assess(question, counts, close, vectors)
+    assert match.best_lexical > 0.5 and match.semantic_z is not None and match.semantic_bar is not None
+    assert match.semantic_z > match.semantic_bar  # both scales alone would call this a match
+    assert match.weak_match and match.unknown_names == ["Skarna"]
+    assert match.hint is not None and "'Skarna'" in match.hint and "spelling" in match.hint
+
+    known = TermCounts(1000, dict.fromkeys(question_terms(question), 4))
+    assert not assess(question, known, close, vectors).weak_match
+
+
+def test_name_words_skip_each_sentence_opening_and_keep_numbers() -> None:
+    from evigraph.retrieval.match import name_words
+
+    assert name_words("Harbor Lab moved. Where did Ana Costa go in 2014?") == ["Lab", "Ana", "Costa", "2014"]
+    assert name_words("what did the lab find?") == []  # nothing capitalised: no name to check
+
+
+async def test_accents_are_not_needed_to_name_what_the_corpus_holds(tmp_path: Path) -> None:
+    """A question typed without accents finds the accented name: the term counts fold them."""
+    docs = [
+        LoadedDocument(key="doc:b", title="Singer", path=None, text="Beyoncé released Lemonade in 2016.", loader="text")
+    ]
+    async with KnowledgeBase(tmp_path / "kb.db", embedder="none", extractor="rules") as kb:
+        assert (await kb.ingest_documents(docs, progress=False)).ok
+        plain = await _match(kb, "When was Lemonade released by Beyonce?")
+        assert plain.unknown_names == [] and not plain.weak_match
+        missing = await _match(kb, "When was Lemonade released by Rihanna?")
+        assert missing.unknown_names == ["Rihanna"] and missing.weak_match

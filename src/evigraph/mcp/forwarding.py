@@ -410,6 +410,7 @@ class HeldReads:
 
     def __init__(self, socket: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.socket = socket
+        self.pid: int | None = None  # the process answering, said on stderr by the command
         self._reader = reader
         self._writer = writer
 
@@ -433,6 +434,7 @@ class HeldReads:
         except (EvigraphError, json.JSONDecodeError):
             await held.close()
             return None
+        held.pid = served.get("pid")
         scope = (served.get("options") or {}).get("scope")
         if scope:
             await held.close()

@@ -24,14 +24,25 @@ A match is weak when neither side clears its bar: a question either names what t
 say, or means what one of them means. Without an embedder, or with fewer than `MIN_BACKGROUND`
 passages embedded, the lexical side decides alone.
 
+A match is also weak when the question names something no passage of the knowledge base
+mentions: a capitalised word or a number, past the question's first word, that occurs nowhere
+(`unknown_names`). Passages about neighbouring subjects may then resemble the question closely
+on both scales (a question about a film whose page is missing still finds its director's), but
+what it asks about is not there. This is a fact about the knowledge base, not a fitted bar, and
+it also catches a misspelt name, which an agent can correct and ask again.
+
 Measured with bench/retrieval.py (top 5; 100 answerable questions per set asked of the full
-knowledge base, 100 others of a copy without their gold passages; 2Wiki / HotpotQA / MuSiQue):
-with MiniLM, 2 / 1 / 0 % of answerable questions flagged and 55 / 10 / 16 % of no-answer ones;
-without an embedder, 3 / 4 / 17 % and 52 / 33 / 52 %. A no-answer question keeps its distractors,
-which the datasets chose to resemble it (HotpotQA's by TF-IDF against the question), so many
-still find a close passage. Questions from another of the three sets, on the same kind of
-Wikipedia text, were flagged 77 / 82 / 53 % (89 / 69 / 78 % without an embedder; a one-off run,
-as are the comparisons in the constants' notes below, on the same halves and copies).
+knowledge base, 100 others of a copy without their gold passages; 2Wiki / HotpotQA / MuSiQue),
+before the unknown-name rule: with MiniLM, 2 / 1 / 0 % of answerable questions flagged and
+55 / 10 / 16 % of no-answer ones; without an embedder, 3 / 4 / 17 % and 52 / 33 / 52 %. A
+no-answer question keeps its distractors, which the datasets chose to resemble it (HotpotQA's by
+TF-IDF against the question), so many still find a close passage; some are even answered by them
+(a band's EP page says where the band formed). Questions from another of the three sets, on the
+same kind of Wikipedia text, were flagged 77 / 82 / 53 % (89 / 69 / 78 % without an embedder; a
+one-off run, as are the comparisons in the constants' notes below, on the same halves and
+copies). The unknown-name rule alone, counted over the same halves: 0 / 2 / 3 % of answerable
+questions (misspellings: "Withing You Without You", "Margaraviate") and 62 / 43 / 30 % of
+no-answer ones name a word the knowledge base lacks.
 """
 
 from __future__ import annotations
@@ -70,6 +81,7 @@ others are too noisy to judge a z-score by (the usual rule of thumb for estimati
 WEAK_HINT = "weak match: nothing in the knowledge base closely matches this question; say so rather than guess"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE = re.compile(r"(?<=[.!?:;])\s+|\n+")
 _FUNCTION_WORDS = _STOP | frozenset(
     "has have had can could would should will shall may might must being about over under after before".split()  # noqa: SIM905
 )
@@ -97,6 +109,10 @@ class MatchQuality(BaseModel):
         description=f"the z-score the best of this many unrelated passages exceeds by chance only "
         f"{SEMANTIC_ALPHA:.0%} of the time",
     )
+    unknown_names: list[str] = Field(
+        default_factory=list,
+        description="names and numbers in the question that no passage of the knowledge base mentions",
+    )
     weak_match: bool = Field(description="nothing retrieved clearly matches the question: it may not be covered")
     reason: str = Field(description="the figures the judgement rests on")
 
@@ -110,6 +126,30 @@ def question_terms(question: str) -> list[str]:
     """The question's content terms as the store counts them: stop words and single letters dropped."""
     words = [w for w in _WORD.findall(question.casefold()) if len(w) > 1 and w not in _FUNCTION_WORDS]
     return sorted(passage_terms(" ".join(words)))
+
+
+def name_words(question: str) -> list[str]:
+    """The question's words that look like names or numbers: capitalised or holding a digit,
+    past the first word of a sentence (which is capitalised whatever it is), in question order."""
+    found: list[str] = []
+    for sentence in _SENTENCE.split(question):
+        for match in islice(_WORD.finditer(sentence), 1, None):
+            word = match.group(0)
+            named = word[0].isupper() or any(c.isdigit() for c in word)
+            if named and len(word) > 1 and word.casefold() not in _FUNCTION_WORDS and word not in found:
+                found.append(word)
+    return found
+
+
+def unknown_names(question: str, counts: TermCounts) -> list[str]:
+    """The question's `name_words` that no passage holds (`counts` must have been asked for
+    `question_terms(question)`, which holds every name word's term)."""
+    unknown = []
+    for word in name_words(question):
+        terms = passage_terms(word)
+        if terms and all(counts.counts.get(t, 1) == 0 for t in terms):
+            unknown.append(word)
+    return unknown
 
 
 def idf(df: int, passages: int) -> float:
@@ -157,11 +197,15 @@ def assess(question: str, counts: TermCounts, first: Iterable[str], vectors: Vec
     if vectors is not None and best is not None and vectors.passages >= MIN_BACKGROUND:
         z = standout(best, vectors)
         bar = chance_bar(vectors.passages - 1)
+    unknown = unknown_names(question, counts)
     reasons = [
         f"the first passages hold {lexical:.0%} of the question's key words"
         if terms
         else "the question has no words to look up"
     ]
+    if unknown:
+        names = ", ".join(f"'{w}'" for w in unknown[:5])
+        reasons.insert(0, f"no passage mentions {names} (check the spelling, or the question is not covered)")
     if z is not None and bar is not None:
         reasons.append(f"the nearest passage stands {z:.1f} sd above the others, chance reaches {bar:.1f}")
     else:
@@ -172,6 +216,7 @@ def assess(question: str, counts: TermCounts, first: Iterable[str], vectors: Vec
         best_semantic=None if best is None else round(best, 4),
         semantic_z=None if z is None else round(z, 2),
         semantic_bar=None if bar is None else round(bar, 2),
-        weak_match=not (lexical >= LEXICAL_BAR or semantic_ok),
+        unknown_names=unknown,
+        weak_match=bool(unknown) or not (lexical >= LEXICAL_BAR or semantic_ok),
         reason="; ".join(reasons),
     )

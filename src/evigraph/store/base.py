@@ -9,6 +9,7 @@ worker thread.
 from __future__ import annotations
 
 import re
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,9 +43,13 @@ def passage_terms(text: str) -> set[str]:
     and passages the same way, so the counts and what callers look up agree whatever a store's
     full-text engine does inside. The folding only needs to give a word and its plural one key
     ("films" and "film", "movies" and "movie", "boxes" and "box"); a real stemmer would also join
-    words of different meaning ("university" and "universe").
+    words of different meaning ("university" and "universe"). Accents are dropped, as questions
+    are often typed without them ("Beyonce" for "Beyoncé").
     """
-    return {_fold(w) for w in set(_WORD.findall(text.casefold()))}
+    folded = text.casefold()
+    if not folded.isascii():
+        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
+    return {_fold(w) for w in set(_WORD.findall(folded))}
 
 
 def searchable_text(title: str, breadcrumbs: Sequence[str], text: str) -> str:
