@@ -15,6 +15,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+BENCH_DATA_HELP = (
+    "The bench datasets are not in the repository: the scripts read them from ../shared/bench beside the "
+    "checkout (run them from the repository root), one folder per dataset (musique, 2wikimultihopqa, "
+    "hotpotqa) holding corpus.jsonl and questions.jsonl, formats in ../shared/bench/README.md. Put a copy "
+    "there, or pass --data (--corpus for ingest.py and crash.py) naming yours."
+)
+
+
+def require_bench_files(*paths: Path) -> None:
+    """Stop with a non-zero exit, naming what is missing and where the data belongs, unless every
+    path is a file.
+
+    Called before any phase runs: on a clone without the data, every phase used to fail on its
+    own and the script still exited 0, which read as a finished benchmark.
+    """
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        names = ", ".join(str(p) for p in missing)
+        raise SystemExit(f"bench data not found: {names}\n{BENCH_DATA_HELP}")
+
+
+def require_dataset(data: Path, db: Path | None = None) -> None:
+    """A dataset folder's questions, and its corpus unless `db` (a knowledge base to reuse) exists."""
+    files = [data / "questions.jsonl"]
+    if db is None or not db.exists():
+        files.append(data / "corpus.jsonl")
+    require_bench_files(*files)
+
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process in MB (Linux reports ru_maxrss in KiB)."""

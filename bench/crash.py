@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import pyplot
+from _common import pyplot, require_bench_files
 
 OPERATIONS = ("ingest_new", "ingest_existing", "delete", "update", "finalize")
 QUESTION = "Who directed the film?"
@@ -329,6 +329,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     args = parser.parse_args()
+    require_bench_files(args.corpus)
     result = asyncio.run(bench(args))
     report(summarise(result), result, args.out)
 

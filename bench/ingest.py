@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import peak_rss_mb, pyplot, run_child
+from _common import peak_rss_mb, pyplot, require_bench_files, run_child
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -87,12 +87,15 @@ def main() -> None:
     if args.phase:
         child(args)
         return
+    require_bench_files(args.corpus)
 
     results: dict[str, dict[str, Any]] = {}
+    failed: list[str] = []
     for name, extra in SYSTEMS.items():
         child_result = run_child([__file__, "--corpus", str(args.corpus), *extra])
         if not child_result.ok:
             print(f"{name}: failed\n{child_result.error}", file=sys.stderr)
+            failed.append(name)
             continue
         r = child_result.data
         r["passages_per_s"] = r["passages"] / r["seconds"]
@@ -110,6 +113,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ingest.json").write_text(json.dumps(results, indent=2))
     plot(results, args.out / "ingest.png")
+    if failed:  # the table above lacks these: a run with a failed phase is not a finished benchmark
+        raise SystemExit(f"{len(failed)} phases failed: {', '.join(failed)} (their errors are above)")
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import mcp_server, peak_rss_mb, pyplot
+from _common import mcp_server, peak_rss_mb, pyplot, require_dataset
 from retrieval import percentile_ms, read_jsonl
 
 START_TIMEOUT_S = 120.0
@@ -267,6 +267,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.clients < 1 or args.calls < 1:
         parser.error("--clients and --calls must be at least 1")
+    require_dataset(args.data, args.db)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="evigraph-mcp-load-") as tmp:
         db = (args.db or Path(tmp) / "bench.db").resolve()

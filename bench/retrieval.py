@@ -56,18 +56,17 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from _common import peak_rss_mb, pyplot, run_child
+from _common import BENCH_DATA_HELP, peak_rss_mb, run_child
 from _latency import Ask, interleave, percentile_ms, ratio
 from _match import flag_rate, halves, without_gold
+from _retrieval_report import CURVE_K, FLOOR, plot, print_table  # FLOOR: MiniLM question + one matrix product
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
 SYSTEMS = ("bm25", "dense", "evigraph", "evigraph+minilm", "evigraph+minilm-fusion")
 SHARED_DB = {"evigraph+minilm-fusion": ("evigraph+minilm", "fusion")}
 """Systems that search another system's knowledge base another way: (its database, ranking)."""
 TOP_K = 5  # the k of the headline recall and of the timed retrieve
-CURVE_K = 10  # recall@k is reported for k = 1..CURVE_K
 WARMUPS = 3  # untimed questions per system before timing: first calls pay lazy loading
-FLOOR = "floor"  # question embedding with MiniLM + one matrix product over the passage matrix
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 LATENCY_KEYS = ("p50_ms", "p95_ms", "p50_vs_floor", "p50_vs_dense")
 INGEST_KEYS = ("ingest_seconds", "ingest_per_s", "embeddings_per_passage", "embed_seconds", "peak_rss_mb")
@@ -426,9 +425,16 @@ def mean_recall(ranked: list[list[str]], questions: list[dict[str, Any]], k: int
 
 
 def find_datasets(data: Path, wanted: Sequence[str] | None) -> list[Path]:
+    """The dataset folders under `data`; exits non-zero, saying where the data belongs, when there are none."""
+    if not data.is_dir():
+        raise SystemExit(f"bench data not found: no folder {data}\n{BENCH_DATA_HELP}")
     found = sorted(
         p for p in data.iterdir() if p.is_dir() and (p / "corpus.jsonl").is_file() and (p / "questions.jsonl").is_file()
     )
+    if not found:
+        raise SystemExit(
+            f"bench data not found: no folder under {data} holds corpus.jsonl and questions.jsonl\n{BENCH_DATA_HELP}"
+        )
     if wanted:
         by_name = {p.name: p for p in found}
         missing = [w for w in wanted if w not in by_name]
@@ -465,66 +471,6 @@ def merge(ingest: dict[str, dict[str, Any]], timing: dict[str, Any]) -> dict[str
     return out
 
 
-def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
-    print()
-    print("recall in % (gold passages in the top k distinct passages); latency per question in ms, all systems")
-    print("of a dataset timed in one process, interleaved per question; x floor / x dense = p50 ratios;")
-    print("worse = questions below dense's recall@5; work x = ingest embedding work timed alone / passages once;")
-    print("weak / no-ans = % flagged weak_match on answerable questions / on questions whose gold passages are gone")
-    header = (
-        f"{'dataset':<16} {'system':<22} {'R@1':>5} {'R@2':>5} {'R@5':>5} {'R@10':>5} {'worse':>5} {'p50':>8} "
-        f"{'p95':>8} {'x floor':>7} {'x dense':>7} {'ingest s':>8} {'pass/s':>7} {'emb/pass':>8} {'emb s':>7} "
-        f"{'work x':>6} {'peak MB':>7} {'weak':>5} {'no-ans':>6}"
-    )
-    print(header)
-    print("-" * len(header))
-    for dataset, systems in results.items():
-        for system, r in systems.items():
-            if system == FLOOR:
-                print(f"{dataset:<16} {system:<22} {'':>29} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f}")
-                continue
-            print(
-                f"{dataset:<16} {system:<22} {r['recall@1']:>5.1f} {r['recall@2']:>5.1f} {r['recall@5']:>5.1f} "
-                f"{r['recall@10']:>5.1f} {_fmt(r['worse_than_dense'], 5, 0)} {_fmt(r['p50_ms'])} "
-                f"{_fmt(r['p95_ms'])} {_fmt(r['p50_vs_floor'], 7)} {_fmt(r['p50_vs_dense'], 7)} "
-                f"{_fmt(r['ingest_seconds'], 8, 1)} {_fmt(r['ingest_per_s'], 7, 1)} "
-                f"{_fmt(r['embeddings_per_passage'])} {_fmt(r['embed_seconds'], 7, 1)} "
-                f"{_fmt(r.get('embed_work_vs_passages'), 6)} "
-                f"{r['peak_rss_mb']:>7.0f} {_fmt(r.get('weak_match_answerable'), 5, 1)} "
-                f"{_fmt(r.get('weak_match_no_answer'), 6, 1)}"
-            )
-
-
-def _fmt(v: float | None, width: int = 8, digits: int = 2) -> str:
-    return f"{v:>{width}.{digits}f}" if v is not None else f"{'-':>{width}}"
-
-
-def plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
-    """One panel per dataset, one recall@k curve (k = 1..10) per system."""
-    plt = pyplot()
-    datasets = [d for d, systems in results.items() if any(s != FLOOR for s in systems)]
-    if plt is None or not datasets:
-        return
-    ks = list(range(1, CURVE_K + 1))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(max(7.0, 4.6 * len(datasets)), 4.2), sharey=True, squeeze=False)
-    for ax, dataset in zip(axes[0], datasets, strict=True):
-        for system, r in results[dataset].items():
-            if system != FLOOR:
-                ax.plot(ks, [r[f"recall@{k}"] for k in ks], marker="o", markersize=3, label=system)
-        ax.set_title(dataset)
-        ax.set_xlabel("k (distinct passages)")
-        ax.set_xticks(ks)
-        ax.set_ylim(0, 100)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("passage recall@k, %")
-    axes[0][-1].legend(loc="lower right", fontsize=8)
-    fig.suptitle("multi-hop passage recall@k: evigraph vs BM25 and dense MiniLM")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"wrote {path}")
-
-
 def child_main(args: argparse.Namespace) -> None:
     if args.child == "latency":
         out = asyncio.run(latency_child(args.systems, args.dataset_dir, args.work, args.limit, args.extractor))
@@ -534,10 +480,10 @@ def child_main(args: argparse.Namespace) -> None:
 
 
 def run_dataset(
-    data_dir: Path, args: argparse.Namespace, work: Path, env: dict[str, str]
+    data_dir: Path, args: argparse.Namespace, work: Path, env: dict[str, str], failed: list[str]
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Each system ingested in its own process (its peak RSS and ingest time its own), then all
-    of them timed together in one more process."""
+    of them timed together in one more process. Phases that fail are added to `failed`."""
     common = ["--dataset-dir", str(data_dir), "--work", str(work)]
     common += ["--limit", str(args.limit)] if args.limit else []
     common += ["--extractor", args.extractor] if args.extractor else []
@@ -548,10 +494,14 @@ def run_dataset(
         print(f"{res.seconds:.1f}s" if res.ok else f"failed after {res.seconds:.1f}s\n{res.error}", file=sys.stderr)
         if res.ok:
             ingest[system] = res.data
+        else:
+            failed.append(f"{data_dir.name}/{system}")
     print(f"{data_dir.name} interleaved latency ...", end=" ", flush=True, file=sys.stderr)
     res = run_child([__file__, "--child", "latency", "--systems", ",".join(ingest), *common], env=env)
     print(f"{res.seconds:.1f}s" if res.ok else f"failed after {res.seconds:.1f}s\n{res.error}", file=sys.stderr)
     timing = res.data if res.ok else {}
+    if not res.ok:
+        failed.append(f"{data_dir.name} latency")
     for system, r in ingest.items():  # the same ranking reopened must score the same
         again = timing.get(system, {}).get("recall@5")
         if again is not None and again != r["recall@5"]:
@@ -583,15 +533,17 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {SYSTEMS}")
 
+    datasets = find_datasets(args.data, args.datasets)
     args.out.mkdir(parents=True, exist_ok=True)
     json_path = args.out / "retrieval.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     results: dict[str, dict[str, dict[str, Any]]] = {}
     details: dict[str, dict[str, Any]] = {}
-    for data_dir in find_datasets(args.data, args.datasets):
+    failed: list[str] = []
+    for data_dir in datasets:
         work = Path(tempfile.mkdtemp(prefix=f"evigraph-bench-{data_dir.name}-"))
         try:
-            ingest, timing = run_dataset(data_dir, args, work, env)
+            ingest, timing = run_dataset(data_dir, args, work, env, failed)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         results[data_dir.name] = merge(ingest, timing)
@@ -601,6 +553,8 @@ def main() -> None:
     print_table(results)
     print(f"wrote {json_path}")
     plot(results, args.out / "retrieval.png")
+    if failed:  # the numbers above lack these: a run with a failed phase is not a finished benchmark
+        raise SystemExit(f"{len(failed)} phases failed: {', '.join(failed)} (their errors are above)")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import mcp_server, pyplot
+from _common import mcp_server, pyplot, require_dataset
 from retrieval import percentile_ms, read_jsonl
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "hotpotqa"
@@ -263,6 +263,7 @@ def main() -> None:
     parser.add_argument("--sample-every", type=int, default=100)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     args = parser.parse_args()
+    require_dataset(args.data, args.db)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="evigraph-soak-") as tmp:
         db = args.db or Path(tmp) / "soak.db"

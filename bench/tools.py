@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import peak_rss_mb, pyplot
+from _common import peak_rss_mb, pyplot, require_dataset
 from retrieval import percentile_ms, read_jsonl
 
 
@@ -142,6 +142,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--extractor", default="rules", help="extractor for the ingest (default: rules)")
     args = parser.parse_args()
+    require_dataset(args.data, args.db)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="evigraph-tools-") as tmp:
         db = args.db or Path(tmp) / "bench.db"

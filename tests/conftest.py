@@ -61,8 +61,12 @@ def make_pdf(path: Path, pages: list[str]) -> Path:
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     """A folder of three real documents: text, Markdown and PDF."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
+    return write_corpus(tmp_path / "docs")
+
+
+def write_corpus(folder: Path) -> Path:
+    """The `corpus` fixture's documents in `folder`, for fixtures of a wider scope."""
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "lisbon.txt").write_text(
         "Harbor Lab is a research group in Lisbon. Marta Oliveira founded Harbor Lab in 2014.\n\n"
         "The lab works with the Portuguese Sea Agency on ocean monitoring.\n",

@@ -61,8 +61,8 @@ def paragraph_chunker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_each_kind_lists_its_built_ins() -> None:
-    assert CHUNKERS.names() == ("fixed", "sentence", "structural")
-    assert EXTRACTORS.names() == ("auto", "spacy", "rules")
+    assert CHUNKERS.names() == ("fixed", "sentence", "structural", "contextual")
+    assert EXTRACTORS.names() == ("auto", "spacy", "rules", "llm")
     assert RESOLVERS.names() == ("exact",)
     assert LOADERS.names() == ("text", "markdown", "pdf", "jsonl", "html")
     assert EMBEDDERS.forms() == (
@@ -108,8 +108,8 @@ def test_plan_costs_limits_and_schema_follow_the_registries() -> None:
     )
     text = describe_options(limits)
     for registry in PLAN_KINDS.values():
-        for entry in registry:
-            assert f"{entry.name}: {entry.description}" in text
+        for entry in registry:  # only what the cheap limits allow is offered to an agent
+            assert (f"{entry.name}: {entry.description}" in text) == entry.cheap
     assert _plan_rule_enum("chunker") == list(CHUNKERS.names())
     assert _plan_rule_enum("extractor") == list(EXTRACTORS.names())
     assert _plan_rule_enum("resolver") == list(RESOLVERS.names())
@@ -139,7 +139,7 @@ def test_the_registered_chunker_is_gone_after_its_test() -> None:
     [
         (chunker_by_name, "semantic", "fixed, sentence, structural"),
         (chunker_by_name, "fixed:100", "fixed, sentence, structural"),
-        (extractor_by_name, "llm", "auto, spacy, rules"),
+        (extractor_by_name, "gpt", "auto, spacy, rules, llm"),
         (resolver_by_name, "fuzzy", "exact"),
         (embedder_by_name, "minilm:x", "none, minilm, sentence-transformers:<model or folder>, fastembed:<model>"),
         (LOADERS.create, "docx", "text, markdown, pdf, jsonl, html"),

@@ -70,6 +70,13 @@ _EXPORTS = {
     "RelationItem": "evigraph.evidence",
     "Source": "evigraph.evidence",
     "NotFoundError": "evigraph.errors",
+    "LLMError": "evigraph.errors",
+    "LLMConfigurationError": "evigraph.errors",
+    "LLMTimeoutError": "evigraph.errors",
+    "LLMResponseError": "evigraph.errors",
+    "LLM": "evigraph.providers.llms",
+    "OpenAICompatibleLLM": "evigraph.providers.llms",
+    "Message": "evigraph.providers.llms",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -96,6 +103,10 @@ if TYPE_CHECKING:
         EvigraphError,
         InputError,
         KnowledgeBaseMissingError,
+        LLMConfigurationError,
+        LLMError,
+        LLMResponseError,
+        LLMTimeoutError,
         NotAKnowledgeBaseError,
         NotFoundError,
         ReadOnlyViolation,
@@ -131,6 +142,7 @@ if TYPE_CHECKING:
         Span,
         TextChunk,
     )
+    from evigraph.providers.llms import LLM, Message, OpenAICompatibleLLM
     from evigraph.retrieval.query import RetrieveQuery
     from evigraph.retrieval.result import RetrievalResult
     from evigraph.store.base import GraphStore

@@ -2,8 +2,9 @@
 
 A new user meets optional features one failure at a time (no spaCy model, no embedder library,
 an MCP client that cannot start the server). One look answers all of it up front. Every check
-only asks the import system or the environment: nothing is loaded, downloaded or contacted, so
-the report is instant and works offline.
+only asks the import system or the environment: nothing is loaded or downloaded, so the report
+is instant and works offline. The one exception is a configured LLM: its server is asked for its
+model list (a few seconds at most), since "configured" says nothing of a wrong URL, key or model.
 
 The checks come from the registries where they exist (extractors, embedders, loaders, engines),
 so a strategy registered later is diagnosed without a change here.
@@ -16,12 +17,15 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint, provides
+
+if TYPE_CHECKING:
+    from evigraph.providers.llms import OpenAICompatibleLLM
 
 Area = Literal["engine", "extractor", "embedder", "mcp", "llm", "server", "ui-tests", "command"]
 
@@ -93,19 +97,64 @@ def _module(area: Area, name: str, what: str, module: str, *, extra: str) -> Che
     return Check(area=area, name=name, ok=False, detail=f"{what}: not installed", hint=hint)
 
 
+LLM_PROBE_TIMEOUT = 3.0
+
+
 def _llm() -> Check:
-    """An LLM is configured by environment; whether it answers is not asked (no network here)."""
-    base = os.environ.get("EVIGRAPH_LLM_BASE_URL", "")
-    model = os.environ.get("EVIGRAPH_LLM_MODEL", "")
-    if base and model:
-        return Check(area="llm", name="llm", ok=True, detail=f"{model} at {base} (not contacted)")
-    return Check(
-        area="llm",
-        name="llm",
-        ok=False,
-        detail="no LLM configured (extraction and search work without one)",
-        hint="set EVIGRAPH_LLM_BASE_URL and EVIGRAPH_LLM_MODEL (and EVIGRAPH_LLM_API_KEY for a hosted API)",
-    )
+    """Whether an LLM is configured (EVIGRAPH_LLM_MODEL and friends) and, if so, whether its
+    server answers with the key and lists the model."""
+    from evigraph.providers.llms import OpenAICompatibleLLM, llm_from_env
+
+    try:
+        llm = llm_from_env()
+    except ConfigurationError as exc:
+        return Check(area="llm", name="llm", ok=False, detail=exc.message, hint=exc.hint)
+    if llm is None:
+        return Check(
+            area="llm",
+            name="llm",
+            ok=False,
+            detail="no LLM configured (extraction and search work without one)",
+            hint="set EVIGRAPH_LLM_MODEL and EVIGRAPH_LLM_BASE_URL (and EVIGRAPH_LLM_API_KEY for a hosted API)",
+        )
+    name = llm.spec or "llm"
+    if not isinstance(llm, OpenAICompatibleLLM):  # pragma: no cover - the environment builds only this one
+        return Check(area="llm", name=name, ok=True, detail=f"{llm.model} (not contacted)")
+    return _probed(llm, name)
+
+
+def _probed(llm: OpenAICompatibleLLM, name: str) -> Check:
+    where = f"{llm.model} at {llm.endpoint.display}"
+    probe = llm.probe(timeout=LLM_PROBE_TIMEOUT)
+    if not probe.reachable:
+        return Check(
+            area="llm",
+            name=name,
+            ok=False,
+            detail=f"{where}: not reachable ({probe.error})",
+            hint="check EVIGRAPH_LLM_BASE_URL and that the server is running",
+        )
+    if probe.status in (401, 403):
+        return Check(
+            area="llm",
+            name=name,
+            ok=False,
+            detail=f"{where}: the API key was refused (HTTP {probe.status}: {probe.error})",
+            hint="check EVIGRAPH_LLM_API_KEY",
+        )
+    if probe.status is not None and probe.status >= 400:
+        return Check(area="llm", name=name, ok=True, detail=f"{where}: reachable (no model list: HTTP {probe.status})")
+    listed = probe.models or ()
+    if listed and not llm.endpoint.azure and llm.model not in listed and f"{llm.model}:latest" not in listed:
+        shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
+        return Check(
+            area="llm",
+            name=name,
+            ok=False,
+            detail=f"{where}: reachable, but the server does not list this model (it lists {shown})",
+            hint=f"check EVIGRAPH_LLM_MODEL (for Ollama: `ollama pull {llm.model}`)",
+        )
+    return Check(area="llm", name=name, ok=True, detail=f"{where}: reachable")
 
 
 def _command() -> Check:

@@ -78,3 +78,29 @@ class ToolError(EvigraphError):
 
 class ReadOnlyViolation(ToolError):
     """A write tool called on a read-only toolkit."""
+
+
+class LLMError(EvigraphError):
+    """A language model call failed: the server refused it, kept failing, or answered unusably.
+
+    `status` is the HTTP status when the server answered one. Retries have already been spent
+    when this is raised; callers fail the one document (or answer) and carry on.
+    """
+
+    def __init__(self, message: str, hint: str = "", *, status: int | None = None) -> None:
+        super().__init__(message, hint)
+        self.status = status
+
+
+class LLMConfigurationError(LLMError, ConfigurationError):
+    """The LLM cannot work as configured: no model, a malformed URL, an unreachable server, a
+    rejected key, an unknown model. Every later call would fail alike, so callers stop the batch."""
+
+
+class LLMTimeoutError(LLMError):
+    """The model did not answer within the client's timeout."""
+
+
+class LLMResponseError(LLMError):
+    """The model answered, but not with what was asked: malformed JSON, JSON of the wrong shape,
+    no choices, or a stream that ended before the model finished."""

@@ -11,8 +11,9 @@ import hashlib
 import re
 import unicodedata
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 UNKNOWN_LABEL = "Unknown"
 """Label of an entity whose type matches no ontology label."""
@@ -80,12 +81,15 @@ class LoadedDocument(_Frozen):
         return page
 
 
-def embedding_text(title: str, text: str) -> str:
-    """What a passage's vector is computed from: its document title, then its text.
+def embedding_text(title: str, text: str, context: str = "") -> str:
+    """What a passage's vector is computed from: its document title, its context, then its text.
 
-    A passage often never names its subject ("He was born in 1915"); the title does.
+    A passage often never names its subject ("He was born in 1915"); the title does, and a
+    context a contextual chunker wrote says more. The text comes last, so a sentence's offsets
+    in the passage are its offsets in this text shifted by one amount.
     """
-    return f"{title}\n{text}" if title else text
+    head = "\n".join(part for part in (title, context) if part)
+    return f"{head}\n{text}" if head else text
 
 
 class TextChunk(_Frozen):
@@ -97,6 +101,11 @@ class TextChunk(_Frozen):
     end: int = Field(description="offset just past the chunk's last character")
     breadcrumbs: tuple[str, ...] = Field(default=(), description="heading path of the chunk's section")
     page: int | None = None
+    context: str = Field(
+        default="",
+        description="a sentence situating the chunk in its document (`ContextualChunking`): searched and embedded "
+        "with the chunk, never shown as its text, so citations and offsets stay the document's own words",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,9 +327,76 @@ class DocumentOutcome(BaseModel):
     line: int | None = Field(None, description="for a record of a many-record file (JSONL), its line")
 
 
+_SUMMED_SPEND = (
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "estimated_calls",
+    "passages",
+    "cached_passages",
+    "contexts",
+    "cached_contexts",
+    "unaligned_entities",
+    "dangling_relations",
+)
+
+
+class LLMSpend(BaseModel):
+    """LLM calls and tokens spent building the graph, and the passages extraction covered.
+
+    An ingest report holds one ingest's (a finalize report its resolution's); `status` the knowledge
+    base's running total, so the cost of a graph stays visible across sessions. Cached passages
+    cost no call and count apart.
+    """
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated_calls: int = Field(0, description="calls whose server reported no usage, counted with a tokenizer")
+    passages: int = Field(0, description="passages sent to the LLM")
+    cached_passages: int = Field(0, description="passages whose extraction was reused from the cache: no call")
+    contexts: int = Field(0, description="passages sent to the LLM for a context (`--chunker contextual`)")
+    cached_contexts: int = Field(0, description="passages whose context was reused from the cache: no call")
+    unaligned_entities: int = Field(0, description="entities dropped: the LLM named them, the passage does not")
+    dangling_relations: int = Field(0, description="relations dropped: an end is no entity found in the passage")
+    max_tokens: int | None = Field(None, description="the ceiling this ingest ran under (None: none)")
+    ceiling_reached: bool = False
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tokens_per_passage(self) -> float:
+        """Input and output tokens per passage sent, the figure to compare extraction costs by.
+
+        A passage sent for its context and for extraction is one passage, whose cost is both calls'.
+        """
+        sent = self.sent_passages
+        return round((self.input_tokens + self.output_tokens) / sent, 1) if sent else 0.0
+
+    @property
+    def sent_passages(self) -> int:
+        return max(self.passages, self.contexts)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: LLMSpend) -> LLMSpend:
+        summed: dict[str, Any] = {k: getattr(self, k) + getattr(other, k) for k in _SUMMED_SPEND}
+        summed["max_tokens"] = self.max_tokens if other.max_tokens is None else other.max_tokens
+        summed["ceiling_reached"] = self.ceiling_reached or other.ceiling_reached
+        return LLMSpend(**summed)
+
+
 class IngestReport(BaseModel):
     documents: list[DocumentOutcome] = Field(default_factory=list)
     pruned: PruneReport = Field(default_factory=lambda: PruneReport())
+    llm: LLMSpend | None = Field(
+        None, description="what LLM extraction and passage contexts spent; None when no LLM was asked"
+    )
+    left: list[str] = Field(
+        default_factory=list,
+        description="keys of documents not ingested because the LLM token ceiling was reached; run again for them",
+    )
     skipped: dict[str, int] = Field(
         default_factory=dict,
         description="files that folders and globs held but no loader reads, by extension ('.py'; '' for none), "
@@ -393,6 +469,7 @@ class ChunkHit(BaseModel):
     start: int = 0
     end: int = 0
     breadcrumbs: list[str] = Field(default_factory=list)
+    context: str = Field("", exclude=True, description="what search read beside the text (`TextChunk.context`)")
 
 
 class EntityHit(BaseModel):

@@ -48,6 +48,7 @@ def ingest(
     include: str | Sequence[str] = (),
     exclude: str | Sequence[str] = (),
     encoding: str | None = None,
+    max_llm_tokens: int | None = None,
     **options: Any,
 ) -> IngestReport:
     """`KnowledgeBase(db, **options).ingest(...)` without an event loop; `options` configure the
@@ -65,6 +66,7 @@ def ingest(
                 include=include,
                 exclude=exclude,
                 encoding=encoding,
+                max_llm_tokens=max_llm_tokens,
             )
 
     return _run(run())

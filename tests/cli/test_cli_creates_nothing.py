@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.conftest import run_cli
 
 from evigraph import KnowledgeBase
@@ -27,3 +28,17 @@ async def test_a_wrong_path_beside_an_existing_knowledge_base_still_logs_its_fai
     async with KnowledgeBase(tmp_path / "other.db") as fresh:
         report = await fresh.ingest(text="Harbor Lab is in Lisbon.", key="note")
         assert report.ok and (tmp_path / "other.db").exists()  # text always creates
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [("status",), ("search", "anything"), ("check", "--repair"), ("delete", "note"), ("compact",), ("finalize",)],
+    ids=lambda verb: verb[0],
+)
+def test_a_db_in_a_missing_folder_is_not_created_by_verbs_that_add_no_content(
+    tmp_path: Path, verb: tuple[str, ...]
+) -> None:
+    db = tmp_path / "missing" / "folder" / "kb.db"
+    done = run_cli(*verb, "--db", str(db))
+    assert done.code == 1 and "no knowledge base" in done.err, done.err
+    assert not (tmp_path / "missing").exists()

@@ -49,8 +49,9 @@ def test_names_with_newlines_stay_on_their_own_line(tmp_path: Path) -> None:
     status = run_cli("status", "--db", str(db), "--documents")
     assert status.code == 0, status.err
     listed = [line for line in status.out.splitlines() if line.startswith("  ")]
-    assert len(listed) == 2, status.out
-    assert not any(line.startswith("created") for line in status.out.splitlines())
+    assert len(listed) == 3, status.out  # the two documents, then the failed file with its error
+    assert "  failed  " in listed[2] and "\\nfailed     file:passwd" in listed[2]
+    assert not any(line.startswith(("created", "failed     file:")) for line in status.out.splitlines())
 
     # The title (the file's stem) labels the passage: it must not start a numbered evidence line.
     search = run_cli("search", "Who runs Marrowind Shipping?", "--db", str(db))

@@ -171,7 +171,7 @@ def test_markdown_elements_and_offsets(tmp_path: Path) -> None:
     code = next(e for e in doc.elements if e.kind == "code")
     assert "# this is a shell comment" in code.text and code.text.endswith("```")
     table = next(e for e in doc.elements if e.kind == "table")
-    assert table.text == "| OS | Command |\n|----|---------|\n| Linux | apt |"
+    assert table.text == "OS: Linux; Command: apt"  # each row names its columns (see the table tests below)
     lst = next(e for e in doc.elements if e.kind == "list")
     assert lst.text == "- step one\n- step two\n  continued"
 
@@ -223,6 +223,65 @@ def test_markdown_front_matter_is_not_structure(tmp_path: Path) -> None:
     assert doc.title == "Real Title"
     assert doc.elements is not None
     assert [e.kind for e in doc.elements] == ["heading", "paragraph"]
+
+
+TABLES = """\
+# Releases
+
+| Version | Python | Notes |
+|:--------|-------:|:-----:|
+| 3.0 | 3.11 | uses `a \\| b` pipes |
+| 2.1 |  | end of life |
+
+Between the tables.
+
+```markdown
+| Not | A table |
+|-----|---------|
+| kept | as code |
+```
+
+   | Key | Value | |
+   | --- | --- | --- |
+   | depth | 3 | extra |
+
+After.
+"""
+
+
+def test_markdown_table_rows_name_their_columns(tmp_path: Path) -> None:
+    path = tmp_path / "releases.md"
+    path.write_text(TABLES, encoding="utf-8")
+    [doc] = MarkdownLoader().load(path, "k")
+    assert doc.elements is not None
+    tables = [e.text for e in doc.elements if e.kind == "table"]
+    assert tables == [
+        # one line per row, each cell with its header; the alignment row gone; `\\|` read as a pipe;
+        # an empty cell left out
+        "Version: 3.0; Python: 3.11; Notes: uses `a | b` pipes\nVersion: 2.1; Notes: end of life",
+        "Key: depth; Value: 3; extra",  # a cell under an empty header is given bare
+    ]
+    code = next(e for e in doc.elements if e.kind == "code")
+    assert "| Not | A table |\n|-----|---------|\n| kept | as code |" in code.text  # a fenced table is code
+    for el in doc.elements:  # offsets follow the rewritten text, before and after each table
+        if el.kind != "heading":
+            assert doc.text[el.start : el.end] == el.text
+    assert doc.text.endswith("\nAfter.\n") and "|---" not in doc.text.split("```")[0]
+    assert [e.text for e in doc.elements if e.kind == "paragraph"] == ["Between the tables.", "After."]
+
+
+def test_a_table_row_read_alone_still_says_what_its_values_are(tmp_path: Path) -> None:
+    from evigraph.ingest.chunking import StructuralChunking
+
+    rows = "\n".join(f"| Station {i} | {10 + i} m | {'yes' if i % 2 else 'no'} |" for i in range(40))
+    path = tmp_path / "stations.md"
+    path.write_text(f"# Stations\n\n| Name | Depth | Heated |\n|---|---|---|\n{rows}\n", encoding="utf-8")
+    [doc] = MarkdownLoader().load(path, "k")
+    chunks = StructuralChunking(max_tokens=60).chunk(doc)
+    table_lines = [line for c in chunks for line in c.text.splitlines() if "Station " in line]
+    assert len({c.index for c in chunks}) > 2 and len(table_lines) == 40
+    for line in table_lines:
+        assert line.startswith("Name: Station ") and "; Depth: " in line and "; Heated: " in line
 
 
 # -- pdf ----------------------------------------------------------------------------------------

@@ -135,16 +135,32 @@ async def test_every_item_is_numbered_once(kb: KnowledgeBase) -> None:
     result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3)
     items = [i for section in (result.passages, result.entities, result.relations, result.facts) for i in section]
     number_of = {i.evidence_id: i.n for i in items}
-    # One number per piece of evidence (a relation that is also a fact keeps its number), from 1, no gaps.
+    # One number per piece of evidence, from 1, no gaps.
     assert all(number_of[i.evidence_id] == i.n for i in items)
     assert sorted(number_of.values()) == list(range(1, len(number_of) + 1))
-    assert result.facts and {f.evidence_id for f in result.facts} & {r.evidence_id for r in result.relations}
+    assert len(items) == len(number_of)  # and each piece of evidence listed once
+
+
+async def test_a_relation_found_by_links_and_facts_is_listed_once_as_a_relation(kb: KnowledgeBase) -> None:
+    question = "Zorvath Industries Kellan Marsh Quillon Bridge"
+    facts_only = await kb.retrieve(question, expand_hops=3, paths=["facts"])
+    both = await kb.retrieve(question, expand_hops=3)
+    assert facts_only.facts and all(f.paths == ["facts"] for f in facts_only.facts)
+    relations = {r.id: r for r in both.relations}
+    shared = [f.id for f in facts_only.facts if f.id in relations]
+    assert shared, "the corpus states each relation in a passage the facts path reads"
+    assert all(relations[rid].paths == ["facts", "links"] for rid in shared)  # the richer form, marked by both
+    assert not {f.id for f in both.facts} & set(relations)
+    assert all(f.paths == ["facts"] for f in both.facts)
+    assert all(r.paths == ["links"] for r in both.relations if r.id not in shared)
+    dumped = both.model_dump_json()
+    assert all(dumped.count(f'"evidence_id":"relation:{rid}"') == 1 for rid in shared)
 
 
 @pytest.mark.parametrize("budget", [40, 80, 150, 400, 2000])
 async def test_context_puts_whole_passages_first(kb: KnowledgeBase, budget: int) -> None:
     result = await kb.retrieve("Zorvath Industries Kellan Marsh Quillon Bridge", expand_hops=3, top_k=10)
-    assert result.passages and result.entities and result.relations and result.facts
+    assert result.passages and result.entities and result.relations
     text = result.to_context(budget)
     assert default_tokenizer().count(text) <= budget
     passages_cut = "## Passages" not in text or "more omitted)" in text.split("## Entities")[0]

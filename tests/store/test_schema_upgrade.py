@@ -48,6 +48,8 @@ async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path
         assert await store.ranking_rows() == [] and await store.entity_vectors() == []
         assert await store.pending_ranking_texts() == []
         assert len(await store.document_chunks(ALPHA.key)) == 2  # everything else reads as before
+        assert [h.context for h in await store.search_chunks("Babbage")] == ["", ""]  # no contexts before them
+        assert (await store.term_counts(["london"])).counts == {"london": 1}
 
     async with connect(path) as store:
         assert wanted <= _columns_while_open(store)

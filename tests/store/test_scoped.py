@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
-from evigraph.models import StoreCounts
+from evigraph.models import SourceRecord, SourceState, StoreCounts
 from evigraph.store import connect
 from evigraph.store.scoped import ScopedStore
 
@@ -100,6 +100,22 @@ async def test_status_counts_only_what_the_scope_shows(tmp_path: Path) -> None:
     assert whole.labels != expected["labels"]
     assert scoped == expected
     assert {k: tool[k] for k in expected if k in tool} == {k: v for k, v in expected.items() if k in tool}
+
+
+async def test_failed_sources_outside_the_scope_are_hidden(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    await _build(db, {"team-a/quill": ALPHA})
+    async with connect(db) as store:
+        await store.log_sources(
+            [
+                SourceRecord(key="team-a/broken", state=SourceState.failed, error="unreadable"),
+                SourceRecord(key="team-b/secret", state=SourceState.failed, error="team-b/secret: binary"),
+            ]
+        )
+    async with KnowledgeBase(db, store=connect(db, read_only=True, scope=["team-a/*"]), read_only=True) as kb:
+        status = await kb.status()
+    assert status.failed_documents == 1
+    assert [(r.key, r.error) for r in status.failed_sources] == [("team-a/broken", "unreadable")]
 
 
 async def test_scoped_counts_follow_writes(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
+from evigraph.ingest.loaders import MarkdownLoader
 from evigraph.providers.embedders import Embedder
 from evigraph.tools.passage_tools import PassageSearchResult
 from evigraph.tools.results import ToolResult
@@ -72,6 +73,8 @@ ACME = "\n".join(
         "",
     ]
 )
+ACME_LOADED = MarkdownLoader().load_bytes(ACME.encode(), Path("acme.md"), "acme")[0].text
+"""ACME as the Markdown loader reads it (its table as rows that name their columns): passage offsets point here."""
 GLOBEX = (
     "Globex Company is a rival of Acme Robotics Corp based in Bergen. "
     "Prof. Hank Scorpio runs Globex Company. "

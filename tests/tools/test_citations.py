@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evigraph.evidence.citations import check_citations, parse_citations
 from evigraph.evidence.ledger import EvidenceLedger
-from evigraph.tools.citations import check_citations, parse_citations
 
 ALICE = "Annual report\nAlice Smith works at Corvane Systems. Revenue was 2.8 million in 2023, up 12%, with two plants."
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.tools.conftest import (
-    ACME,
+    ACME_LOADED,
     GLOBEX,
     PRODUCTS_PARAGRAPH,
     HashEmbedder,
@@ -279,7 +279,7 @@ async def test_read_passages_by_number_and_by_evidence_id_give_the_exact_text(tk
     [p] = read.passages  # three references to one passage give it once
     assert p.n == n and p.id == chunk and not p.partial
     assert p.text == "### Drones\n\nThe Hawk drone counts stock from the air and was designed by Lars Berg."
-    assert ACME[p.source.start : p.source.end] == p.text
+    assert ACME_LOADED[p.source.start : p.source.end] == p.text
     assert p.citation.startswith("Acme Robotics, ")
     assert p.source.path is not None and p.source.path.endswith("acme.md")
     assert p.source.path in p.citation and f"chars {p.source.start}-{p.source.end}" in p.citation
@@ -329,7 +329,7 @@ def _heads(result: NavigationResult) -> list[str]:
 
 async def test_navigate_document_relations(tk: Toolkit) -> None:
     paragraph, _ = await passage_number(tk, "Lifter depot", "Lifter line shipped 100 units")
-    table, _ = await passage_number(tk, "Picker Sorter Launched", "| Picker  | 2022")
+    table, _ = await passage_number(tk, "Picker Sorter Launched", "Product: Picker; Launched: 2022")
     robots, _ = await passage_number(tk, "pallets shelves", "The Lifter robot moves pallets")
 
     assert _heads(await _navigate(tk, robots, "parent")) == ["## Products"]
@@ -347,7 +347,7 @@ async def test_navigate_document_relations(tk: Toolkit) -> None:
     assert around.anchor.startswith("passage:") and around.relation == "table_context"
 
 
-TABLE_HEAD = "| Product | Launched | Units sold |"
+TABLE_HEAD = "Product: Lifter; Launched: 2015; Units sold: 1,200"  # the table's first row, naming its columns
 
 
 async def test_navigate_document_bounds(tk: Toolkit) -> None:

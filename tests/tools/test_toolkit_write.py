@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.tools.conftest import ACME, GLOBEX, RULES_PLAN, passage_number, run, write_corpus
+from tests.tools.conftest import ACME_LOADED, GLOBEX, RULES_PLAN, passage_number, run, write_corpus
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
 from evigraph.ingest.files_root import FilesRoot
@@ -506,7 +506,7 @@ async def test_passages_of_files_cite_the_path_under_the_root(tk: Toolkit, root:
     read = await run(tk, "read_passages", {"passages": [n]}, PassageReadResult)
     [p] = read.passages
     assert (p.source.document_key, p.source.path) == (key(root, "acme.md"), "acme.md")
-    assert ACME[p.source.start : p.source.end] == p.text
+    assert ACME_LOADED[p.source.start : p.source.end] == p.text
     assert p.citation == f"Acme Robotics, acme.md, chars {p.source.start}-{p.source.end}"
 
 

@@ -1,5 +1,6 @@
-"""Evidence: the items reads return, their ids, the per-session ledger that numbers them, and how
-they are rendered and packed into a budget. Everything that shows or cites evidence uses this."""
+"""Evidence: the items reads return, their ids, the per-session ledger that numbers them, how
+they are rendered and packed into a budget, and how a draft's `[n]` citations are checked
+against them (`citations`). Everything that shows or cites evidence uses this."""
 
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
 from evigraph.evidence.items import (

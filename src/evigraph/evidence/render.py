@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import PurePosixPath
 
-from evigraph.display import display_text, one_line
+from evigraph.display import display_name, display_text, one_line
 from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, Source, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.models import DEFAULT_RELATION_TYPE
@@ -30,20 +29,22 @@ def hint_line(hint: str) -> str:
 
 
 def where(source: Source | None) -> str:
-    """A passage's label: its title (else its file name, else its key), page and last sections."""
+    """A passage's label: its title (else its key), page, last sections, then its file's path.
+
+    The path is what a reader opens and what tells two documents of one title apart (every
+    `index.md` of a documentation site), so a passage line names it in the CLI's text, in
+    `to_context` and in tool replies alike.
+    """
     if source is None:
         return ""
-    if source.title:
-        label = source.title
-    elif source.path:
-        label = PurePosixPath(source.path.replace("\\", "/")).name
-    else:
-        label = source.document_key
+    label = source.title or (display_name(source.path) if source.path else source.document_key)
     if source.page is not None:
         label += f", p. {source.page}"
     crumbs = [c for c in source.breadcrumbs if c != source.title]
     if crumbs:
         label += " > " + " > ".join(crumbs[-2:])
+    if source.path and source.title:
+        label += f"; {display_name(source.path)}"
     return display_text(label)  # a file name must not start a line of its own, such as a forged [n]
 
 
@@ -147,3 +148,15 @@ def relation_adds(relation: RelationItem, passages: Sequence[PassageItem]) -> bo
         return True
     shown = {p.id for p in passages}
     return not relation.passages or not set(relation.passages) & shown
+
+
+_NUMBERED = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+
+
+def numbers_shown(text: str) -> list[int]:
+    """The evidence numbers heading lines of packed text, in order: what a reader of it was shown.
+
+    Every item line starts with its `[n] ` and recorded text cannot start a line (see above), so
+    a number the budget cut is not among them.
+    """
+    return list(dict.fromkeys(int(m.group(1)) for m in _NUMBERED.finditer(text)))

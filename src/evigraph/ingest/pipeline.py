@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from evigraph.errors import EvigraphError, InputError
+from evigraph.errors import ConfigurationError, EvigraphError, InputError
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.extraction.budget import CeilingReached
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.progress import CHUNKED, EMBEDDED, EXTRACTED, IngestProgress, Shares
 from evigraph.ingest.pruning import prune
@@ -132,6 +133,7 @@ class IngestRun:
     _carried: LoadedDocument | None = field(default=None, init=False, repr=False)
     _shares: Shares = field(init=False, repr=False)
     _told: int = field(default=0, init=False, repr=False)  # outcomes already passed to `progress.finished`
+    _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
 
     def __post_init__(self) -> None:
         self._shares = Shares(self.progress)
@@ -146,7 +148,11 @@ class IngestRun:
         writing: asyncio.Task[None] | None = None
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
         try:
-            while not self.cancellation.cancelled and (loaded := await asyncio.to_thread(self._next_batch, stream)):
+            while (
+                not self.cancellation.cancelled
+                and not self._at_ceiling
+                and (loaded := await asyncio.to_thread(self._next_batch, stream))
+            ):
                 self._tell()
                 held.append([d.key for d in loaded])
                 self.in_flight.hold(held[-1])
@@ -163,6 +169,8 @@ class IngestRun:
             if writing is not None:
                 await writing
                 writing = None
+            if self._at_ceiling:
+                await self._leave_rest(stream)
         except IngestCancelled:
             log.info("ingest stopped on request; the batch being prepared was dropped")
         finally:
@@ -250,6 +258,7 @@ class IngestRun:
         self.cancellation.check()
         chunked = await asyncio.to_thread(self._chunk_all, batch)
         self.cancellation.check()
+        chunked = await self._contextualize(chunked)
         if not chunked:
             return []
         self._shares.credit((p.doc.key, CHUNKED) for p, _ in chunked)
@@ -331,6 +340,26 @@ class IngestRun:
             out.append((p, chunks))
         return out
 
+    async def _contextualize(
+        self, chunked: list[tuple[_Pending, list[TextChunk]]]
+    ) -> list[tuple[_Pending, list[TextChunk]]]:
+        """The chunker's contexts (`ChunkingStrategy.contextualize`): a document it could not give
+        them fails, one the token ceiling held back is left; a configuration error stops the ingest."""
+        if not chunked:
+            return chunked
+        got = await self.strategies.chunker.contextualize([(p.doc, chunks) for p, chunks in chunked])
+        out = []
+        for (p, _), result in zip(chunked, got, strict=True):
+            if isinstance(result, CeilingReached):
+                self._at_ceiling = True
+                self._left([p.doc.key])
+            elif isinstance(result, Exception):
+                self._fail(p.doc.key, f"writing passage contexts failed: {result}", path=p.doc.path)
+            else:
+                out.append((p, list(result)))
+        self.cancellation.check()
+        return out
+
     async def _embed(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> _Vectors | None:
         """Vectors for every chunk of the batch and for each of its sentences, from one pass.
 
@@ -344,7 +373,7 @@ class IngestRun:
         texts, spans, sentences, owners = [], [], [], []
         for p, chunks in chunked:
             for c in chunks:
-                text = embedding_text(p.doc.title, c.text)
+                text = embedding_text(p.doc.title, c.text, c.context)
                 shift = len(text) - len(c.text)
                 own = split_sentences(c.text)
                 texts.append(text)
@@ -367,19 +396,51 @@ class IngestRun:
         return graphs
 
     async def _extract_graphs(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[GraphData | None]:
+        """A ceiling reached keeps the documents finished and leaves the rest; a configuration error
+        (a misconfigured LLM) stops the ingest, as it would fail every document alike."""
         extractor, ontology = self.strategies.extractor, self.strategies.ontology
         try:
             return list(await extractor.extract_many([c for _, c in chunked], ontology))
+        except CeilingReached as stop:
+            return self._leave(chunked, stop.done)
+        except ConfigurationError:
+            raise
         except Exception:
             log.warning("batched extraction failed; retrying document by document", exc_info=True)
         graphs: list[GraphData | None] = []
-        for p, chunks in chunked:
+        for i, (p, chunks) in enumerate(chunked):
             try:
                 graphs.append(await extractor.extract(chunks, ontology))
+            except CeilingReached:
+                return graphs + self._leave(chunked[i:], [])
+            except ConfigurationError:
+                raise
             except Exception as exc:
                 self._fail(p.doc.key, f"extraction failed: {exc}", path=p.doc.path)
                 graphs.append(None)
         return graphs
+
+    def _leave(
+        self, chunked: list[tuple[_Pending, list[TextChunk]]], done: list[GraphData | None]
+    ) -> list[GraphData | None]:
+        """`done` (one per document, None where not extracted) padded, the others reported as left."""
+        self._at_ceiling = True
+        graphs = done + [None] * (len(chunked) - len(done))
+        self._left([p.doc.key for (p, _), g in zip(chunked, graphs, strict=True) if g is None])
+        return graphs
+
+    async def _leave_rest(self, stream: Iterator[LoadedDocument]) -> None:
+        """After the ceiling: the documents not read yet are reported, unchanged ones as unchanged
+        (they cost nothing) and the others as left, without chunking or extracting them."""
+        while loaded := await asyncio.to_thread(self._next_batch, stream):
+            pending = await self._skip_unchanged(self._admit(loaded))
+            self._left([p.doc.key for p in pending])
+            self._tell()
+
+    def _left(self, keys: list[str]) -> None:
+        self.report.left += keys
+        for key in keys:
+            self._shares.complete(key)  # the bar ends full: nothing more happens to them in this run
 
     async def _write(self, versions: list[tuple[_Pending, DocumentVersion]]) -> None:
         if not versions:

@@ -1,7 +1,9 @@
 """Entity resolution: merge the entities that are one thing.
 
-Resolution runs per document at ingest (cheap, exact) and across the whole graph at finalize;
-the contract is the same so an LLM-verified resolver can replace the exact one later.
+Resolution runs per document at ingest (cheap, exact; this module) and across the whole graph
+at finalize (`graph_resolution`: candidate pairs by blocking, judged by names or by an LLM).
+A merge made at finalize is recorded by the store, which re-points the merged-away id in every
+later write, so an ingest never splits what finalize joined.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Annotated
 
-from evigraph.models import ExtractedEntity, ExtractedRelation, GraphData, Mention
+from evigraph.graphdata import fold_graph
+from evigraph.models import GraphData
 from evigraph.strategies import Registry
 
 
@@ -52,52 +55,5 @@ def resolver_by_name(name: str) -> ResolutionStrategy:
 
 
 def resolve_exact(graph: GraphData) -> GraphData:
-    merged: dict[str, ExtractedEntity] = {}
-    for ent in graph.entities:
-        seen = merged.get(ent.id)
-        if seen is None:
-            merged[ent.id] = ent
-            continue
-        merged[ent.id] = seen.model_copy(
-            update={
-                "descriptions": _union(seen.descriptions, ent.descriptions),
-                "aliases": _union(seen.aliases, ent.aliases),
-            }
-        )
-
-    relations: dict[str, ExtractedRelation] = {}
-    for rel in graph.relations:
-        if rel.source not in merged or rel.target not in merged or rel.source == rel.target:
-            continue
-        seen_rel = relations.get(rel.id)
-        if seen_rel is None:
-            relations[rel.id] = rel
-        else:
-            relations[rel.id] = seen_rel.model_copy(
-                update={
-                    "confidence": max(seen_rel.confidence, rel.confidence),
-                    "chunk_indexes": tuple(sorted(set(seen_rel.chunk_indexes) | set(rel.chunk_indexes))),
-                }
-            )
-
-    mentions: dict[tuple[str, int], Mention] = {}
-    for m in graph.mentions:
-        if m.entity_id not in merged:
-            continue
-        key = (m.entity_id, m.chunk_index)
-        seen_m = mentions.get(key)
-        if seen_m is None:
-            mentions[key] = m
-        else:
-            spans = tuple(sorted(set(seen_m.spans) | set(m.spans), key=lambda s: (s.start, s.end)))
-            mentions[key] = seen_m.model_copy(update={"spans": spans})
-
-    return GraphData(
-        entities=tuple(merged.values()),
-        relations=tuple(relations.values()),
-        mentions=tuple(mentions.values()),
-    )
-
-
-def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(x for x in (*a, *b) if x))
+    """Entities with one id (normalised name and label) folded into one; see `fold_graph`."""
+    return fold_graph(graph)

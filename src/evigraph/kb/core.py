@@ -12,28 +12,35 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
 from evigraph.gate import Gate
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.graph_resolution.base import ResolutionReport
 from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.ingest.pipeline import InFlight, Strategies
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
-from evigraph.models import Ontology, TextChunk
+from evigraph.kb.llm import LLMChoice
+from evigraph.models import LLMSpend, Ontology, SourceRecord, TextChunk
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 from evigraph.store.location import StoreLocation
 
 if TYPE_CHECKING:
+    from evigraph.providers.llms import LLM
     from evigraph.retrieval.graph_stage import GraphStage, NamedSpan
 
 
+STATUS_FAILED_LISTED = 100
+"""Failed sources a status lists with their reasons (newest first); `failed_documents` counts them all."""
+
+
 class Status(BaseModel):
-    """What a knowledge base holds."""
+    """What a knowledge base holds, and which sources its last ingests could not read."""
 
     db: str
     engine: str
@@ -48,13 +55,19 @@ class Status(BaseModel):
     embedding_dimension: int = 0
     pending_embeddings: int = 0
     themes: int = 0
+    failed_documents: int = Field(0, description="sources whose last ingest failed (an older version may be stored)")
+    failed_sources: list[SourceRecord] = Field(
+        default_factory=list, description=f"the newest {STATUS_FAILED_LISTED} of them, each with its error"
+    )
+    llm: LLMSpend | None = Field(None, description="what LLM calls building the graph cost, summed over every session")
 
 
 class FinalizeReport(BaseModel):
-    """What `finalize` did: passages embedded and themes found."""
+    """What `finalize` did: passages embedded, entities resolved and themes found."""
 
     embedded: int = 0
     themes: int = 0
+    resolution: ResolutionReport | None = Field(None, description="candidate pairs, merges and LLM spend")
 
 
 ONTOLOGY_SETTING = "ontology"
@@ -79,6 +92,7 @@ class KnowledgeBaseCore:
         resolver: ResolutionStrategy | None = None,
         loaders: Sequence[LoaderStrategy] = (),
         embedder: Embedder | str | None = None,
+        llm: LLM | str | None = None,
         max_file_bytes: int = DEFAULT_MAX_BYTES,
         batch_documents: int = 64,
     ) -> None:
@@ -107,6 +121,7 @@ class KnowledgeBaseCore:
         self._embedder_spec: str | None = None
         """The recorded embedder's spec, built on first use (see `_recall_embedder`)."""
         self._unrebuildable: str | None = None  # a recorded model evigraph cannot build by name
+        self._llm = LLMChoice(llm)
         if max_file_bytes <= 0:
             raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
         self.max_file_bytes = max_file_bytes
@@ -127,6 +142,7 @@ class KnowledgeBaseCore:
         await self.close()
 
     async def close(self) -> None:
+        await self._llm.aclose()
         if self._store is not None and self._opened:
             await self._store.close()
             self._opened = False
@@ -156,6 +172,7 @@ class KnowledgeBaseCore:
                     self._ontology = Ontology.model_validate_json(stored)
             if not self._embedder_chosen:
                 await self._recall_embedder(self._store)
+        await self._llm.opened(self._store, writable=for_write)
         return self._store
 
     async def _recall_embedder(self, store: GraphStore) -> None:
@@ -194,6 +211,12 @@ class KnowledgeBaseCore:
                 "or `none` for full-text and graph search only",
             )
         return self._embedder
+
+    @property
+    def llm(self) -> LLM | None:
+        """The LLM: the one given, else the one the knowledge base recorded (built on first use,
+        its URL and key read from the environment then); None without one."""
+        return self._llm.get()
 
     def _exists(self) -> bool:
         """Whether there is a knowledge base to read; a server location is asked when opened."""
@@ -261,7 +284,7 @@ class KnowledgeBaseCore:
         from evigraph.retrieval.graph_stage import NamedSpan
 
         chunk = TextChunk(index=0, text=question, start=0, end=len(question))
-        graph = await self._extraction().extract([chunk], self.ontology)
+        graph = await self._extraction().offline.extract([chunk], self.ontology)
         where = {m.entity_id: m.spans[0] for m in graph.mentions if m.spans}
         found: dict[str, NamedSpan] = {}
         for entity in graph.entities:

@@ -8,10 +8,11 @@ the tool names, so `kb.search_entities` is what the `search_entities` tool runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from evigraph.evidence.ledger import EvidenceLedger
-from evigraph.kb.core import KnowledgeBaseCore, Status
+from evigraph.kb.core import STATUS_FAILED_LISTED, KnowledgeBaseCore, Status
+from evigraph.kb.spend import recorded_spend
 from evigraph.models import SourceRecord, SourceState, StoredDocument
 from evigraph.retrieval.entities import EntitySearch, Exploration
 from evigraph.retrieval.navigation import Navigation, Relation
@@ -22,6 +23,9 @@ from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.schema import CypherRows, OntologyOverview
 from evigraph.retrieval.themes import ThemeSearch
 from evigraph.strict import build, require_at_least, require_choice
+
+if TYPE_CHECKING:
+    from evigraph.kb.answers import Answer, AnswerQuery, AnswerStream, Prepared
 
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 RELATIONS: tuple[str, ...] = get_args(Relation)
@@ -56,6 +60,36 @@ class ReadOps(KnowledgeBaseCore):
         ledger.cite("retrieve", result.relations)
         ledger.cite("retrieve", result.facts, kind="fact")
         return result
+
+    async def answer(
+        self, query: str | RetrieveQuery, *, ledger: EvidenceLedger | None = None, **options: Any
+    ) -> Answer:
+        """An answer the LLM writes from the retrieved evidence, its `[n]` checked (`answer.verified`).
+
+        `options` are the fields of `AnswerQuery`: those of `retrieve`, `max_context_tokens`
+        (the evidence's budget) and `max_answer_tokens`. Numbers come from `ledger` (a
+        session's), else a fresh one. Needs an LLM (`KnowledgeBase(llm=...)`).
+        """
+        from evigraph.kb.answers import answer, build_query
+
+        return await answer(await self._prepare_answer(build_query(query, options), ledger))
+
+    def answer_stream(
+        self, query: str | RetrieveQuery, *, ledger: EvidenceLedger | None = None, **options: Any
+    ) -> AnswerStream:
+        """`answer` as the model writes it: `async with kb.answer_stream(q) as s: async for delta in s`,
+        then `s.result` is the checked `Answer`. Bad options are refused here, before anything runs."""
+        from evigraph.kb.answers import AnswerStream, build_query
+
+        chosen = build_query(query, options)
+        return AnswerStream(lambda: self._prepare_answer(chosen, ledger))
+
+    async def _prepare_answer(self, query: AnswerQuery, ledger: EvidenceLedger | None) -> Prepared:
+        from evigraph.kb.answers import prepare
+
+        await self._open(for_write=False)  # the LLM a knowledge base recorded is known once it is open
+        ledger = ledger if ledger is not None else EvidenceLedger(FRESH_LEDGER_CAPACITY)
+        return await prepare(query, self.llm, lambda q, led: self.retrieve(q, ledger=led), ledger)
 
     async def search_passages(self, query: str, *, mode: SearchMode = "hybrid", limit: int = 10) -> PassageSearch:
         """Passage snippets for plain words: lexical (BM25), semantic (vectors) or hybrid (both)."""
@@ -171,10 +205,12 @@ class ReadOps(KnowledgeBaseCore):
         return record
 
     async def status(self) -> Status:
-        """Counts of what the knowledge base holds, its embedding model and its themes."""
+        """Counts of what the knowledge base holds, its embedding model, its themes, and the
+        sources whose last ingest failed (with their reasons)."""
         store = await self._open(for_write=False)
         counts = await store.counts()
         model = await store.embedding_model()
+        failed = await store.count_failed_sources()
         return Status(
             db=str(self.location),
             engine=self.engine,
@@ -184,6 +220,9 @@ class ReadOps(KnowledgeBaseCore):
             embedding_dimension=model[1] if model else 0,
             pending_embeddings=await store.count_pending_embeddings() if model else 0,
             themes=len(await store.themes()),
+            failed_documents=failed,
+            failed_sources=await store.failed_sources(STATUS_FAILED_LISTED) if failed else [],
+            llm=await recorded_spend(store),
         )
 
     async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:

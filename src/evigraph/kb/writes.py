@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evigraph.errors import ConfigurationError, NotFoundError
+from evigraph.errors import ConfigurationError, EvigraphError, NotFoundError
 from evigraph.ingest.cancel import Cancellation
 from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.communities import detect_themes
-from evigraph.ingest.extraction.base import ExtractionStrategy
+from evigraph.ingest.extraction.base import ExtractionRun, ExtractionStrategy
+from evigraph.ingest.extraction.budget import TokenBudget
+from evigraph.ingest.graph_resolution import GraphResolver, graph_resolver_by_name, resolve_graph
 from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.decoding import assumed_encoding
 from evigraph.ingest.ontology_merge import OntologyExtension, extend_ontology
@@ -36,6 +38,7 @@ from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sources import FileFilter, collect_sources
 from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
+from evigraph.kb.spend import record_spend
 from evigraph.models import (
     DocumentOutcome,
     EntityType,
@@ -141,6 +144,7 @@ class WriteOps(KnowledgeBaseCore):
         include: str | Sequence[str] = (),
         exclude: str | Sequence[str] = (),
         encoding: str | None = None,
+        max_llm_tokens: int | None = None,
     ) -> IngestReport:
         """Ingest files, folders and globs, or one `text` under `key`; unchanged documents are skipped.
 
@@ -160,6 +164,10 @@ class WriteOps(KnowledgeBaseCore):
         leave out are counted in `report.excluded`, not as skipped. `encoding` is for text files
         that are neither UTF-8 nor marked by a byte order mark; without it UTF-16 with its mark and
         Latin-1/cp1252 are recognised and other files fail with a hint to pass it.
+
+        `max_llm_tokens` caps what an LLM extractor may spend (input and output tokens): no call
+        is sent that could pass it; the documents finished are written and the rest are listed in
+        `report.left`. `report.llm` says what was spent (None without an LLM extractor).
         """
         if isinstance(sources, str | os.PathLike):
             sources = [sources]
@@ -191,6 +199,7 @@ class WriteOps(KnowledgeBaseCore):
                 progress=progress,
                 reextract=reextract,
                 cancellation=cancellation,
+                max_llm_tokens=max_llm_tokens,
             )
         report.skipped, report.excluded = found.skipped_by_extension(), found.excluded
         return report
@@ -204,6 +213,7 @@ class WriteOps(KnowledgeBaseCore):
         reextract: bool = False,
         max_chunks: int | None = None,
         progress: bool | None = None,
+        max_llm_tokens: int | None = None,
     ) -> IngestReport:
         """Ingest the named files, each with its own plan of strategies.
 
@@ -212,6 +222,7 @@ class WriteOps(KnowledgeBaseCore):
         are ingested together. With `root`, names are paths under it (or document keys a tool
         returned) and every read goes through it, so no link or `..` leads outside; without,
         names are paths on disk. Files that cannot be read come back failed, with the fix.
+        `max_llm_tokens` is one ceiling for the whole call, whatever the plans.
         """
         from evigraph.ingest.file_loading import load_files
         from evigraph.ingest.loaders import loader_for
@@ -230,6 +241,7 @@ class WriteOps(KnowledgeBaseCore):
             if f.documents:
                 groups.setdefault((plans or {}).get(f.given, FilePlan()), []).extend(f.documents)
         for plan, documents in groups.items():
+            spent = report.llm.total_tokens if report.llm else 0
             part = await self.ingest_documents(
                 documents,
                 chunker=plan.chunker,
@@ -239,9 +251,15 @@ class WriteOps(KnowledgeBaseCore):
                 max_chunks=max_chunks,
                 exclusive=None,
                 progress=progress,
+                max_llm_tokens=None if max_llm_tokens is None else max(0, max_llm_tokens - spent),
             )
             report.documents += part.documents
             report.pruned.merge(part.pruned)
+            report.left += part.left
+            if part.llm is not None:
+                report.llm = part.llm if report.llm is None else report.llm + part.llm
+        if report.llm is not None:
+            report.llm.max_tokens = max_llm_tokens
         return report
 
     async def ingest_documents(
@@ -257,6 +275,7 @@ class WriteOps(KnowledgeBaseCore):
         exclusive: bool | None = True,
         progress: bool | IngestProgress | None = None,
         cancellation: Cancellation | None = None,
+        max_llm_tokens: int | None = None,
     ) -> IngestReport:
         """Ingest already-loaded documents (and `sources` paths) with optional per-call strategies.
 
@@ -265,7 +284,14 @@ class WriteOps(KnowledgeBaseCore):
         `exclusive=False` the ingest may run beside other non-exclusive ones; only ingests that
         add new documents should ask for that. `exclusive=None` decides it: alone when any of
         `documents` is stored already (its update prunes what only it mentioned), else beside others.
+        `max_llm_tokens` is the LLM token ceiling (see `ingest`).
         """
+        if max_llm_tokens is not None and max_llm_tokens < 0:
+            raise ConfigurationError("max_llm_tokens must not be negative", hint="e.g. max_llm_tokens=200000")
+        if self._store is None and not self._exists():  # no LLM recorded yet: refuse before creating the file
+            probe = ExtractionRun(llm=lambda: self.llm)
+            (_extractor(extractor) if extractor is not None else self._extraction()).for_run(probe)
+            _chunker(chunker or self._chunker or "structural").for_run(probe)
         store = await self._open(for_write=True)
         await self._claim_embedding_model(store)
         strategies = self._strategies()
@@ -275,6 +301,10 @@ class WriteOps(KnowledgeBaseCore):
             strategies.extractor = _extractor(extractor)
         if resolver is not None:
             strategies.resolver = _resolver(resolver)
+        budget = TokenBudget(max_llm_tokens)
+        run_context = ExtractionRun(llm=lambda: self.llm, store=store, budget=budget)
+        strategies.extractor = strategies.extractor.for_run(run_context)  # a missing LLM is refused here
+        strategies.chunker = strategies.chunker.for_run(run_context)  # and here, for a contextual chunker
         if exclusive is None:
             exclusive = bool(sources) or bool(await _documents(store, [d.key for d in documents]))
         watcher, owned = _progress(progress)
@@ -300,14 +330,24 @@ class WriteOps(KnowledgeBaseCore):
                     if self.embedder is not None and written and not run.cancellation.cancelled:
                         async with self._in_flight.writes:
                             await embed_ranking_texts(store, self.embedder)
+                except EvigraphError:  # a misconfigured LLM stopped it: what was written is still recorded
+                    await self._record_run(store, run.report, budget)
+                    raise
                 finally:
                     if owned:
                         watcher.close()
-                async with self._in_flight.writes:
-                    await self._log_outcomes(store, report)
+                await self._record_run(store, report, budget)
         finally:
             self._in_flight.release(keys)
         return report
+
+    async def _record_run(self, store: GraphStore, report: IngestReport, budget: TokenBudget) -> None:
+        """Log the run's outcomes, and add what its LLM spent to the knowledge base's total."""
+        report.llm = budget.spend() if budget.active else None
+        async with self._in_flight.writes:
+            await self._log_outcomes(store, report)
+            if report.llm is not None:
+                await record_spend(store, report.llm)
 
     @staticmethod
     async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
@@ -321,29 +361,42 @@ class WriteOps(KnowledgeBaseCore):
         records += [SourceRecord(key=d.key, state=SourceState.failed, error=d.error) for d in report.failed if d.key]
         await store.log_sources(records)
 
-    async def finalize(self) -> FinalizeReport:
-        """Finish a batch of ingests: embed passages without a vector, then find themes.
+    async def finalize(self, *, resolver: GraphResolver | str | None = None) -> FinalizeReport:
+        """Finish a batch of ingests: embed what has no vector, resolve entities, then find themes.
 
+        `resolver` merges entities of the whole graph that are one thing: "exact" (the default:
+        nothing beyond ingest's exact name match), "fuzzy" (by names, offline) or "llm" (this
+        knowledge base's LLM confirms candidate pairs); `report.resolution` says what it found,
+        merged and spent. It runs after the embedding, as it reuses the entities' name vectors.
         Themes are communities of entities (Louvain over the relations); they are recomputed
         whole, since one ingest can merge or split clusters anywhere in the graph.
         """
-        store = await self._open(for_write=True)
+        judge = self._graph_resolver(resolver)  # an unknown name or a missing LLM fails before any work
+        store = await self._open(for_write=True, create=False)  # a mistyped --db is said, not created
         report = FinalizeReport()
         async with self._gate.exclusive():
             if self.embedder is not None:
                 await self._claim_embedding_model(store)
                 report.embedded = await embed_passages(store, self.embedder)
                 await embed_ranking_texts(store, self.embedder)
+            report.resolution = await resolve_graph(store, judge)
+            if report.resolution.llm is not None:  # building the graph's cost includes judging its duplicates
+                await record_spend(store, report.resolution.llm)
             themes = await detect_themes(store)
             await store.replace_themes(themes)
             report.themes = len(themes)
         return report
 
+    def _graph_resolver(self, resolver: GraphResolver | str | None) -> GraphResolver:
+        if resolver is None or isinstance(resolver, str):
+            return graph_resolver_by_name(resolver or "exact", llm=self.llm if resolver == "llm" else None)
+        return resolver
+
     async def reembed(self) -> int:
         """Drop every stored vector and embed all passages with this knowledge base's embedder."""
         if self.embedder is None:
             raise ConfigurationError("no embedder to re-embed with", hint="pass embedder= to KnowledgeBase")
-        store = await self._open(for_write=True)
+        store = await self._open(for_write=True, create=False)
         await store.set_embedding_model(None)
         return (await self.finalize()).embedded
 

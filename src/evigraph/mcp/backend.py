@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evigraph.errors import ToolError
+from evigraph.masking import mask_secrets
 from evigraph.mcp.sessions import Sessions
-from evigraph.mcp.shaping import MAX_RESULT_CHARS, failure_kind, mask_secrets, truncate
+from evigraph.mcp.shaping import MAX_RESULT_CHARS, failure_kind, truncate
 from evigraph.tools.registry import ToolSpec
 from evigraph.tools.results import ToolResult
 from evigraph.tools.toolkit import Toolkit
 
 log = logging.getLogger("evigraph.mcp")
 
-SECRET_ENV = ("EVIGRAPH_MCP_TOKEN", "OPENAI_API_KEY", "EVIGRAPH_EMBED_API_KEY")
+SECRET_ENV = ("EVIGRAPH_MCP_TOKEN", "OPENAI_API_KEY", "EVIGRAPH_EMBED_API_KEY", "EVIGRAPH_LLM_API_KEY")
 
 
 @dataclass

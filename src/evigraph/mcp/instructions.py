@@ -23,6 +23,11 @@ def build_instructions(tools: Collection[str]) -> str:
         )
     if about := [t for t in ("status", "get_ontology") if t in tools]:
         steps.append(f"For questions about the knowledge base itself, use {' or '.join(about)}.")
+    if "answer" in tools:
+        steps.append(
+            "answer drafts a cited answer with the knowledge base's LLM; use it only when verified is true, "
+            "and cite its evidence numbers as your own."
+        )
     steps.append("Answer briefly and cite every claim with its [n].")
     if "check_citations" in tools:
         steps.append("Always run check_citations on your draft before replying, and fix what it reports.")

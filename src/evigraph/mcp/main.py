@@ -156,6 +156,7 @@ def _asked(sep: str, *settings: tuple[str, object]) -> list[str]:
 async def local_backend(config: McpConfig) -> LocalBackend:
     """Open the knowledge base in this process; raises DatabaseLockedError if another holds it."""
     from evigraph.kb import KnowledgeBase
+    from evigraph.providers.llms import llm_spec_from_env
     from evigraph.tools.toolkit import Toolkit
 
     kb = KnowledgeBase(
@@ -163,6 +164,7 @@ async def local_backend(config: McpConfig) -> LocalBackend:
         read_only=config.read_only,
         engine=config.engine,
         embedder=os.environ.get("EVIGRAPH_EMBEDDER") or None,  # unset: the one the knowledge base records
+        llm=llm_spec_from_env(),  # unset: the one the knowledge base records; with one, `answer` is served
         scope=config.scope or None,
     )
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call

@@ -9,7 +9,6 @@ or shortened is reported so the session can forget it: an agent must not cite wh
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 MAX_RESULT_CHARS = 40_000
@@ -150,20 +149,6 @@ def _shrink(work: dict[str, Any], budget: int, cut: dict[str, list[int]]) -> tup
         parent[path[-1]] = text[: len(text) // 2].rstrip() + " …(shortened)"
         spoiled |= _owner_numbers(work, path)
     return spoiled, size
-
-
-_SECRET = re.compile(
-    r"(?i)(bearer\s+|api[_-]?key[\"'=:\s]+|token[\"'=:\s]+|password[\"'=:\s]+|secret[\"'=:\s]+)([^\s\"',;]{4,})"
-    r"|\b(sk-[A-Za-z0-9_\-]{8,})\b"
-)
-
-
-def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """`text` with API keys, tokens and the given secret values replaced by `***`."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return _SECRET.sub(lambda m: (m.group(1) or "") + "***" if m.group(1) else "***", text)
 
 
 def failure_kind(exc: BaseException) -> tuple[str, str]:

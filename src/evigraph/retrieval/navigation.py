@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from evigraph.errors import NotFoundError
 from evigraph.evidence.ids import EvidenceId
 from evigraph.evidence.items import PassageText
+from evigraph.ingest.loaders.markdown import holds_table_rows
 from evigraph.models import ChunkHit
 from evigraph.retrieval.passages import passage_text
 from evigraph.store.base import GraphStore
@@ -28,11 +29,6 @@ class Navigation(BaseModel):
     found: int = Field(0, description="passages standing in the relation, before the bounds")
     truncated: bool = False
     truncation_reason: str | None = None
-
-
-def _is_table(text: str) -> bool:
-    rows = [line for line in text.splitlines() if line.strip().startswith("|") and line.count("|") >= 2]
-    return len(rows) >= 2
 
 
 def neighbourhood(anchor: ChunkHit, chunks: list[ChunkHit], relation: Relation) -> list[ChunkHit]:
@@ -56,10 +52,10 @@ def neighbourhood(anchor: ChunkHit, chunks: list[ChunkHit], relation: Relation) 
         return exact[:1] or [c for c in chunks if c.breadcrumbs[: len(up)] == up and c.id != anchor.id][:1]
     # table_context: around a table, its neighbours in the section; elsewhere, the section's tables
     section = [c for c in chunks if c.breadcrumbs == crumbs and c.id != anchor.id]
-    if _is_table(anchor.text):
+    if holds_table_rows(anchor.text):
         near = sorted(section, key=lambda c: abs(c.index - anchor.index))
         return sorted(near[:2], key=lambda c: c.index)
-    return [c for c in section if _is_table(c.text)]
+    return [c for c in section if holds_table_rows(c.text)]
 
 
 async def navigate(store: GraphStore, passage: str, relation: Relation, limit: int, max_chars: int) -> Navigation:

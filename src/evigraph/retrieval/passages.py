@@ -89,7 +89,9 @@ async def search_passages(
     fetched, counts = await asyncio.gather(store.chunks_by_ids(missing), store.term_counts(question_terms(query)))
     hits.update({h.id: h for h in fetched})
     first = (hits[f.key] for f in fused if f.key in hits)
-    result.match = assess(query, counts, (searchable_text(h.title, h.breadcrumbs, h.text) for h in first), vectors)
+    result.match = assess(
+        query, counts, (searchable_text(h.title, h.breadcrumbs, h.text, h.context) for h in first), vectors
+    )
     for f in fused:
         hit = hits.get(f.key)
         if hit is None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from evigraph.evidence.items import EntityItem, PassageItem
+from evigraph.evidence.items import EntityItem, PassageItem, RelationItem
 from evigraph.models import ChunkHit, EntityHit, Neighbour
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
@@ -189,11 +189,12 @@ class MultiPathRetriever:
                     source=source_of(hit),
                 )
             )
-        first = (searchable_text(p.source.title, p.source.breadcrumbs, p.text) for p in result.passages)
+        first = (
+            searchable_text(p.source.title, p.source.breadcrumbs, p.text, hits[p.id].context) for p in result.passages
+        )
         result.match = assess(question, counts, first, found.vector_stats)
         result.entities = entities
-        result.relations = [relation_item(r) for r in found.links]
-        result.facts = [relation_item(r) for r in found.facts]
+        result.relations, result.facts = relations_and_facts(found.links, found.facts)
         await self._attach_sources(result, found, hits)
         return result
 
@@ -272,6 +273,27 @@ def fused_passages(found: _Found, paths: Sequence[str]) -> list[Fused[str]]:
     ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
     ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
     return rrf({k: v for k, v in ranked.items() if v}, PASSAGE_WEIGHTS, k=PASSAGE_RRF_K)
+
+
+def relations_and_facts(
+    links: Sequence[Neighbour], facts: Sequence[Neighbour]
+) -> tuple[list[RelationItem], list[RelationItem]]:
+    """The `links` path's relations and the `facts` path's, each relation once.
+
+    A relation both paths found is one piece of evidence: it stays a relation (which says how many
+    hops it lies from the question's entities), marked as found by both, and is not listed again
+    as a fact, so no reply or JSON result prints it twice.
+    """
+    relations: dict[str, RelationItem] = {}
+    for r in links:  # nearest hop first: a relation reached again further out keeps its first place
+        relations.setdefault(r.id, relation_item(r)).paths = ["links"]
+    only_facts: dict[str, RelationItem] = {}
+    for r in facts:
+        if r.id in relations:
+            relations[r.id].paths = ["facts", "links"]
+        else:
+            only_facts.setdefault(r.id, relation_item(r)).paths = ["facts"]
+    return list(relations.values()), list(only_facts.values())
 
 
 def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour]:

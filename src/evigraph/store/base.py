@@ -31,9 +31,14 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
+from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+EXTRACTION_KIND = "extraction"
+"""The kind of cached LLM results the extraction cache held before it held others (`cached_extractions`)."""
 
 
 def passage_terms(text: str) -> set[str]:
@@ -52,9 +57,10 @@ def passage_terms(text: str) -> set[str]:
     return {_fold(w) for w in set(_WORD.findall(folded))}
 
 
-def searchable_text(title: str, breadcrumbs: Sequence[str], text: str) -> str:
-    """A passage as search reads it: its document's title, its section path, then its text."""
-    return " ".join((title, *breadcrumbs, text))
+def searchable_text(title: str, breadcrumbs: Sequence[str], text: str, context: str = "") -> str:
+    """A passage as search reads it: its document's title, its section path, its context (a
+    contextual chunker's sentence, `TextChunk.context`), then its text."""
+    return " ".join((title, *breadcrumbs, context, text) if context else (title, *breadcrumbs, text))
 
 
 def _fold(word: str) -> str:
@@ -145,6 +151,16 @@ class GraphStore(ABC):
     @abstractmethod
     async def check(self, repair: bool = False) -> IntegrityReport:
         """Find damage a crash or an engine fault left (ghost edges, orphans, missing indexes); fix it on repair."""
+
+    @abstractmethod
+    async def compact(self, progress: CompactProgress | None = None) -> CompactReport:
+        """Give back the space deletes and rewrites left in the knowledge base, keeping every row.
+
+        Whole-graph maintenance for the operator, never an agent's tool. A store that must take its
+        data offline to do it refuses while another process uses the knowledge base, and on any
+        failure leaves it as it was; one whose engine reclaims space itself reports `replaced=False`.
+        The store stays open (on the compacted data) afterwards.
+        """
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -303,6 +319,31 @@ class GraphStore(ABC):
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
         """Create or merge relations written by an agent, each with its supporting chunk ids."""
 
+    # -- resolution at finalize (store/merging.py) ---------------------------------------------
+
+    @abstractmethod
+    async def entity_records(self) -> list[EntityRecord]:
+        """Every entity of the whole graph with its names, label and passage count, ordered by id.
+
+        Resolution at finalize blocks on all of them at once; a scope does not narrow it, as
+        duplicates span documents.
+        """
+
+    @abstractmethod
+    async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
+        """Fold each merge's entities into its survivor, all merges in one transaction.
+
+        The survivor keeps every alias and description; mentions and relations are re-pointed
+        at it, those it already had folded in (spans and source passages united), relations to
+        itself dropped. Each merged-away id is recorded, and every later write (`write_versions`,
+        `upsert_entities`, `upsert_relations`) re-points it at its survivor, so a document naming
+        the old spelling attaches to the survivor. A merge naming an entity that is gone is skipped.
+        """
+
+    @abstractmethod
+    async def entity_redirects(self) -> dict[str, str]:
+        """Every merged-away entity id -> the survivor later writes re-point it at."""
+
     # -- bookkeeping -------------------------------------------------------------------------
 
     @abstractmethod
@@ -317,6 +358,31 @@ class GraphStore(ABC):
 
     @abstractmethod
     async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]: ...
+
+    @abstractmethod
+    async def failed_sources(self, limit: int = 100) -> list[SourceRecord]:
+        """Keys whose last ingest failed, with the reason, newest first.
+
+        A folder ingest that failed a few files must not look like a complete one in `status`.
+        """
+
+    @abstractmethod
+    async def count_failed_sources(self) -> int:
+        """How many keys `failed_sources` would list without a limit."""
+
+    @abstractmethod
+    async def cached_extractions(self, keys: Sequence[str], kind: str = EXTRACTION_KIND) -> dict[str, str]:
+        """LLM results stored under `keys` in `kind`, those found.
+
+        A key hashes what a result depends on (for an extraction, a passage's text, the ontology,
+        the model, the prompt), so a changed document costs model calls only for its changed
+        passages. `kind` says which caller's results ("extraction", "context"): one cache serves
+        them all, and a key of one kind never answers for another.
+        """
+
+    @abstractmethod
+    async def cache_extractions(self, entries: dict[str, str], kind: str = EXTRACTION_KIND) -> None:
+        """Store LLM results of `kind` by key (text, often JSON); a key already stored is overwritten."""
 
     @abstractmethod
     async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None: ...

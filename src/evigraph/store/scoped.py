@@ -35,7 +35,16 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import GraphStore, TermCounts, VectorSearch, passage_terms, searchable_text
+from evigraph.store.base import (
+    EXTRACTION_KIND,
+    GraphStore,
+    TermCounts,
+    VectorSearch,
+    passage_terms,
+    searchable_text,
+)
+from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 
 _OVERFETCH = 5
@@ -90,7 +99,9 @@ class ScopedStore(GraphStore):
                 for d in docs:
                     if self.allows(d.key):
                         for c in await self.inner.document_chunks(d.key, _ALL):
-                            frequencies.update(passage_terms(searchable_text(c.title, c.breadcrumbs, c.text)))
+                            frequencies.update(
+                                passage_terms(searchable_text(c.title, c.breadcrumbs, c.text, c.context))
+                            )
                             passages += 1
             self._terms = TermCounts(passages, dict(frequencies))
         return self._terms
@@ -143,6 +154,11 @@ class ScopedStore(GraphStore):
         """Whole-graph maintenance for the operator, not a tool: damage is not confined to a scope."""
         self._changed()
         return await self.inner.check(repair)
+
+    async def compact(self, progress: CompactProgress | None = None) -> CompactReport:
+        """Whole-file maintenance for the operator, like `check`: the file holds every scope."""
+        self._changed()
+        return await self.inner.compact(progress)
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
         await self.inner.upsert_entities(entities, source)
@@ -374,6 +390,17 @@ class ScopedStore(GraphStore):
     async def ranking_changes(self, since: str | None) -> StoreChanges:
         return await self.inner.ranking_changes(since)
 
+    async def entity_records(self) -> list[EntityRecord]:
+        """Whole-graph maintenance for the operator (finalize), like `check`: duplicates span scopes."""
+        return await self.inner.entity_records()
+
+    async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
+        self._changed()
+        return await self.inner.merge_entities(merges)
+
+    async def entity_redirects(self) -> dict[str, str]:
+        return await self.inner.entity_redirects()
+
     async def get_setting(self, key: str) -> str | None:
         return await self.inner.get_setting(key)
 
@@ -385,3 +412,20 @@ class ScopedStore(GraphStore):
 
     async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
         return await self.inner.source_log([k for k in keys if self.allows(k)])
+
+    async def failed_sources(self, limit: int = 100) -> list[SourceRecord]:
+        if self.everything:
+            return await self.inner.failed_sources(limit)
+        every = await self.inner.failed_sources(await self.inner.count_failed_sources())
+        return [r for r in every if self.allows(r.key)][:limit]
+
+    async def count_failed_sources(self) -> int:
+        if self.everything:
+            return await self.inner.count_failed_sources()
+        return len(await self.failed_sources(_ALL))
+
+    async def cached_extractions(self, keys: Sequence[str], kind: str = EXTRACTION_KIND) -> dict[str, str]:
+        return await self.inner.cached_extractions(keys, kind)  # keyed by passage content: reveals no document
+
+    async def cache_extractions(self, entries: dict[str, str], kind: str = EXTRACTION_KIND) -> None:
+        await self.inner.cache_extractions(entries, kind)

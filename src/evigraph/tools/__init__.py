@@ -1,5 +1,6 @@
-"""Agent tools: evidence numbering (`ledger`) and citation checking (`citations`).
+"""Agent tools: the registry, bounded inputs and results of what agents call.
 
-Agent tools number every piece of evidence they return so a draft answer can cite it as `[n]`,
-and `check_citations` verifies those citations against what the session actually returned.
+Tools number every piece of evidence they return (the ledger, `evigraph.evidence`) so a draft
+answer can cite it as `[n]`, and the `check_citations` tool verifies those citations
+(`evigraph.evidence.citations`) against what the session actually returned.
 """

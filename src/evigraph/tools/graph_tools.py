@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from evigraph.display import one_line
 from evigraph.evidence.ids import EvidenceId
 from evigraph.evidence.items import EntityCard, EntityItem, RelationItem, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.evidence.render import entity_line, passages_section, relation_line, theme_line
-from evigraph.models import TableInfo
+from evigraph.models import SourceRecord, TableInfo
 from evigraph.retrieval.schema import CYPHER_TIMEOUT_MS, EntityTypeView, RelationTypeView
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
 from evigraph.tools.registry import tool
@@ -41,9 +42,16 @@ class StatusResult(ToolResult):
     embedding_model: str | None
     pending_embeddings: int
     themes: int
+    failed_documents: int = Field(0, description="sources whose last ingest failed")
+    failed_sources: list[SourceRecord] = Field(default_factory=list, description="the newest of them, with errors")
 
     def header(self) -> str:
         return f"[{self.n}] " + self.content()
+
+    def sections(self) -> list[Section]:
+        # "- " first: a file named "[1] ..." must not start a line that reads as evidence
+        lines = ["- " + one_line(f"{f.key}: {f.error or 'no reason recorded'}") for f in self.failed_sources]
+        return [Section("Failed at their last ingest", lines)]
 
     def content(self) -> str:
         counts = key_values(
@@ -62,6 +70,8 @@ class StatusResult(ToolResult):
             lines.append("Relation types: " + key_values(dict(self.relation_types)) + ".")
         model = self.embedding_model or "none"
         lines.append(f"Embedding model: {model}; pending embeddings: {self.pending_embeddings}.")
+        if self.failed_documents:
+            lines.append(f"Documents whose last ingest failed: {self.failed_documents}.")
         return "\n".join(lines)
 
 
@@ -69,8 +79,8 @@ class StatusResult(ToolResult):
     "status",
     NoInput,
     "Counts of documents, passages, entities, relations and themes; every entity label and relation type with "
-    "its count; the embedding model and pending embeddings. The result is one evidence number, so an answer "
-    "about the knowledge base itself can cite it.",
+    "its count; the embedding model and pending embeddings; documents whose last ingest failed, with the errors. "
+    "The result is one evidence number, so an answer about the knowledge base itself can cite it.",
 )
 async def status(tk: Toolkit, args: NoInput) -> StatusResult:
     st = await tk.kb.status()
@@ -84,6 +94,8 @@ async def status(tk: Toolkit, args: NoInput) -> StatusResult:
         embedding_model=st.embedding_model,
         pending_embeddings=st.pending_embeddings,
         themes=st.themes,
+        failed_documents=st.failed_documents,
+        failed_sources=st.failed_sources,
     )
     content = result.content()
     result.evidence_id = str(EvidenceId("status", _digest(content)))

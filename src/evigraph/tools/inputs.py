@@ -170,6 +170,12 @@ class IngestInput(ToolInput):
     )
     plan: list[PlanRule] | None = Field(None, max_length=20, description="rules; the first matching a file applies")
     reextract: bool = Field(False, description="extract unchanged documents again (after set_ontology)")
+    max_llm_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="LLM token ceiling of this call (input + output), at most the operator's; finished documents "
+        "are kept, the rest listed in `left`",
+    )
 
 
 class PreviewFilesInput(ToolInput):

@@ -34,6 +34,10 @@ def costs() -> dict[str, dict[str, str]]:
     return {kind: registry.descriptions() for kind, registry in PLAN_KINDS.items()}
 
 
+DEFAULT_MAX_LLM_TOKENS = 200_000
+"""An ingest call's LLM ceiling unless the operator sets one: a few hundred passages' extraction."""
+
+
 class PlanLimits(BaseModel):
     """What an agent's ingest plan may pick; keys left out keep their cheap value."""
 
@@ -43,6 +47,11 @@ class PlanLimits(BaseModel):
     extractors: tuple[str, ...] = Field(default_factory=EXTRACTORS.cheap_names)
     resolvers: tuple[str, ...] = Field(default_factory=RESOLVERS.cheap_names)
     max_chunks: int | None = Field(1000, ge=1, description="files chunking into more passages are refused")
+    max_llm_tokens: int | None = Field(
+        DEFAULT_MAX_LLM_TOKENS,
+        ge=0,
+        description="LLM tokens (input + output) one ingest call may spend, whatever the agent asks; None: no ceiling",
+    )
 
 
 CHEAP_PLAN_LIMITS = PlanLimits()
@@ -62,7 +71,7 @@ def plan_limits_from(overrides: dict[str, Any] | None) -> PlanLimits:
 
 
 def _limits_hint() -> str:
-    return "keys: chunkers, extractors, resolvers, max_chunks; " + "; ".join(
+    return "keys: chunkers, extractors, resolvers, max_chunks, max_llm_tokens; " + "; ".join(
         f"{kind}s: {registry.choices}" for kind, registry in PLAN_KINDS.items()
     )
 
@@ -100,7 +109,19 @@ def describe_options(limits: PlanLimits) -> str:
         lines.append(f"- {kind} (default: {default}): {options}")
     if limits.max_chunks:
         lines.append(f"- files of more than {limits.max_chunks} passages are refused before extraction")
+    if limits.max_llm_tokens is not None:
+        lines.append(
+            f"- an ingest call spends at most {limits.max_llm_tokens:,} LLM tokens (max_llm_tokens may lower it); "
+            "what is not ingested is listed in `left`"
+        )
     return "\n".join(lines)
+
+
+def llm_ceiling(asked: int | None, limits: PlanLimits) -> int | None:
+    """The ceiling an ingest call runs under: the agent's, never above the operator's."""
+    if asked is None or limits.max_llm_tokens is None:
+        return limits.max_llm_tokens if asked is None else asked
+    return min(asked, limits.max_llm_tokens)
 
 
 def _allowed(limits: PlanLimits) -> tuple[tuple[str, tuple[str, ...]], ...]:

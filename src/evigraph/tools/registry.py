@@ -7,6 +7,7 @@ surfaces.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,5 +87,8 @@ def tool(
 def load_tools() -> dict[str, Tool]:
     """Import the modules that define tools (once) and return the registry."""
     from evigraph.tools import graph_tools, passage_tools, session_tools, write_tools  # noqa: F401
+
+    # last, so the others keep their order (an import block would be sorted); offered only with an LLM
+    importlib.import_module("evigraph.tools.answer_tools")
 
     return TOOLS

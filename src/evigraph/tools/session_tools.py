@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from evigraph.evidence.citations import check_citations as run_check
 from evigraph.evidence.pack import Section, pack_sections
+from evigraph.evidence.render import numbers_shown
 from evigraph.models import SourceState
 from evigraph.providers.tokenizers import default_tokenizer
-from evigraph.tools.citations import check_citations as run_check
 from evigraph.tools.inputs import CheckCitationsInput, GetContextInput, SourceStatusInput
 from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
@@ -60,10 +61,9 @@ async def get_context(tk: Toolkit, args: GetContextInput) -> ContextResult:
         live.append(n)
     tok = default_tokenizer()
     text = pack_sections(list(sections.values()), args.max_tokens, tok.count)
-    # every item is one line starting "[n] "; what the budget cut is not in the context
-    shown = {line.split(" ", 1)[0] for line in text.splitlines()}
-    included = [n for n in live if f"[{n}]" in shown]
-    omitted = [n for n in live if f"[{n}]" not in shown]
+    shown = set(numbers_shown(text))  # what the budget cut is not in the context
+    included = [n for n in live if n in shown]
+    omitted = [n for n in live if n not in shown]
     result = ContextResult(context=text, included=included, omitted=omitted, missing=missing)
     hints = []
     if missing:

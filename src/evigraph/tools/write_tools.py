@@ -34,6 +34,7 @@ from evigraph.models import (
     ExtractedRelation,
     IngestReport,
     IngestStatus,
+    LLMSpend,
     PruneReport,
     RelationType,
     entity_id,
@@ -48,7 +49,7 @@ from evigraph.tools.inputs import (
     UpsertEntitiesInput,
     UpsertRelationsInput,
 )
-from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options
+from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options, llm_ceiling
 from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
 
@@ -125,6 +126,12 @@ class IngestedDocument(BaseModel):
 class IngestResult(ToolResult):
     documents: list[IngestedDocument] = Field(default_factory=list)
     pruned: PruneReport = Field(default_factory=PruneReport)
+    llm: LLMSpend | None = Field(
+        None, description="what LLM work (extraction, passage contexts) spent in this call (None: no LLM used)"
+    )
+    left: list[str] = Field(
+        default_factory=list, description="documents not ingested: the LLM token ceiling was reached; call again"
+    )
     finalized: bool | None = Field(None, description="whether an on_write finalize ran (None: not due)")
     skipped: dict[str, int] = Field(
         default_factory=dict,
@@ -141,6 +148,10 @@ class IngestResult(ToolResult):
             types = display_text(describe_extensions(self.skipped))
             files = "file" if total == 1 else "files"
             text += f"; skipped {total} {files} no loader reads: {types} (name such a file to read it as text)"
+        if self.llm is not None:
+            text += f"; LLM {self.llm.calls} calls, {self.llm.total_tokens:,} tokens"
+        if self.left:
+            text += f"; {len(self.left)} left at the LLM token ceiling"
         return text
 
     def sections(self) -> list[Section]:
@@ -153,7 +164,8 @@ class IngestResult(ToolResult):
             for d in self.documents
         ]
         pruned = [] if self.pruned.empty else [self.pruned.model_dump_json(exclude_defaults=True)]
-        return [Section("Documents", docs, 2.0), Section("Pruned by the ontology", pruned)]
+        left = [display_name(key) for key in self.left]
+        return [Section("Documents", docs, 2.0), Section("Pruned by the ontology", pruned), Section("Left", left)]
 
 
 def _ingest_description(tk: Toolkit) -> str:
@@ -193,7 +205,13 @@ async def ingest(tk: Toolkit, args: IngestInput) -> IngestResult:
         raise ToolError("text needs a document_key", hint="pass document_key='notes/meeting-3'")
     await _refuse_file_key(tk, args.document_key)
     doc = text_document(args.text, args.document_key, args.title)
-    report = await tk.kb.ingest_documents([doc], reextract=args.reextract, exclusive=None, progress=False)
+    report = await tk.kb.ingest_documents(
+        [doc],
+        reextract=args.reextract,
+        exclusive=None,
+        progress=False,
+        max_llm_tokens=llm_ceiling(args.max_llm_tokens, tk.shared.plan_limits),
+    )
     return await _reply(tk, report, {}, reextract=args.reextract)
 
 
@@ -250,6 +268,7 @@ async def _ingest_files(tk: Toolkit, args: IngestInput) -> IngestResult:
         reextract=args.reextract,
         max_chunks=tk.shared.plan_limits.max_chunks,
         progress=False,
+        max_llm_tokens=llm_ceiling(args.max_llm_tokens, tk.shared.plan_limits),
     )
     result = await _reply(tk, report, chosen, reextract=args.reextract)
     result.skipped = await asyncio.to_thread(_skipped_in_folders, root, args.files or [])
@@ -287,7 +306,7 @@ async def _reply(
 ) -> IngestResult:
     """What the knowledge base did, in the agent's words, then an on_write finalize when due."""
     status = {IngestStatus.created: "ingested", IngestStatus.unchanged: "unchanged", IngestStatus.failed: "failed"}
-    result = IngestResult(pruned=report.pruned)
+    result = IngestResult(pruned=report.pruned, llm=report.llm, left=report.left)
     for outcome in report.documents:
         plan, reason = chosen.get(outcome.path or "", (None, None))
         label = status.get(outcome.status, "updated")

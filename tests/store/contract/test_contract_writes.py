@@ -181,6 +181,28 @@ async def test_source_log_keeps_each_keys_last_outcome(store: GraphStore) -> Non
     assert (log["b"].state, log["b"].content_hash) == (SourceState.current, "h")
 
 
+@covers("failed_sources", "count_failed_sources")
+async def test_failed_sources_are_the_keys_whose_last_ingest_failed(store: GraphStore) -> None:
+    assert await store.failed_sources() == [] and await store.count_failed_sources() == 0
+    await store.log_sources(
+        [
+            SourceRecord(key="a", state=SourceState.failed, error="unreadable"),
+            SourceRecord(key="b", state=SourceState.failed, error="binary file"),
+            SourceRecord(key="c", state=SourceState.current, content_hash="h", version=1),
+        ]
+    )
+    await store.log_sources([SourceRecord(key="b", state=SourceState.current, content_hash="h2", version=1)])
+    await store.log_sources([SourceRecord(key="d", state=SourceState.failed, error="too large")])
+    failed = await store.failed_sources()
+    assert [(r.key, r.state, r.error) for r in failed] == [  # newest first; b was fixed since
+        ("d", SourceState.failed, "too large"),
+        ("a", SourceState.failed, "unreadable"),
+    ]
+    assert all(r.at for r in failed)
+    assert await store.count_failed_sources() == 2
+    assert [r.key for r in await store.failed_sources(limit=1)] == ["d"]
+
+
 @covers("replace_themes", "themes")
 async def test_themes_are_replaced_as_a_whole(store: GraphStore) -> None:
     await build_library(store)

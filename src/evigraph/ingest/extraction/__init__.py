@@ -17,6 +17,7 @@ from evigraph.strategies import Registry
 
 if TYPE_CHECKING:
     from evigraph.ingest.extraction.base import ExtractionStrategy
+    from evigraph.ingest.extraction.llm import LLMExtraction
     from evigraph.ingest.extraction.rules import RuleBasedExtraction
     from evigraph.ingest.extraction.spacy_ner import SpacyExtraction, available_spacy_model
 
@@ -40,6 +41,17 @@ def _need_spacy_model() -> None:
         raise ConfigurationError("no spaCy model is installed", hint=install_hint("spacy"))
 
 
+def _need_llm_client() -> None:
+    """Which LLM is decided by the knowledge base (`--llm`, EVIGRAPH_LLM_MODEL, the one it recorded), so
+    it is checked when an ingest binds the extractor (`LLMExtraction.for_run`); here, the client."""
+    import importlib.util
+
+    from evigraph.extras import install_hint
+
+    if importlib.util.find_spec("httpx") is None:
+        raise ConfigurationError("the LLM client (httpx) is not installed", hint=install_hint(""))
+
+
 EXTRACTORS: Registry[ExtractionStrategy] = Registry("extractor")
 EXTRACTORS.register(
     "auto",
@@ -58,6 +70,16 @@ EXTRACTORS.register(
     description="capitalised-name rules, local, about 75 passages/s; lower precision",
 )
 
+EXTRACTORS.register(
+    "llm",
+    lazy_callable("evigraph.ingest.extraction.llm", "LLMExtraction"),
+    description="an LLM confirms the local tagger's names and relates them, typed by the ontology, each relation "
+    "with its fact sentence; needs an LLM (--llm or EVIGRAPH_LLM_MODEL); about 1 call per 8 passages and "
+    "250-400 input tokens per passage, cached by passage content",
+    cheap=False,
+    check=_need_llm_client,
+)
+
 ExtractorName = Annotated[str, EXTRACTORS.enum_schema()]
 """An extractor's name in an input model: its JSON Schema lists the registered extractors."""
 
@@ -66,7 +88,7 @@ EXTRACTOR_NAMES: tuple[str, ...] = EXTRACTORS.names()
 
 
 def extractor_by_name(name: str) -> ExtractionStrategy:
-    """The extractor a configuration names: "spacy", "rules" or "auto" (= `default_extractor()`).
+    """The extractor a configuration names: "spacy", "rules", "llm" or "auto" (= `default_extractor()`).
 
     Asking for "spacy" without an installed model fails here, with the install hint, rather than
     halfway through an ingest.
@@ -78,6 +100,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "ExtractionStrategy": "evigraph.ingest.extraction.base",
+        "LLMExtraction": "evigraph.ingest.extraction.llm",
         "RuleBasedExtraction": "evigraph.ingest.extraction.rules",
         "SpacyExtraction": "evigraph.ingest.extraction.spacy_ner",
         "available_spacy_model": "evigraph.ingest.extraction.spacy_ner",
@@ -89,6 +112,7 @@ __all__ = [
     "EXTRACTOR_NAMES",
     "ExtractionStrategy",
     "ExtractorName",
+    "LLMExtraction",
     "RuleBasedExtraction",
     "SpacyExtraction",
     "available_spacy_model",

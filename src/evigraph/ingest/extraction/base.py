@@ -8,9 +8,31 @@ a thread themselves.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from evigraph.ingest.extraction.budget import TokenBudget
 from evigraph.models import GraphData, Ontology, TextChunk
+
+if TYPE_CHECKING:
+    from evigraph.providers.llms.base import LLM
+    from evigraph.store.base import GraphStore
+
+
+@dataclass(frozen=True)
+class ExtractionRun:
+    """What one ingest lends its extractor besides the chunks (and a chunker that asks a model,
+    `ChunkingStrategy.for_run`): its LLM, its store, its budget.
+
+    The LLM is asked for only by an extractor that needs one, as building it may fail (a key
+    missing from the environment) where an offline ingest must not.
+    """
+
+    llm: Callable[[], LLM | None] = lambda: None
+    store: GraphStore | None = None
+    """Where extraction results are cached by passage content (`GraphStore.cached_extractions`)."""
+    budget: TokenBudget = field(default_factory=TokenBudget)
 
 
 class ExtractionStrategy(ABC):
@@ -43,3 +65,15 @@ class ExtractionStrategy(ABC):
     async def extract_many(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """Extract several documents at once; override to batch model calls across documents."""
         return [await self.extract(chunks, ontology) for chunks in documents]
+
+    def for_run(self, run: ExtractionRun) -> ExtractionStrategy:
+        """The extractor one ingest uses: an extractor with per-ingest state (an LLM's token budget,
+        a cache in the store) returns a copy bound to `run`, so concurrent ingests keep their own
+        accounts; one without returns itself. Raise `ConfigurationError` here for what is missing."""
+        return self
+
+    @property
+    def offline(self) -> ExtractionStrategy:
+        """The extractor for a search question's names: itself, or for one that calls a model, a
+        local one, as a search must neither wait on a model nor pay for it."""
+        return self

@@ -127,11 +127,14 @@ def merge_relations(relations: Iterable[ExtractedRelation]) -> list[ExtractedRel
     return list(merged.values())
 
 
-def graph_from_hits(chunks: Sequence[TextChunk], hits: Sequence[Sequence[Hit]]) -> GraphData:
+def graph_from_hits(
+    chunks: Sequence[TextChunk], hits: Sequence[Sequence[Hit]], *, cooccurring: bool = True
+) -> GraphData:
     """The graph of one document from the hits found in each of its chunks (`hits[i]` for `chunks[i]`).
 
     Offline extractors only differ in how they find spans; turning spans into entities,
     mentions and co-occurrence relations is shared so every extractor emits the same shape.
+    An extractor that reads real relations (an LLM) passes `cooccurring=False` and adds its own.
     Entities are deduplicated by id within the document (the first surface form names the
     entity, other forms become aliases), each (entity, chunk) gets one mention holding all its
     spans, and relations restated by overlapping chunks are merged.
@@ -157,7 +160,8 @@ def graph_from_hits(chunks: Sequence[TextChunk], hits: Sequence[Sequence[Hit]]) 
         for eid, found in spans.items():
             ordered = tuple(sorted(set(found), key=lambda s: (s.start, s.end)))
             mentions.append(Mention(entity_id=eid, chunk_index=chunk.index, spans=ordered))
-        relations.extend(cooccurrence_relations(chunk, located))
+        if cooccurring:
+            relations.extend(cooccurrence_relations(chunk, located))
     return GraphData(
         entities=tuple(entities.values()),
         relations=tuple(merge_relations(relations)),

@@ -1,15 +1,22 @@
 """Markdown: text plus the block structure that structural chunking needs.
 
-Headings give every chunk its breadcrumbs and tell the chunker where a section ends; tables, lists
-and code blocks are kept whole as raw markdown, because a table row or a code line cut away from
-its block loses its meaning. A full CommonMark parser would be a dependency for little gain: the
-line-based scanner below recognises the blocks that matter for chunking, and gets right the case
-that breaks naive splitters — a `#` comment inside a fenced code block is not a heading.
+Headings give every chunk its breadcrumbs and tell the chunker where a section ends; lists and
+code blocks are kept whole as raw markdown, because a code line cut away from its block loses its
+meaning. A full CommonMark parser would be a dependency for little gain: the line-based scanner
+below recognises the blocks that matter for chunking, and gets right the case that breaks naive
+splitters — a `#` comment inside a fenced code block is not a heading.
 
-Offsets: every element's `start`/`end` point into the returned text. For tables, lists, code and
-paragraphs `text[start:end] == element.text`; for a heading the span covers the whole heading
-markup (`## Intro ##`, or a setext title with its underline) while `element.text` is the clean
-title (`Intro`) used for breadcrumbs.
+Tables are the exception to "raw markdown": a row such as `| 3.10 | yes |` means nothing once the
+header is out of sight, and a passage (or its embedding) often holds a few rows only. So each row
+becomes one line that names its columns, `Python: 3.10; Supported: yes`, with the alignment row
+gone and escaped pipes (`\\|`) read as pipes. The chunker splits a long table between lines, so
+every piece still says what its values are. A table inside a code fence is code, left as written.
+
+Offsets: every element's `start`/`end` point into the returned text, which is the file's text with
+each table replaced by its rows as lines. For tables, lists, code and paragraphs
+`text[start:end] == element.text`; for a heading the span covers the whole heading markup
+(`## Intro ##`, or a setext title with its underline) while `element.text` is the clean title
+(`Intro`) used for breadcrumbs.
 """
 
 from __future__ import annotations
@@ -203,8 +210,80 @@ class _Scanner:
 
 
 def parse_markdown(text: str) -> tuple[Element, ...]:
-    """Block elements of a markdown text, in reading order, with offsets into `text`."""
+    """Block elements of a markdown text, in reading order, with offsets into `text` (tables raw)."""
     return tuple(_Scanner(text).scan())
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def table_cells(row: str) -> list[str]:
+    """The cells of one table row: outer pipes dropped, split at unescaped pipes, `\\|` read as `|`."""
+    row = row.strip()
+    if row.startswith("|"):
+        row = row[1:]
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return [cell.strip().replace("\\|", "|") for cell in _CELL_SPLIT.split(row)]
+
+
+def table_text(table: str) -> str:
+    """A markdown table as lines a reader (or an embedder) understands alone: one per row,
+    each cell named by its column (`Header: value`, joined by `; `).
+
+    Empty cells are left out; a cell beyond the header, or under an empty header, is given bare.
+    A table with a header and no rows reads as its column names.
+    """
+    lines = table.split("\n")
+    header = table_cells(lines[0])
+    rows = []
+    for line in lines[2:]:
+        cells = [(header[i] if i < len(header) else "", v) for i, v in enumerate(table_cells(line)) if v]
+        if cells:
+            rows.append("; ".join(f"{h}: {v}" if h else v for h, v in cells))
+    return "\n".join(rows) if rows else "; ".join(h for h in header if h)
+
+
+_NAMED_CELL = re.compile(r"[^:;\n]{1,80}: \S")
+"""One `Header: value` cell of a row `table_text` wrote."""
+
+
+def holds_table_rows(text: str) -> bool:
+    """Whether a passage holds a table: two rows or more as `table_text` writes them (cells named
+    `Header: value`, joined by `; `), or as raw markdown (`| a | b |`, stored by an older release
+    or read from a plain text file). A table of one row reads as a sentence and is not told apart.
+    """
+    named = piped = 0
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("|") and line.count("|") >= 2:
+            piped += 1
+        elif sum(bool(_NAMED_CELL.match(cell)) for cell in line.split("; ")) >= 2:
+            named += 1
+    return named >= 2 or piped >= 2
+
+
+def readable_tables(text: str, elements: tuple[Element, ...]) -> tuple[str, tuple[Element, ...]]:
+    """`text` with each table element rewritten by `table_text`, and every element's offsets moved
+    to match, so `text[start:end] == element.text` still holds for every non-heading element."""
+    if not any(e.kind == "table" for e in elements):
+        return text, elements
+    parts: list[str] = []
+    out: list[Element] = []
+    pos = shift = 0
+    for el in elements:
+        if el.kind != "table":
+            out.append(el.model_copy(update={"start": el.start + shift, "end": el.end + shift}))
+            continue
+        readable = table_text(el.text)
+        parts += [text[pos : el.start], readable]
+        pos = el.end
+        start = el.start + shift
+        if readable:  # a table of empty cells says nothing: no element
+            out.append(el.model_copy(update={"text": readable, "start": start, "end": start + len(readable)}))
+        shift += len(readable) - (el.end - el.start)
+    parts.append(text[pos:])
+    return "".join(parts), tuple(out)
 
 
 class MarkdownLoader(LoaderStrategy):
@@ -222,8 +301,8 @@ class MarkdownLoader(LoaderStrategy):
 
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
-        text = text_of(data, path)
-        elements = parse_markdown(text)
+        raw = text_of(data, path)
+        text, elements = readable_tables(raw, parse_markdown(raw))
         title = next((e.text for e in elements if e.kind == "heading" and e.level == 1), path.stem)
         return [
             LoadedDocument(

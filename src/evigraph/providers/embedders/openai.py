@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlparse
 
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
+from evigraph.masking import mask_credentials, protect_logs
 from evigraph.providers.embedders.base import Embedder, _chunks, _normalise
+from evigraph.providers.http import RETRY_STATUS, RetryPolicy, error_message, is_local_url, retry_after
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-_RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 class OpenAIEmbedder(Embedder):
@@ -27,7 +25,8 @@ class OpenAIEmbedder(Embedder):
     """
 
     retries = 2
-    backoff = 0.5  # seconds before the first retry; doubles each time
+    backoff = 0.5  # seconds before the first retry; doubles each time (with jitter)
+    max_wait = 30.0  # a longer Retry-After is not waited for: the call fails saying so
 
     def __init__(
         self,
@@ -47,7 +46,7 @@ class OpenAIEmbedder(Embedder):
         self.timeout = timeout
         self._dimension = dimension
         self._api_key = os.environ.get(api_key_env) or None
-        if self._api_key is None and (urlparse(self.base_url).hostname or "") not in _LOCAL_HOSTS:
+        if self._api_key is None and not is_local_url(self.base_url):
             raise ConfigurationError(
                 f"no API key for {self.endpoint}: environment variable {api_key_env} is not set",
                 f"export {api_key_env}=<your key>, or name another variable with EVIGRAPH_EMBED_API_KEY_ENV",
@@ -75,12 +74,14 @@ class OpenAIEmbedder(Embedder):
                 except ImportError as exc:
                     raise ConfigurationError("httpx is not installed", install_hint("embed-remote")) from exc
                 headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+                if self._api_key:
+                    protect_logs(self._api_key)
                 self._client = httpx.Client(timeout=self.timeout, headers=headers)
             return self._client
 
     def _mask(self, text: str) -> str:
         """Servers echo a rejected key in their message; it must not reach logs or terminals."""
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return mask_credentials(text, (self._api_key,) if self._api_key else ())
 
     @property
     def spec(self) -> str:
@@ -127,29 +128,30 @@ class OpenAIEmbedder(Embedder):
         import httpx
 
         client = self._http()
-        delay = self.backoff
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
+        policy = RetryPolicy(retries=self.retries, backoff=self.backoff, max_wait=self.max_wait)
+        attempt = 0
+        while True:
             try:
                 response = client.post(self.endpoint, json=payload)
             except httpx.TransportError as exc:
-                if last:
+                delay = policy.delay(attempt)
+                if delay is None:
                     raise ConfigurationError(
                         self._mask(f"cannot reach {self.endpoint}: {type(exc).__name__}: {exc}"),
                         "check EVIGRAPH_EMBED_BASE_URL and that the server is running",
                     ) from None
                 time.sleep(delay)
-                delay *= 2
+                attempt += 1
                 continue
-            if response.status_code in _RETRY_STATUS and not last:
-                time.sleep(_retry_after(response, delay))
-                delay *= 2
-                continue
+            if response.status_code in RETRY_STATUS:
+                delay = policy.delay(attempt, retry_after(response.headers))
+                if delay is not None:
+                    time.sleep(delay)
+                    attempt += 1
+                    continue
             if response.status_code >= 400:
                 raise ConfigurationError(
-                    self._mask(
-                        f"{self.endpoint} answered HTTP {response.status_code}: {_error_message(response.text)}"
-                    ),
+                    self._mask(f"{self.endpoint} answered HTTP {response.status_code}: {error_message(response.text)}"),
                     self._hint_for(response.status_code),
                 )
             try:
@@ -158,7 +160,6 @@ class OpenAIEmbedder(Embedder):
                 raise ConfigurationError(
                     f"{self.endpoint} did not return JSON", "check that base_url ends with /v1"
                 ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _hint_for(self, status: int) -> str:
         if status in (401, 403):
@@ -173,28 +174,3 @@ class OpenAIEmbedder(Embedder):
             if self._client is not None:
                 self._client.close()
                 self._client = None
-
-
-def _retry_after(response: Any, default: float) -> float:
-    """Honours a short Retry-After (rate limits) but never waits longer than ten seconds."""
-    try:
-        return min(10.0, max(default, float(response.headers.get("retry-after", default))))
-    except ValueError:
-        return default
-
-
-def _error_message(text: str) -> str:
-    """The endpoint's own message (`{"error": {"message": ...}}`) or the start of the body."""
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text.strip()[:300] or "(empty body)"
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:300]
-        if isinstance(error, str):
-            return error[:300]
-        if body.get("detail"):
-            return str(body["detail"])[:300]
-    return text.strip()[:300]

@@ -48,7 +48,7 @@ def create_database_file(
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_builds(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{_BUILD_SUFFIX}")
+    tmp = build_path(path)
     try:
         db = module.Database(str(tmp), buffer_pool_size=buffer_pool_mb * 1024 * 1024, max_db_size=1 << 40)
         try:
@@ -65,7 +65,7 @@ def create_database_file(
                 f"the new knowledge base {path} was not checkpointed when closed",
                 hint="retry; if it persists, report the engine version",
             )
-        _fsync(tmp)
+        fsync_file(tmp)
         _link_into_place(tmp, path)
     finally:
         discard(tmp)
@@ -98,7 +98,7 @@ def _link_into_place(tmp: Path, path: Path) -> None:
         # knowledge base created in the last instant, so only when the name is still free.
         if not os.path.lexists(path):
             os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def discard(path: Path) -> None:
@@ -108,9 +108,14 @@ def discard(path: Path) -> None:
             p.unlink()
 
 
-def remove_stale_builds(path: Path) -> None:
-    """Remove builds left by processes that died while creating this knowledge base."""
-    for found in path.parent.glob(f".{path.name}.*{_BUILD_SUFFIX}"):
+def build_path(path: Path, suffix: str = _BUILD_SUFFIX) -> Path:
+    """A hidden sibling of `path` to build a database in, named for this process (`remove_stale_builds`)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}")
+
+
+def remove_stale_builds(path: Path, suffix: str = _BUILD_SUFFIX) -> None:
+    """Remove builds left by processes that died while building beside `path` (creating or compacting it)."""
+    for found in path.parent.glob(f".{path.name}.*{suffix}"):
         pid = found.name[len(path.name) + 2 :].split(".", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             discard(found)
@@ -126,7 +131,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _fsync(path: Path) -> None:
+def fsync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -134,7 +139,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Make the new name durable: a power cut must not undo the link (POSIX only)."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)

@@ -91,7 +91,7 @@ def _check_hidden(tokens: list[Token], params: Mapping[str, Any]) -> None:
     hidden = sorted(names & HIDDEN_PROPERTIES)
     if hidden:
         raise refuse(
-            f"queries do not return {' or '.join(hidden)}: vectors and index text are internal",
+            f"queries do not return {' or '.join(hidden)}: vectors, index text and passage contexts are internal",
             "return text, name, description or other properties (get_ontology lists them); "
             "for similarity use search_passages",
         )

@@ -7,6 +7,8 @@ case-insensitively, as the engine does.
 
 from __future__ import annotations
 
+from evigraph.store.embedded.schema import CONTEXT_COLUMN
+
 FORBIDDEN_KEYWORDS = {
     **dict.fromkeys(("CREATE", "MERGE", "SET", "DELETE", "REMOVE", "UPDATE"), "writes"),
     "DETACH": "deletes or detaches databases",
@@ -100,8 +102,11 @@ PROCEDURES = frozenset({"show_tables", "table_info", "show_indexes", "show_conne
 """Procedures callable with CALL, by exact name. `show_functions` is left out: it crashes the
 engine (segmentation fault) in Kuzu 0.11.3 and took an MCP server down."""
 
-HIDDEN_PROPERTIES = frozenset({"embedding", "search_text", "sentence_starts", "sentence_ends", "sentence_vectors"})
-"""Vectors, full-text index text and graph ranking's sentence offsets are internal: named anywhere
+HIDDEN_PROPERTIES = frozenset(
+    {"embedding", "search_text", "sentence_starts", "sentence_ends", "sentence_vectors", CONTEXT_COLUMN}
+)
+"""Vectors, full-text index text, graph ranking's sentence offsets and the contexts a contextual
+chunker wrote (words the document does not hold, so never to be quoted) are internal: named anywhere
 (as a property, a quoted name or a string), the query is refused; whole nodes come back without
 them, and get_ontology does not list them."""
 

@@ -52,6 +52,11 @@ def import_engine(engine: str) -> Any:
     )
 
 
+def engine_name(module: Any) -> str:
+    """Which engine a module `import_engine` gave is, as `load_extensions` wants it named."""
+    return "kuzu" if module.__name__ == "kuzu" else "ladybug"
+
+
 def open_database(module: Any, path: Path, *, read_only: bool, buffer_pool_mb: int) -> Any:
     """Open (or, when writable, create) the database file at `path`."""
     if path.is_dir():

@@ -18,7 +18,7 @@ import os
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from evigraph.errors import StoreError
@@ -216,6 +216,14 @@ class Executor:
         self._setup.append(fn)
         if self._write is not None:
             fn(self._write.conn)
+
+    @contextlib.contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """Inside, no write transaction runs: one running now ends first, the next waits (and
+        fails if the database is closed meanwhile). For a copy of the whole file that a write
+        between its read and its swap would silently miss (`compaction`)."""
+        with self._write_lock:
+            yield
 
     def raw(self, fn: Callable[[Tx], T]) -> T:
         """Run without an explicit transaction (DDL and extension loading need auto-commit)."""

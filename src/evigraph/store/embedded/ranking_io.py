@@ -7,6 +7,7 @@ from typing import Any
 
 from evigraph.models import embedding_text
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.reads import context_of
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText
 
 _BATCH = 2000
@@ -59,15 +60,16 @@ def entity_vectors(tx: Tx, ids: Sequence[str] | None) -> list[EntityVector]:
     return [EntityVector(r["id"], r["n"], tuple(r["v"])) for r in rows if r["v"]]
 
 
-def pending_ranking_texts(tx: Tx, limit: int) -> list[RankingText]:
+def pending_ranking_texts(tx: Tx, limit: int, context: bool = True) -> list[RankingText]:
     out = []
     for r in tx.rows(
-        """MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE size(c.sentence_starts) > 0 AND c.sentence_vectors IS NULL
-           RETURN c.id AS id, d.title AS title, c.text AS t, c.sentence_starts AS ss, c.sentence_ends AS se
-           LIMIT $k""",
+        f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE size(c.sentence_starts) > 0 AND c.sentence_vectors IS NULL
+            RETURN c.id AS id, d.title AS title, c.text AS t, c.sentence_starts AS ss, c.sentence_ends AS se,
+                   {context_of("c", context)} AS cx
+            LIMIT $k""",
         {"k": limit},
     ):
-        text = embedding_text(r["title"] or "", r["t"])
+        text = embedding_text(r["title"] or "", r["t"], r["cx"] or "")
         shift = len(text) - len(r["t"])
         spans = tuple((a + shift, b + shift) for a, b in zip(r["ss"], r["se"], strict=True))
         out.append(RankingText("sentences", r["id"], (text,), spans))

@@ -8,7 +8,7 @@ from typing import Any
 from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, embedding_text
 from evigraph.store.base import searchable_text
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.schema import CHUNK_FTS, ENTITY_FTS, META_TABLE, fts_text
+from evigraph.store.embedded.schema import CHUNK_FTS, CONTEXT_COLUMN, ENTITY_FTS, META_TABLE, fts_text
 
 _DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
                  d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
@@ -57,6 +57,17 @@ _CHUNK_FIELDS = """c.id AS id, c.document AS document, c.index AS index,
                    c.text AS text, c.page AS page, c.char_start AS cs, c.char_end AS ce,
                    c.breadcrumbs AS breadcrumbs"""
 
+
+def chunk_fields(context: bool) -> str:
+    """The columns a passage read returns; `context` False on a read-only file from before contexts."""
+    return f"{_CHUNK_FIELDS}, {context_of('c', context)} AS context"
+
+
+def context_of(var: str, context: bool) -> str:
+    """The expression reading a chunk's context (`TextChunk.context`), or '' where the column is missing."""
+    return f"{var}.{CONTEXT_COLUMN}" if context else "''"
+
+
 Titles = Mapping[str, tuple[str, str | None]]
 """Document key -> (title, path), every document's (the store caches it, see `titles`).
 
@@ -98,16 +109,17 @@ def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None], score: float = 0.
         start=int(r["cs"] or 0),
         end=int(r["ce"] or 0),
         breadcrumbs=list(r["breadcrumbs"] or []),
+        context=r.get("context") or "",
     )
 
 
-def search_chunks(tx: Tx, query: str, limit: int, docs: Titles) -> list[ChunkHit]:
+def search_chunks(tx: Tx, query: str, limit: int, docs: Titles, context: bool = True) -> list[ChunkHit]:
     terms = fts_text(query)  # the full-text syntax would read quotes or colons as operators
     if not terms:
         return []
     rows = tx.rows(
         f"""CALL QUERY_FTS_INDEX('Chunk', '{CHUNK_FTS}', $q, top := $k)
-            WITH node AS c, score RETURN {_CHUNK_FIELDS}, score ORDER BY score DESC""",
+            WITH node AS c, score RETURN {chunk_fields(context)}, score ORDER BY score DESC""",
         {"q": terms, "k": limit},
     )
     return _chunk_hits(tx, rows, docs, scored=True)
@@ -128,17 +140,17 @@ def each_key(tx: Tx, query: str, keys: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def chunks_by_ids(tx: Tx, ids: Sequence[str], docs: Titles) -> list[ChunkHit]:
-    rows = each_key(tx, f"MATCH (c:Chunk {{id: $key}}) RETURN {_CHUNK_FIELDS}", ids)
+def chunks_by_ids(tx: Tx, ids: Sequence[str], docs: Titles, context: bool = True) -> list[ChunkHit]:
+    rows = each_key(tx, f"MATCH (c:Chunk {{id: $key}}) RETURN {chunk_fields(context)}", ids)
     by_id = {hit.id: hit for hit in _chunk_hits(tx, rows, docs)}
     return [by_id[i] for i in ids if i in by_id]
 
 
-def document_chunks(tx: Tx, key: str, limit: int) -> list[ChunkHit]:
+def document_chunks(tx: Tx, key: str, limit: int, context: bool = True) -> list[ChunkHit]:
     found = titles_of(tx, [key])
     rows = tx.rows(
         f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document {{key: $key}})
-            RETURN {_CHUNK_FIELDS} ORDER BY c.index LIMIT $limit""",
+            RETURN {chunk_fields(context)} ORDER BY c.index LIMIT $limit""",
         {"key": key, "limit": limit},
     )
     return _chunk_hits(tx, rows, found)
@@ -182,13 +194,13 @@ def vector_rows(tx: Tx) -> list[tuple[str, list[float]]]:
     return [(r["id"], r["v"]) for r in rows if r["v"]]
 
 
-def term_texts(tx: Tx) -> list[str]:
-    """Every passage as full-text search reads it (title, section path, text), for term counts."""
+def term_texts(tx: Tx, context: bool = True) -> list[str]:
+    """Every passage as full-text search reads it (title, section path, context, text), for term counts."""
     rows = tx.rows(
-        """MATCH (c:Chunk)-[:PART_OF]->(d:Document)
-           RETURN d.title AS title, c.breadcrumbs AS breadcrumbs, c.text AS text"""
+        f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document)
+            RETURN d.title AS title, c.breadcrumbs AS breadcrumbs, c.text AS text, {context_of("c", context)} AS cx"""
     )
-    return [searchable_text(r["title"] or "", r["breadcrumbs"] or (), r["text"] or "") for r in rows]
+    return [searchable_text(r["title"] or "", r["breadcrumbs"] or (), r["text"] or "", r["cx"] or "") for r in rows]
 
 
 def name_rows(tx: Tx) -> list[tuple[str, str, list[str]]]:
@@ -196,13 +208,13 @@ def name_rows(tx: Tx) -> list[tuple[str, str, list[str]]]:
     return [(r["id"], r["name"], list(r["aliases"] or [])) for r in rows]
 
 
-def pending_embeddings(tx: Tx, limit: int) -> list[tuple[str, str]]:
+def pending_embeddings(tx: Tx, limit: int, context: bool = True) -> list[tuple[str, str]]:
     rows = tx.rows(
-        """MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE c.embedding IS NULL
-           RETURN c.id AS id, d.title AS title, c.text AS text LIMIT $k""",
+        f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE c.embedding IS NULL
+            RETURN c.id AS id, d.title AS title, c.text AS text, {context_of("c", context)} AS cx LIMIT $k""",
         {"k": limit},
     )
-    return [(r["id"], embedding_text(r["title"] or "", r["text"])) for r in rows]
+    return [(r["id"], embedding_text(r["title"] or "", r["text"], r["cx"] or "")) for r in rows]
 
 
 def count_pending_embeddings(tx: Tx) -> int:

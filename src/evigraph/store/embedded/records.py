@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from evigraph.models import SourceRecord, SourceState, TableInfo, ThemeRecord
+from evigraph.store.base import EXTRACTION_KIND
 from evigraph.store.embedded.cypher_rules import HIDDEN_PROPERTIES
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.schema import INTERNAL_TABLES, META_TABLE
+from evigraph.store.embedded.schema import EXTRACTION_CACHE, INTERNAL_TABLES, META_TABLE
 
 _SAMPLE_KEYS = 3
 
@@ -52,17 +54,57 @@ def source_log(tx: Tx, keys: Sequence[str]) -> dict[str, SourceRecord]:
                   s.error AS error, s.at AS at""",
         {"keys": list(keys)},
     )
-    return {
-        r["key"]: SourceRecord(
-            key=r["key"],
-            state=SourceState(r["state"]),
-            content_hash=r["hash"],
-            version=int(r["version"] or 0),
-            error=r["error"],
-            at=r["at"].isoformat() + "Z" if r["at"] else None,
-        )
-        for r in rows
-    }
+    return {r["key"]: _source_record(r) for r in rows}
+
+
+def _source_record(row: dict[str, Any]) -> SourceRecord:
+    return SourceRecord(
+        key=row["key"],
+        state=SourceState(row["state"]),
+        content_hash=row["hash"],
+        version=int(row["version"] or 0),
+        error=row["error"],
+        at=row["at"].isoformat() + "Z" if row["at"] else None,
+    )
+
+
+def failed_sources(tx: Tx, limit: int) -> list[SourceRecord]:
+    rows = tx.rows(
+        """MATCH (s:SourceLog) WHERE s.state = $failed
+           RETURN s.key AS key, s.state AS state, s.content_hash AS hash, s.version AS version,
+                  s.error AS error, s.at AS at
+           ORDER BY s.at DESC, s.key LIMIT $limit""",
+        {"failed": SourceState.failed.value, "limit": limit},
+    )
+    return [_source_record(r) for r in rows]
+
+
+def count_failed_sources(tx: Tx) -> int:
+    failed = {"failed": SourceState.failed.value}
+    return int(tx.column("MATCH (s:SourceLog) WHERE s.state = $failed RETURN count(s)", failed)[0])
+
+
+def cached_extractions(tx: Tx, keys: Sequence[str], kind: str) -> dict[str, str]:
+    stored = {_cache_key(kind, k): k for k in keys}
+    rows = tx.rows(
+        f"UNWIND $keys AS k MATCH (c:{EXTRACTION_CACHE} {{key: k}}) RETURN c.key AS key, c.value AS value",
+        {"keys": list(stored)},
+    )
+    return {stored[r["key"]]: r["value"] for r in rows}
+
+
+def cache_extractions(tx: Tx, entries: dict[str, str], kind: str) -> None:
+    tx.run_batched(
+        f"UNWIND $rows AS r WITH r.key AS key, r.value AS value MERGE (c:{EXTRACTION_CACHE} {{key: key}}) "
+        "SET c.value = value",
+        [{"key": _cache_key(kind, k), "value": v} for k, v in entries.items()],
+    )
+
+
+def _cache_key(kind: str, key: str) -> str:
+    """The row key of a cached result: extractions keep the bare keys they were cached under
+    before the cache held other kinds, so knowledge bases cached by then still hit."""
+    return key if kind == EXTRACTION_KIND else f"{kind}:{key}"
 
 
 def replace_themes(tx: Tx, themes: Sequence[ThemeRecord], run: str) -> None:

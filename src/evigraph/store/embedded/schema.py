@@ -20,6 +20,16 @@ CYPHER_GUIDE = (
 )
 """What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
 
+EXTRACTION_CACHE = "ExtractionCache"
+"""LLM extraction results by passage content hash (`GraphStore.cached_extractions`)."""
+
+ENTITY_REDIRECT = "EntityRedirect"
+"""Entity ids merged away at finalize -> their survivor (`GraphStore.merge_entities`)."""
+
+CONTEXT_COLUMN = "passage_context"
+"""A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
+as an agent quoting it would quote words the document does not hold."""
+
 CHUNK_FTS = "chunk_text_fts"
 ENTITY_FTS = "entity_name_fts"
 
@@ -31,7 +41,8 @@ DDL = (
     """CREATE NODE TABLE IF NOT EXISTS Chunk(
         id STRING PRIMARY KEY, document STRING, version INT64, index INT64, text STRING,
         breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64, embedding FLOAT[],
-        search_text STRING, sentence_starts INT64[], sentence_ends INT64[], sentence_vectors FLOAT[][])""",
+        search_text STRING, sentence_starts INT64[], sentence_ends INT64[], sentence_vectors FLOAT[][],
+        passage_context STRING)""",
     """CREATE NODE TABLE IF NOT EXISTS Entity(
         id STRING PRIMARY KEY, name STRING, label STRING, description STRING,
         descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP,
@@ -45,6 +56,9 @@ DDL = (
         key STRING PRIMARY KEY, state STRING, content_hash STRING, version INT64, error STRING, at TIMESTAMP)""",
     """CREATE NODE TABLE IF NOT EXISTS Theme(
         id STRING PRIMARY KEY, members STRING[], names STRING[], labels STRING[], size INT64, run STRING)""",
+    f"CREATE NODE TABLE IF NOT EXISTS {EXTRACTION_CACHE}(key STRING PRIMARY KEY, value STRING)",
+    f"""CREATE NODE TABLE IF NOT EXISTS {ENTITY_REDIRECT}(
+        id STRING PRIMARY KEY, survivor STRING, name STRING, at TIMESTAMP)""",
 )
 
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -52,19 +66,24 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Chunk", "sentence_ends", "INT64[]"),
     ("Chunk", "sentence_vectors", "FLOAT[][]"),
     ("Entity", "embedding", "FLOAT[]"),
+    ("Chunk", CONTEXT_COLUMN, "STRING"),
 )
 """(table, column, type) added after schema version 1 shipped: graph ranking's bridge sentences and
-name vectors. A writable open adds what a file lacks (`ALTER TABLE ... ADD`); its rows then get
-them from `evigraph finalize`, like any passage without a vector."""
+name vectors, then contextual chunks' contexts. A writable open adds what a file lacks (`ALTER
+TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like any passage
+without one) or a re-ingest (contexts)."""
 
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}
+    | {EXTRACTION_CACHE, ENTITY_REDIRECT}
 )
 """Every table evigraph creates; tables added by a later release are created on a writable open."""
 
-NODE_TABLES = frozenset({META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme"})
+NODE_TABLES = frozenset(
+    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT}
+)
 
-INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme"})
+INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT})
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
 FTS_INDEXES = {

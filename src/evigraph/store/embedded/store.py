@@ -25,8 +25,9 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import GraphStore, TermCounts, VectorSearch
-from evigraph.store.embedded import cypher_run, integrity, ranking_io, reads, records, writes
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.embedded import compaction, cypher_run, integrity, merging, ranking_io, reads, records, writes
 from evigraph.store.embedded.caches import (
     Cached,
     NameIndex,
@@ -45,11 +46,12 @@ from evigraph.store.embedded.creation import (
 from evigraph.store.embedded.cypher_guard import guard
 from evigraph.store.embedded.cypher_params import check_params
 from evigraph.store.embedded.cypher_run import QueryRows, Slots, query_failure
-from evigraph.store.embedded.engine import import_engine, load_extensions, open_database
+from evigraph.store.embedded.engine import engine_name, import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import (
     ADDED_COLUMNS,
+    CONTEXT_COLUMN,
     CYPHER_GUIDE,
     DDL,
     FTS_INDEXES,
@@ -58,9 +60,16 @@ from evigraph.store.embedded.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
+from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
 DEFAULT_BUFFER_POOL_MB = 512
+"""The engine's page cache: a cap on memory; the file's size does not depend on it. The engine's
+space settings stay at its defaults, measured on hotpotqa (1,942 passages, 384-dim vectors, rules
+extractor): a `checkpoint_threshold` of 16 MB (the default) left a 293 MB file, 64 MB 206 MB and
+256 MB 112 MB, but the ingest took about 65 s, 95 s and 110 s (the one checkpoint of 256 MB took
+53 s); `compression` off made files larger (200 notes: 61 MB against 54). `evigraph compact`
+gives the space back instead (`compaction`)."""
 
 
 class EmbeddedStore(GraphStore):
@@ -89,6 +98,7 @@ class EmbeddedStore(GraphStore):
         self._cache = Cached()
         self._journal = ChangeJournal()
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
+        self._context_column = True  # False on a read-only open of a file from before contextual chunks
         self._cypher_slots = Slots()
 
     @property
@@ -105,19 +115,19 @@ class EmbeddedStore(GraphStore):
 
     def _open_sync(self) -> Executor:
         module = import_engine(self.engine)
-        engine_name = "kuzu" if module.__name__ == "kuzu" else "ladybug"
+        name = engine_name(module)
         if not self.read_only and not os.path.lexists(self.path):
-            self._create_file(module, engine_name)
+            self._create_file(module, name)
         if self.read_only:
             finish_interrupted_checkpoint(module, self.path)
         try:
-            return self._connect(module, engine_name)
+            return self._connect(module, name)
         except UnfinishedSchema:
             # Left by a process killed while creating it, before crash-safe creation: it holds
             # no rows, and its half-built full-text index cannot be finished in place.
             discard(self.path)
-            self._create_file(module, engine_name)
-            return self._connect(module, engine_name)
+            self._create_file(module, name)
+            return self._connect(module, name)
 
     def _create_file(self, module: Any, engine_name: str) -> None:
         create_database_file(
@@ -154,7 +164,9 @@ class EmbeddedStore(GraphStore):
                 if not self.read_only:
                     self._add_columns(tx)
                 else:
-                    self._ranking_columns = not self._missing_columns(tx)
+                    missing = {column for _, column, _ in self._missing_columns(tx)}
+                    self._ranking_columns = not missing - {CONTEXT_COLUMN}
+                    self._context_column = CONTEXT_COLUMN not in missing
                 return
         if not tables <= TABLES:
             raise NotAKnowledgeBaseError(
@@ -206,9 +218,33 @@ class EmbeddedStore(GraphStore):
         ).close()
 
     async def close(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
         if self._exec is not None:
             ex, self._exec = self._exec, None
             ex.close()
+
+    async def compact(self, progress: CompactProgress | None = None) -> CompactReport:
+        """Rebuild the file beside itself and swap it in (`compaction`): holding the file for writing
+        proves no other process has it open."""
+        if self.read_only:
+            raise StoreError(f"cannot compact {self.path}: it is open read-only", hint="open it writable to compact it")
+        module = import_engine(self.engine)
+        source = compaction.Source(
+            self.executor,
+            self.path,
+            module,
+            prepare=lambda conn: load_extensions(conn, engine_name(module)),
+            release=self._release,
+            reacquire=lambda: setattr(self, "_exec", self._open_sync()),
+            buffer_pool_mb=self.buffer_pool_mb,
+        )
+        try:
+            return await compaction.run(source, progress)
+        finally:
+            self._cache.invalidate()
+            self._journal.reset()
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -225,7 +261,7 @@ class EmbeddedStore(GraphStore):
             return []
 
         def work(tx: Tx) -> list[StoredDocument]:
-            numbers = writes.write_versions(tx, versions)
+            numbers = writes.write_versions(tx, merging.redirect_versions(tx, versions))
             return [
                 StoredDocument(
                     key=v.key,
@@ -281,7 +317,7 @@ class EmbeddedStore(GraphStore):
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
         docs = await self._titles()
-        return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit, docs))
+        return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit, docs, self._context_column))
 
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         if not entity_ids:
@@ -313,7 +349,7 @@ class EmbeddedStore(GraphStore):
         if not ids:
             return []
         docs = await self._titles()
-        return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs))
+        return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs, self._context_column))
 
     async def _titles(self) -> reads.Titles:
         docs: reads.Titles = await self._cache.fetch("titles", lambda: self.executor.read_sync(reads.titles))
@@ -382,7 +418,7 @@ class EmbeddedStore(GraphStore):
             self._journal.reset()
 
     async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
-        return await self.executor.read(lambda tx: reads.pending_embeddings(tx, limit))
+        return await self.executor.read(lambda tx: reads.pending_embeddings(tx, limit, self._context_column))
 
     async def count_pending_embeddings(self) -> int:
         return await self.executor.read(reads.count_pending_embeddings)
@@ -414,7 +450,8 @@ class EmbeddedStore(GraphStore):
 
     async def term_counts(self, terms: Sequence[str]) -> TermCounts:
         index: TermIndex = await self._cache.fetch(
-            "terms", lambda: build_term_index(self.executor.read_sync(reads.term_texts))
+            "terms",
+            lambda: build_term_index(self.executor.read_sync(lambda tx: reads.term_texts(tx, self._context_column))),
         )
         return index.counts(terms)
 
@@ -423,7 +460,7 @@ class EmbeddedStore(GraphStore):
     async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
         if not self._ranking_columns:
             return []
-        return await self.executor.read(lambda tx: ranking_io.pending_ranking_texts(tx, limit))
+        return await self.executor.read(lambda tx: ranking_io.pending_ranking_texts(tx, limit, self._context_column))
 
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
         if not rows:
@@ -448,7 +485,7 @@ class EmbeddedStore(GraphStore):
     # -- graph navigation and agent writes ---------------------------------------------------
 
     async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
-        return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit))
+        return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit, self._context_column))
 
     async def explore(
         self,
@@ -464,10 +501,32 @@ class EmbeddedStore(GraphStore):
         return (await self._graph()).weighted_pairs()
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
-        await self._write(lambda tx: writes.upsert_entities(tx, entities, source))
+        await self._write(lambda tx: writes.upsert_entities(tx, merging.redirect_entities(tx, entities), source))
 
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
-        await self._write(lambda tx: writes.upsert_relations(tx, relations, source))
+        await self._write(lambda tx: writes.upsert_relations(tx, merging.redirect_relations(tx, relations), source))
+
+    # -- resolution at finalize (store/merging.py) ---------------------------------------------
+
+    async def entity_records(self) -> list[EntityRecord]:
+        return await self.executor.read(merging.entity_records)
+
+    async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
+        if not merges:
+            return MergeOutcome()
+        try:
+            return await self.executor.write(lambda tx: merging.merge_entities(tx, merges))
+        finally:
+            self._cache.invalidate()
+            self._journal.reset()  # mentions moved in documents anywhere: graph ranking reloads
+
+    async def entity_redirects(self) -> dict[str, str]:
+        def work(tx: Tx) -> dict[str, str]:
+            if self.read_only and not merging.has_redirects_table(tx):
+                return {}
+            return {old: new for old, (new, _) in merging.redirects(tx).items()}
+
+        return await self.executor.read(work)
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -485,6 +544,21 @@ class EmbeddedStore(GraphStore):
         if not keys:
             return {}
         return await self.executor.read(lambda tx: records.source_log(tx, keys))
+
+    async def failed_sources(self, limit: int = 100) -> list[SourceRecord]:
+        return await self.executor.read(lambda tx: records.failed_sources(tx, limit))
+
+    async def count_failed_sources(self) -> int:
+        return await self.executor.read(records.count_failed_sources)
+
+    async def cached_extractions(self, keys: Sequence[str], kind: str = EXTRACTION_KIND) -> dict[str, str]:
+        if not keys:
+            return {}
+        return await self.executor.read(lambda tx: records.cached_extractions(tx, keys, kind))
+
+    async def cache_extractions(self, entries: dict[str, str], kind: str = EXTRACTION_KIND) -> None:
+        if entries:  # no read cache holds these: no invalidation
+            await self.executor.write(lambda tx: records.cache_extractions(tx, entries, kind))
 
     async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None:
         run = datetime.now(UTC).isoformat()

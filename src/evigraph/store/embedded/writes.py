@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
+from evigraph.store.base import searchable_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
 
@@ -218,7 +219,8 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                     "cs": c.start,
                     "ce": c.end,
                     "emb": list(vec) if vec is not None else None,
-                    "st": fts_text(" ".join((v.title, *c.breadcrumbs, c.text))),
+                    "st": fts_text(searchable_text(v.title, c.breadcrumbs, c.text, c.context)),
+                    "cx": c.context or None,
                     "ss": [sp.start for sp in spans],
                     "se": [sp.end for sp in spans],
                     "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
@@ -280,14 +282,15 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         """UNWIND $rows AS r
            WITH r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
                 r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
-                r.ss AS ss, r.se AS se, r.sv AS sv
+                r.ss AS ss, r.se AS se, r.sv AS sv, r.cx AS cx
            MATCH (d:Document {key: doc})
            CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
                             char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
                             search_text: concat(st, ''), sentence_starts: CAST(ss AS INT64[]),
                             sentence_ends: CAST(se AS INT64[]),
-                            sentence_vectors: CAST(sv AS FLOAT[][])})-[:PART_OF]->(d)""",
+                            sentence_vectors: CAST(sv AS FLOAT[][]),
+                            passage_context: CAST(cx AS STRING)})-[:PART_OF]->(d)""",
         chunks,
     )
     tx.run_batched(
@@ -356,10 +359,11 @@ def _write_entities(
     )
 
 
-def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str = EXTRACTION_SOURCE) -> None:
-    """Create new relations and add this batch's passages as sources of existing ones."""
+def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str = EXTRACTION_SOURCE) -> int:
+    """Create new relations and add this batch's passages as sources of existing ones; returns
+    how many existed already."""
     if not relations:
-        return
+        return 0
     existing = {
         r["id"]: r
         for r in tx.rows(
@@ -392,6 +396,7 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str =
            SET x.source_chunks = CAST(src AS STRING[]), x.confidence = conf""",
         updated,
     )
+    return len(updated)
 
 
 def _entity_text(row: dict[str, Any]) -> str:

@@ -1,0 +1,74 @@
+"""`evigraph ask`: a cited answer from the knowledge base's LLM, its sources, and the check's verdict.
+
+The exit code is 1 when the citations fail the check, so a script cannot take an unchecked
+answer for a checked one; "not in the knowledge base" is an honest answer and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from evigraph.display import display_name, display_text
+
+if TYPE_CHECKING:
+    from evigraph.evidence.items import Item
+    from evigraph.kb.answers import Answer
+
+
+async def ask(args: argparse.Namespace) -> int:
+    from evigraph.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _embedder, _error, _llm, _query
+    from evigraph.kb import KnowledgeBase
+    from evigraph.kb.answers import ANSWER_HINT, AnswerQuery
+
+    if args.stream and args.json:
+        _error("--stream prints the answer as it is written, --json one document at its end: choose one", args)
+        return EXIT_USAGE
+    query = _query(args, AnswerQuery, ANSWER_HINT)
+    kb = KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=_embedder(args), llm=_llm(args))
+    async with kb:
+        if args.stream:
+            async with kb.answer_stream(query) as stream:
+                async for delta in stream:
+                    sys.stdout.write(_safe(delta))
+                    sys.stdout.flush()
+            answer = stream.result
+            print()
+        else:
+            answer = await kb.answer(query)
+    if args.json:
+        print(answer.model_dump_json(indent=2))
+    else:
+        if not args.stream:
+            print(_safe(answer.text))
+        _print_sources(answer)
+    return EXIT_FAILED if answer.status == "unverified" else EXIT_OK
+
+
+def _print_sources(answer: Answer) -> None:
+    cited = answer.cited()
+    print()
+    print("Sources:" if cited else "Sources: none cited")
+    for item in cited:
+        print(f"  {source_line(item)}")
+    print(f"Citations: {display_text(answer.verdict)}")
+
+
+def source_line(item: Item) -> str:
+    """One cited item as a person looks it up: a passage by title, path and place; anything else
+    by its line and the path of a passage that states it."""
+    from evigraph.evidence.items import PassageItem
+    from evigraph.evidence.render import citation_line, line_of
+
+    if isinstance(item, PassageItem):
+        return f"[{item.n}] {citation_line(item.source)}"
+    location = getattr(item, "location", None)
+    path = f" ({display_name(location.path)})" if location is not None and location.path else ""
+    return line_of(item) + path
+
+
+def _safe(text: str) -> str:
+    """Model output on a terminal: line breaks kept, every other control character escaped, since
+    a passage can talk a model into writing escape sequences."""
+    return "\n".join(display_text(line) for line in text.split("\n"))

@@ -1,0 +1,55 @@
+"""`evigraph finalize`: embed, resolve entities across the graph, recompute themes, and say what it did.
+
+Kept out of `cli.py` so its report lines (candidate pairs, merges, LLM spend) live beside the
+verb they describe.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from evigraph.display import display_text
+
+if TYPE_CHECKING:
+    from evigraph.kb import FinalizeReport
+
+SHOWN_MERGES = 10
+
+
+async def finalize(args: argparse.Namespace) -> int:
+    from evigraph.cli import EXIT_OK, _embedder, _llm, _print_json
+    from evigraph.kb import KnowledgeBase
+
+    kb = KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args), llm=_llm(args))
+    async with kb:
+        report = await kb.finalize(resolver=args.resolver)
+    if args.json:
+        _print_json(report.model_dump())
+    else:
+        print("\n".join(report_lines(report)))
+    return EXIT_OK
+
+
+def report_lines(report: FinalizeReport) -> list[str]:
+    lines = [f"embedded {report.embedded} passages; {report.themes} themes"]
+    r = report.resolution
+    if r is None or r.resolver == "exact":
+        return lines
+    every = r.entities * (r.entities - 1) // 2
+    lines.append(
+        f"resolved with {r.resolver}: {r.entities:,} entities, {r.candidates:,} candidate pairs "
+        f"({r.compared:,} compared of {every:,} possible), {r.confirmed:,} confirmed, {r.rejected:,} rejected"
+        + (f", {r.unjudged:,} undecided" if r.unjudged else "")
+        + f"; {r.merged:,} entities merged"
+    )
+    for m in r.merges[:SHOWN_MERGES]:
+        lines.append(f"  {display_text(m.name)} <- {display_text(', '.join(m.names))}")
+    if r.merged > SHOWN_MERGES:
+        lines.append(f"  …and {r.merged - min(SHOWN_MERGES, len(r.merges)):,} more (--json lists up to 100)")
+    if r.llm is not None:
+        lines.append(
+            f"LLM: {r.llm.calls:,} calls, {r.llm.input_tokens:,} input + {r.llm.output_tokens:,} output tokens"
+        )
+    lines += [f"LLM call failed: {display_text(e)}" for e in r.errors]
+    return lines

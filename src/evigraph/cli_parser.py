@@ -1,0 +1,258 @@
+"""The `evigraph` command's arguments: every verb, its flags and their help, built from the
+strategy registries and the query input models so the command line cannot drift from them.
+
+Kept apart from the verbs (`evigraph.cli`) so each file has one job; like them it imports only
+argparse and the registries up front, so `evigraph --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Collection
+
+from evigraph.ingest.chunking import CHUNKERS
+from evigraph.ingest.extraction import EXTRACTORS
+from evigraph.ingest.graph_resolution import GRAPH_RESOLVERS
+from evigraph.providers.embedders import EMBEDDERS
+from evigraph.providers.llms import LLMS
+
+EMBEDDER_HELP = f"{EMBEDDERS.choices} (default: $EVIGRAPH_EMBEDDER, else none)"
+LLM_HELP = f"{LLMS.choices} (default: openai:$EVIGRAPH_LLM_MODEL, else the one the knowledge base recorded)"
+RESOLVER_HELP = "merge duplicate entities across the graph: " + "; ".join(
+    f"{name}: {text}" for name, text in GRAPH_RESOLVERS.descriptions().items()
+)
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `commands`, only those verbs get the options that need heavier imports.
+
+    `evigraph --help` lists verbs, not their options, so it need not load the models the
+    options are generated from; `main` passes the verb it was given.
+    """
+    parser = argparse.ArgumentParser(
+        prog="evigraph",
+        description="Local-first GraphRAG knowledge base: ingest documents into a graph, query it with citations.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB, else ./evigraph.db)")
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument(
+        "--engine",
+        default="auto",
+        choices=["auto", "kuzu", "ladybug"],
+        help="embedded engine (default: kuzu)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    ingest = sub.add_parser(
+        "ingest",
+        parents=[common],
+        help="ingest files, folders (recursively) and globs",
+        description="Ingest documents. Unchanged files are skipped; changed ones replace their old version.",
+    )
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
+    ingest.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no per-file lines")
+    ingest.add_argument("--chunker", default=None, choices=CHUNKERS.names(), help="default: structural")
+    ingest.add_argument(
+        "--extractor",
+        default=None,
+        choices=EXTRACTORS.names(),
+        help="entity extraction (default auto: spaCy when a model is installed, else rules)",
+    )
+    ingest.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
+    ingest.add_argument(
+        "--reextract",
+        action="store_true",
+        help="process unchanged files too (after the ontology grew, or a knowledge base from an older release)",
+    )
+    ingest.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    ingest.add_argument("--llm", default=None, help=LLM_HELP)
+    ingest.add_argument(
+        "--max-llm-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="LLM token ceiling (input + output) of this ingest: no call is sent that could pass it; finished "
+        "documents are kept and the rest listed (default: none)",
+    )
+    for flag, verb in (("--include", "take only"), ("--exclude", "leave out")):
+        ingest.add_argument(
+            flag,
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help=f"{verb} files matching GLOB (repeatable, or comma-separated): matched against the file's "
+            "name, its folders' names, and (for a GLOB with a /) its path relative to the folder walked; "
+            "'*' crosses folders",
+        )
+    ingest.add_argument(
+        "--encoding",
+        default=None,
+        help="encoding of text files that are neither UTF-8 nor marked by a byte order mark, e.g. cp1251 "
+        "(default: UTF-16 with its mark and Latin-1/cp1252 are recognised, other files fail with this hint)",
+    )
+
+    search = sub.add_parser(
+        "search",
+        aliases=["retrieve"],
+        parents=[common],
+        help="hybrid search: cited passages, entities, relations and facts",
+        description="Full-text, vector and graph search fused into one result; every item is numbered [n].",
+    )
+    if commands is None or {"search", "retrieve"} & set(commands):
+        _query_options(search)
+    search.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
+    search.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+
+    ask = sub.add_parser(
+        "ask",
+        aliases=["answer"],
+        parents=[common],
+        help="a cited answer from the LLM, with its sources and the citation check (exit 1 if it fails)",
+        description="Retrieve as `search` does, let the LLM answer from the numbered evidence only, and check "
+        "its [n] citations against what it was shown. Prints the answer, the cited sources and the check's "
+        "verdict; exit 1 when the citations fail the check (an answer saying the knowledge base lacks it exits "
+        "0). Needs an OpenAI-compatible endpoint: EVIGRAPH_LLM_BASE_URL, EVIGRAPH_LLM_MODEL, EVIGRAPH_LLM_API_KEY.",
+    )
+    if commands is None or {"ask", "answer"} & set(commands):
+        _query_options(ask, answer=True)
+    ask.add_argument("--stream", action="store_true", help="print the answer as it is written (not with --json)")
+    ask.add_argument("--llm", default=None, help=LLM_HELP)
+    ask.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+
+    reembed = sub.add_parser(
+        "reembed",
+        parents=[common],
+        help="drop every passage vector and embed again",
+        description="Drop every stored vector and embed all passages, sentences and entity names with --embedder; "
+        "the knowledge base then records that embedder. Use it to switch models.",
+    )
+    reembed.add_argument("--embedder", required=True, help=EMBEDDER_HELP)
+
+    status = sub.add_parser(
+        "status",
+        parents=[common],
+        help="counts of documents, passages, entities, relations",
+        description="What the knowledge base holds: counts, entity labels, relation types, themes, the embedder "
+        "and passages still waiting for vectors, and documents whose last ingest failed.",
+    )
+    status.add_argument(
+        "--documents", action="store_true", help="also list document keys, and failed files with their errors"
+    )
+
+    finalize = sub.add_parser(
+        "finalize",
+        parents=[common],
+        help="embed passages without a vector and recompute themes (after ingests)",
+        description="Finish a batch of ingests: embed what was stored without a vector (with the knowledge "
+        "base's embedder, or --embedder) and recompute the themes (communities of entities).",
+    )
+    finalize.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    finalize.add_argument("--llm", default=None, help=LLM_HELP)
+    finalize.add_argument("--resolver", default="exact", choices=GRAPH_RESOLVERS.names(), help=RESOLVER_HELP)
+
+    delete = sub.add_parser(
+        "delete",
+        aliases=["delete_document"],
+        parents=[common],
+        help="remove a document and what only it mentioned",
+        description="Remove a document, its passages and the entities only it mentioned. KEY is the key ingest "
+        "printed (list them with `evigraph status --documents`) or the file's path. Exit 1 if there is none.",
+    )
+    delete.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
+    check = sub.add_parser(
+        "check",
+        parents=[common],
+        help="look for damage a crash left (ghost edges, orphans, missing indexes); exit 1 if any remains",
+    )
+    check.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
+    sub.add_parser(
+        "compact",
+        parents=[common],
+        help="give back the disk space deletes and updates left in the knowledge base file",
+        description="Rewrite the knowledge base into a new file beside it, check that every row is there, then "
+        "swap the files; on any failure the old file is kept. The database engine never shrinks its file by "
+        "itself. Needs the file to itself: stop a running `evigraph mcp` or ingest on it first.",
+    )
+    doctor = sub.add_parser(
+        "doctor",
+        help="what this installation can do: extractors, embedders, MCP, LLM, engines, and how to add the rest",
+    )
+    doctor.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the agent toolkit over MCP (stdio, streamable HTTP or SSE)",
+        description="Serve the toolkit over MCP: the read tools, and the write tools only with --allow-writes or "
+        "--files-root (without either the database is opened read-only). Environment: EVIGRAPH_DB, "
+        "EVIGRAPH_MCP_ALLOW_WRITES, EVIGRAPH_MCP_READ_ONLY, EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required "
+        "off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_EMBEDDER; flags win over them.",
+    )
+    mcp.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
+    mcp.add_argument("--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help=argparse.SUPPRESS)
+    mcp.add_argument(
+        "--read-only",
+        action="store_true",
+        default=None,
+        help="serve the read tools only (the default, said explicitly)",
+    )
+    mcp.add_argument("--allow-writes", action="store_true", default=None, help="serve the write tools too")
+    mcp.add_argument(
+        "--files-root", default=None, help="serve the write tools, and let ingest and preview_files read this folder"
+    )
+    mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
+    mcp.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
+    return parser
+
+
+def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> None:
+    """`search`'s options, generated from `RetrieveQuery`, so they match `retrieve` and the tool;
+    with `answer`, `ask`'s from `AnswerQuery` (those and the budgets), matching `answer`."""
+    from annotated_types import Ge, Le
+
+    from evigraph.retrieval.query import PATHS, RANKINGS, RetrieveQuery
+
+    model: type[RetrieveQuery] = RetrieveQuery
+    numbers = ["top_k", "expand_hops"]
+    if answer:
+        from evigraph.kb.answers import AnswerQuery
+
+        model = AnswerQuery
+        numbers += ["max_context_tokens", "max_answer_tokens"]
+    fields = model.model_fields
+    parser.add_argument("question", help=fields["question"].description)
+    parser.add_argument(
+        "--paths",
+        type=lambda text: [p.strip() for p in text.split(",") if p.strip()],
+        default=None,
+        help=f"comma-separated search paths: {','.join(PATHS)} (default: all)",
+    )
+    for name in numbers:
+        field = fields[name]
+        low = next(m.ge for m in field.metadata if isinstance(m, Ge))
+        high = next(m.le for m in field.metadata if isinstance(m, Le))
+        legacy = () if answer else LEGACY_FLAGS.get(name, ())  # `ask` is new: it has no old spellings
+        flags = [f"--{name.replace('_', '-')}", *legacy]
+        help_text = f"{field.description} ({low}-{high}, default {field.default})"
+        parser.add_argument(*flags, dest=name, type=int, default=field.default, help=help_text)
+    ranking = fields["ranking"]
+    parser.add_argument(
+        "--ranking",
+        choices=RANKINGS,
+        default=ranking.default,
+        help=f"{ranking.description} (default {ranking.default})",
+    )
+
+
+LEGACY_FLAGS = {"expand_hops": ("--hops",)}
+"""Old spellings kept working for one release; `--expand-hops` is the name everywhere else."""
+
+ALIASES = {"retrieve": "search", "delete_document": "delete", "answer": "ask"}
+"""Verbs named as the toolkit's tools, so the tool name works on the command line too."""
+
+
+def version() -> str:
+    from evigraph import __version__
+
+    return __version__
