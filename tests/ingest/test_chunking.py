@@ -283,7 +283,7 @@ def test_structural_breadcrumbs_follow_heading_hierarchy(tmp_path: Path) -> None
     assert "# not a heading" in linux
     assert "Download the wheel" not in linux, "chunk straddles two sections"
     assert by_crumbs[("Guide", "Usage")].endswith(  # table whole, each row naming its columns
-        "Command: ingest; Meaning: add documents\nCommand: search; Meaning: find passages"
+        "Command: ingest; Meaning: add documents.\nCommand: search; Meaning: find passages."
     )
 
 
@@ -304,7 +304,7 @@ def test_structural_keeps_table_whole_until_it_exceeds_cap(tmp_path: Path) -> No
     rows = "\n".join(f"| item {i} | value {i * 7} |" for i in range(60))
     table = "| Item | Value |\n|------|-------|\n" + rows
     d = load_md(tmp_path, f"# Data\n\nIntro line.\n\n{table}\n\nOutro line.\n")
-    readable = "\n".join(f"Item: item {i}; Value: value {i * 7}" for i in range(60))
+    readable = "\n".join(f"Item: item {i}; Value: value {i * 7}." for i in range(60))
     whole = StructuralChunking(max_tokens=2000).chunk(d)
     assert any(readable in c.text for c in whole)
     small = StructuralChunking(max_tokens=80).chunk(d)

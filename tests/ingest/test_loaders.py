@@ -171,7 +171,7 @@ def test_markdown_elements_and_offsets(tmp_path: Path) -> None:
     code = next(e for e in doc.elements if e.kind == "code")
     assert "# this is a shell comment" in code.text and code.text.endswith("```")
     table = next(e for e in doc.elements if e.kind == "table")
-    assert table.text == "OS: Linux; Command: apt"  # each row names its columns (see the table tests below)
+    assert table.text == "OS: Linux; Command: apt."  # each row names its columns (see the table tests below)
     lst = next(e for e in doc.elements if e.kind == "list")
     assert lst.text == "- step one\n- step two\n  continued"
 
@@ -258,8 +258,8 @@ def test_markdown_table_rows_name_their_columns(tmp_path: Path) -> None:
     assert tables == [
         # one line per row, each cell with its header; the alignment row gone; `\\|` read as a pipe;
         # an empty cell left out
-        "Version: 3.0; Python: 3.11; Notes: uses `a | b` pipes\nVersion: 2.1; Notes: end of life",
-        "Key: depth; Value: 3; extra",  # a cell under an empty header is given bare
+        "Version: 3.0; Python: 3.11; Notes: uses `a | b` pipes.\nVersion: 2.1; Notes: end of life.",
+        "Key: depth; Value: 3; extra.",  # a cell under an empty header is given bare
     ]
     code = next(e for e in doc.elements if e.kind == "code")
     assert "| Not | A table |\n|-----|---------|\n| kept | as code |" in code.text  # a fenced table is code

@@ -347,7 +347,7 @@ async def test_navigate_document_relations(tk: Toolkit) -> None:
     assert around.anchor.startswith("passage:") and around.relation == "table_context"
 
 
-TABLE_HEAD = "Product: Lifter; Launched: 2015; Units sold: 1,200"  # the table's first row, naming its columns
+TABLE_HEAD = "Product: Lifter; Launched: 2015; Units sold: 1,200."  # the table's first row, naming its columns
 
 
 async def test_navigate_document_bounds(tk: Toolkit) -> None:

@@ -232,7 +232,9 @@ def table_text(table: str) -> str:
     each cell named by its column (`Header: value`, joined by `; `).
 
     Empty cells are left out; a cell beyond the header, or under an empty header, is given bare.
-    A table with a header and no rows reads as its column names.
+    A table with a header and no rows reads as its column names. Each row ends as a sentence
+    does: without the full stop, name finders read a name at the end of one row and the first
+    cell of the next as one name across the line break ("Marta Oliveira Project: ReefWatch").
     """
     lines = table.split("\n")
     header = table_cells(lines[0])
@@ -240,7 +242,8 @@ def table_text(table: str) -> str:
     for line in lines[2:]:
         cells = [(header[i] if i < len(header) else "", v) for i, v in enumerate(table_cells(line)) if v]
         if cells:
-            rows.append("; ".join(f"{h}: {v}" if h else v for h, v in cells))
+            row = "; ".join(f"{h}: {v}" if h else v for h, v in cells)
+            rows.append(row if row.endswith((".", "!", "?")) else row + ".")
     return "\n".join(rows) if rows else "; ".join(h for h in header if h)
 
 
