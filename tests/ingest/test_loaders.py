@@ -460,3 +460,25 @@ def test_pdf_placeholder_titles_give_way_to_the_file_name(tmp_path: Path, stated
     pdf.output(str(path))
     [doc] = PdfLoader().load(path, "k")
     assert doc.title == shown
+
+
+@pytest.mark.parametrize("extractor", ["rules", "spacy"])
+async def test_a_name_ending_a_table_row_stays_apart_from_the_next_row(tmp_path: Path, extractor: str) -> None:
+    """Rows are sentences: a lead named at the end of one row and a project at the start of the
+    next were read as one name ("Marta Oliveira Project: ReefWatch") before rows ended with a stop."""
+    from evigraph import KnowledgeBase
+    from evigraph.ingest.extraction import EXTRACTORS
+
+    if not EXTRACTORS.get(extractor).available:
+        pytest.skip(f"the {extractor} extractor is not installed")
+    path = tmp_path / "projects.md"
+    path.write_text(
+        "# Projects\n\n| Project | Lead |\n|---|---|\n| TideScope | Marta Oliveira |\n| ReefWatch | Ana Costa |\n",
+        encoding="utf-8",
+    )
+    async with KnowledgeBase(tmp_path / "kb.db", embedder="none", extractor=extractor) as kb:
+        assert (await kb.ingest(path)).ok
+        found = await kb.search_entities("Marta Oliveira ReefWatch Ana Costa", limit=20)
+        names = {card.name for card in found.hits}
+    assert "Marta Oliveira" in names
+    assert not any("\n" in n or ("Oliveira" in n and "ReefWatch" in n) for n in names), names
