@@ -70,6 +70,10 @@ _EXPORTS = {
     "RelationItem": "evigraph.evidence",
     "Source": "evigraph.evidence",
     "NotFoundError": "evigraph.errors",
+    "TaskExistsError": "evigraph.errors",
+    "TaskNotFoundError": "evigraph.errors",
+    "RequestConflictError": "evigraph.errors",
+    "Traces": "evigraph.kb",
     "LLMError": "evigraph.errors",
     "LLMConfigurationError": "evigraph.errors",
     "LLMTimeoutError": "evigraph.errors",
@@ -110,7 +114,10 @@ if TYPE_CHECKING:
         NotAKnowledgeBaseError,
         NotFoundError,
         ReadOnlyViolation,
+        RequestConflictError,
         StoreError,
+        TaskExistsError,
+        TaskNotFoundError,
         ToolError,
     )
     from evigraph.evidence import EntityItem, EvidenceId, EvidenceLedger, PassageItem, RelationItem, Source
@@ -125,7 +132,7 @@ if TYPE_CHECKING:
     from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy, MarkdownLoader, PdfLoader, TextLoader
     from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
     from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
-    from evigraph.kb import FinalizeReport, KnowledgeBase, Status
+    from evigraph.kb import FinalizeReport, KnowledgeBase, Status, Traces
     from evigraph.models import (
         DocumentOutcome,
         EntityType,

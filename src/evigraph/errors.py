@@ -104,3 +104,19 @@ class LLMTimeoutError(LLMError):
 class LLMResponseError(LLMError):
     """The model answered, but not with what was asked: malformed JSON, JSON of the wrong shape,
     no choices, or a stream that ended before the model finished."""
+
+
+class TaskExistsError(EvigraphError):
+    """A task name already taken in the project by a task with another goal (`task_exists`)."""
+
+    code = "task_exists"
+
+
+class TaskNotFoundError(NotFoundError):
+    """A trace call named a task, event or step the project does not hold."""
+
+
+class RequestConflictError(EvigraphError):
+    """A request id reused for a different write: a retry must repeat the first request exactly."""
+
+    code = "request_conflict"

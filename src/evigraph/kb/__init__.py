@@ -10,13 +10,14 @@ from __future__ import annotations
 from evigraph.kb.core import FinalizeReport, Status
 from evigraph.kb.maintenance import MaintenanceOps
 from evigraph.kb.reads import ReadOps
+from evigraph.kb.traces import TraceOps, Traces
 from evigraph.kb.writes import WriteOps
 from evigraph.store.location import DEFAULT_DB, StoreLocation, resolve_db_path
 
-__all__ = ["DEFAULT_DB", "FinalizeReport", "KnowledgeBase", "Status", "StoreLocation", "resolve_db_path"]
+__all__ = ["DEFAULT_DB", "FinalizeReport", "KnowledgeBase", "Status", "StoreLocation", "Traces", "resolve_db_path"]
 
 
-class KnowledgeBase(ReadOps, WriteOps, MaintenanceOps):
+class KnowledgeBase(ReadOps, WriteOps, MaintenanceOps, TraceOps):
     """A knowledge graph of documents, passages, entities and relations in one local database.
 
     Example::

@@ -34,6 +34,16 @@ from evigraph.models import (
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.traces import (
+    EventRecord,
+    EventSummary,
+    NewEvent,
+    NewStep,
+    StepRecord,
+    StepState,
+    TaskRecord,
+    TraceRequest,
+)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -343,6 +353,58 @@ class GraphStore(ABC):
     @abstractmethod
     async def entity_redirects(self) -> dict[str, str]:
         """Every merged-away entity id -> the survivor later writes re-point it at."""
+
+    # -- traces: an agent's tasks, events and steps (store/traces.py) -------------------------
+    #
+    # Every call names its project, and reads never cross projects. A document scope does not
+    # apply: traces are the agent's own record, not documents. Each write is one transaction; a
+    # write given a `TraceRequest` already saved returns the saved result and writes nothing.
+    # A task another call names that the project lacks raises `TaskNotFoundError`.
+
+    @abstractmethod
+    async def create_task(
+        self, project: str, agent: str, name: str, goal: str, request: TraceRequest | None = None
+    ) -> TaskRecord:
+        """The task `name`, created with `goal` when new; another goal under the name raises `TaskExistsError`."""
+
+    @abstractmethod
+    async def get_task(self, project: str, name: str) -> TaskRecord | None: ...
+
+    @abstractmethod
+    async def record_event(
+        self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
+    ) -> EventSummary:
+        """Append an event, numbered one past the task's last (1 for the first)."""
+
+    @abstractmethod
+    async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
+        """Events numbered above `after_seq`, in order, at most `limit`."""
+
+    @abstractmethod
+    async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None: ...
+
+    @abstractmethod
+    async def set_step(
+        self,
+        project: str,
+        agent: str,
+        task: str,
+        step: NewStep,
+        result: NewEvent | None = None,
+        request: TraceRequest | None = None,
+    ) -> StepRecord:
+        """Create or replace the step `step.name`.
+
+        `result`, when given, is appended as an event in the same transaction and becomes the
+        step's `result_event_seq`; a `result_event_seq` given instead must name an event of the
+        task (`TaskNotFoundError` otherwise).
+        """
+
+    @abstractmethod
+    async def list_steps(
+        self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
+    ) -> list[StepRecord]:
+        """Steps in `state` named after `after_name`, by name, at most `limit`."""
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -46,6 +46,16 @@ from evigraph.store.base import (
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.traces import (
+    EventRecord,
+    EventSummary,
+    NewEvent,
+    NewStep,
+    StepRecord,
+    StepState,
+    TaskRecord,
+    TraceRequest,
+)
 
 _OVERFETCH = 5
 _ALL = 1_000_000
@@ -400,6 +410,43 @@ class ScopedStore(GraphStore):
 
     async def entity_redirects(self) -> dict[str, str]:
         return await self.inner.entity_redirects()
+
+    # Traces are the agent's own record, not documents: a scope passes them through whole.
+
+    async def create_task(
+        self, project: str, agent: str, name: str, goal: str, request: TraceRequest | None = None
+    ) -> TaskRecord:
+        return await self.inner.create_task(project, agent, name, goal, request)
+
+    async def get_task(self, project: str, name: str) -> TaskRecord | None:
+        return await self.inner.get_task(project, name)
+
+    async def record_event(
+        self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
+    ) -> EventSummary:
+        return await self.inner.record_event(project, agent, task, event, request)
+
+    async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
+        return await self.inner.list_events(project, task, after_seq, limit)
+
+    async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
+        return await self.inner.fetch_event(project, task, seq)
+
+    async def set_step(
+        self,
+        project: str,
+        agent: str,
+        task: str,
+        step: NewStep,
+        result: NewEvent | None = None,
+        request: TraceRequest | None = None,
+    ) -> StepRecord:
+        return await self.inner.set_step(project, agent, task, step, result, request)
+
+    async def list_steps(
+        self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
+    ) -> list[StepRecord]:
+        return await self.inner.list_steps(project, task, state, after_name, limit)
 
     async def get_setting(self, key: str) -> str | None:
         return await self.inner.get_setting(key)

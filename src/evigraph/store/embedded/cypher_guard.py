@@ -24,12 +24,14 @@ from evigraph.store.embedded.cypher_rules import (
     FUNCTION_HINT,
     FUNCTIONS,
     HIDDEN_PROPERTIES,
+    HIDDEN_TABLES,
     HINT,
     KEY_FUNCTIONS,
     NOT_FUNCTIONS,
     PROCEDURES,
     RANGE_MAX_ITEMS,
     STARTS,
+    TRACE_HINT,
 )
 
 
@@ -88,6 +90,8 @@ def _check_hidden(tokens: list[Token], params: Mapping[str, Any]) -> None:
     # NFKC and casefold, so a fullwidth or compatibility spelling inside quotes is caught too
     names = {_folded(t.value) for t in tokens if t.is_name or t.kind is Kind.STRING}
     names |= {_folded(v) for v in _strings(params.values())}
+    if names & HIDDEN_TABLES:
+        raise refuse("free-form Cypher does not read task records (tasks, events, steps)", TRACE_HINT)
     hidden = sorted(names & HIDDEN_PROPERTIES)
     if hidden:
         raise refuse(

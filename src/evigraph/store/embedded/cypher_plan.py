@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass, field
 
 from evigraph.store.embedded.cypher_lexer import refuse
-from evigraph.store.embedded.cypher_rules import HINT
+from evigraph.store.embedded.cypher_rules import HINT, TRACE_HINT
+from evigraph.store.embedded.schema import TRACE_TABLES
 
 READ_OPERATORS = frozenset(
     {
@@ -56,6 +57,19 @@ class Operator:
     params: list[str] = field(default_factory=list)
 
     @property
+    def tables(self) -> list[str]:
+        """The tables a scan reads: `Tables: A` and one name a line after it (a label-less pattern)."""
+        found: list[str] = []
+        for p in self.params:
+            if p.startswith("Tables:"):
+                found.append(p.removeprefix("Tables:").strip())
+            elif found and ":" not in p:
+                found.append(p)
+            elif found:
+                break
+        return found
+
+    @property
     def function(self) -> str | None:
         for p in self.params:
             if p.startswith("Function:"):
@@ -71,6 +85,10 @@ def check_plan(plan: str) -> list[Operator]:
     for op in operators:
         if op.name not in READ_OPERATORS:
             raise refuse(f"the engine plans {op.name} for this query, which is not a read", HINT)
+        if set(op.tables) & TRACE_TABLES:
+            raise refuse(
+                "the query scans task records (tasks, events, steps), which free-form Cypher does not read", TRACE_HINT
+            )
         if op.name == "TABLE_FUNCTION_CALL" and op.function not in READ_TABLE_FUNCTIONS:
             raise refuse(
                 f"the engine plans the table function {op.function or '(unnamed)'} for this query, "

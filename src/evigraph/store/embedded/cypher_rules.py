@@ -7,7 +7,7 @@ case-insensitively, as the engine does.
 
 from __future__ import annotations
 
-from evigraph.store.embedded.schema import CONTEXT_COLUMN
+from evigraph.store.embedded.schema import CONTEXT_COLUMN, TRACE_TABLES
 
 FORBIDDEN_KEYWORDS = {
     **dict.fromkeys(("CREATE", "MERGE", "SET", "DELETE", "REMOVE", "UPDATE"), "writes"),
@@ -109,5 +109,11 @@ HIDDEN_PROPERTIES = frozenset(
 chunker wrote (words the document does not hold, so never to be quoted) are internal: named anywhere
 (as a property, a quoted name or a string), the query is refused; whole nodes come back without
 them, and get_ontology does not list them."""
+
+HIDDEN_TABLES = frozenset(t.casefold() for t in TRACE_TABLES)
+"""Agents' task records: every project's are in these tables, and free-form Cypher has no project,
+so naming one refuses the query (and `cypher_plan` refuses a scan reaching one without its name)."""
+
+TRACE_HINT = "name the label you read, e.g. MATCH (e:Entity) or (c:Chunk); tasks are read with the task tools"
 
 HINT = "free-form Cypher only reads: one MATCH ... RETURN statement (call get_ontology for labels and properties)"

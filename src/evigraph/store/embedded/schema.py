@@ -26,6 +26,10 @@ EXTRACTION_CACHE = "ExtractionCache"
 ENTITY_REDIRECT = "EntityRedirect"
 """Entity ids merged away at finalize -> their survivor (`GraphStore.merge_entities`)."""
 
+TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", "TraceStep", "TraceRequest"
+"""An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
+Keyed by project inside the id, so no look-up reaches another project's rows."""
+
 CONTEXT_COLUMN = "passage_context"
 """A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
 as an agent quoting it would quote words the document does not hold."""
@@ -59,6 +63,17 @@ DDL = (
     f"CREATE NODE TABLE IF NOT EXISTS {EXTRACTION_CACHE}(key STRING PRIMARY KEY, value STRING)",
     f"""CREATE NODE TABLE IF NOT EXISTS {ENTITY_REDIRECT}(
         id STRING PRIMARY KEY, survivor STRING, name STRING, at TIMESTAMP)""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_TASK}(
+        id STRING PRIMARY KEY, project STRING, name STRING, goal STRING, agent STRING, created_at TIMESTAMP,
+        events INT64)""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_EVENT}(
+        id STRING PRIMARY KEY, task STRING, seq INT64, kind STRING, role STRING, name STRING, agent STRING,
+        at TIMESTAMP, payload STRING, chars INT64, sha256 STRING, truncated BOOLEAN)""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_STEP}(
+        id STRING PRIMARY KEY, task STRING, name STRING, state STRING, kind STRING, result_basis STRING,
+        result_event_seq INT64, agent STRING, updated_at TIMESTAMP)""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_REQUEST}(
+        id STRING PRIMARY KEY, fingerprint STRING, result STRING, at TIMESTAMP)""",
 )
 
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -73,17 +88,20 @@ name vectors, then contextual chunks' contexts. A writable open adds what a file
 TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like any passage
 without one) or a re-ingest (contexts)."""
 
+TRACE_TABLES = frozenset({TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST})
+
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}
     | {EXTRACTION_CACHE, ENTITY_REDIRECT}
+    | TRACE_TABLES
 )
 """Every table evigraph creates; tables added by a later release are created on a writable open."""
 
 NODE_TABLES = frozenset(
-    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT}
+    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT} | TRACE_TABLES
 )
 
-INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT})
+INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT} | TRACE_TABLES)
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
 FTS_INDEXES = {

@@ -60,6 +60,7 @@ from evigraph.store.embedded.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
+from evigraph.store.embedded.traces import TraceOps
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
@@ -72,7 +73,7 @@ extractor): a `checkpoint_threshold` of 16 MB (the default) left a 293 MB file, 
 gives the space back instead (`compaction`)."""
 
 
-class EmbeddedStore(GraphStore):
+class EmbeddedStore(TraceOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first

@@ -1,0 +1,240 @@
+"""Trace records in the embedded graph: the `GraphStore` traces section for `EmbeddedStore`.
+
+Rows are keyed by a JSON array of their project, task and own name, so two projects never share
+a row and no separator inside a name can make two keys collide. Each write reads what it checks
+(the task, the saved request) and writes in the one transaction the executor gives it, so a
+crash or a refusal leaves nothing half written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
+from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.schema import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK
+from evigraph.store.traces import (
+    EventRecord,
+    EventSummary,
+    NewEvent,
+    NewStep,
+    StepRecord,
+    StepState,
+    TaskRecord,
+    TraceRequest,
+)
+
+R = TypeVar("R", bound=BaseModel)
+
+_EVENT_FIELDS = (
+    "e.seq AS seq, e.kind AS kind, e.role AS role, e.name AS name, e.agent AS agent, e.at AS at, "
+    "e.chars AS chars, e.sha256 AS sha256, e.truncated AS truncated"
+)
+_STEP_FIELDS = (
+    "s.name AS name, s.state AS state, s.kind AS kind, s.result_basis AS result_basis, "
+    "s.result_event_seq AS result_event_seq, s.agent AS agent, s.updated_at AS updated_at"
+)
+
+
+def _key(*parts: str | int) -> str:
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _aware(row: dict[str, Any], field: str) -> dict[str, Any]:
+    """The engine returns the naive UTC time it was given; results say it is UTC."""
+    return {**row, field: row[field].replace(tzinfo=UTC)}
+
+
+class TraceOps:
+    """The traces section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
+
+    read_only: bool
+
+    @property
+    def executor(self) -> Executor:
+        raise NotImplementedError  # EmbeddedStore's
+
+    async def create_task(
+        self, project: str, agent: str, name: str, goal: str, request: TraceRequest | None = None
+    ) -> TaskRecord:
+        def work(tx: Tx) -> TaskRecord:
+            task = _task(tx, project, name)
+            if task is not None:
+                if task.goal != goal:
+                    raise TaskExistsError(
+                        f"task_exists: project {project!r} already has a task {name!r} with another goal",
+                        hint="reuse the task with its own goal, or pick another task name",
+                    )
+                return task
+            tx.execute(
+                f"CREATE (:{TRACE_TASK} {{id: $id, project: $project, name: $name, goal: $goal, agent: $agent, "
+                "created_at: $at, events: 0})",
+                {
+                    "id": _key(project, name),
+                    "project": project,
+                    "name": name,
+                    "goal": goal,
+                    "agent": agent,
+                    "at": _now(),
+                },
+            ).close()
+            found = _task(tx, project, name)
+            assert found is not None
+            return found
+
+        return await self._requested(project, request, TaskRecord, work)
+
+    async def get_task(self, project: str, name: str) -> TaskRecord | None:
+        return await self.executor.read(lambda tx: _task(tx, project, name) if self._traced(tx) else None)
+
+    async def record_event(
+        self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
+    ) -> EventSummary:
+        def work(tx: Tx) -> EventSummary:
+            return _append(tx, project, agent, _existing(tx, project, task), event)
+
+        return await self._requested(project, request, EventSummary, work)
+
+    async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
+        def work(tx: Tx) -> list[EventSummary]:
+            found = _existing(tx, project, task, self._traced(tx))
+            rows = tx.rows(
+                f"MATCH (e:{TRACE_EVENT}) WHERE e.task = $task AND e.seq > $after "
+                f"RETURN {_EVENT_FIELDS} ORDER BY e.seq LIMIT $limit",
+                {"task": _key(project, found.name), "after": after_seq, "limit": limit},
+            )
+            return [EventSummary.model_validate(_aware(r, "at")) for r in rows]
+
+        return await self.executor.read(work)
+
+    async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
+        def work(tx: Tx) -> EventRecord | None:
+            found = _existing(tx, project, task, self._traced(tx))
+            rows = tx.rows(
+                f"MATCH (e:{TRACE_EVENT} {{id: $id}}) RETURN {_EVENT_FIELDS}, e.payload AS payload",
+                {"id": _key(project, found.name, seq)},
+            )
+            return EventRecord.model_validate(_aware(rows[0], "at")) if rows else None
+
+        return await self.executor.read(work)
+
+    async def set_step(
+        self,
+        project: str,
+        agent: str,
+        task: str,
+        step: NewStep,
+        result: NewEvent | None = None,
+        request: TraceRequest | None = None,
+    ) -> StepRecord:
+        def work(tx: Tx) -> StepRecord:
+            found = _existing(tx, project, task)
+            seq = step.result_event_seq
+            if result is not None:
+                seq = _append(tx, project, agent, found, result).seq
+            elif seq is not None and seq > found.events:
+                raise TaskNotFoundError(
+                    f"task {task!r} has no event {seq} (its last is {found.events})",
+                    hint="record the result with record_event first and pass its seq",
+                )
+            row = {**step.model_dump(), "result_event_seq": seq, "agent": agent, "updated_at": _now()}
+            tx.execute(
+                f"MERGE (s:{TRACE_STEP} {{id: $id}}) SET s.task = $task, s.name = $name, s.state = $state, "
+                "s.kind = $kind, s.result_basis = $result_basis, s.result_event_seq = $result_event_seq, "
+                "s.agent = $agent, s.updated_at = $updated_at",
+                {**row, "id": _key(project, task, step.name), "task": _key(project, task)},
+            ).close()
+            return StepRecord.model_validate({**row, "updated_at": row["updated_at"].replace(tzinfo=UTC)})
+
+        return await self._requested(project, request, StepRecord, work)
+
+    async def list_steps(
+        self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
+    ) -> list[StepRecord]:
+        def work(tx: Tx) -> list[StepRecord]:
+            found = _existing(tx, project, task, self._traced(tx))
+            rows = tx.rows(
+                f"MATCH (s:{TRACE_STEP}) WHERE s.task = $task AND s.state = $state AND s.name > $after "
+                f"RETURN {_STEP_FIELDS} ORDER BY s.name LIMIT $limit",
+                {"task": _key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
+            )
+            return [StepRecord.model_validate(_aware(r, "updated_at")) for r in rows]
+
+        return await self.executor.read(work)
+
+    def _traced(self, tx: Tx) -> bool:
+        """False on a read-only open of a file from before traces: it holds no task, and a writable
+        open adds the tables."""
+        return not self.read_only or TRACE_TASK in {r["name"] for r in tx.rows("CALL SHOW_TABLES() RETURN name")}
+
+    async def _requested(
+        self, project: str, request: TraceRequest | None, result: type[R], write: Callable[[Tx], R]
+    ) -> R:
+        """Run `write` in one transaction, or answer a request already saved with its result."""
+
+        def work(tx: Tx) -> R:
+            if request is None:
+                return write(tx)
+            key = _key(project, request.id)
+            rows = tx.rows(
+                f"MATCH (r:{TRACE_REQUEST} {{id: $id}}) RETURN r.fingerprint AS f, r.result AS r", {"id": key}
+            )
+            if rows:
+                if rows[0]["f"] != request.fingerprint:
+                    raise RequestConflictError(
+                        f"request_id {request.id!r} was already used for a different write in project {project!r}",
+                        hint="retry with exactly the first request, or use a new request_id for a new write",
+                    )
+                return result.model_validate_json(rows[0]["r"])
+            done = write(tx)
+            tx.execute(
+                f"CREATE (:{TRACE_REQUEST} {{id: $id, fingerprint: $f, result: $r, at: $at}})",
+                {"id": key, "f": request.fingerprint, "r": done.model_dump_json(), "at": _now()},
+            ).close()
+            return done
+
+        return await self.executor.write(work)
+
+
+def _task(tx: Tx, project: str, name: str) -> TaskRecord | None:
+    rows = tx.rows(
+        f"MATCH (t:{TRACE_TASK} {{id: $id}}) RETURN t.name AS name, t.goal AS goal, t.agent AS agent, "
+        "t.created_at AS created_at, t.events AS events",
+        {"id": _key(project, name)},
+    )
+    return TaskRecord.model_validate(_aware(rows[0], "created_at")) if rows else None
+
+
+def _existing(tx: Tx, project: str, name: str, traced: bool = True) -> TaskRecord:
+    found = _task(tx, project, name) if traced else None
+    if found is None:
+        raise TaskNotFoundError(
+            f"project {project!r} has no task {name!r}", hint="create it with create_task first, or check the name"
+        )
+    return found
+
+
+def _append(tx: Tx, project: str, agent: str, task: TaskRecord, event: NewEvent) -> EventSummary:
+    seq = task.events + 1
+    at = _now()
+    tx.execute(
+        f"MATCH (t:{TRACE_TASK} {{id: $task}}) SET t.events = $seq",
+        {"task": _key(project, task.name), "seq": seq},
+    ).close()
+    row = {**event.model_dump(), "seq": seq, "agent": agent, "at": at}
+    tx.execute(
+        f"CREATE (:{TRACE_EVENT} {{id: $id, task: $task, seq: $seq, kind: $kind, role: $role, name: $name, "
+        "agent: $agent, at: $at, payload: $payload, chars: $chars, sha256: $sha256, truncated: $truncated})",
+        {**row, "id": _key(project, task.name, seq), "task": _key(project, task.name)},
+    ).close()
+    del row["payload"]
+    return EventSummary.model_validate({**row, "at": at.replace(tzinfo=UTC)})
