@@ -103,6 +103,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         from evigraph.cli_compact import compact
 
         return await compact(args)
+    if args.command in ("tasks", "task"):
+        from evigraph import cli_tasks
+
+        return await (cli_tasks.tasks if args.command == "tasks" else cli_tasks.task)(args)
     if args.command == "search":
         from evigraph.cli_serving import holder_note, open_for_reads
 
@@ -130,6 +134,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
                 host=args.host,
                 port=args.port,
                 engine=args.engine,
+                project=args.project,
+                agent=args.agent,
             )
             await serve(config)
         except ConfigurationError as exc:  # flags that contradict each other or the database's holder

@@ -175,6 +175,26 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "swap the files; on any failure the old file is kept. The database engine never shrinks its file by "
         "itself. Needs the file to itself: stop a running `evigraph mcp` or ingest on it first.",
     )
+    tasks = sub.add_parser(
+        "tasks",
+        parents=[common],
+        help="list the tasks agents recorded in a project",
+        description="List a project's tasks by name, with their goal, events and creator. Read-only.",
+    )
+    tasks.add_argument("--project", required=True, help="the project the agents worked in")
+    tasks.add_argument("--after", default=None, help="continue after this task name")
+    tasks.add_argument("--limit", type=int, default=50, help="the most tasks listed, 1 to 200 (default 50)")
+    task = sub.add_parser(
+        "task",
+        parents=[common],
+        help="show one task: goal, steps by state, latest events",
+        description="Show a task as an agent resuming it sees it (get_task): its goal, its steps by state and "
+        "its latest events without their bodies. Read-only.",
+    )
+    task.add_argument("name", metavar="NAME", help="the task's name")
+    task.add_argument("--project", required=True, help="the project the task belongs to")
+    task.add_argument("--events", type=int, default=10, help="latest events listed, 1 to 50 (default 10)")
+    task.add_argument("--steps", type=int, default=20, help="step names listed per state, 1 to 50 (default 20)")
     doctor = sub.add_parser(
         "doctor",
         help="what this installation can do: extractors, embedders, MCP, LLM, engines, and how to add the rest",
@@ -186,7 +206,8 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Serve the toolkit over MCP: the read tools, and the write tools only with --allow-writes or "
         "--files-root (without either the database is opened read-only). Environment: EVIGRAPH_DB, "
         "EVIGRAPH_MCP_ALLOW_WRITES, EVIGRAPH_MCP_READ_ONLY, EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required "
-        "off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_EMBEDDER; flags win over them.",
+        "off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_MCP_PROJECT, EVIGRAPH_MCP_AGENT, EVIGRAPH_EMBEDDER; flags win "
+        "over them.",
     )
     mcp.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
     mcp.add_argument("--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help=argparse.SUPPRESS)
@@ -203,6 +224,8 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
     mcp.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
+    mcp.add_argument("--project", default=None, help="serve the task tools for this project (with --agent)")
+    mcp.add_argument("--agent", default=None, help="the agent the task tools record as (with --project)")
     return parser
 
 

@@ -118,6 +118,8 @@ async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> N
         with pytest.raises(ConfigurationError, match="files root"):
             await forwarder(forward_options(False, None, ()))
         assert len((await forwarder(None)).specs()) == len(same.specs())  # options unknown: as before
+        with pytest.raises(ConfigurationError, match="project"):  # it would not get its project's task tools
+            await forwarder(forward_options(True, None, (), "p", "a"))
     finally:
         for remote in forwarders:
             await remote.close()

@@ -14,6 +14,7 @@ from tests.tools.conftest import RULES_PLAN, write_corpus
 from evigraph import KnowledgeBase, ReadOnlyViolation, ToolError, Toolkit
 from evigraph.tools.registry import ToolSpec, load_tools
 from evigraph.tools.results import ToolResult
+from evigraph.tools.trace_tools import TRACE_TOOLS
 
 READ_TOOLS = {
     "status",
@@ -141,8 +142,10 @@ def schema_errors(spec: ToolSpec, args: dict[str, Any]) -> list[str]:
 
 def test_specs_cover_every_tool(full: Toolkit) -> None:
     specs = specs_by_name(full)
-    # `answer` is offered only with an LLM (tested in tests/llm/test_answer.py)
-    assert set(specs) == READ_TOOLS | WRITE_TOOLS == set(load_tools()) - {"answer"} == set(SENT)
+    # `answer` is offered only with an LLM (tested in tests/llm/test_answer.py), the task tools only with a
+    # project and an agent (tests/tools/test_trace_tools.py)
+    offered = set(load_tools()) - {"answer"} - TRACE_TOOLS
+    assert set(specs) == READ_TOOLS | WRITE_TOOLS == offered == set(SENT)
     for spec in specs.values():
         assert len(spec.description) > 40, spec.name
         Draft202012Validator.check_schema(spec.input_schema)

@@ -48,6 +48,8 @@ RequestId = Annotated[
     str, Field(min_length=1, max_length=64, description="a retry with the same id returns the first result")
 ]
 Limit = Annotated[int, Field(ge=1, le=200)]
+MAX_SEQ = 1_000_000_000
+"""The highest event number an argument may name; a bound the tools' JSON Schema can state."""
 
 
 class CreateTask(StrictInput):
@@ -74,13 +76,13 @@ class RecordEvent(StrictInput):
 
 class ListEvents(StrictInput):
     task_name: TaskName
-    after_seq: int = Field(0, ge=0, description="list the events numbered above this")
+    after_seq: int = Field(0, ge=0, le=MAX_SEQ, description="list the events numbered above this")
     limit: Limit = 50
 
 
 class FetchEvent(StrictInput):
     task_name: TaskName
-    seq: int = Field(ge=1)
+    seq: int = Field(ge=1, le=MAX_SEQ)
 
 
 class SetStep(StrictInput):
@@ -91,7 +93,9 @@ class SetStep(StrictInput):
     result: str | None = Field(
         None, max_length=STORED_EVENT_CHARS, description="result text, recorded as a note event; or result_event_seq"
     )
-    result_event_seq: int | None = Field(None, ge=1, description="an event of the task that holds the result")
+    result_event_seq: int | None = Field(
+        None, ge=1, le=MAX_SEQ, description="an event of the task that holds the result"
+    )
     result_basis: ResultBasis = "unknown"
     request_id: RequestId | None = None
 
@@ -111,6 +115,11 @@ class ListSteps(StrictInput):
     limit: Limit = 50
 
 
+class ListTasks(StrictInput):
+    after_name: str | None = Field(None, max_length=200, description="continue after this task name")
+    limit: Limit = 50
+
+
 class Caller(StrictInput):
     project: str = Field(min_length=1, max_length=200)
     agent: str = Field(min_length=1, max_length=200)
@@ -124,6 +133,12 @@ class EventPage(_Page):
     events: list[EventSummary]
     next_after_seq: int | None
     """Pass as `after_seq` for the next page; None when this page is the last."""
+
+
+class TaskPage(_Page):
+    tasks: list[TaskRecord]
+    next_after_name: str | None
+    """Pass as `after_name` for the next page; None when this page is the last."""
 
 
 class StepPage(_Page):
@@ -172,6 +187,14 @@ class Traces:
                 f"project {self.project!r} has no task {task_name!r}", hint="create it with create_task first"
             )
         return found
+
+    async def list_tasks(self, *, after_name: str | None = None, limit: int = 50) -> TaskPage:
+        """The project's tasks by name, whichever agent created them."""
+        args = build(ListTasks, {"after_name": after_name, "limit": limit}, _HINT)
+        found = await (await self._store(False)).list_tasks(self.project, args.after_name, args.limit + 1)
+        more = len(found) > args.limit
+        tasks = found[: args.limit]
+        return TaskPage(tasks=tasks, next_after_name=tasks[-1].name if more else None)
 
     async def record_event(
         self,

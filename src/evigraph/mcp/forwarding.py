@@ -63,16 +63,30 @@ def read_pointer(db: Path) -> str | None:
     return socket if isinstance(socket, str) else None
 
 
-def forward_options(read_only: bool, files_root: str | os.PathLike[str] | None, scope: Any) -> dict[str, Any]:
+def forward_options(
+    read_only: bool,
+    files_root: str | os.PathLike[str] | None,
+    scope: Any,
+    project: str | None = None,
+    agent: str | None = None,
+) -> dict[str, Any]:
     """The options a forwarder compares with the serving process's (see `RemoteBackend.connect`)."""
     root = str(Path(files_root).resolve()) if files_root is not None else None
-    return {"read_only": bool(read_only), "files_root": root, "scope": sorted(scope or ())}
+    return {
+        "read_only": bool(read_only),
+        "files_root": root,
+        "scope": sorted(scope or ()),
+        "project": project,
+        "agent": agent,
+    }
 
 
 def backend_options(backend: LocalBackend) -> dict[str, Any]:
     toolkit = backend.toolkit
     root = toolkit.files_root.root if toolkit.files_root is not None else None
-    return forward_options(toolkit.read_only, root, toolkit.kb.scope)
+    traces = toolkit.traces
+    project, agent = (traces.project, traces.agent) if traces is not None else (None, None)
+    return forward_options(toolkit.read_only, root, toolkit.kb.scope, project, agent)
 
 
 def _socket_path(db: Path) -> Path:
@@ -340,7 +354,12 @@ def _check_options(db: Path, own: dict[str, Any], served: dict[str, Any], pid: i
     if not own.get("read_only") and served.get("read_only"):
         raise ConfigurationError(_held_read_only(db, pid, after_start=False), hint=_HELD_READ_ONLY_HINT)
     # A read-only forwarder gets no tool that reads the files root, so only a writer must match it.
-    keys = [("scope", "document scope (EVIGRAPH_MCP_SCOPE)")]
+    # The task tools act on the serving process's project as its agent: both must match, read-only or not.
+    keys = [
+        ("scope", "document scope (EVIGRAPH_MCP_SCOPE)"),
+        ("project", "project (--project, EVIGRAPH_MCP_PROJECT)"),
+        ("agent", "agent (--agent, EVIGRAPH_MCP_AGENT)"),
+    ]
     if not own.get("read_only"):
         keys.append(("files_root", "files root"))
     for key, what in keys:

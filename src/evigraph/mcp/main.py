@@ -54,6 +54,9 @@ class McpConfig:
     """The flag or variable that chose read-only or writable, for the line said at start."""
     overridden: tuple[str, ...] = ()
     """Environment settings about writes that a flag overrode, also said at start."""
+    project: str | None = None
+    agent: str | None = None
+    """With `project`, the task tools are served, recording as this agent in that project."""
 
     @classmethod
     def from_env(
@@ -67,15 +70,25 @@ class McpConfig:
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
         engine: str = "auto",
+        project: str | None = None,
+        agent: str | None = None,
     ) -> McpConfig:
         """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _ALLOW_WRITES, _FILES_ROOT,
-        _TOKEN, _SCOPE). Writes are served only when asked for: with --allow-writes or --files-root (or
-        their variables); asking for writes and for read-only at once is refused."""
+        _TOKEN, _SCOPE, _PROJECT, _AGENT). Writes are served only when asked for: with --allow-writes or
+        --files-root (or their variables); asking for writes and for read-only at once is refused. The task
+        tools need a project and an agent, both or neither."""
         from evigraph.kb import StoreLocation
 
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
         mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
+        project = project or os.environ.get("EVIGRAPH_MCP_PROJECT") or None
+        agent = agent or os.environ.get("EVIGRAPH_MCP_AGENT") or None
+        if (project is None) != (agent is None):
+            raise ConfigurationError(
+                "the task tools need both a project and an agent",
+                hint="pass --project P --agent A (or EVIGRAPH_MCP_PROJECT and EVIGRAPH_MCP_AGENT), or neither",
+            )
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
         # The server needs the database file itself: forwarding between processes meets beside it.
         location = StoreLocation.parse(db)
@@ -91,6 +104,8 @@ class McpConfig:
             engine=location.engine_for(engine),
             mode_source=mode.source,
             overridden=mode.overridden,
+            project=project,
+            agent=agent,
         )
 
     def describe(self, forwarding_to: int | None = None) -> str:
@@ -102,6 +117,8 @@ class McpConfig:
             line = f"writable ({self.mode_source}): the write tools are served"
             if self.files_root and "files" not in self.mode_source.lower():  # a flag asked, the variable gave it
                 line += f", files root {display_name(self.files_root)} (EVIGRAPH_MCP_FILES_ROOT)"
+        if self.project is not None:
+            line += f"; task tools for project {self.project!r} as agent {self.agent!r}"
         if self.overridden:
             line += f"; ignored, as the flag wins: {', '.join(self.overridden)}"
         if forwarding_to is not None:
@@ -169,7 +186,9 @@ async def local_backend(config: McpConfig) -> LocalBackend:
     )
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call
         await kb.open(for_write=not config.read_only)
-    toolkit = Toolkit(kb, read_only=config.read_only, files_root=config.files_root)
+    toolkit = Toolkit(
+        kb, read_only=config.read_only, files_root=config.files_root, project=config.project, agent=config.agent
+    )
     return LocalBackend(toolkit)
 
 
@@ -204,7 +223,7 @@ async def serve(config: McpConfig) -> None:
             await listener.start()
             return local
 
-        options = forward_options(config.read_only, config.files_root, config.scope)
+        options = forward_options(config.read_only, config.files_root, config.scope, config.project, config.agent)
         backend = await RemoteBackend.connect(config.db, take_over, options)
     # Said on every start, as the database's safety depends on it; stderr, as stdout carries the protocol.
     print(config.describe(backend.served_pid if isinstance(backend, RemoteBackend) else None), file=sys.stderr)

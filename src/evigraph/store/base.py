@@ -371,6 +371,10 @@ class GraphStore(ABC):
     async def get_task(self, project: str, name: str) -> TaskRecord | None: ...
 
     @abstractmethod
+    async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
+        """The project's tasks named after `after_name`, by name, at most `limit`."""
+
+    @abstractmethod
     async def record_event(
         self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
     ) -> EventSummary:

@@ -421,6 +421,9 @@ class ScopedStore(GraphStore):
     async def get_task(self, project: str, name: str) -> TaskRecord | None:
         return await self.inner.get_task(project, name)
 
+    async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
+        return await self.inner.list_tasks(project, after_name, limit)
+
     async def record_event(
         self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
     ) -> EventSummary:

@@ -28,6 +28,7 @@ from evigraph.tools.results import ToolResult
 if TYPE_CHECKING:
     from evigraph.ingest.files_root import FilesRoot
     from evigraph.kb import KnowledgeBase
+    from evigraph.kb.traces import Traces
 
 FinalizePolicy = Literal["manual", "on_write", "never"]
 
@@ -44,6 +45,7 @@ class _Shared:
     ledger_capacity: int
     max_file_bytes: int | None
     plan_limits: PlanLimits
+    traces: Traces | None
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
 
@@ -70,7 +72,10 @@ class Toolkit:
         ledger_capacity: int = 2000,
         max_file_bytes: int | None = DEFAULT_MAX_BYTES,
         plan_limits: dict[str, Any] | None = None,
+        project: str | None = None,
+        agent: str | None = None,
     ) -> None:
+        """`project` and `agent` turn the task tools on; tool arguments cannot change them."""
         tools = load_tools()
         if finalize_policy not in ("manual", "on_write", "never"):
             raise ToolError(f"unknown finalize_policy {finalize_policy!r}", hint="use 'manual', 'on_write' or 'never'")
@@ -93,6 +98,7 @@ class Toolkit:
             ledger_capacity=ledger_capacity,
             max_file_bytes=max_file_bytes,
             plan_limits=plan_limits_from(plan_limits),
+            traces=_traces(kb, project, agent),
         )
         self.ledger = EvidenceLedger(ledger_capacity)
 
@@ -116,6 +122,11 @@ class Toolkit:
     @property
     def files_root(self) -> FilesRoot | None:
         return self._shared.files_root
+
+    @property
+    def traces(self) -> Traces | None:
+        """The project's task records as this agent, or None when no project and agent were given."""
+        return self._shared.traces
 
     @property
     def shared(self) -> _Shared:
@@ -218,6 +229,18 @@ class Toolkit:
         if parsed is not None and parsed.kind != kind:
             raise ToolError(f"{ref!r} is not a {kind} id", hint=f"pass an id starting with '{kind}:'")
         return EvidenceId.of(kind, ref)
+
+
+def _traces(kb: KnowledgeBase, project: str | None, agent: str | None) -> Traces | None:
+    """Both or neither: a project without an agent (or the reverse) is a configuration mistake."""
+    if project is None and agent is None:
+        return None
+    if project is None or agent is None:
+        raise ToolError("the task tools need both a project and an agent", hint="pass project= and agent=, or neither")
+    try:
+        return kb.traces(project, agent)
+    except EvigraphError as exc:
+        raise ToolError(exc.message, hint=exc.hint) from exc
 
 
 def _schema_hint(tool: Tool) -> str:

@@ -32,6 +32,17 @@ async def test_a_task_is_created_once_and_kept_per_project(factory: StoreFactory
         assert await reopened.get_task("r", "t") is None
 
 
+@covers("list_tasks")
+async def test_tasks_are_listed_per_project_by_name(store: GraphStore) -> None:
+    assert await store.list_tasks("p") == []
+    for name in ("b", "a", "c"):
+        await store.create_task("p", "ann", name, f"goal {name}")
+    await store.create_task("q", "ann", "z", "elsewhere")
+    assert [t.name for t in await store.list_tasks("p")] == ["a", "b", "c"]
+    assert [t.name for t in await store.list_tasks("p", "a", 1)] == ["b"]
+    assert [t.goal for t in await store.list_tasks("q")] == ["elsewhere"]
+
+
 @covers("record_event", "list_events", "fetch_event")
 async def test_events_are_numbered_per_task_and_listed_after_a_number(store: GraphStore) -> None:
     await store.create_task("p", "ann", "t", "g")

@@ -96,6 +96,20 @@ class TraceOps:
     async def get_task(self, project: str, name: str) -> TaskRecord | None:
         return await self.executor.read(lambda tx: _task(tx, project, name) if self._traced(tx) else None)
 
+    async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
+        def work(tx: Tx) -> list[TaskRecord]:
+            if not self._traced(tx):
+                return []
+            rows = tx.rows(
+                f"MATCH (t:{TRACE_TASK}) WHERE t.project = $project AND t.name > $after "
+                "RETURN t.name AS name, t.goal AS goal, t.agent AS agent, t.created_at AS created_at, "
+                "t.events AS events ORDER BY t.name LIMIT $limit",
+                {"project": project, "after": after_name or "", "limit": limit},
+            )
+            return [TaskRecord.model_validate(_aware(r, "created_at")) for r in rows]
+
+        return await self.executor.read(work)
+
     async def record_event(
         self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
     ) -> EventSummary:
