@@ -12,7 +12,7 @@ import pytest
 from evigraph import ConfigurationError, KnowledgeBase
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.kb import Traces
-from evigraph.store.traces import STORED_EVENT_CHARS
+from evigraph.trace_records import STORED_EVENT_CHARS
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from tests.store.contract.conftest import ALPHA
 from evigraph.errors import TaskNotFoundError
 from evigraph.store import connect
 from evigraph.store.embedded.schema import TRACE_TABLES
-from evigraph.store.traces import NewEvent
+from evigraph.trace_records import NewEvent
 
 
 def _drop_trace_tables(path: Path) -> None:

@@ -24,7 +24,8 @@ from evigraph.errors import TaskNotFoundError
 from evigraph.gate import Gate
 from evigraph.kb.core import KnowledgeBaseCore
 from evigraph.store.base import GraphStore
-from evigraph.store.traces import (
+from evigraph.strict import StrictInput, build
+from evigraph.trace_records import (
     STORED_EVENT_CHARS,
     EventKind,
     EventRecord,
@@ -38,7 +39,6 @@ from evigraph.store.traces import (
     TaskRecord,
     TraceRequest,
 )
-from evigraph.strict import StrictInput, build
 
 MAX_PAYLOAD_CHARS = 1_000_000
 """The longest event payload accepted; the store keeps its first `STORED_EVENT_CHARS`."""

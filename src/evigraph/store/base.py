@@ -34,7 +34,7 @@ from evigraph.models import (
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
-from evigraph.store.traces import (
+from evigraph.trace_records import (
     EventRecord,
     EventSummary,
     NewEvent,

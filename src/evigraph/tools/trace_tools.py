@@ -28,10 +28,10 @@ from evigraph.kb.traces import (
     TaskName,
     Traces,
 )
-from evigraph.store.traces import EventRecord, EventSummary, StepRecord, StepState, TaskRecord
 from evigraph.strict import StrictInput
 from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
+from evigraph.trace_records import EventRecord, EventSummary, StepRecord, StepState, TaskRecord
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit

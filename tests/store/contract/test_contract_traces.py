@@ -7,7 +7,7 @@ from tests.store.contract.conftest import StoreFactory, covers
 
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.store import GraphStore
-from evigraph.store.traces import NewEvent, NewStep, TraceRequest
+from evigraph.trace_records import NewEvent, NewStep, TraceRequest
 
 
 def note(text: str) -> NewEvent:

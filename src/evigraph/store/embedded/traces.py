@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.schema import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK
-from evigraph.store.traces import (
+from evigraph.trace_records import (
     EventRecord,
     EventSummary,
     NewEvent,

@@ -1,5 +1,8 @@
 """What the store keeps of an agent's work: tasks, their events and their steps (`GraphStore` traces).
 
+Shared by every layer, as `models.py` is: the store writes these records, the knowledge base
+validates what goes in, and the tools and the CLI show what comes out.
+
 Trace records live in the knowledge base beside the documents they were read from, so a later run
 (another process, another client) resumes a task where the last one stopped. Every record belongs
 to one project, and no call reads across projects: the project is part of every key. The store
