@@ -8,11 +8,14 @@ instead of crashing the run or, worse, putting mojibake or megabytes of noise in
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
 from evigraph.errors import InputError
+from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.decoding import BINARY_SNIFF_BYTES, check_not_binary, decode_text
+from evigraph.models import LoadedDocument
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 """Largest file read by default: big enough for books, small enough to stop a stray dump."""
@@ -128,3 +131,19 @@ def text_of(data: bytes, path: Path, *, declared: str | None = None) -> str:
     text = normalize_newlines(decode_text(data, path, declared=declared))
     require_content(text, path)
     return text
+
+
+class FileLoader(LoaderStrategy):
+    """A format parsed from one whole file: `load` reads it once, capped at `max_bytes`, and
+    parses it with `load_bytes`, the same parser the toolkit calls with bytes it read itself
+    (through a handle that does not follow symlinks), so the two ways in cannot drift apart."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+
+    def load(self, path: Path, key: str) -> list[LoadedDocument]:
+        path = Path(path)
+        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
+
+    @abstractmethod
+    def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]: ...

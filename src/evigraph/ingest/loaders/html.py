@@ -25,8 +25,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from evigraph.errors import InputError
-from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_of
+from evigraph.ingest.loaders.common import FileLoader, text_of
 from evigraph.models import Element, LoadedDocument
 
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
@@ -340,18 +339,11 @@ def parse_html(markup: str) -> tuple[str, str, tuple[Element, ...]]:
     return title, "".join(parts), tuple(elements)
 
 
-class HtmlLoader(LoaderStrategy):
+class HtmlLoader(FileLoader):
     """One document per page; the title is the page's `<title>`, else its first `<h1>`, else the file name."""
 
     name = "html"
     extensions = (".html", ".htm", ".xhtml")
-
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-
-    def load(self, path: Path, key: str) -> list[LoadedDocument]:
-        path = Path(path)
-        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
 
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)

@@ -24,8 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_of
+from evigraph.ingest.loaders.common import FileLoader, text_of
 from evigraph.models import Element, LoadedDocument
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
@@ -289,18 +288,11 @@ def readable_tables(text: str, elements: tuple[Element, ...]) -> tuple[str, tupl
     return "".join(parts), tuple(out)
 
 
-class MarkdownLoader(LoaderStrategy):
+class MarkdownLoader(FileLoader):
     """One document per file; the title is the first level-1 heading, else the file name."""
 
     name = "markdown"
     extensions = (".md", ".markdown")
-
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-
-    def load(self, path: Path, key: str) -> list[LoadedDocument]:
-        path = Path(path)
-        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
 
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)

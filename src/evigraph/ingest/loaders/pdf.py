@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evigraph.errors import InputError
-from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes
+from evigraph.ingest.loaders.common import FileLoader
 from evigraph.models import LoadedDocument
 
 PAGE_SEPARATOR = "\n\n"
@@ -27,18 +26,11 @@ _MALFORMED_HINT = "repair it first (qpdf in.pdf repaired.pdf) or re-export it fr
 _SCANNED_HINT = "it looks scanned; run OCR first (ocrmypdf in.pdf out.pdf) and ingest the result"
 
 
-class PdfLoader(LoaderStrategy):
+class PdfLoader(FileLoader):
     """One document per file; pages are joined with a blank line and recorded in `pages`."""
 
     name = "pdf"
     extensions = (".pdf",)
-
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-
-    def load(self, path: Path, key: str) -> list[LoadedDocument]:
-        path = Path(path)
-        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
 
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)

@@ -8,23 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES, read_bytes, text_of
+from evigraph.ingest.loaders.common import FileLoader, text_of
 from evigraph.models import LoadedDocument
 
 
-class TextLoader(LoaderStrategy):
+class TextLoader(FileLoader):
     """One document per file, titled by the file name (plain text carries no title)."""
 
     name = "text"
     extensions = (".txt", ".text", ".rst", ".log", ".csv")
-
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-
-    def load(self, path: Path, key: str) -> list[LoadedDocument]:
-        path = Path(path)
-        return self.load_bytes(read_bytes(path, self.max_bytes), path, key)
 
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
