@@ -120,3 +120,20 @@ class RequestConflictError(EvigraphError):
     """A request id reused for a different write: a retry must repeat the first request exactly."""
 
     code = "request_conflict"
+
+
+class DecisionNotFoundError(NotFoundError):
+    """A decision id the project does not hold."""
+
+
+class DecisionStateError(EvigraphError):
+    """A decision write its target's state does not allow: superseding a rejected decision,
+    resting a new one on a decision that needs review."""
+
+    code = "decision_state"
+
+
+class StaleEvidenceError(EvigraphError):
+    """A support read from a document version that has since been replaced or deleted."""
+
+    code = "stale_evidence"

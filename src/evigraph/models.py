@@ -465,6 +465,7 @@ class ChunkHit(BaseModel):
     index: int
     text: str
     score: float
+    version: int = Field(0, description="the version of its document the passage belongs to")
     page: int | None = None
     start: int = 0
     end: int = 0

@@ -101,3 +101,117 @@ class StepRecord(NewStep):
     agent: str
     """The agent that set the step last."""
     updated_at: datetime
+
+
+# -- decisions ---------------------------------------------------------------------------------
+
+DecisionState = Literal["active", "needs_review", "superseded", "rejected"]
+SupportKind = Literal["passage", "decision"]
+SupportOrigin = Literal["recorded", "reaffirmed"]
+ReviewChange = Literal["new_version", "deleted", "needs_review", "superseded", "rejected"]
+"""Why a decision was flagged: a passage's document changed (`new_version`, `deleted`), or a
+decision it rests on was itself flagged, superseded or rejected."""
+
+OPEN_STATES: tuple[DecisionState, ...] = ("active", "needs_review")
+"""The states of a decision that still stands: one that needs review has not been overturned."""
+
+
+class NewSupport(_Record):
+    """One support as the store writes it, already resolved by the knowledge base.
+
+    A passage support carries the document version it was read from, which the store checks is
+    still current in the write's transaction: evidence read from a version replaced meanwhile is
+    refused (`StaleEvidenceError`) instead of pinning a decision to text nobody can read again.
+    """
+
+    kind: SupportKind
+    ref: str
+    """A passage's evidence id (`passage:<id>`), or a decision id."""
+    document: str | None = None
+    version: int | None = None
+    content_hash: str | None = None
+    note: str | None = None
+    """What the support shows, in the recording agent's words."""
+
+
+class SupportRecord(NewSupport):
+    ordinal: int
+    """0 for the first support of a decision; reaffirmed supports continue the count."""
+    origin: SupportOrigin
+    current: bool
+    """False once a reaffirmation replaced it; `list_support_history` keeps it."""
+    agent: str
+    added_at: datetime
+
+
+class NewDecision(_Record):
+    task: str
+    choice_key: str
+    conclusion: str
+    rationale: str
+    assumptions: tuple[str, ...] = ()
+    open_questions: tuple[str, ...] = ()
+    supports: tuple[NewSupport, ...]
+    supersedes: str | None = None
+    """The decision this one replaces (`supersede_decision`); it must still stand."""
+    explanation: str | None = None
+    """Why it replaces the one it supersedes."""
+    vector: tuple[float, ...] | None = None
+    """The decision's text embedded, when the knowledge base has an embedder (`search_decisions`)."""
+
+
+class ReviewCause(_Record):
+    """One reason a decision needs review."""
+
+    change: ReviewChange
+    document: str | None = None
+    read_version: int | None = None
+    """The version the support was read from."""
+    now_version: int | None = None
+    """The document's version after the change; None when it was deleted."""
+    decision: str | None = None
+    """The decision the flagged one rests on, for a flag that propagated."""
+    at: datetime
+
+
+class DecisionRecord(_Record):
+    id: str
+    task: str
+    choice_key: str
+    conclusion: str
+    rationale: str
+    assumptions: list[str]
+    open_questions: list[str]
+    state: DecisionState
+    agent: str
+    """The agent that recorded it."""
+    created_at: datetime
+    updated_at: datetime
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    explanation: str | None = None
+    """The latest supersede, reaffirm or reject explanation."""
+    review: list[ReviewCause] = []
+    """Why it needs review; empty unless `state` is needs_review."""
+    supports: list[SupportRecord] = []
+    """Its current supports."""
+
+
+class DecisionText(_Record):
+    """What `search_decisions` ranks a decision by."""
+
+    id: str
+    state: DecisionState
+    text: str
+    vector: tuple[float, ...] | None = None
+
+
+class ReviewProgress(_Record):
+    """What one bounded step of review propagation did (`continue_decision_review`)."""
+
+    processed: int
+    """Queued flagged decisions whose dependents were examined."""
+    flagged: list[str]
+    """Decisions newly flagged needs_review in this step."""
+    remaining: int
+    """Queued decisions still to examine; 0 when the flags have reached every dependent."""

@@ -10,8 +10,20 @@ from typing import Any
 from tests.mcp.conftest import READ_TOOLS, call, error_text, stdio_mcp_client
 from tests.mcp.test_mcp_defaults import mcp_exit
 
-TRACE_READS = {"get_task", "list_events", "fetch_event", "list_steps"}
-TRACE_WRITES = {"create_task", "record_event", "set_step"}
+TRACE_READS = {"get_task", "list_events", "fetch_event", "list_steps"} | {
+    "get_decision",
+    "list_decisions",
+    "list_support_history",
+    "search_decisions",
+    "list_conflicts",
+    "list_decisions_for_review",
+}
+TRACE_WRITES = {"create_task", "record_event", "set_step"} | {
+    "record_decision",
+    "supersede_decision",
+    "reaffirm_decision",
+    "continue_decision_review",
+}
 AS_AGENT = ("--project", "p", "--agent", "a")
 
 
@@ -31,7 +43,7 @@ async def test_tasks_events_and_steps_survive_a_restart(db_copy: Path) -> None:
         assert view["steps"] == [{"state": "completed", "names": ["read sources"], "more": False}]
         assert [e["seq"] for e in view["latest_events"]] == [1, 2]
         assert all("payload" not in e for e in view["latest_events"])
-        assert "decisions" not in view  # decisions join the view when they are recorded
+        assert view["decisions"] == []  # none recorded yet
         body = await call(client, "fetch_event", {"task_name": "funding", "seq": 2})
         assert body["event"]["payload"] == "Two grants."
         steps = await call(client, "list_steps", {"task_name": "funding", "state": "completed"})
@@ -63,12 +75,17 @@ async def test_the_task_tools_follow_project_agent_and_read_only(db_copy: Path) 
         assert "read-only" in await error_text(client, "create_task", {"task_name": "t", "goal": "g"})
     async with stdio_mcp_client(db_copy, *AS_AGENT, "--allow-writes") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) >= TRACE_READS | TRACE_WRITES
-        for name in TRACE_READS | TRACE_WRITES:
-            assert "project" not in tools[name].input_schema["properties"]
-            assert "agent" not in tools[name].input_schema["properties"]
-            for prop, schema in tools[name].input_schema["properties"].items():
-                _assert_bounded(f"{name}.{prop}", schema)
+        assert set(tools) >= TRACE_READS | TRACE_WRITES and "reject_decision" not in tools
+    env = {"EVIGRAPH_MCP_ALLOW_REJECT": "yes"}
+    async with stdio_mcp_client(db_copy, *AS_AGENT, env=env) as client:  # a person's override, but read-only
+        assert "reject_decision" not in {t.name for t in (await client.list_tools()).tools}
+    async with stdio_mcp_client(db_copy, *AS_AGENT, "--allow-writes", env=env) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) >= TRACE_READS | TRACE_WRITES | {"reject_decision"}
+        for name in TRACE_READS | TRACE_WRITES | {"reject_decision"}:
+            schema = tools[name].input_schema
+            assert "project" not in schema["properties"] and "agent" not in schema["properties"]
+            _assert_bounded(name, schema, schema.get("$defs", {}))
 
 
 async def test_project_and_agent_come_from_the_environment(db_copy: Path) -> None:
@@ -77,15 +94,31 @@ async def test_project_and_agent_come_from_the_environment(db_copy: Path) -> Non
         assert {t.name for t in (await client.list_tools()).tools} >= TRACE_READS
 
 
-def _assert_bounded(where: str, schema: dict[str, Any]) -> None:
-    """Every string, array and integer a client may send has an upper bound (or is an enum)."""
-    for option in schema.get("anyOf", [schema]):
-        kind = option.get("type")
-        if "enum" in option or "const" in option or kind in ("null", "boolean"):
-            continue
-        bound = {"string": "maxLength", "array": "maxItems", "integer": "maximum"}.get(kind)
-        assert bound is not None, f"{where}: unexpected type {kind}"
-        assert bound in option, f"{where} has no {bound}"
+def _assert_bounded(where: str, schema: dict[str, Any], defs: dict[str, Any]) -> None:
+    """Every string, array and integer a client may send has an upper bound (or is an enum), down
+    through arrays' items, objects' properties and the models a schema refers to (a decision's supports)."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return _assert_bounded(f"{where}<{name}>", defs[name], defs)
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        for option in options:
+            _assert_bounded(where, option, defs)
+        return None
+    kind = schema.get("type")
+    if "enum" in schema or "const" in schema or kind in ("null", "boolean"):
+        return None
+    if kind == "object":
+        assert schema.get("additionalProperties") is False, f"{where} accepts unknown fields"
+        for prop, sub in schema["properties"].items():
+            _assert_bounded(f"{where}.{prop}", sub, defs)
+        return None
+    bound = {"string": "maxLength", "array": "maxItems", "integer": "maximum"}.get(kind)
+    assert bound is not None, f"{where}: unexpected type {kind}"
+    assert bound in schema, f"{where} has no {bound}"
+    if kind == "array":
+        _assert_bounded(f"{where}[]", schema["items"], defs)
+    return None
 
 
 async def test_flags_win_over_the_environment_and_forwarders_match_project_and_agent(db_copy: Path) -> None:

@@ -14,7 +14,7 @@ from tests.tools.conftest import RULES_PLAN, write_corpus
 from evigraph import KnowledgeBase, ReadOnlyViolation, ToolError, Toolkit
 from evigraph.tools.registry import ToolSpec, load_tools
 from evigraph.tools.results import ToolResult
-from evigraph.tools.trace_tools import TRACE_TOOLS
+from evigraph.tools.trace_tools import trace_tool_names
 
 READ_TOOLS = {
     "status",
@@ -144,7 +144,7 @@ def test_specs_cover_every_tool(full: Toolkit) -> None:
     specs = specs_by_name(full)
     # `answer` is offered only with an LLM (tested in tests/llm/test_answer.py), the task tools only with a
     # project and an agent (tests/tools/test_trace_tools.py)
-    offered = set(load_tools()) - {"answer"} - TRACE_TOOLS
+    offered = set(load_tools()) - {"answer"} - trace_tool_names()
     assert set(specs) == READ_TOOLS | WRITE_TOOLS == offered == set(SENT)
     for spec in specs.values():
         assert len(spec.description) > 40, spec.name

@@ -8,18 +8,29 @@ from pathlib import Path
 import pytest
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
-from evigraph.tools.trace_tools import TRACE_TOOLS
+from evigraph.tools.trace_tools import trace_tool_names
 
 
 async def test_task_tools_need_a_project_and_an_agent(tmp_path: Path) -> None:
     async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
-        assert not {t.name for t in Toolkit(kb).tools()} & TRACE_TOOLS
+        assert not {t.name for t in Toolkit(kb).tools()} & trace_tool_names()
         with pytest.raises(ToolError, match="both a project and an agent"):
             Toolkit(kb, project="p")
         with pytest.raises(ToolError, match="project"):
             Toolkit(kb, project="", agent="a")
-        reads = {t.name for t in Toolkit(kb, read_only=True, project="p", agent="a").tools()} & TRACE_TOOLS
-        assert reads == {"get_task", "list_events", "fetch_event", "list_steps"}
+        reads = {t.name for t in Toolkit(kb, read_only=True, project="p", agent="a").tools()} & trace_tool_names()
+        assert reads == {
+            "get_task",
+            "list_events",
+            "fetch_event",
+            "list_steps",
+            "get_decision",
+            "list_decisions",
+            "list_support_history",
+            "search_decisions",
+            "list_conflicts",
+            "list_decisions_for_review",
+        }
         with pytest.raises(ToolError, match="not offered"):
             await Toolkit(kb).call("get_task", {"task_name": "t"})
 

@@ -33,6 +33,7 @@ class EvidenceRecord(BaseModel):
     kind: str = Field(description="passage, entity, relation, fact, status or ontology")
     content: str = Field(description="full text a citation is checked against (never the source file path)")
     line: str = Field("", description="how the item reads in replies, without its [n]; empty: use content")
+    read_in_full: bool = Field(False, description="a reply of this session showed the whole item (read_passages)")
 
 
 def passage_content(item: PassageItem) -> str:
@@ -133,14 +134,37 @@ class EvidenceLedger:
                 self._last += 1
                 n = self._last
                 self._numbers[evidence_id] = n
+            before = self._records.get(n)
             self._records[n] = EvidenceRecord(
-                n=n, evidence_id=evidence_id, tool=tool, kind=kind, content=content, line=line
+                n=n,
+                evidence_id=evidence_id,
+                tool=tool,
+                kind=kind,
+                content=content,
+                line=line,
+                read_in_full=before is not None and before.read_in_full,
             )
             self._records.move_to_end(n)
             while len(self._records) > self.capacity:
                 _, old = self._records.popitem(last=False)
                 del self._numbers[old.evidence_id]
             return n
+
+    def mark_read(self, numbers: Iterable[int]) -> None:
+        """Note that a reply showed these items whole: a decision may rest only on evidence read in
+        full, not on a snippet. The mark lives as long as the number; a dropped number (its reply
+        was cut) loses it with the rest."""
+        with self._lock:
+            for n in numbers:
+                rec = self._records.get(n)
+                if rec is not None:
+                    self._records[n] = rec.model_copy(update={"read_in_full": True})
+
+    def was_read(self, evidence_id: EvidenceId | str) -> bool:
+        """Whether `evidence_id` is live and a reply of this session showed it whole."""
+        with self._lock:
+            n = self._numbers.get(str(evidence_id))
+            return n is not None and self._records[n].read_in_full
 
     def get(self, n: int) -> EvidenceRecord | None:
         """The live record numbered `n`, or None when it was never given, evicted or dropped."""

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evigraph.errors import TaskNotFoundError
 from evigraph.gate import Gate
 from evigraph.kb.core import KnowledgeBaseCore
+from evigraph.kb.decisions import DecisionMethods
+from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 from evigraph.strict import StrictInput, build
 from evigraph.trace_records import (
@@ -150,8 +152,9 @@ class StepPage(_Page):
 _HINT = "see the bounds in the input model's JSON Schema (evigraph.kb.traces)"
 
 
-class Traces:
-    """Tasks, events and steps of `agent` in `project`, read and written through the knowledge base.
+class Traces(DecisionMethods):
+    """Tasks, events, steps and decisions of `agent` in `project`, read and written through the
+    knowledge base (the decision methods are `evigraph.kb.decisions`).
 
     Example::
 
@@ -161,7 +164,14 @@ class Traces:
         await traces.set_step("funding", "read sources", "completed", result="Two grants found.")
     """
 
-    def __init__(self, project: str, agent: str, store: Callable[[bool], Awaitable[GraphStore]], gate: Gate) -> None:
+    def __init__(
+        self,
+        project: str,
+        agent: str,
+        store: Callable[[bool], Awaitable[GraphStore]],
+        gate: Gate,
+        embedder: Callable[[], Embedder | None] = lambda: None,
+    ) -> None:
         caller = build(
             Caller, {"project": project, "agent": agent}, "pass a project and an agent of 1 to 200 characters"
         )
@@ -169,6 +179,7 @@ class Traces:
         self.agent = caller.agent
         self._store = store
         self._gate = gate
+        self._embedder = embedder
 
     async def create_task(self, task_name: str, goal: str, *, request_id: str | None = None) -> TaskRecord:
         """The task, created when new; the same name with another goal raises `TaskExistsError`."""
@@ -294,5 +305,6 @@ class TraceOps(KnowledgeBaseCore):
     """The `traces` entry point of `KnowledgeBase`."""
 
     def traces(self, project: str, agent: str) -> Traces:
-        """The task, event and step records of `agent` in `project`; other projects stay out of reach."""
-        return Traces(project, agent, lambda write: self._open(for_write=write), self._gate)
+        """The task, event, step and decision records of `agent` in `project`; other projects stay
+        out of reach."""
+        return Traces(project, agent, lambda write: self._open(for_write=write), self._gate, lambda: self.embedder)

@@ -59,6 +59,10 @@ from evigraph.store.base import GraphStore
 if TYPE_CHECKING:
     from evigraph.ingest.files_root import FilesRoot
 
+REVIEW_STEP = 20
+"""Flagged decisions whose dependents a document write examines before returning: the flags reach
+the common case's dependents at once, and `continue_decision_review` finishes a long chain."""
+
 
 _WRITTEN = (IngestStatus.created, IngestStatus.updated)
 
@@ -348,6 +352,8 @@ class WriteOps(KnowledgeBaseCore):
             await self._log_outcomes(store, report)
             if report.llm is not None:
                 await record_spend(store, report.llm)
+            if any(d.status in _WRITTEN for d in report.documents):
+                await store.continue_review(None, REVIEW_STEP)
 
     @staticmethod
     async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
@@ -431,6 +437,7 @@ class WriteOps(KnowledgeBaseCore):
             deleted = await store.delete_document(key)
             if deleted:
                 await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
+                await store.continue_review(None, REVIEW_STEP)
         if not deleted and not missing_ok:
             raise NotFoundError(
                 f"no document with key {key!r}",

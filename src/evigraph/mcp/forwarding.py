@@ -69,6 +69,7 @@ def forward_options(
     scope: Any,
     project: str | None = None,
     agent: str | None = None,
+    allow_reject: bool = False,
 ) -> dict[str, Any]:
     """The options a forwarder compares with the serving process's (see `RemoteBackend.connect`)."""
     root = str(Path(files_root).resolve()) if files_root is not None else None
@@ -78,6 +79,7 @@ def forward_options(
         "scope": sorted(scope or ()),
         "project": project,
         "agent": agent,
+        "allow_reject": allow_reject,
     }
 
 
@@ -86,7 +88,7 @@ def backend_options(backend: LocalBackend) -> dict[str, Any]:
     root = toolkit.files_root.root if toolkit.files_root is not None else None
     traces = toolkit.traces
     project, agent = (traces.project, traces.agent) if traces is not None else (None, None)
-    return forward_options(toolkit.read_only, root, toolkit.kb.scope, project, agent)
+    return forward_options(toolkit.read_only, root, toolkit.kb.scope, project, agent, toolkit.shared.allow_reject)
 
 
 def _socket_path(db: Path) -> Path:
@@ -359,6 +361,7 @@ def _check_options(db: Path, own: dict[str, Any], served: dict[str, Any], pid: i
         ("scope", "document scope (EVIGRAPH_MCP_SCOPE)"),
         ("project", "project (--project, EVIGRAPH_MCP_PROJECT)"),
         ("agent", "agent (--agent, EVIGRAPH_MCP_AGENT)"),
+        ("allow_reject", "reject_decision setting (EVIGRAPH_MCP_ALLOW_REJECT)"),
     ]
     if not own.get("read_only"):
         keys.append(("files_root", "files root"))

@@ -57,6 +57,8 @@ class McpConfig:
     project: str | None = None
     agent: str | None = None
     """With `project`, the task tools are served, recording as this agent in that project."""
+    allow_reject: bool = False
+    """Serve reject_decision, a person's override (EVIGRAPH_MCP_ALLOW_REJECT=yes); needs writes and a project."""
 
     @classmethod
     def from_env(
@@ -74,7 +76,7 @@ class McpConfig:
         agent: str | None = None,
     ) -> McpConfig:
         """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _ALLOW_WRITES, _FILES_ROOT,
-        _TOKEN, _SCOPE, _PROJECT, _AGENT). Writes are served only when asked for: with --allow-writes or
+        _TOKEN, _SCOPE, _PROJECT, _AGENT, _ALLOW_REJECT). Writes are served only when asked for: with --allow-writes or
         --files-root (or their variables); asking for writes and for read-only at once is refused. The task
         tools need a project and an agent, both or neither."""
         from evigraph.kb import StoreLocation
@@ -106,6 +108,7 @@ class McpConfig:
             overridden=mode.overridden,
             project=project,
             agent=agent,
+            allow_reject=_flag("EVIGRAPH_MCP_ALLOW_REJECT"),
         )
 
     def describe(self, forwarding_to: int | None = None) -> str:
@@ -119,6 +122,8 @@ class McpConfig:
                 line += f", files root {display_name(self.files_root)} (EVIGRAPH_MCP_FILES_ROOT)"
         if self.project is not None:
             line += f"; task tools for project {self.project!r} as agent {self.agent!r}"
+            if self.allow_reject and not self.read_only:
+                line += ", reject_decision served (EVIGRAPH_MCP_ALLOW_REJECT)"
         if self.overridden:
             line += f"; ignored, as the flag wins: {', '.join(self.overridden)}"
         if forwarding_to is not None:
@@ -187,7 +192,12 @@ async def local_backend(config: McpConfig) -> LocalBackend:
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call
         await kb.open(for_write=not config.read_only)
     toolkit = Toolkit(
-        kb, read_only=config.read_only, files_root=config.files_root, project=config.project, agent=config.agent
+        kb,
+        read_only=config.read_only,
+        files_root=config.files_root,
+        project=config.project,
+        agent=config.agent,
+        allow_reject=config.allow_reject,
     )
     return LocalBackend(toolkit)
 
@@ -223,7 +233,9 @@ async def serve(config: McpConfig) -> None:
             await listener.start()
             return local
 
-        options = forward_options(config.read_only, config.files_root, config.scope, config.project, config.agent)
+        options = forward_options(
+            config.read_only, config.files_root, config.scope, config.project, config.agent, config.allow_reject
+        )
         backend = await RemoteBackend.connect(config.db, take_over, options)
     # Said on every start, as the database's safety depends on it; stderr, as stdout carries the protocol.
     print(config.describe(backend.served_pid if isinstance(backend, RemoteBackend) else None), file=sys.stderr)

@@ -35,12 +35,19 @@ from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.trace_records import (
+    DecisionRecord,
+    DecisionState,
+    DecisionText,
     EventRecord,
     EventSummary,
+    NewDecision,
     NewEvent,
     NewStep,
+    NewSupport,
+    ReviewProgress,
     StepRecord,
     StepState,
+    SupportRecord,
     TaskRecord,
     TraceRequest,
 )
@@ -61,10 +68,18 @@ def passage_terms(text: str) -> set[str]:
     words of different meaning ("university" and "universe"). Accents are dropped, as questions
     are often typed without them ("Beyonce" for "Beyoncé").
     """
-    folded = text.casefold()
-    if not folded.isascii():
-        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
-    return {_fold(w) for w in set(_WORD.findall(folded))}
+    return {_fold(w) for w in set(_WORD.findall(_unaccented(text.casefold())))}
+
+
+def passage_words(text: str) -> list[str]:
+    """Every word of `text` folded as `passage_terms` folds it, in order, repeats kept."""
+    return [_fold(w) for w in _WORD.findall(_unaccented(text.casefold()))]
+
+
+def _unaccented(text: str) -> str:
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def searchable_text(title: str, breadcrumbs: Sequence[str], text: str, context: str = "") -> str:
@@ -409,6 +424,75 @@ class GraphStore(ABC):
         self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
     ) -> list[StepRecord]:
         """Steps in `state` named after `after_name`, by name, at most `limit`."""
+
+    # -- decisions: conclusions resting on passages and other decisions ----------------------
+    #
+    # Every call names its project, and no read crosses projects. The store checks, in the
+    # write's transaction, what the caller cannot: a passage support's document is still at the
+    # version it was read from (`StaleEvidenceError`), a decision cited or replaced still stands
+    # (`DecisionStateError`), the task exists (`TaskNotFoundError`). A document write or delete
+    # flags, in its own transaction, every standing decision with a current support on a passage
+    # of the version it replaced; `continue_review` carries the flags to what rests on them.
+
+    @abstractmethod
+    async def record_decision(
+        self, project: str, agent: str, decision: NewDecision, request: TraceRequest | None = None
+    ) -> DecisionRecord:
+        """A new active decision; with `decision.supersedes`, the old one becomes superseded."""
+
+    @abstractmethod
+    async def reaffirm_decision(
+        self,
+        project: str,
+        agent: str,
+        decision_id: str,
+        supports: Sequence[NewSupport],
+        explanation: str,
+        request: TraceRequest | None = None,
+    ) -> DecisionRecord:
+        """Active again on `supports` (passages), which replace its passage supports; its decision
+        supports stay and must all be active."""
+
+    @abstractmethod
+    async def reject_decision(
+        self, project: str, agent: str, decision_id: str, reason: str, request: TraceRequest | None = None
+    ) -> DecisionRecord:
+        """A person's override: rejected, history kept, and what rests on it queued for review."""
+
+    @abstractmethod
+    async def get_decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
+        """The project's decisions among `ids`, in the order asked; unknown ids are left out."""
+
+    @abstractmethod
+    async def list_decisions(
+        self,
+        project: str,
+        task: str | None = None,
+        states: Sequence[DecisionState] | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[DecisionRecord]:
+        """Decisions (of `task`, in `states`) by creation time, those after `after_id`, at most `limit`."""
+
+    @abstractmethod
+    async def support_history(
+        self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
+    ) -> list[SupportRecord]:
+        """Every support the decision was ever given, current or replaced, by ordinal."""
+
+    @abstractmethod
+    async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
+        """The text and vector of each decision in `states`, for `search_decisions` to rank."""
+
+    @abstractmethod
+    async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
+        """Groups of active decisions sharing a choice_key with different conclusions (compared
+        trimmed and case-folded), by choice_key, at most `limit` groups."""
+
+    @abstractmethod
+    async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
+        """Examine up to `limit` queued flagged decisions (of `project`, or of every project) and
+        flag the active decisions resting on them, queueing those in turn."""
 
     # -- bookkeeping -------------------------------------------------------------------------
 

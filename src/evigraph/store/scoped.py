@@ -47,12 +47,19 @@ from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.trace_records import (
+    DecisionRecord,
+    DecisionState,
+    DecisionText,
     EventRecord,
     EventSummary,
+    NewDecision,
     NewEvent,
     NewStep,
+    NewSupport,
+    ReviewProgress,
     StepRecord,
     StepState,
+    SupportRecord,
     TaskRecord,
     TraceRequest,
 )
@@ -450,6 +457,56 @@ class ScopedStore(GraphStore):
         self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
     ) -> list[StepRecord]:
         return await self.inner.list_steps(project, task, state, after_name, limit)
+
+    async def record_decision(
+        self, project: str, agent: str, decision: NewDecision, request: TraceRequest | None = None
+    ) -> DecisionRecord:
+        """A passage support outside the scope never gets here: the knowledge base resolves
+        passages through this store, which does not find them."""
+        return await self.inner.record_decision(project, agent, decision, request)
+
+    async def reaffirm_decision(
+        self,
+        project: str,
+        agent: str,
+        decision_id: str,
+        supports: Sequence[NewSupport],
+        explanation: str,
+        request: TraceRequest | None = None,
+    ) -> DecisionRecord:
+        return await self.inner.reaffirm_decision(project, agent, decision_id, supports, explanation, request)
+
+    async def reject_decision(
+        self, project: str, agent: str, decision_id: str, reason: str, request: TraceRequest | None = None
+    ) -> DecisionRecord:
+        return await self.inner.reject_decision(project, agent, decision_id, reason, request)
+
+    async def get_decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
+        return await self.inner.get_decisions(project, ids)
+
+    async def list_decisions(
+        self,
+        project: str,
+        task: str | None = None,
+        states: Sequence[DecisionState] | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[DecisionRecord]:
+        return await self.inner.list_decisions(project, task, states, after_id, limit)
+
+    async def support_history(
+        self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
+    ) -> list[SupportRecord]:
+        return await self.inner.support_history(project, decision_id, after_ordinal, limit)
+
+    async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
+        return await self.inner.decision_texts(project, states)
+
+    async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
+        return await self.inner.decision_conflicts(project, limit)
+
+    async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
+        return await self.inner.continue_review(project, limit)
 
     async def get_setting(self, key: str) -> str | None:
         return await self.inner.get_setting(key)

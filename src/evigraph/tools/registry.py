@@ -88,9 +88,10 @@ def load_tools() -> dict[str, Tool]:
     """Import the modules that define tools (once) and return the registry."""
     from evigraph.tools import graph_tools, passage_tools, session_tools, write_tools  # noqa: F401
 
-    # after the others, so they keep their order (an import block would be sorted): the task tools,
+    # after the others, so they keep their order (an import block would be sorted): the task and decision tools,
     # offered only with a project and an agent, then answer, offered only with an LLM
     importlib.import_module("evigraph.tools.trace_tools")
+    importlib.import_module("evigraph.tools.decision_tools")
     importlib.import_module("evigraph.tools.answer_tools")
 
     return TOOLS

@@ -46,6 +46,7 @@ class _Shared:
     max_file_bytes: int | None
     plan_limits: PlanLimits
     traces: Traces | None
+    allow_reject: bool = False
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
 
@@ -74,8 +75,10 @@ class Toolkit:
         plan_limits: dict[str, Any] | None = None,
         project: str | None = None,
         agent: str | None = None,
+        allow_reject: bool = False,
     ) -> None:
-        """`project` and `agent` turn the task tools on; tool arguments cannot change them."""
+        """`project` and `agent` turn the task and decision tools on; tool arguments cannot change
+        them. `allow_reject` offers reject_decision, a person's override an agent should not make."""
         tools = load_tools()
         if finalize_policy not in ("manual", "on_write", "never"):
             raise ToolError(f"unknown finalize_policy {finalize_policy!r}", hint="use 'manual', 'on_write' or 'never'")
@@ -99,6 +102,7 @@ class Toolkit:
             max_file_bytes=max_file_bytes,
             plan_limits=plan_limits_from(plan_limits),
             traces=_traces(kb, project, agent),
+            allow_reject=allow_reject,
         )
         self.ledger = EvidenceLedger(ledger_capacity)
 

@@ -1,4 +1,5 @@
-"""The task tools: create_task, get_task, record_event, list_events, fetch_event, set_step, list_steps.
+"""The task tools: create_task, get_task, record_event, list_events, fetch_event, set_step, list_steps
+(the decision tools, `decision_tools.py`, register through `traced_tool` too).
 
 They act on the project and the agent the toolkit was built with (`Toolkit(project=, agent=)`,
 `evigraph mcp --project P --agent A`); no argument names either, so a call cannot reach another
@@ -12,6 +13,7 @@ and `kb.traces()` refuse the same arguments; get_task adds the resume view's own
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
@@ -29,24 +31,57 @@ from evigraph.kb.traces import (
     Traces,
 )
 from evigraph.strict import StrictInput
-from evigraph.tools.registry import tool
+from evigraph.tools.registry import Handler, load_tools, tool
 from evigraph.tools.results import ToolResult
-from evigraph.trace_records import EventRecord, EventSummary, StepRecord, StepState, TaskRecord
+from evigraph.trace_records import DecisionRecord, EventRecord, EventSummary, StepRecord, StepState, TaskRecord
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
 
 STEP_STATES: tuple[StepState, ...] = get_args(StepState)
-TRACE_TOOLS = frozenset(
-    {"create_task", "get_task", "record_event", "list_events", "fetch_event", "set_step", "list_steps"}
-)
-"""The tools this module registers; offered only by a toolkit given a project and an agent."""
+_TRACED: list[str] = []
+
+
+def trace_tool_names() -> frozenset[str]:
+    """The task and decision tools: offered only by a toolkit given a project and an agent."""
+    load_tools()
+    return frozenset(_TRACED)
+
+
+def traced_tool(
+    name: str,
+    input: type[StrictInput],
+    description: str,
+    *,
+    write: bool = False,
+    destructive: bool = False,
+    idempotent: bool = True,
+    available: Callable[[Toolkit], bool] | None = None,
+) -> Callable[[Handler], Handler]:
+    """`tool`, offered only with a project and an agent (`has_traces`, or `available` when stricter)."""
+    _TRACED.append(name)
+    return tool(
+        name,
+        input,
+        description,
+        write=write,
+        destructive=destructive,
+        idempotent=idempotent,
+        available=available or has_traces,
+    )
+
+
+def decision_line(d: DecisionRecord) -> str:
+    """A decision on one line, as lists show it: state, id, choice and conclusion."""
+    conclusion = d.conclusion if len(d.conclusion) <= 300 else d.conclusion[:297] + "..."
+    return f"[{d.state}] {d.id} {d.choice_key}: {conclusion}"
 
 
 class GetTaskInput(StrictInput):
     task_name: TaskName
     events: int = Field(10, ge=1, le=50, description="how many of the latest events to list, without their bodies")
     steps: int = Field(20, ge=1, le=50, description="the most step names listed for each state")
+    decisions: int = Field(20, ge=1, le=50, description="the most standing decisions listed")
 
 
 def has_traces(tk: Toolkit) -> bool:
@@ -54,7 +89,7 @@ def has_traces(tk: Toolkit) -> bool:
     return tk.traces is not None
 
 
-def _traces(tk: Toolkit) -> Traces:
+def traces_of(tk: Toolkit) -> Traces:
     traces = tk.traces
     assert traces is not None  # the tools are offered only with a project and an agent (has_traces)
     return traces
@@ -90,10 +125,8 @@ class StepsInState(BaseModel):
 
 
 class TaskView(ToolResult):
-    """get_task: what a run needs to resume a task, bounded; event bodies are left to fetch_event.
-
-    Decisions are not part of the view yet; a `decisions` field joins it when they are recorded.
-    """
+    """get_task: what a run needs to resume a task, bounded; event bodies are left to fetch_event,
+    decisions in full to get_decision."""
 
     name: str
     goal: str
@@ -102,6 +135,12 @@ class TaskView(ToolResult):
     events: int = Field(description="the number of the task's last event")
     steps: list[StepsInState] = Field(description="the states that have steps, in state order")
     latest_events: list[EventSummary] = Field(description="the latest events, oldest first, without bodies")
+    decisions: list[DecisionRecord] = Field(
+        default_factory=list, description="the task's standing decisions (active or needs_review), oldest first"
+    )
+    more_decisions: bool = Field(
+        False, description="more standing decisions than listed: page them with list_decisions"
+    )
 
     def header(self) -> str:
         counts = ", ".join(f"{g.state} {len(g.names)}{'+' if g.more else ''}" for g in self.steps) or "none"
@@ -115,6 +154,10 @@ class TaskView(ToolResult):
         for group in self.steps:
             lines = list(group.names) + (["... more: list_steps pages them"] if group.more else [])
             out.append(Section(f"Steps {group.state}", lines))
+        if self.decisions:
+            lines = [decision_line(d) for d in self.decisions]
+            lines += ["... more: list_decisions pages them"] if self.more_decisions else []
+            out.append(Section("Decisions (get_decision gives one in full)", lines))
         if self.latest_events:
             lines = [_event_line(e) for e in self.latest_events]
             out.append(Section("Latest events (fetch_event gives a body)", lines))
@@ -182,9 +225,9 @@ class StepPageResult(ToolResult):
         return [Section("Steps", [_step_line(s) for s in self.steps])] if self.steps else []
 
 
-async def task_view(traces: Traces, task_name: str, events: int = 10, steps: int = 20) -> TaskView:
+async def task_view(traces: Traces, task_name: str, events: int = 10, steps: int = 20, decisions: int = 20) -> TaskView:
     """The resume view get_task returns; the CLI's `task` verb prints the same one."""
-    args = GetTaskInput(task_name=task_name, events=events, steps=steps)
+    args = GetTaskInput(task_name=task_name, events=events, steps=steps, decisions=decisions)
     task = await traces.get_task(args.task_name)
     groups = []
     for state in STEP_STATES:
@@ -195,7 +238,10 @@ async def task_view(traces: Traces, task_name: str, events: int = 10, steps: int
             )
     after = max(0, task.events - args.events)
     latest = (await traces.list_events(task.name, after_seq=after, limit=args.events)).events if task.events else []
+    standing = await traces.list_decisions(task.name, include_history=False, limit=args.decisions)
     return TaskView(
+        decisions=standing.decisions,
+        more_decisions=standing.next_after_id is not None,
         name=task.name,
         goal=task.goal,
         agent=task.agent,
@@ -210,77 +256,71 @@ _WHERE = " The project and the agent are fixed by the server's configuration."
 _RETRY = " Pass a request_id (1-64 chars): a retry with it returns the first result and writes nothing twice."
 
 
-@tool(
+@traced_tool(
     "create_task",
     CreateTask,
     "Create a task (a named piece of work with a goal) to resume later, or get the existing one back; "
     "the same name with another goal is refused." + _RETRY + _WHERE,
     write=True,
-    available=has_traces,
 )
 async def create_task(tk: Toolkit, args: CreateTask) -> TaskResult:
-    task = await _traces(tk).create_task(args.task_name, args.goal, request_id=args.request_id)
+    task = await traces_of(tk).create_task(args.task_name, args.goal, request_id=args.request_id)
     return TaskResult(task=task)
 
 
-@tool(
+@traced_tool(
     "get_task",
     GetTaskInput,
-    "Resume a task: its goal, its steps by state (names, bounded) and its latest events without their "
-    "bodies (fetch_event reads one)." + _WHERE,
-    available=has_traces,
+    "Resume a task: its goal, its steps by state (names, bounded), its standing decisions and its latest "
+    "events without their bodies (fetch_event reads one)." + _WHERE,
 )
 async def get_task(tk: Toolkit, args: GetTaskInput) -> TaskView:
-    return await task_view(_traces(tk), args.task_name, args.events, args.steps)
+    return await task_view(traces_of(tk), args.task_name, args.events, args.steps, args.decisions)
 
 
-@tool(
+@traced_tool(
     "record_event",
     RecordEvent,
     "Append an event (message, tool_call, tool_result or note) to a task's log; a payload over 32000 "
     "characters is stored cut, with the full text's hash." + _RETRY + _WHERE,
     write=True,
     idempotent=False,
-    available=has_traces,
 )
 async def record_event(tk: Toolkit, args: RecordEvent) -> EventResult:
-    event = await _traces(tk).record_event(
+    event = await traces_of(tk).record_event(
         args.task_name, args.kind, args.payload, role=args.role, name=args.name, request_id=args.request_id
     )
     return EventResult(event=event)
 
 
-@tool(
+@traced_tool(
     "list_events",
     ListEvents,
     "One page of a task's events after a number, without their bodies, oldest first." + _WHERE,
-    available=has_traces,
 )
 async def list_events(tk: Toolkit, args: ListEvents) -> EventPageResult:
-    page = await _traces(tk).list_events(args.task_name, after_seq=args.after_seq, limit=args.limit)
+    page = await traces_of(tk).list_events(args.task_name, after_seq=args.after_seq, limit=args.limit)
     return EventPageResult(task_name=args.task_name, events=page.events, next_after_seq=page.next_after_seq)
 
 
-@tool(
+@traced_tool(
     "fetch_event",
     FetchEvent,
     "One event of a task with its stored body, by its number." + _WHERE,
-    available=has_traces,
 )
 async def fetch_event(tk: Toolkit, args: FetchEvent) -> EventBodyResult:
-    return EventBodyResult(event=await _traces(tk).fetch_event(args.task_name, args.seq))
+    return EventBodyResult(event=await traces_of(tk).fetch_event(args.task_name, args.seq))
 
 
-@tool(
+@traced_tool(
     "set_step",
     SetStep,
     "Create or update a named step of a task; a completed step needs its result, as text (result, recorded "
     "as a note event) or as the number of an event that holds it (result_event_seq)." + _RETRY + _WHERE,
     write=True,
-    available=has_traces,
 )
 async def set_step(tk: Toolkit, args: SetStep) -> StepResult:
-    step = await _traces(tk).set_step(
+    step = await traces_of(tk).set_step(
         args.task_name,
         args.name,
         args.state,
@@ -293,14 +333,13 @@ async def set_step(tk: Toolkit, args: SetStep) -> StepResult:
     return StepResult(step=step)
 
 
-@tool(
+@traced_tool(
     "list_steps",
     ListSteps,
     "One page of a task's steps in one state, by name; continue with after_name." + _WHERE,
-    available=has_traces,
 )
 async def list_steps(tk: Toolkit, args: ListSteps) -> StepPageResult:
-    page = await _traces(tk).list_steps(args.task_name, args.state, after_name=args.after_name, limit=args.limit)
+    page = await traces_of(tk).list_steps(args.task_name, args.state, after_name=args.after_name, limit=args.limit)
     return StepPageResult(
         task_name=args.task_name, state=args.state, steps=page.steps, next_after_name=page.next_after_name
     )

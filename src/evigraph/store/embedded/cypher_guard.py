@@ -91,7 +91,7 @@ def _check_hidden(tokens: list[Token], params: Mapping[str, Any]) -> None:
     names = {_folded(t.value) for t in tokens if t.is_name or t.kind is Kind.STRING}
     names |= {_folded(v) for v in _strings(params.values())}
     if names & HIDDEN_TABLES:
-        raise refuse("free-form Cypher does not read task records (tasks, events, steps)", TRACE_HINT)
+        raise refuse("free-form Cypher does not read task records (tasks, events, steps, decisions)", TRACE_HINT)
     hidden = sorted(names & HIDDEN_PROPERTIES)
     if hidden:
         raise refuse(

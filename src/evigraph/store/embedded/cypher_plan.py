@@ -87,7 +87,8 @@ def check_plan(plan: str) -> list[Operator]:
             raise refuse(f"the engine plans {op.name} for this query, which is not a read", HINT)
         if set(op.tables) & TRACE_TABLES:
             raise refuse(
-                "the query scans task records (tasks, events, steps), which free-form Cypher does not read", TRACE_HINT
+                "the query scans task records (tasks, events, steps, decisions), which free-form Cypher does not read",
+                TRACE_HINT,
             )
         if op.name == "TABLE_FUNCTION_CALL" and op.function not in READ_TABLE_FUNCTIONS:
             raise refuse(

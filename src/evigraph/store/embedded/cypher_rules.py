@@ -114,6 +114,8 @@ HIDDEN_TABLES = frozenset(t.casefold() for t in TRACE_TABLES)
 """Agents' task records: every project's are in these tables, and free-form Cypher has no project,
 so naming one refuses the query (and `cypher_plan` refuses a scan reaching one without its name)."""
 
-TRACE_HINT = "name the label you read, e.g. MATCH (e:Entity) or (c:Chunk); tasks are read with the task tools"
+TRACE_HINT = (
+    "name the label you read, e.g. MATCH (e:Entity) or (c:Chunk); tasks and decisions are read with their tools"
+)
 
 HINT = "free-form Cypher only reads: one MATCH ... RETURN statement (call get_ontology for labels and properties)"

@@ -53,7 +53,7 @@ def counts(tx: Tx) -> StoreCounts:
     )
 
 
-_CHUNK_FIELDS = """c.id AS id, c.document AS document, c.index AS index,
+_CHUNK_FIELDS = """c.id AS id, c.document AS document, c.version AS version, c.index AS index,
                    c.text AS text, c.page AS page, c.char_start AS cs, c.char_end AS ce,
                    c.breadcrumbs AS breadcrumbs"""
 
@@ -100,6 +100,7 @@ def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None], score: float = 0.
     return ChunkHit(
         id=r["id"],
         document=r["document"],
+        version=int(r["version"] or 0),
         title=doc[0],
         path=doc[1],
         index=int(r["index"]),

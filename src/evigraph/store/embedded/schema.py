@@ -30,6 +30,10 @@ TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", 
 """An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
 Keyed by project inside the id, so no look-up reaches another project's rows."""
 
+TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW = "TraceDecision", "TraceSupport", "TraceReview"
+"""Decisions, the supports they rest on (every one ever given, `current` or replaced), and the
+queue of flagged decisions whose dependents are still to be flagged (`store/embedded/decisions.py`)."""
+
 CONTEXT_COLUMN = "passage_context"
 """A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
 as an agent quoting it would quote words the document does not hold."""
@@ -74,6 +78,17 @@ DDL = (
         result_event_seq INT64, agent STRING, updated_at TIMESTAMP)""",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_REQUEST}(
         id STRING PRIMARY KEY, fingerprint STRING, result STRING, at TIMESTAMP)""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_DECISION}(
+        id STRING PRIMARY KEY, project STRING, task STRING, choice_key STRING, conclusion STRING,
+        rationale STRING, assumptions STRING[], open_questions STRING[], state STRING, agent STRING,
+        created_at TIMESTAMP, updated_at TIMESTAMP, supersedes STRING, superseded_by STRING,
+        explanation STRING, review STRING, supports INT64, embedding FLOAT[])""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_SUPPORT}(
+        id STRING PRIMARY KEY, project STRING, decision STRING, ordinal INT64, kind STRING, ref STRING,
+        document STRING, version INT64, content_hash STRING, note STRING, origin STRING, current BOOLEAN,
+        agent STRING, added_at TIMESTAMP)""",
+    f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_REVIEW}(
+        id STRING PRIMARY KEY, project STRING, decision STRING, at TIMESTAMP)""",
 )
 
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -88,7 +103,9 @@ name vectors, then contextual chunks' contexts. A writable open adds what a file
 TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like any passage
 without one) or a re-ingest (contexts)."""
 
-TRACE_TABLES = frozenset({TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST})
+TRACE_TABLES = frozenset(
+    {TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST, TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW}
+)
 
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}

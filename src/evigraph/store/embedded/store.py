@@ -46,6 +46,7 @@ from evigraph.store.embedded.creation import (
 from evigraph.store.embedded.cypher_guard import guard
 from evigraph.store.embedded.cypher_params import check_params
 from evigraph.store.embedded.cypher_run import QueryRows, Slots, query_failure
+from evigraph.store.embedded.decisions import DecisionOps, flag_documents
 from evigraph.store.embedded.engine import engine_name, import_engine, load_extensions, open_database
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
@@ -60,7 +61,6 @@ from evigraph.store.embedded.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
-from evigraph.store.embedded.traces import TraceOps
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
@@ -73,7 +73,7 @@ extractor): a `checkpoint_threshold` of 16 MB (the default) left a 293 MB file, 
 gives the space back instead (`compaction`)."""
 
 
-class EmbeddedStore(TraceOps, GraphStore):
+class EmbeddedStore(DecisionOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
@@ -263,6 +263,7 @@ class EmbeddedStore(TraceOps, GraphStore):
 
         def work(tx: Tx) -> list[StoredDocument]:
             numbers = writes.write_versions(tx, merging.redirect_versions(tx, versions))
+            flag_documents(tx, numbers)
             return [
                 StoredDocument(
                     key=v.key,
@@ -284,7 +285,13 @@ class EmbeddedStore(TraceOps, GraphStore):
 
     async def delete_document(self, key: str) -> bool:
         try:
-            return await self.executor.write(lambda tx: writes.delete_document(tx, key))
+
+            def work(tx: Tx) -> bool:
+                deleted = writes.delete_document(tx, key)
+                flag_documents(tx, {key: None} if deleted else {})
+                return deleted
+
+            return await self.executor.write(work)
         finally:
             self._cache.invalidate()
             self._journal.documents([key])

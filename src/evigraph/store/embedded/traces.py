@@ -41,15 +41,15 @@ _STEP_FIELDS = (
 )
 
 
-def _key(*parts: str | int) -> str:
+def trace_key(*parts: str | int) -> str:
     return json.dumps(parts, ensure_ascii=False)
 
 
-def _now() -> datetime:
+def utc_now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _aware(row: dict[str, Any], field: str) -> dict[str, Any]:
+def as_utc(row: dict[str, Any], field: str) -> dict[str, Any]:
     """The engine returns the naive UTC time it was given; results say it is UTC."""
     return {**row, field: row[field].replace(tzinfo=UTC)}
 
@@ -79,12 +79,12 @@ class TraceOps:
                 f"CREATE (:{TRACE_TASK} {{id: $id, project: $project, name: $name, goal: $goal, agent: $agent, "
                 "created_at: $at, events: 0})",
                 {
-                    "id": _key(project, name),
+                    "id": trace_key(project, name),
                     "project": project,
                     "name": name,
                     "goal": goal,
                     "agent": agent,
-                    "at": _now(),
+                    "at": utc_now(),
                 },
             ).close()
             found = _task(tx, project, name)
@@ -106,7 +106,7 @@ class TraceOps:
                 "t.events AS events ORDER BY t.name LIMIT $limit",
                 {"project": project, "after": after_name or "", "limit": limit},
             )
-            return [TaskRecord.model_validate(_aware(r, "created_at")) for r in rows]
+            return [TaskRecord.model_validate(as_utc(r, "created_at")) for r in rows]
 
         return await self.executor.read(work)
 
@@ -114,30 +114,30 @@ class TraceOps:
         self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
     ) -> EventSummary:
         def work(tx: Tx) -> EventSummary:
-            return _append(tx, project, agent, _existing(tx, project, task), event)
+            return _append(tx, project, agent, existing_task(tx, project, task), event)
 
         return await self._requested(project, request, EventSummary, work)
 
     async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
         def work(tx: Tx) -> list[EventSummary]:
-            found = _existing(tx, project, task, self._traced(tx))
+            found = existing_task(tx, project, task, self._traced(tx))
             rows = tx.rows(
                 f"MATCH (e:{TRACE_EVENT}) WHERE e.task = $task AND e.seq > $after "
                 f"RETURN {_EVENT_FIELDS} ORDER BY e.seq LIMIT $limit",
-                {"task": _key(project, found.name), "after": after_seq, "limit": limit},
+                {"task": trace_key(project, found.name), "after": after_seq, "limit": limit},
             )
-            return [EventSummary.model_validate(_aware(r, "at")) for r in rows]
+            return [EventSummary.model_validate(as_utc(r, "at")) for r in rows]
 
         return await self.executor.read(work)
 
     async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
         def work(tx: Tx) -> EventRecord | None:
-            found = _existing(tx, project, task, self._traced(tx))
+            found = existing_task(tx, project, task, self._traced(tx))
             rows = tx.rows(
                 f"MATCH (e:{TRACE_EVENT} {{id: $id}}) RETURN {_EVENT_FIELDS}, e.payload AS payload",
-                {"id": _key(project, found.name, seq)},
+                {"id": trace_key(project, found.name, seq)},
             )
-            return EventRecord.model_validate(_aware(rows[0], "at")) if rows else None
+            return EventRecord.model_validate(as_utc(rows[0], "at")) if rows else None
 
         return await self.executor.read(work)
 
@@ -151,7 +151,7 @@ class TraceOps:
         request: TraceRequest | None = None,
     ) -> StepRecord:
         def work(tx: Tx) -> StepRecord:
-            found = _existing(tx, project, task)
+            found = existing_task(tx, project, task)
             seq = step.result_event_seq
             if result is not None:
                 seq = _append(tx, project, agent, found, result).seq
@@ -160,12 +160,12 @@ class TraceOps:
                     f"task {task!r} has no event {seq} (its last is {found.events})",
                     hint="record the result with record_event first and pass its seq",
                 )
-            row = {**step.model_dump(), "result_event_seq": seq, "agent": agent, "updated_at": _now()}
+            row = {**step.model_dump(), "result_event_seq": seq, "agent": agent, "updated_at": utc_now()}
             tx.execute(
                 f"MERGE (s:{TRACE_STEP} {{id: $id}}) SET s.task = $task, s.name = $name, s.state = $state, "
                 "s.kind = $kind, s.result_basis = $result_basis, s.result_event_seq = $result_event_seq, "
                 "s.agent = $agent, s.updated_at = $updated_at",
-                {**row, "id": _key(project, task, step.name), "task": _key(project, task)},
+                {**row, "id": trace_key(project, task, step.name), "task": trace_key(project, task)},
             ).close()
             return StepRecord.model_validate({**row, "updated_at": row["updated_at"].replace(tzinfo=UTC)})
 
@@ -175,13 +175,13 @@ class TraceOps:
         self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
     ) -> list[StepRecord]:
         def work(tx: Tx) -> list[StepRecord]:
-            found = _existing(tx, project, task, self._traced(tx))
+            found = existing_task(tx, project, task, self._traced(tx))
             rows = tx.rows(
                 f"MATCH (s:{TRACE_STEP}) WHERE s.task = $task AND s.state = $state AND s.name > $after "
                 f"RETURN {_STEP_FIELDS} ORDER BY s.name LIMIT $limit",
-                {"task": _key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
+                {"task": trace_key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
             )
-            return [StepRecord.model_validate(_aware(r, "updated_at")) for r in rows]
+            return [StepRecord.model_validate(as_utc(r, "updated_at")) for r in rows]
 
         return await self.executor.read(work)
 
@@ -198,7 +198,7 @@ class TraceOps:
         def work(tx: Tx) -> R:
             if request is None:
                 return write(tx)
-            key = _key(project, request.id)
+            key = trace_key(project, request.id)
             rows = tx.rows(
                 f"MATCH (r:{TRACE_REQUEST} {{id: $id}}) RETURN r.fingerprint AS f, r.result AS r", {"id": key}
             )
@@ -212,7 +212,7 @@ class TraceOps:
             done = write(tx)
             tx.execute(
                 f"CREATE (:{TRACE_REQUEST} {{id: $id, fingerprint: $f, result: $r, at: $at}})",
-                {"id": key, "f": request.fingerprint, "r": done.model_dump_json(), "at": _now()},
+                {"id": key, "f": request.fingerprint, "r": done.model_dump_json(), "at": utc_now()},
             ).close()
             return done
 
@@ -223,12 +223,12 @@ def _task(tx: Tx, project: str, name: str) -> TaskRecord | None:
     rows = tx.rows(
         f"MATCH (t:{TRACE_TASK} {{id: $id}}) RETURN t.name AS name, t.goal AS goal, t.agent AS agent, "
         "t.created_at AS created_at, t.events AS events",
-        {"id": _key(project, name)},
+        {"id": trace_key(project, name)},
     )
-    return TaskRecord.model_validate(_aware(rows[0], "created_at")) if rows else None
+    return TaskRecord.model_validate(as_utc(rows[0], "created_at")) if rows else None
 
 
-def _existing(tx: Tx, project: str, name: str, traced: bool = True) -> TaskRecord:
+def existing_task(tx: Tx, project: str, name: str, traced: bool = True) -> TaskRecord:
     found = _task(tx, project, name) if traced else None
     if found is None:
         raise TaskNotFoundError(
@@ -239,16 +239,16 @@ def _existing(tx: Tx, project: str, name: str, traced: bool = True) -> TaskRecor
 
 def _append(tx: Tx, project: str, agent: str, task: TaskRecord, event: NewEvent) -> EventSummary:
     seq = task.events + 1
-    at = _now()
+    at = utc_now()
     tx.execute(
         f"MATCH (t:{TRACE_TASK} {{id: $task}}) SET t.events = $seq",
-        {"task": _key(project, task.name), "seq": seq},
+        {"task": trace_key(project, task.name), "seq": seq},
     ).close()
     row = {**event.model_dump(), "seq": seq, "agent": agent, "at": at}
     tx.execute(
         f"CREATE (:{TRACE_EVENT} {{id: $id, task: $task, seq: $seq, kind: $kind, role: $role, name: $name, "
         "agent: $agent, at: $at, payload: $payload, chars: $chars, sha256: $sha256, truncated: $truncated})",
-        {**row, "id": _key(project, task.name, seq), "task": _key(project, task.name)},
+        {**row, "id": trace_key(project, task.name, seq), "task": trace_key(project, task.name)},
     ).close()
     del row["payload"]
     return EventSummary.model_validate({**row, "at": at.replace(tzinfo=UTC)})
