@@ -107,6 +107,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         from evigraph import cli_tasks
 
         return await (cli_tasks.tasks if args.command == "tasks" else cli_tasks.task)(args)
+    if args.command in ("decisions", "decision"):
+        from evigraph import cli_decisions
+
+        return await (cli_decisions.decisions if args.command == "decisions" else cli_decisions.decision)(args)
     if args.command == "search":
         from evigraph.cli_serving import holder_note, open_for_reads
 

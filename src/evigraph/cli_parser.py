@@ -195,6 +195,32 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     task.add_argument("--project", required=True, help="the project the task belongs to")
     task.add_argument("--events", type=int, default=10, help="latest events listed, 1 to 50 (default 10)")
     task.add_argument("--steps", type=int, default=20, help="step names listed per state, 1 to 50 (default 20)")
+    decisions = sub.add_parser(
+        "decisions",
+        parents=[common],
+        help="list the decisions agents recorded in a project",
+        description="List decisions: every task's standing ones (active or needing review) grouped by task; with "
+        "--task one task's, superseded and rejected history included; with --review those a changed source "
+        "flagged, each with its cause. Read-only.",
+    )
+    decisions.add_argument("--project", required=True, help="the project the agents worked in")
+    decisions.add_argument("--task", default=None, metavar="NAME", help="only this task's decisions, with history")
+    decisions.add_argument("--review", action="store_true", help="only the decisions that need review")
+    decisions.add_argument(
+        "--after", default=None, metavar="ID", help="continue after this decision (with --task or --review)"
+    )
+    decisions.add_argument(
+        "--limit", type=int, default=50, help="the most decisions listed (per task), 1 to 100 (default 50)"
+    )
+    decision = sub.add_parser(
+        "decision",
+        parents=[common],
+        help="show one decision: conclusion, rationale, supports, review causes and support history",
+        description="Show a decision as get_decision gives it to an agent, then every support it was given, the "
+        "replaced ones too. Read-only.",
+    )
+    decision.add_argument("id", metavar="ID", help="the decision's id, as `evigraph decisions` prints it")
+    decision.add_argument("--project", required=True, help="the project the decision belongs to")
     doctor = sub.add_parser(
         "doctor",
         help="what this installation can do: extractors, embedders, MCP, LLM, engines, and how to add the rest",

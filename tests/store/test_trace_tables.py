@@ -66,6 +66,9 @@ async def test_a_document_scope_does_not_hide_traces(tmp_path: Path) -> None:
         "MATCH (n) RETURN count(n) AS n",
         "MATCH (e:Entity) OPTIONAL MATCH (n) WHERE n.id = e.id RETURN count(n) AS n",
         "CALL table_info('TraceEvent') RETURN *",
+        "MATCH (d:TraceDecision) RETURN d.conclusion AS c",
+        "MATCH (s:TraceSupport) RETURN s.ref AS r",
+        "MATCH (q:tracereview) RETURN count(q) AS n",
     ],
 )
 async def test_free_form_cypher_cannot_read_traces(tmp_path: Path, cypher: str) -> None:

@@ -9,10 +9,18 @@ instead of matching nothing later.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field
 
 EvidenceKind = Literal["passage", "entity", "relation", "theme", "status", "ontology"]
 KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
+
+EvidenceRef = Annotated[
+    Annotated[int, Field(ge=1, le=1_000_000_000)] | Annotated[str, Field(min_length=1, max_length=300)],
+    Field(description="an evidence number n from this session, or a stable evidence_id such as 'passage:…'"),
+]
+"""How a caller names evidence in a tool argument: `[n]` or the evidence id, both bounded."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.errors import ConfigurationError, DecisionNotFoundError, StaleEvidenceError
-from evigraph.evidence.ids import EvidenceId
+from evigraph.evidence.ids import EvidenceId, EvidenceRef
 from evigraph.gate import Gate
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
@@ -49,10 +49,6 @@ DecisionId = Annotated[
         pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
         description="a decision's id (UUID), as record_decision or list_decisions gave it",
     ),
-]
-EvidenceRef = Annotated[
-    Annotated[int, Field(ge=1, le=1_000_000_000)] | Annotated[str, Field(min_length=1, max_length=300)],
-    Field(description="the evidence: its number [n] in this session, or its evidence_id ('passage:...')"),
 ]
 Note = Annotated[str | None, Field(None, max_length=1000, description="what this support shows")]
 Line = Annotated[str, Field(min_length=1, max_length=1000)]
@@ -196,6 +192,7 @@ class DecisionMethods:
     _store: Callable[[bool], Awaitable[GraphStore]]
     _gate: Gate
     _embedder: Callable[[], Embedder | None]
+    _word_counts: WordCounts
 
     def _request(self, operation: str, args: StrictInput) -> TraceRequest | None:
         raise NotImplementedError  # Traces'
@@ -322,7 +319,7 @@ class DecisionMethods:
         states: list[DecisionState] = list(OPEN_STATES) if args.include_review else ["active"]
         store = await self._store(False)
         texts = await store.decision_texts(self.project, states)
-        ranked = {"words": _by_words(args.query, texts)}
+        ranked = {"words": _by_words(args.query, texts, self._word_counts)}
         by_meaning = await self._by_meaning(args.query, texts)
         if by_meaning:
             ranked["meaning"] = by_meaning
@@ -442,14 +439,34 @@ def _page(found: list[DecisionRecord], limit: int) -> DecisionPage:
     return DecisionPage(decisions=decisions, next_after_id=decisions[-1].id if len(found) > limit else None)
 
 
-def _by_words(query: str, texts: Sequence[DecisionText], k1: float = 1.2, b: float = 0.75) -> list[str]:
+class WordCounts:
+    """Each decision's word counts, kept by id: a decision's text never changes (superseding
+    writes a new decision), and counting words was most of a search's time (about 60 of 68 ms
+    p50 at 1,000 decisions, bench/tools.py). Bounded, oldest first out."""
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self.capacity = capacity
+        self._counts: OrderedDict[str, Counter[str]] = OrderedDict()
+
+    def of(self, t: DecisionText) -> Counter[str]:
+        found = self._counts.get(t.id)
+        if found is None:
+            found = self._counts[t.id] = Counter(passage_words(t.text))
+            if len(self._counts) > self.capacity:
+                self._counts.popitem(last=False)
+        return found
+
+
+def _by_words(
+    query: str, texts: Sequence[DecisionText], counted: WordCounts, k1: float = 1.2, b: float = 0.75
+) -> list[str]:
     """BM25 over the decisions' words, counted as passages' are (`passage_terms`); only decisions
     sharing a word with the query are ranked. A project's decisions number in the thousands, so
     they are ranked in memory rather than through an engine index each store would need."""
     asked = passage_terms(query)
     if not asked or not texts:
         return []
-    words = [Counter(passage_words(t.text)) for t in texts]
+    words = [counted.of(t) for t in texts]
     lengths = [sum(c.values()) for c in words]
     mean = sum(lengths) / len(lengths) or 1.0
     frequency = Counter(w for c in words for w in asked & c.keys())

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evigraph.errors import TaskNotFoundError
 from evigraph.gate import Gate
 from evigraph.kb.core import KnowledgeBaseCore
-from evigraph.kb.decisions import DecisionMethods
+from evigraph.kb.decisions import DecisionMethods, WordCounts
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 from evigraph.strict import StrictInput, build
@@ -180,6 +180,7 @@ class Traces(DecisionMethods):
         self._store = store
         self._gate = gate
         self._embedder = embedder
+        self._word_counts = WordCounts()
 
     async def create_task(self, task_name: str, goal: str, *, request_id: str | None = None) -> TaskRecord:
         """The task, created when new; the same name with another goal raises `TaskExistsError`."""

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
+from evigraph.evidence.ids import EvidenceRef
 from evigraph.ingest.chunking import ChunkerName
 from evigraph.ingest.extraction import ExtractorName
 from evigraph.ingest.resolution import ResolverName
@@ -21,9 +22,6 @@ from evigraph.retrieval.query import RetrieveQuery
 from evigraph.strict import StrictInput
 
 Mode = SearchMode
-EvidenceRef = Annotated[
-    int | str, Field(description="an evidence number n from this session, or a stable evidence_id such as 'passage:…'")
-]
 Query = Annotated[str, Field(min_length=1, max_length=1000)]
 
 RESERVED_LABELS = frozenset(

@@ -245,7 +245,8 @@ class DecisionOps(TraceOps):
                 "WHERE n > 1 RETURN k, ids ORDER BY k LIMIT $limit",
                 {"project": project, "limit": limit},
             )
-            return [_fetch(tx, project, r["ids"]) for r in rows]
+            found = {d.id: d for d in _fetch(tx, project, [i for r in rows for i in r["ids"]])}
+            return [[found[i] for i in r["ids"] if i in found] for r in rows]
 
         return await self.executor.read(work)
 
@@ -434,8 +435,9 @@ def _fetch(tx: Tx, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
     """The decisions of `project` among `ids`, in the order asked, with their current supports."""
     if not ids:
         return []
-    rows = tx.rows(
-        f"MATCH (d:{TRACE_DECISION}) WHERE d.id IN $ids AND d.project = $project RETURN {_DECISION_FIELDS}",
+    rows = tx.rows(  # UNWIND and `=` rather than IN: see `_records`
+        f"UNWIND $ids AS i MATCH (d:{TRACE_DECISION}) WHERE d.id = i AND d.project = $project "
+        f"RETURN {_DECISION_FIELDS}",
         {"ids": list(dict.fromkeys(ids)), "project": project},
     )
     order = {i: n for n, i in enumerate(ids)}
@@ -446,8 +448,12 @@ def _records(tx: Tx, rows: list[dict[str, Any]]) -> list[DecisionRecord]:
     if not rows:
         return []
     supports: dict[str, list[SupportRecord]] = {}
+    # UNWIND and `=`, not `s.decision IN $ids`: in a transaction that set `current` on a decision's
+    # supports and then created new ones (reaffirm_decision), the engine's IN filter skipped the new
+    # rows and returned another row in their place.
     for r in tx.rows(
-        f"MATCH (s:{TRACE_SUPPORT}) WHERE s.decision IN $ids AND s.current RETURN {_SUPPORT_FIELDS} ORDER BY s.ordinal",
+        f"UNWIND $ids AS i MATCH (s:{TRACE_SUPPORT}) WHERE s.decision = i AND s.current "
+        f"RETURN {_SUPPORT_FIELDS} ORDER BY s.ordinal",
         {"ids": [r["id"] for r in rows]},
     ):
         supports.setdefault(r["decision"], []).append(_support(r))
