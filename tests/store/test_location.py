@@ -59,7 +59,7 @@ def test_kuzu_url_with_a_relative_path_is_refused() -> None:
         StoreLocation.parse("kuzu:///")
 
 
-async def test_falkordb_is_reserved_and_creates_nothing(in_tmp: Path) -> None:
+async def test_falkordb_locations_parse_without_connecting(in_tmp: Path) -> None:
     where = StoreLocation.parse("falkordb://reader:s3cret-pass@graphs.local:6380/team")
     assert (where.host, where.port, where.graph, where.username, where.path) == (
         "graphs.local",
@@ -70,12 +70,15 @@ async def test_falkordb_is_reserved_and_creates_nothing(in_tmp: Path) -> None:
     )
     assert "s3cret-pass" not in where.display and "s3cret-pass" not in repr(where)
     assert StoreLocation.parse("falkordb://localhost").port == 6379
-    with pytest.raises(ConfigurationError, match="FalkorDB backend comes in a later release") as err:
-        connect(where, scope=["team/*"])
-    assert "kuzu:///" in err.value.hint and "s3cret-pass" not in str(err.value)
-    with pytest.raises(ConfigurationError, match="later release"):
+    connect(where, scope=["team/*"])  # built, not opened: nothing is contacted
+    with pytest.raises(ConfigurationError, match="not a database file") as err:
         resolve_db_path("falkordb://localhost:6379/kb")
-    assert os.listdir(in_tmp) == []
+    assert "kuzu:///" in err.value.hint
+    replicas = StoreLocation.parse("falkordb://h:1/kb?replicas=r1:2,r2:3")
+    assert replicas.replicas == (("r1", 2), ("r2", 3)) and replicas.display.endswith("?replicas=r1:2,r2:3")
+    for bad in ("falkordb://h/kb?replica=r1:2", "falkordb://h/kb?replicas=r1", "falkordb://h/kb?replicas=r1:0"):
+        with pytest.raises(ConfigurationError, match="replica"):
+            StoreLocation.parse(bad)
 
 
 async def test_a_folder_that_is_not_a_database_is_refused_untouched(in_tmp: Path) -> None:

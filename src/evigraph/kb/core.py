@@ -80,7 +80,7 @@ class KnowledgeBaseCore:
 
     def __init__(
         self,
-        db: str | os.PathLike[str] | None = None,
+        db: str | os.PathLike[str] | StoreLocation | None = None,
         *,
         store: GraphStore | None = None,
         engine: str = "auto",

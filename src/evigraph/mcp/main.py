@@ -21,6 +21,7 @@ from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options
+from evigraph.store.location import StoreLocation
 
 TRANSPORTS = ("stdio", "http", "sse")
 DEFAULT_PORT = 8765
@@ -41,7 +42,8 @@ log = logging.getLogger("evigraph.mcp")
 
 @dataclass
 class McpConfig:
-    db: Path
+    db: Path | StoreLocation
+    """The database file, or a server graph (FalkorDB), which every process opens itself."""
     read_only: bool = True
     files_root: str | None = None
     transport: str = "stdio"
@@ -79,8 +81,6 @@ class McpConfig:
         _TOKEN, _SCOPE, _PROJECT, _AGENT, _ALLOW_REJECT). Writes are served only when asked for: with --allow-writes or
         --files-root (or their variables); asking for writes and for read-only at once is refused. The task
         tools need a project and an agent, both or neither."""
-        from evigraph.kb import StoreLocation
-
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
         mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
@@ -95,7 +95,7 @@ class McpConfig:
         # The server needs the database file itself: forwarding between processes meets beside it.
         location = StoreLocation.parse(db)
         return cls(
-            db=location.embedded_path().resolve(),
+            db=location if location.server else location.embedded_path().resolve(),
             read_only=mode.read_only,
             files_root=mode.files_root,
             transport=transport,
@@ -128,9 +128,10 @@ class McpConfig:
             line += f"; ignored, as the flag wins: {', '.join(self.overridden)}"
         if forwarding_to is not None:
             line += f"; forwarding to evigraph process {forwarding_to}, which holds the database"
-        elif self.read_only and not self.db.exists():
+        elif self.read_only and isinstance(self.db, Path) and not self.db.exists():
             line += "; no knowledge base there yet (build one with `evigraph ingest`, or serve with --files-root DIR)"
-        return f"evigraph mcp on {display_name(str(self.db))}: {line}"
+        where = display_name(str(self.db)) if isinstance(self.db, Path) else self.db.display
+        return f"evigraph mcp on {where}: {line}"
 
 
 @dataclass(frozen=True)
@@ -221,22 +222,25 @@ async def serve(config: McpConfig) -> None:
     backend: LocalBackend | RemoteBackend
     try:
         backend = await local_backend(config)
-        listener = ForwardingListener(config.db, backend)
-        await listener.start()
+        if isinstance(config.db, Path):  # a server graph takes every process's calls itself: nothing to forward
+            listener = ForwardingListener(config.db, backend)
+            await listener.start()
     except DatabaseLockedError:
-        log.info("%s is served by another evigraph process; forwarding to it", config.db)
+        held = config.db
+        assert isinstance(held, Path)  # only an embedded file is ever held by one process
+        log.info("%s is served by another evigraph process; forwarding to it", held)
 
         async def take_over() -> LocalBackend:
             nonlocal listener
             local = await local_backend(config)
-            listener = ForwardingListener(config.db, local)
+            listener = ForwardingListener(held, local)
             await listener.start()
             return local
 
         options = forward_options(
             config.read_only, config.files_root, config.scope, config.project, config.agent, config.allow_reject
         )
-        backend = await RemoteBackend.connect(config.db, take_over, options)
+        backend = await RemoteBackend.connect(held, take_over, options)
     # Said on every start, as the database's safety depends on it; stderr, as stdout carries the protocol.
     print(config.describe(backend.served_pid if isinstance(backend, RemoteBackend) else None), file=sys.stderr)
     if config.transport != "stdio":

@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from evigraph.store.base import GraphStore
 from evigraph.store.location import DEFAULT_DB, SCHEMES, StoreLocation, resolve_db_path
-from evigraph.store.opening import connect
+from evigraph.store.opening import connect, knowledge_bases
 
-__all__ = ["DEFAULT_DB", "SCHEMES", "GraphStore", "StoreLocation", "connect", "resolve_db_path"]
+__all__ = ["DEFAULT_DB", "SCHEMES", "GraphStore", "StoreLocation", "connect", "knowledge_bases", "resolve_db_path"]

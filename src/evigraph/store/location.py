@@ -6,7 +6,8 @@ what that string says, not by a separate switch per surface:
 - `notes.db`, `~/kb/notes.db`: an embedded database file (the engine chosen by `engine=`);
 - `kuzu:///abs/notes.db`: an embedded Kuzu file (three slashes: the path is absolute);
 - `ladybug:///abs/notes.db`: an embedded LadybugDB file;
-- `falkordb://[user:pass@]host:port/graph`: reserved for the FalkorDB server backend.
+- `falkordb://[user:pass@]host:port/graph[?replicas=host2:port2,host3:port3]`: a graph on a
+  FalkorDB server; reads go to the replicas named, writes to the primary.
 
 Parsing never touches the disk; opening (`evigraph.store.connect`) does.
 """
@@ -56,6 +57,8 @@ class StoreLocation:
     graph: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    replicas: tuple[tuple[str, int], ...] = ()
+    """Servers replicating the primary (`?replicas=h:p,...`): every read goes to them in turn."""
 
     @property
     def embedded(self) -> bool:
@@ -108,9 +111,12 @@ class StoreLocation:
         graph = unquote(parts.path.strip("/")) or FALKORDB_GRAPH
         user = unquote(parts.username or "")
         credentials = f"{user}:***@" if parts.password else (f"{user}@" if user else "")
+        replicas = _replicas(text, parts.query)
+        shown = f"?replicas={','.join(f'{h}:{p}' for h, p in replicas)}" if replicas else ""
         return cls(
+            replicas=replicas,
             scheme="falkordb",
-            display=f"falkordb://{credentials}{parts.hostname}:{port}/{graph}",
+            display=f"falkordb://{credentials}{parts.hostname}:{port}/{graph}{shown}",
             host=parts.hostname,
             port=port,
             graph=graph,
@@ -127,6 +133,11 @@ class StoreLocation:
             hint=f"drop the engine option, or write the location as {engine}://{self.path}",
         )
 
+    @property
+    def server(self) -> bool:
+        """A location on a graph server (FalkorDB), not a file on this machine."""
+        return self.scheme in SERVER_SCHEMES
+
     def embedded_path(self) -> Path:
         """The database file; raises for a location no embedded engine can open."""
         if self.path is None:
@@ -134,10 +145,10 @@ class StoreLocation:
         return self.path
 
     def unsupported(self) -> ConfigurationError:
-        """Why this release cannot open a server location, and what to use instead."""
+        """Why a server location will not do where a database file is needed."""
         return ConfigurationError(
-            f"{self.display}: the FalkorDB backend comes in a later release of evigraph",
-            hint="use an embedded knowledge base for now: a file path (--db ./evigraph.db) or kuzu:///abs/path.db",
+            f"{self.display} is a graph on a FalkorDB server, not a database file",
+            hint="pass a file path (--db ./evigraph.db) or kuzu:///abs/path.db here",
         )
 
     def __str__(self) -> str:
@@ -152,3 +163,28 @@ def _masked(text: str) -> str:
 def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
     """The embedded database file `db` names (a path or an embedded URL), else `$EVIGRAPH_DB`, else `./evigraph.db`."""
     return StoreLocation.parse(db).embedded_path()
+
+
+def _replicas(text: str, query: str) -> tuple[tuple[str, int], ...]:
+    """`replicas=h:p,h:p` from a URL's query; any other option is refused, not ignored."""
+    from urllib.parse import parse_qs
+
+    options = parse_qs(query, keep_blank_values=True)
+    unknown = sorted(set(options) - {"replicas"})
+    if unknown:
+        raise ConfigurationError(
+            f"{_masked(text)!r} has an unknown option {unknown[0]!r}",
+            hint="the only option is replicas=host:port,host:port",
+        )
+    out = []
+    for item in ",".join(options.get("replicas", [])).split(","):
+        if not item.strip():
+            continue
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigurationError(
+                f"replica {item.strip()!r} in {_masked(text)!r} is not host:port",
+                hint="e.g. falkordb://primary:6379/kb?replicas=replica1:6380,replica2:6381",
+            )
+        out.append((host, int(port)))
+    return tuple(out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from evigraph.errors import ConfigurationError
 from evigraph.store.base import GraphStore
 from evigraph.store.location import StoreLocation
 
@@ -29,13 +30,44 @@ def connect(
     path; a URL that names one (`kuzu:///...`) must not be contradicted.
     """
     where = StoreLocation.parse(location)
-    path = where.embedded_path()  # a server location raises here: nothing is created
-    chosen = where.engine_for(engine)
-    from evigraph.store.embedded.store import EmbeddedStore
+    store: GraphStore
+    if where.server:
+        if engine not in ("auto", where.scheme):
+            raise ConfigurationError(
+                f"{where.display} is a FalkorDB graph; engine={engine!r} names an embedded engine",
+                hint="drop the engine option for a server location",
+            )
+        from evigraph.store.falkordb.store import FalkorStore
 
-    store: GraphStore = EmbeddedStore(path, read_only=read_only, engine=chosen)
+        store = FalkorStore(where, read_only=read_only)
+    else:
+        from evigraph.store.embedded.store import EmbeddedStore
+
+        store = EmbeddedStore(where.embedded_path(), read_only=read_only, engine=where.engine_for(engine))
     if scope:
         from evigraph.store.scoped import ScopedStore
 
         store = ScopedStore(store, list(scope))
     return store
+
+
+def knowledge_bases(location: StoreLocation | str) -> list[str]:
+    """The knowledge bases a server holds (one per graph), by name; other graphs are left out.
+
+    A server location names a graph, but the graph is ignored here: the question is what the
+    server holds (`evigraph list --db falkordb://host:port`).
+    """
+    where = StoreLocation.parse(location)
+    if not where.server:
+        raise ConfigurationError(
+            f"{where.display} is a file: it holds one knowledge base",
+            hint="list a server's knowledge bases with --db falkordb://host:port",
+        )
+    from evigraph.store.falkordb.connection import Connection
+
+    conn = Connection(where, read_only=True)
+    conn.open()
+    try:
+        return conn.knowledge_bases()
+    finally:
+        conn.close()

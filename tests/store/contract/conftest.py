@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import pytest
 import pytest_asyncio
+from tests.conftest import FalkorServer
 
 from evigraph.models import (
     DocumentVersion,
@@ -133,10 +134,36 @@ def _embedded_copy(folder: Path, empty: Path) -> str:
     return str(target)
 
 
+_GRAPHS = itertools.count()
+
+
+def _falkordb_graph(folder: Path, empty: Path) -> str:
+    """A new, empty knowledge base on the session's FalkorDB server (`falkordb_url`): a graph of its
+    own, created as the embedded factory copies an empty file."""
+    url = f"{_SERVER['url']}/kb_{folder.name}_{next(_GRAPHS)}".replace("-", "_")
+
+    async def create() -> None:
+        async with connect(url):
+            pass
+
+    asyncio.run(create())
+    return url
+
+
+_SERVER: dict[str, str] = {}
+
 FACTORIES = [
     StoreFactory("embedded", _embedded_copy),
     StoreFactory("scoped", _embedded_copy, scope=("*",)),
+    StoreFactory("falkordb", _falkordb_graph),
 ]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def falkordb_url(falkordb_server: FalkorServer) -> str:
+    """The session's FalkorDB server, where the falkordb factory makes a graph per test."""
+    _SERVER["url"] = f"falkordb://{falkordb_server.host}:{falkordb_server.port}"
+    return _SERVER["url"]
 
 
 @pytest.fixture(scope="session")

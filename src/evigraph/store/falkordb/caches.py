@@ -1,0 +1,135 @@
+"""In-process caches over a shared server graph, kept honest by a generation counter.
+
+Retrieval reads the same structures on every question (term counts, entity names, the graph's
+adjacency, the passages' vector moments); rebuilding them per question would cost a scan each.
+Other processes write the same graph, so a cache is valid only while the graph's generation,
+a counter every write through any evigraph process increments (a plain Redis key beside the
+graph), is the one it was built at. Checking it is one `GET`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evigraph.store.embedded.graph_index import GraphIndex, _Rel
+from evigraph.store.falkordb.connection import Connection
+
+OWN_KEPT = 100_000
+"""Own generation values remembered; a question about older ones answers "cannot tell"."""
+
+
+class Generation:
+    """Values built at a generation of the graph, dropped when it moves on.
+
+    It also remembers the values this process's own writes were handed (`INCR` gives each write
+    its own), so `foreign` can tell whether anyone else wrote between two generations: graph
+    ranking's change feed (`ranking_changes`) is incremental only for changes it made itself.
+    """
+
+    def __init__(self, conn: Connection, keep: int = OWN_KEPT) -> None:
+        self._conn = conn
+        self._key = f"evigraph:generation:{conn.graph_name}"
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[int, Any]] = {}
+        self._own: list[int] = []  # sorted
+        self._keep = keep
+        self._floor = 0  # values at or below this may have been forgotten
+
+    def current(self) -> int:
+        return int(self._conn.command("GET", self._key) or 0)
+
+    def bump(self) -> int:
+        value = int(self._conn.command("INCR", self._key))
+        with self._lock:
+            bisect.insort(self._own, value)
+            if len(self._own) > self._keep:
+                dropped = self._own[: len(self._own) - self._keep]
+                del self._own[: len(dropped)]
+                self._floor = max(self._floor, dropped[-1])
+        return value
+
+    def foreign(self, since: int, now: int) -> bool:
+        """Whether a generation in (since, now] came from another process (or cannot be told)."""
+        if now < since or since < self._floor:
+            return True
+        with self._lock:
+            own = bisect.bisect_right(self._own, now) - bisect.bisect_right(self._own, since)
+        return own != now - since
+
+    def get(self, key: str, build: Callable[[], Any]) -> Any:
+        now = self.current()
+        with self._lock:
+            held = self._values.get(key)
+            if held is not None and held[0] == now:
+                return held[1]
+        value = build()
+        if self.current() == now:  # nothing was written while it was built
+            with self._lock:
+                self._values[key] = (now, value)
+        return value
+
+    async def fetch(self, key: str, build: Callable[[], Any]) -> Any:
+        return await asyncio.to_thread(self.get, key, build)
+
+
+@dataclass(frozen=True)
+class VectorMoments:
+    """The first and second moments of the passage vectors: the mean and spread of a query's
+    cosine with every passage follow exactly from them (mean = q·m, E[(q·v)²] = qᵀSq), without
+    comparing the query with each passage, which the HNSW index does not do."""
+
+    count: int
+    mean: Any  # numpy vector
+    second: Any  # numpy matrix, the mean of v vᵀ
+
+    def stats(self, vector: Sequence[float]) -> tuple[float, float]:
+        import numpy as np
+
+        q = np.asarray(list(vector), dtype=np.float64)
+        mean = float(q @ self.mean)
+        variance = float(q @ self.second @ q) - mean * mean
+        return mean, max(variance, 0.0) ** 0.5
+
+
+def build_moments(rows: list[tuple[str, list[float]]]) -> VectorMoments:
+    import numpy as np
+
+    if not rows:
+        return VectorMoments(0, None, None)
+    matrix = np.asarray([v for _, v in rows], dtype=np.float64)
+    return VectorMoments(len(rows), matrix.mean(axis=0), matrix.T @ matrix / len(rows))
+
+
+def build_graph_index(conn: Connection) -> GraphIndex:
+    """The adjacency retrieval walks, from two reads (the embedded store's `GraphIndex`)."""
+    index = GraphIndex()
+    for r in conn.read_sync(
+        """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
+           RETURN r.id AS id, a.id AS a, b.id AS b, a.name AS an, b.name AS bn, r.type AS type, r.fact AS fact,
+                  r.confidence AS conf, r.source_chunks AS chunks"""
+    ):
+        rel = _Rel(
+            r["id"],
+            r["a"],
+            r["b"],
+            r["an"],
+            r["bn"],
+            r["type"],
+            r["fact"],
+            float(r["conf"] or 0.0),
+            tuple(r["chunks"] or ()),
+        )
+        index.edges[rel.source].append(rel)
+        if rel.target != rel.source:
+            index.edges[rel.target].append(rel)
+        for cid in dict.fromkeys(rel.chunks):
+            index.stated[cid].append(rel)
+    for r in conn.read_sync("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) WHERE c.live RETURN e.id AS e, c.id AS c"):
+        index.mentions[r["e"]].append(r["c"])
+        index.mentioned[r["c"]].append(r["e"])
+    return index

