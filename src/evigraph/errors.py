@@ -31,6 +31,11 @@ class StoreError(EvigraphError):
     """The database cannot be opened or a store operation failed."""
 
 
+class StoreUnavailableError(StoreError):
+    """The database server cannot be reached (down, restarting, the network cut): every further
+    write would fail the same way, so an ingest stops instead of failing each document."""
+
+
 class DatabaseLockedError(StoreError):
     """Another process holds the database for writing."""
 

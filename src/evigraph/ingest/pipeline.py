@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from evigraph.errors import ConfigurationError, EvigraphError, InputError
+from evigraph.errors import ConfigurationError, EvigraphError, InputError, StoreUnavailableError
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
@@ -448,6 +448,8 @@ class IngestRun:
         try:
             async with self.in_flight.writes:
                 stored = await self.store.write_versions([v for _, v in versions])
+        except StoreUnavailableError:
+            raise  # the server is gone: each document would fail alike; what was written stays
         except Exception as exc:
             if len(versions) == 1:
                 p, _ = versions[0]

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evigraph.errors import ConfigurationError, StoreError
+from evigraph.errors import ConfigurationError, StoreError, StoreUnavailableError
 from evigraph.store.location import StoreLocation
 
 REPLICA_RETRY_S = 10.0
@@ -208,7 +208,7 @@ class Connection:
         return [dict(zip(names, row, strict=True)) for row in result.result_set]
 
 
-class _Unreachable(StoreError):
+class _Unreachable(StoreUnavailableError):
     def __init__(self, detail: str, where: str) -> None:
         super().__init__(
             f"lost the connection to FalkorDB at {where}: {detail}",
@@ -225,7 +225,7 @@ def server_error(exc: Exception, where: str) -> StoreError:
             hint="put the right user and password in the URL: falkordb://user:password@host:port/graph",
         )
     if _is_connection(exc):
-        return StoreError(
+        return StoreUnavailableError(
             f"cannot reach FalkorDB at {where}",
             hint="start one with `evigraph server start`, or check the host and port in --db",
         )
