@@ -23,22 +23,14 @@ then its nodes by a plain `DELETE`, which also refuses (and rolls back) if one w
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
-from evigraph.store.base import searchable_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
-
-
-def chunk_id(key: str, version: int, index: int) -> str:
-    """Chunk identity: which document, which version, which passage; stable for citations."""
-    return f"{hashlib.sha1(key.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}:{version}:{index}"
+from evigraph.store.version_rows import add_relation, version_rows
 
 
 def current_versions(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
@@ -179,95 +171,9 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     candidates = remove_contents(tx, [k for k in keys if k in previous])
     now = datetime.now(UTC).replace(tzinfo=None)
     numbers = {v.key: previous.get(v.key, 0) + 1 for v in versions}
-
-    docs: list[dict[str, Any]] = []
-    chunks: list[dict[str, Any]] = []
-    nexts: list[dict[str, str]] = []
-    entities: dict[str, dict[str, Any]] = {}
-    mentions: list[dict[str, Any]] = []
-    relations: dict[str, dict[str, Any]] = {}
-    for v in versions:
-        number = numbers[v.key]
-        docs.append(
-            {
-                "key": v.key,
-                "title": v.title,
-                "path": v.path,
-                "hash": v.content_hash,
-                "version": number,
-                "loader": v.loader,
-                "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
-                "chunks": len(v.chunks),
-                "at": now,
-            }
-        )
-        ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
-        by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
-        vectors = v.embeddings or [None] * len(v.chunks)
-        bridges = v.sentences or ((),) * len(v.chunks)
-        bridge_vectors = v.sentence_embeddings or (None,) * len(v.chunks)
-        for c, cid, vec, spans, svecs in zip(v.chunks, ids, vectors, bridges, bridge_vectors, strict=True):
-            chunks.append(
-                {
-                    "id": cid,
-                    "doc": v.key,
-                    "version": number,
-                    "index": c.index,
-                    "text": c.text,
-                    "bc": list(c.breadcrumbs),
-                    "page": c.page,
-                    "cs": c.start,
-                    "ce": c.end,
-                    "emb": list(vec) if vec is not None else None,
-                    "st": fts_text(searchable_text(v.title, c.breadcrumbs, c.text, c.context)),
-                    "cx": c.context or None,
-                    "ss": [sp.start for sp in spans],
-                    "se": [sp.end for sp in spans],
-                    "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
-                }
-            )
-        nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
-        for e in v.graph.entities:
-            row = entities.get(e.id)
-            if row is None:
-                entities[e.id] = {
-                    "id": e.id,
-                    "name": e.name,
-                    "label": e.label,
-                    "descs": list(e.descriptions),
-                    "aliases": list(e.aliases),
-                }
-            else:
-                row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
-                row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
-        for m in v.graph.mentions:
-            if m.chunk_index in by_index:
-                mentions.append(
-                    {
-                        "e": m.entity_id,
-                        "c": by_index[m.chunk_index],
-                        "s": [s.start for s in m.spans],
-                        "t": [s.end for s in m.spans],
-                    }
-                )
-        for r in v.graph.relations:
-            sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
-            if not sources:
-                continue
-            seen = relations.get(r.id)
-            if seen is None:
-                relations[r.id] = {
-                    "id": r.id,
-                    "s": r.source,
-                    "d": r.target,
-                    "type": r.type,
-                    "fact": r.fact,
-                    "conf": float(r.confidence),
-                    "src": sources,
-                }
-            else:
-                seen["src"] = list(dict.fromkeys([*seen["src"], *sources]))
-                seen["conf"] = max(seen["conf"], float(r.confidence))
+    rows = version_rows(versions, numbers, now)
+    docs, chunks, nexts = rows.docs, rows.chunks, rows.nexts
+    entities, mentions, relations = rows.entities, rows.mentions, rows.relations
 
     tx.run_batched(
         """UNWIND $rows AS r
@@ -428,17 +334,5 @@ def upsert_relations(tx: Tx, relations: Sequence[tuple[ExtractedRelation, Sequen
     """Relations an agent records, each with the passages (chunk ids) that support it, possibly none."""
     rows: dict[str, dict[str, Any]] = {}
     for rel, chunks in relations:
-        row = rows.setdefault(
-            rel.id,
-            {
-                "id": rel.id,
-                "s": rel.source,
-                "d": rel.target,
-                "type": rel.type,
-                "fact": rel.fact,
-                "conf": float(rel.confidence),
-                "src": [],
-            },
-        )
-        row["src"] = list(dict.fromkeys([*row["src"], *chunks]))
+        add_relation(rows, rel, chunks)
     _write_relations(tx, rows, source)

@@ -28,18 +28,16 @@ RETURN i` reports 0 nodes created). A conditional step after a `CREATE` is writt
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
-from evigraph.store.base import searchable_text
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
-from evigraph.store.embedded.writes import chunk_id
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.schema import VERSION_SEQ
+from evigraph.store.version_rows import add_relation, version_rows
 
 
 def now() -> datetime:
@@ -143,57 +141,14 @@ def _mentioned(versions: Sequence[DocumentVersion]) -> set[str]:
 
 
 def _write_pending(conn: Connection, versions: Sequence[DocumentVersion], numbers: Mapping[str, int]) -> None:
-    chunks: list[dict[str, Any]] = []
-    nexts: list[dict[str, str]] = []
-    entities: dict[str, dict[str, Any]] = {}
-    mentions: list[dict[str, Any]] = []
-    relations: dict[str, dict[str, Any]] = {}
-    for v in versions:
-        number = numbers[v.key]
-        ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
-        by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
-        vectors = v.embeddings or [None] * len(v.chunks)
-        bridges = v.sentences or ((),) * len(v.chunks)
-        bridge_vectors = v.sentence_embeddings or (None,) * len(v.chunks)
-        for c, cid, vec, spans, svecs in zip(v.chunks, ids, vectors, bridges, bridge_vectors, strict=True):
-            chunks.append(
-                {
-                    "id": cid,
-                    "doc": v.key,
-                    "version": number,
-                    "index": c.index,
-                    "text": c.text,
-                    "bc": list(c.breadcrumbs),
-                    "page": c.page,
-                    "cs": c.start,
-                    "ce": c.end,
-                    "emb": list(vec) if vec is not None else None,
-                    "st": fts_text(searchable_text(v.title, c.breadcrumbs, c.text, c.context)),
-                    "cx": c.context or None,
-                    "ss": [sp.start for sp in spans],
-                    "se": [sp.end for sp in spans],
-                    "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
-                }
-            )
-        nexts += [{"a": a, "b": b} for a, b in itertools.pairwise(ids)]
-        for e in v.graph.entities:
-            row = entities.setdefault(e.id, {"id": e.id, "name": e.name, "label": e.label, "descs": [], "aliases": []})
-            row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
-            row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
-        for m in v.graph.mentions:
-            if m.chunk_index in by_index:
-                mentions.append(
-                    {
-                        "e": m.entity_id,
-                        "c": by_index[m.chunk_index],
-                        "s": [s.start for s in m.spans],
-                        "t": [s.end for s in m.spans],
-                    }
-                )
-        for r in v.graph.relations:
-            sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
-            if sources:
-                _add_relation(relations, r, sources)
+    rows = version_rows(versions, numbers, now())
+    chunks, nexts, entities, mentions, relations = (
+        rows.chunks,
+        rows.nexts,
+        rows.entities,
+        rows.mentions,
+        rows.relations,
+    )
     conn.write_many(
         """UNWIND $rows AS r
            CREATE (c:Chunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: r.text,
@@ -212,23 +167,6 @@ def _write_pending(conn: Connection, versions: Sequence[DocumentVersion], number
         mentions,
     )
     write_relations(conn, relations.values(), EXTRACTION_SOURCE)
-
-
-def _add_relation(relations: dict[str, dict[str, Any]], r: ExtractedRelation, sources: Sequence[str]) -> None:
-    seen = relations.get(r.id)
-    if seen is None:
-        relations[r.id] = {
-            "id": r.id,
-            "s": r.source,
-            "d": r.target,
-            "type": r.type,
-            "fact": r.fact,
-            "conf": float(r.confidence),
-            "src": list(sources),
-        }
-    else:
-        seen["src"] = list(dict.fromkeys([*seen["src"], *sources]))
-        seen["conf"] = max(seen["conf"], float(r.confidence))
 
 
 def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str) -> None:
@@ -361,6 +299,5 @@ def upsert_relations(
 ) -> None:
     rows: dict[str, dict[str, Any]] = {}
     for rel, chunks in relations:
-        _add_relation(rows, rel, chunks)
-        rows[rel.id]["src"] = list(dict.fromkeys([*rows[rel.id]["src"], *chunks]))
+        add_relation(rows, rel, chunks)
     write_relations(conn, rows.values(), source)

@@ -1,0 +1,130 @@
+"""`version_rows`: document versions as the parameter rows every store writes them from.
+
+A batch of versions becomes rows of passages, passage chains, entities (descriptions and aliases
+folded across the batch), mentions and relations (sources gathered across the batch). Both
+stores write from these rows, each with its own statements, so what a document version is made
+of in the graph cannot differ between them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from evigraph.models import DocumentVersion, ExtractedRelation
+from evigraph.store.base import searchable_text
+from evigraph.store.embedded.schema import fts_text
+
+
+def chunk_id(key: str, version: int, index: int) -> str:
+    """Chunk identity: which document, which version, which passage; stable for citations."""
+    import hashlib
+
+    return f"{hashlib.sha1(key.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}:{version}:{index}"
+
+
+@dataclass
+class VersionRows:
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    nexts: list[dict[str, str]] = field(default_factory=list)
+    entities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mentions: list[dict[str, Any]] = field(default_factory=list)
+    relations: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int], at: datetime) -> VersionRows:
+    """The rows of `versions`, each at the version number `numbers` gives its key."""
+    out = VersionRows()
+    for v in versions:
+        number = numbers[v.key]
+        out.docs.append(
+            {
+                "key": v.key,
+                "title": v.title,
+                "path": v.path,
+                "hash": v.content_hash,
+                "version": number,
+                "loader": v.loader,
+                "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
+                "chunks": len(v.chunks),
+                "at": at,
+            }
+        )
+        ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
+        by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
+        vectors = v.embeddings or [None] * len(v.chunks)
+        bridges = v.sentences or ((),) * len(v.chunks)
+        bridge_vectors = v.sentence_embeddings or (None,) * len(v.chunks)
+        for c, cid, vec, spans, svecs in zip(v.chunks, ids, vectors, bridges, bridge_vectors, strict=True):
+            out.chunks.append(
+                {
+                    "id": cid,
+                    "doc": v.key,
+                    "version": number,
+                    "index": c.index,
+                    "text": c.text,
+                    "bc": list(c.breadcrumbs),
+                    "page": c.page,
+                    "cs": c.start,
+                    "ce": c.end,
+                    "emb": list(vec) if vec is not None else None,
+                    "st": fts_text(searchable_text(v.title, c.breadcrumbs, c.text, c.context)),
+                    "cx": c.context or None,
+                    "ss": [sp.start for sp in spans],
+                    "se": [sp.end for sp in spans],
+                    "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
+                }
+            )
+        out.nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
+        for e in v.graph.entities:
+            row = out.entities.get(e.id)
+            if row is None:
+                out.entities[e.id] = {
+                    "id": e.id,
+                    "name": e.name,
+                    "label": e.label,
+                    "descs": list(e.descriptions),
+                    "aliases": list(e.aliases),
+                }
+            else:
+                row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
+                row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+        for m in v.graph.mentions:
+            if m.chunk_index in by_index:
+                out.mentions.append(
+                    {
+                        "e": m.entity_id,
+                        "c": by_index[m.chunk_index],
+                        "s": [s.start for s in m.spans],
+                        "t": [s.end for s in m.spans],
+                    }
+                )
+        for r in v.graph.relations:
+            sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
+            if sources:
+                add_relation(out.relations, r, sources)
+    return out
+
+
+def add_relation(relations: dict[str, dict[str, Any]], r: ExtractedRelation, sources: Sequence[str]) -> None:
+    """Add relation `r`, stated by passages `sources`, to the rows: a relation given twice keeps
+    one row, with both sets of sources and the higher confidence."""
+    seen = relations.get(r.id)
+    if seen is None:
+        relations[r.id] = {
+            "id": r.id,
+            "s": r.source,
+            "d": r.target,
+            "type": r.type,
+            "fact": r.fact,
+            "conf": float(r.confidence),
+            "src": list(dict.fromkeys(sources)),
+        }
+    else:
+        seen["src"] = list(dict.fromkeys([*seen["src"], *sources]))
+        seen["conf"] = max(seen["conf"], float(r.confidence))
