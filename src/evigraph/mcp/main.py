@@ -16,12 +16,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options
-from evigraph.store.location import StoreLocation
+
+if TYPE_CHECKING:
+    from evigraph.kb import StoreLocation
 
 TRANSPORTS = ("stdio", "http", "sse")
 DEFAULT_PORT = 8765
@@ -93,6 +96,8 @@ class McpConfig:
             )
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
         # The server needs the database file itself: forwarding between processes meets beside it.
+        from evigraph.kb import StoreLocation
+
         location = StoreLocation.parse(db)
         return cls(
             db=location if location.server else location.embedded_path().resolve(),

@@ -10,11 +10,8 @@ writes as one query. Two checks cannot rely on the lock alone:
   that query refuses the decision (`StaleEvidenceError`); one switched in after finds the new
   supports when `flag_documents` runs (the document write calls it after its switch).
 - `flag_documents` takes the lock of every project with supports on the changed documents, in
-  sorted order, and flags their decisions in one query, so it never interleaves with a
-  reaffirmation or rejection of the same decisions.
-
-A decision's state changes only under its project's lock, so a cited decision checked active
-stays active until the write that rests on it is done.
+  sorted order, and flags their decisions in one query. A decision's state changes only under
+  its project's lock, so a cited decision checked active stays so until the write is done.
 """
 
 from __future__ import annotations
