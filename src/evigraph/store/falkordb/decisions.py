@@ -5,10 +5,9 @@ The behaviour is the embedded store's (`store/embedded/decisions.py`); how it st
 writes as one query. Two checks cannot rely on the lock alone:
 
 - A passage support's document must still be at the version it was read from. Document writes
-  take no project lock, so the write query itself requires the versions (`Writes.require_versions`):
-  the server checks them in the query that creates the supports. A version switched in before
-  that query refuses the decision (`StaleEvidenceError`); one switched in after finds the new
-  supports when `flag_documents` runs (the document write calls it after its switch).
+  take no project lock, so the query creating the supports requires the versions
+  (`Writes.require_versions`): a version switched in before it refuses the decision
+  (`StaleEvidenceError`); one switched in after is flagged by `flag_documents`.
 - `flag_documents` takes the lock of every project with supports on the changed documents, in
   sorted order, and flags their decisions in one query. A decision's state changes only under
   its project's lock, so a cited decision checked active stays so until the write is done.
