@@ -36,6 +36,36 @@ async def without_gold(source: Path, target: Path, held: Sequence[dict[str, Any]
     partial.rename(target)
 
 
+async def graph_without_gold(server: str, source: str, target: str, held: Sequence[dict[str, Any]]) -> None:
+    """`without_gold` on a FalkorDB server (`falkordb://host:port`): graph `source` copied to
+    `target` by the server (GRAPH.COPY), lacking every gold passage of `held`; kept if there.
+
+    The deletions run on a scratch copy, copied to `target` only when complete, so a cut run
+    never leaves a half-deleted one under the name a later run would reuse.
+    """
+    from evigraph.kb import KnowledgeBase
+    from evigraph.store.falkordb.connection import Connection
+    from evigraph.store.location import StoreLocation
+
+    conn = Connection(StoreLocation.parse(f"{server}/{source}"), read_only=False)
+    conn.open()
+    try:
+        graphs = set(conn.graphs())
+        if target in graphs:
+            return
+        partial = f"{target}_partial"
+        if partial in graphs:
+            conn.command("GRAPH.DELETE", partial)
+        conn.command("GRAPH.COPY", source, partial)
+        async with KnowledgeBase(f"{server}/{partial}", embedder="none") as kb:  # deleting needs no model
+            for key in sorted({g for q in held for g in q["supporting_ids"]}):
+                await kb.delete_document(key)
+        conn.command("GRAPH.COPY", partial, target)
+        conn.command("GRAPH.DELETE", partial)
+    finally:
+        conn.close()
+
+
 def flag_rate(flags: Sequence[bool]) -> float | None:
     """% of `flags` set, None for none."""
     return round(100 * sum(flags) / len(flags), 1) if flags else None

@@ -37,7 +37,15 @@ p50_ms, p95_ms, p50_vs_floor, p50_vs_dense, ingest_seconds, ingest_per_s, embedd
 peak_rss_mb, weak_match_answerable, weak_match_no_answer}}}), DIR/retrieval_details.json (everything
 the children reported) and DIR/retrieval.png (recall@k curves).
 
+Stores (--store): `embedded` (the default) builds each evigraph knowledge base as a file in a
+scratch folder; `falkordb` builds it as a graph `<dataset>_<system>` on a FalkorDB server, the one
+--falkordb-url names or else a local one started for the run (in memory, stopped at the end). A
+graph already on a named server is reused, not rebuilt. The no-answer copy is the graph copied
+server-side (GRAPH.COPY) with the gold passages deleted. A falkordb run writes its files with the
+store in their names (retrieval_falkordb.json, ...), so it never overwrites an embedded run's.
+
     python bench/retrieval.py --data ../shared/bench --out bench/out
+    python bench/retrieval.py --data ../shared/bench --out bench/out --store falkordb --systems evigraph,evigraph+minilm
     python bench/retrieval.py --data ../shared/bench --out bench/out --datasets musique --systems bm25,dense --limit 50
 """
 
@@ -45,20 +53,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from _common import BENCH_DATA_HELP, peak_rss_mb, run_child
+from _common import BENCH_DATA_HELP, free_port, peak_rss_mb, run_child
 from _latency import Ask, interleave, percentile_ms, ratio
-from _match import flag_rate, halves, without_gold
+from _match import flag_rate, graph_without_gold, halves, without_gold
 from _retrieval_report import CURVE_K, FLOOR, plot, print_table  # FLOOR: MiniLM question + one matrix product
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
@@ -75,6 +85,7 @@ WORK_KEYS = ("passage_embed_seconds", "ingest_embed_seconds", "embed_work_vs_pas
 MATCH_KEYS = ("weak_match_answerable", "weak_match_no_answer")
 """Reported by evigraph systems: % of questions flagged weak_match, answerable and no-answer halves."""
 NO_ANSWER = "no-answer"  # the work sub-folder of the knowledge bases without the odd half's gold passages
+STORES = ("embedded", "falkordb")
 
 # A retriever: (question, k) -> ranked distinct passage (corpus) ids, best first.
 Search = Callable[[str, int], Awaitable[list[str]]]
@@ -175,6 +186,16 @@ def open_dense(
     return search
 
 
+def graph_name(dataset: str, system: str, suffix: str = "") -> str:
+    """The FalkorDB graph of a dataset's system: `<dataset>_<system>[_<suffix>]`, every run of
+    characters other than letters, digits and `_` made one `_`."""
+    return re.sub(r"[^0-9A-Za-z_]+", "_", "_".join(p for p in (dataset, system, suffix) if p))
+
+
+def graph_url(server: str, graph: str) -> str:
+    return f"{server.rstrip('/')}/{graph}"
+
+
 async def open_evigraph(
     system: str,
     corpus_path: Path,
@@ -183,9 +204,13 @@ async def open_evigraph(
     info: dict[str, Any],
     stack: AsyncExitStack,
     weak: dict[str, bool] | None = None,
+    server: str | None = None,
+    suffix: str = "",
 ) -> Search:
     """A KnowledgeBase at `db`: ingested now if the database does not exist yet, else reopened.
 
+    With `server` (a `falkordb://host:port` URL) the knowledge base is the server's graph
+    `<dataset>_<system>[_<suffix>]` instead, built when the server holds no such knowledge base.
     `weak`, when given, records each question's weak_match flag from its top-`TOP_K` retrieve."""
     from evigraph.kb import KnowledgeBase
 
@@ -201,8 +226,17 @@ async def open_evigraph(
         embedder.embed(["warm up"])  # load the model before the ingest clock starts
         info["model_load_seconds"] = time.perf_counter() - t0
         kwargs["embedder"] = counter = counting(embedder)
-    build = not db.exists()
-    kb = await stack.enter_async_context(KnowledgeBase(db, **kwargs))
+    location: Path | str = db
+    if server is None:
+        build = not db.exists()
+    else:
+        from evigraph.store import knowledge_bases
+
+        graph = graph_name(corpus_path.parent.name, system, suffix)
+        location = graph_url(server, graph)
+        build = graph not in knowledge_bases(location)
+        info["graph"] = graph
+    kb = await stack.enter_async_context(KnowledgeBase(location, **kwargs))
     if build:
         t0 = time.perf_counter()
         report = await kb.ingest([corpus_path], progress=False)
@@ -225,17 +259,36 @@ async def open_evigraph(
 
 
 async def no_answer_flags(
-    system: str, data_dir: Path, work: Path, held: Sequence[dict[str, Any]], extractor: str | None
+    system: str,
+    data_dir: Path,
+    work: Path,
+    held: Sequence[dict[str, Any]],
+    extractor: str | None,
+    server: str | None = None,
 ) -> list[bool]:
     """Each of `held`'s weak_match flag, asked of a copy of the system's knowledge base without
     their gold passages (one copy per knowledge base, shared by the systems that search it)."""
     db_name = f"{SHARED_DB.get(system, (system, ''))[0]}.db"
     target = work / NO_ANSWER / db_name
-    if not target.exists():
+    if server is not None:  # a server-side copy of the graph, beside it
+        db_system = SHARED_DB.get(system, (system, ""))[0]
+        source = graph_name(data_dir.name, db_system)
+        await graph_without_gold(server, source, graph_name(data_dir.name, db_system, NO_ANSWER), held)
+    elif not target.exists():
         await without_gold(work / db_name, target, held)
     weak: dict[str, bool] = {}
     async with AsyncExitStack() as stack:
-        search = await open_evigraph(system, data_dir / "corpus.jsonl", target, extractor, {}, stack, weak)
+        search = await open_evigraph(
+            system,
+            data_dir / "corpus.jsonl",
+            target,
+            extractor,
+            {},
+            stack,
+            weak,
+            server=server,
+            suffix=NO_ANSWER if server is not None else "",
+        )
         for q in held:
             await search(q["question"], TOP_K)
     return [weak[q["question"]] for q in held]
@@ -330,6 +383,7 @@ async def open_system(
     info: dict[str, Any],
     stack: AsyncExitStack,
     weak: dict[str, bool] | None = None,
+    server: str | None = None,
 ) -> Search:
     corpus = read_jsonl(data_dir / "corpus.jsonl")
     info["records"] = len(corpus)
@@ -338,20 +392,22 @@ async def open_system(
     if system == "dense":
         matrix = work / "dense.npy"
         return open_dense(corpus, info, minilm(), matrix, build=not matrix.exists())
-    return await open_evigraph(system, data_dir / "corpus.jsonl", work / f"{system}.db", extractor, info, stack, weak)
+    return await open_evigraph(
+        system, data_dir / "corpus.jsonl", work / f"{system}.db", extractor, info, stack, weak, server=server
+    )
 
 
 # -- children: one ingests a system and scores recall; one times all systems interleaved -------
 
 
 async def ingest_child(
-    system: str, data_dir: Path, work: Path, limit: int | None, extractor: str | None
+    system: str, data_dir: Path, work: Path, limit: int | None, extractor: str | None, server: str | None = None
 ) -> dict[str, Any]:
     questions = read_jsonl(data_dir / "questions.jsonl", limit)
     info: dict[str, Any] = {}
     weak: dict[str, bool] = {}
     async with AsyncExitStack() as stack:
-        search = await open_system(system, data_dir, work, extractor, info, stack, weak)
+        search = await open_system(system, data_dir, work, extractor, info, stack, weak, server)
         # recall@k for k <= 5 comes from a top-5 retrieve, as it always has (evigraph's candidate
         # pools grow with top_k, so a top-10 list cut to 5 is a different ranking); k > 5 from top 10.
         short = [await search(q["question"], TOP_K) for q in questions]
@@ -367,14 +423,19 @@ async def ingest_child(
     if system.startswith("evigraph"):
         answerable, held = halves(questions)
         out["weak_match_answerable"] = flag_rate([weak[q["question"]] for q in answerable])
-        out["weak_match_no_answer"] = flag_rate(await no_answer_flags(system, data_dir, work, held, extractor))
+        out["weak_match_no_answer"] = flag_rate(await no_answer_flags(system, data_dir, work, held, extractor, server))
         out["match_questions"] = [len(answerable), len(held)]
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return out
 
 
 async def latency_child(
-    systems: Sequence[str], data_dir: Path, work: Path, limit: int | None, extractor: str | None
+    systems: Sequence[str],
+    data_dir: Path,
+    work: Path,
+    limit: int | None,
+    extractor: str | None,
+    server: str | None = None,
 ) -> dict[str, Any]:
     import numpy as np
     import torch
@@ -395,7 +456,7 @@ async def latency_child(
     asks: dict[str, Ask] = {FLOOR: floor}
     async with AsyncExitStack() as stack:
         for system in systems:
-            search = await open_system(system, data_dir, work, extractor, {}, stack)
+            search = await open_system(system, data_dir, work, extractor, {}, stack, server=server)
             asks[system] = top_k(search)
         seconds, ranked = await interleave(asks, questions, warmups)
     gold = read_jsonl(data_dir / "questions.jsonl", limit)
@@ -473,9 +534,13 @@ def merge(ingest: dict[str, dict[str, Any]], timing: dict[str, Any]) -> dict[str
 
 def child_main(args: argparse.Namespace) -> None:
     if args.child == "latency":
-        out = asyncio.run(latency_child(args.systems, args.dataset_dir, args.work, args.limit, args.extractor))
+        out = asyncio.run(
+            latency_child(args.systems, args.dataset_dir, args.work, args.limit, args.extractor, args.falkordb_url)
+        )
     else:
-        out = asyncio.run(ingest_child(args.child, args.dataset_dir, args.work, args.limit, args.extractor))
+        out = asyncio.run(
+            ingest_child(args.child, args.dataset_dir, args.work, args.limit, args.extractor, args.falkordb_url)
+        )
     print(json.dumps(out))
 
 
@@ -487,6 +552,7 @@ def run_dataset(
     common = ["--dataset-dir", str(data_dir), "--work", str(work)]
     common += ["--limit", str(args.limit)] if args.limit else []
     common += ["--extractor", args.extractor] if args.extractor else []
+    common += ["--falkordb-url", args.falkordb_url] if args.falkordb_url else []
     ingest: dict[str, dict[str, Any]] = {}
     for system in args.systems:
         print(f"{data_dir.name}/{system} ingest + recall ...", end=" ", flush=True, file=sys.stderr)
@@ -522,6 +588,14 @@ def main() -> None:
     parser.add_argument(
         "--extractor", default=None, help="evigraph extractor (e.g. rules, spacy); default: the library's"
     )
+    parser.add_argument(
+        "--store", choices=STORES, default="embedded", help="where evigraph keeps knowledge bases (default embedded)"
+    )
+    parser.add_argument(
+        "--falkordb-url",
+        default=None,
+        help="with --store falkordb: the server (falkordb://host:port); default: a local one started for the run",
+    )
     parser.add_argument("--child", choices=(*SYSTEMS, "latency"), help=argparse.SUPPRESS)
     parser.add_argument("--dataset-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -532,10 +606,40 @@ def main() -> None:
     unknown = [s for s in args.systems if s not in SYSTEMS]
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {SYSTEMS}")
+    if args.falkordb_url and args.store != "falkordb":
+        parser.error("--falkordb-url needs --store falkordb")
 
     datasets = find_datasets(args.data, args.datasets)
     args.out.mkdir(parents=True, exist_ok=True)
-    json_path = args.out / "retrieval.json"
+    with contextlib.ExitStack() as servers:
+        if args.store == "falkordb" and not args.falkordb_url:
+            args.falkordb_url = servers.enter_context(local_falkordb())
+        run(args, datasets)
+
+
+@contextlib.contextmanager
+def local_falkordb() -> Iterator[str]:
+    """A FalkorDB server on a free loopback port for this run, in memory; yields its URL (no graph)."""
+    from evigraph.store.falkordb.server import LocalServer
+
+    folder = Path(tempfile.mkdtemp(prefix="evigraph-bench-falkordb-"))
+    server = LocalServer(folder, port=free_port(), host="127.0.0.1")
+    server.start(persist=False)
+    print(f"FalkorDB server on port {server.port} ({folder})", file=sys.stderr)
+    try:
+        yield f"falkordb://{server.host}:{server.port}"
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def out_name(stem: str, store: str, suffix: str) -> str:
+    """An output file's name: the embedded store's as it always was, another store's named in it."""
+    return f"{stem}{suffix}" if store == "embedded" else f"{stem}_{store}{suffix}"
+
+
+def run(args: argparse.Namespace, datasets: Sequence[Path]) -> None:
+    json_path = args.out / out_name("retrieval", args.store, ".json")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     results: dict[str, dict[str, dict[str, Any]]] = {}
     details: dict[str, dict[str, Any]] = {}
@@ -549,10 +653,10 @@ def main() -> None:
         results[data_dir.name] = merge(ingest, timing)
         details[data_dir.name] = {"ingest": ingest, "latency": timing}
         json_path.write_text(json.dumps(results, indent=2) + "\n")  # after each dataset: a cut run keeps its numbers
-    (args.out / "retrieval_details.json").write_text(json.dumps(details, indent=2) + "\n")
+    (args.out / out_name("retrieval_details", args.store, ".json")).write_text(json.dumps(details, indent=2) + "\n")
     print_table(results)
     print(f"wrote {json_path}")
-    plot(results, args.out / "retrieval.png")
+    plot(results, args.out / out_name("retrieval", args.store, ".png"))
     if failed:  # the numbers above lack these: a run with a failed phase is not a finished benchmark
         raise SystemExit(f"{len(failed)} phases failed: {', '.join(failed)} (their errors are above)")
 
