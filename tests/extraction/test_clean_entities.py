@@ -182,3 +182,12 @@ def test_labels_agree_across_the_documents_of_a_batch() -> None:
     per_chunk = [[hit("Docker", "Organization")], [hit("Docker", "Organization")], [hit("Docker", "Person")]]
     unified = unify_labels(per_chunk, DEFAULT_ONTOLOGY)
     assert {h.label for hits in unified for h in hits} == {"Organization"}
+
+
+def test_a_possessive_after_a_space_leaves_no_trailing_space_in_the_id() -> None:
+    """"Sam Katzman ’s" once gave the id `person:sam katzman ` (trailing space), which FalkorDB's
+    range index never finds by equality: its name vector was re-embedded forever."""
+    from evigraph.models import ExtractedEntity, normalize_name
+
+    assert normalize_name("Sam Katzman ’s") == normalize_name("Sam Katzman's") == "sam katzman"
+    assert ExtractedEntity.create("Sam Katzman ’s", "Person").id == "person:sam katzman"
