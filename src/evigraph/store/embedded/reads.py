@@ -14,7 +14,8 @@ _DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash 
                  d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
 
 
-def _document(row: dict[str, Any]) -> StoredDocument:
+def stored_document(row: dict[str, Any]) -> StoredDocument:
+    """A document row (`DOC_FIELDS`' names) as the contract returns it; both stores read these names."""
     return StoredDocument(
         key=row["key"],
         title=row["title"] or "",
@@ -28,7 +29,7 @@ def _document(row: dict[str, Any]) -> StoredDocument:
 
 def get_documents(tx: Tx, keys: Sequence[str]) -> dict[str, StoredDocument]:
     rows = tx.rows(f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) RETURN {_DOC_FIELDS}", {"keys": list(keys)})
-    return {r["key"]: _document(r) for r in rows}
+    return {r["key"]: stored_document(r) for r in rows}
 
 
 def list_documents(tx: Tx, limit: int, offset: int) -> list[StoredDocument]:
@@ -36,7 +37,7 @@ def list_documents(tx: Tx, limit: int, offset: int) -> list[StoredDocument]:
         f"MATCH (d:Document) RETURN {_DOC_FIELDS} ORDER BY d.key SKIP $offset LIMIT $limit",
         {"offset": offset, "limit": limit},
     )
-    return [_document(r) for r in rows]
+    return [stored_document(r) for r in rows]
 
 
 def counts(tx: Tx) -> StoreCounts:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument
 from evigraph.store.base import VectorSearch, searchable_text
+from evigraph.store.embedded.reads import stored_document
 from evigraph.store.embedded.schema import fts_text
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.schema import QUERY_STOPWORDS
@@ -28,24 +29,12 @@ VECTOR_OVERFETCH = 4
 not switched in yet, which are dropped."""
 
 
-def document(row: dict[str, Any]) -> StoredDocument:
-    return StoredDocument(
-        key=row["key"],
-        title=row["title"] or "",
-        path=row["path"],
-        content_hash=row["content_hash"] or "",
-        version=int(row["version"] or 0),
-        loader=row["loader"] or "",
-        chunks=int(row["chunks"] or 0),
-    )
-
-
 def get_documents(conn: Connection, keys: Sequence[str]) -> dict[str, StoredDocument]:
     rows = conn.read_sync(
         f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) WHERE d.version IS NOT NULL RETURN {DOC_FIELDS}",
         {"keys": list(keys)},
     )
-    return {r["key"]: document(r) for r in rows}
+    return {r["key"]: stored_document(r) for r in rows}
 
 
 def list_documents(conn: Connection, limit: int, offset: int) -> list[StoredDocument]:
@@ -53,7 +42,7 @@ def list_documents(conn: Connection, limit: int, offset: int) -> list[StoredDocu
         f"MATCH (d:Document) WHERE d.version IS NOT NULL RETURN {DOC_FIELDS} ORDER BY d.key SKIP $offset LIMIT $limit",
         {"offset": offset, "limit": limit},
     )
-    return [document(r) for r in rows]
+    return [stored_document(r) for r in rows]
 
 
 def counts(conn: Connection) -> StoreCounts:
@@ -103,7 +92,7 @@ BM25_B = 0.75
 """Okapi BM25's parameters as the embedded store's full-text index (Kuzu's) uses them."""
 
 
-def search_chunks(conn: Connection, query: str, limit: int) -> list[ChunkHit]:
+def search_chunks(conn: Connection, query: str, limit: int, lengths: Callable[[], tuple[int, float]]) -> list[ChunkHit]:
     """The passages best matching `query` by BM25 over Porter stems, as the embedded store ranks them.
 
     The server's full-text index finds which passages hold each query word, but its own score
@@ -127,7 +116,7 @@ def search_chunks(conn: Connection, query: str, limit: int) -> list[ChunkHit]:
         postings.setdefault(stems[r["w"]], set()).update(r["ids"])
     if not postings:
         return []
-    passages, mean_length = corpus_lengths(conn)
+    passages, mean_length = lengths()
     idf = {s: math.log((passages - len(ids) + 0.5) / (len(ids) + 0.5) + 1) for s, ids in postings.items()}
     return _bm25_top(conn, postings, idf, mean_length, limit)
 
@@ -194,24 +183,13 @@ def porter_stems(words: Sequence[str]) -> dict[str, str]:
     return {w: _STEMS.get(w, w) for w in words}
 
 
-_LENGTHS: dict[tuple[str, str], tuple[int, int, float]] = {}
-"""Per graph, (generation, live passages, their mean length in words) at that generation."""
-
-
 def corpus_lengths(conn: Connection) -> tuple[int, float]:
     """How many live passages there are and their mean length in words: BM25's N and average
-    length. One scan of the passages per generation of the graph (`caches.Generation`'s counter)."""
-    key = (conn.location.display, conn.graph_name)
-    generation = int(conn.command("GET", f"evigraph:generation:{conn.graph_name}") or 0)
-    held = _LENGTHS.get(key)
-    if held is not None and held[0] == generation:
-        return held[1], held[2]
+    length; the store keeps them per generation of the graph (`caches.Generation`)."""
     row = conn.read_sync(
         "MATCH (c:Chunk) WHERE c.live RETURN count(c) AS n, avg(size(split(c.search_text, ' '))) AS mean"
     )[0]
-    passages, mean = int(row["n"] or 0), float(row["mean"] or 0.0)
-    _LENGTHS[key] = (generation, passages, mean)
-    return passages, mean
+    return int(row["n"] or 0), float(row["mean"] or 0.0)
 
 
 def chunks_by_ids(conn: Connection, ids: Sequence[str]) -> list[ChunkHit]:

@@ -193,7 +193,11 @@ class FalkorStore(FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, Gra
     # -- retrieval ---------------------------------------------------------------------------
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        return await self._read(lambda: reads.search_chunks(self.conn, query, limit))
+        def lengths() -> tuple[int, float]:
+            found: tuple[int, float] = self.cache.get("lengths", lambda: reads.corpus_lengths(self.conn))
+            return found
+
+        return await self._read(lambda: reads.search_chunks(self.conn, query, limit, lengths))
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
         return await self._read(lambda: reads.chunks_by_ids(self.conn, ids)) if ids else []
