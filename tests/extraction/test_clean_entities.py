@@ -185,7 +185,7 @@ def test_labels_agree_across_the_documents_of_a_batch() -> None:
 
 
 def test_a_possessive_after_a_space_leaves_no_trailing_space_in_the_id() -> None:
-    """"Sam Katzman ’s" once gave the id `person:sam katzman ` (trailing space), which FalkorDB's
+    """ "Sam Katzman ’s" once gave the id `person:sam katzman ` (trailing space), which FalkorDB's
     range index never finds by equality: its name vector was re-embedded forever."""
     from evigraph.models import ExtractedEntity, normalize_name
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from tests.store.contract.conftest import ALPHA
 
+from evigraph.errors import StoreError
 from evigraph.store import connect
-from evigraph.store.embedded.schema import ADDED_COLUMNS
+from evigraph.store.embedded.schema import ADDED_COLUMNS, RETYPED_COLUMNS
 
 
 def _drop_ranking_columns(path: Path) -> None:
@@ -85,3 +88,80 @@ async def test_reextract_gives_an_old_knowledge_base_its_bridge_sentences(tmp_pa
         assert report.counts()["updated"] == 1
         [row] = await kb.store.ranking_rows()
         assert row.sentences and row.sentence_vectors is None  # spans stored; vectors wait for an embedder
+
+
+def _as_before_packed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Create and write files as the release before `packed` did: engine lists on relationships."""
+    from evigraph.store.embedded import schema, store, writes
+
+    old = tuple(
+        statement.replace("span_starts STRING, span_ends STRING", "span_starts INT64[], span_ends INT64[]").replace(
+            "source_chunks STRING)", "source_chunks STRING[])"
+        )
+        for statement in schema.DDL
+    )
+    assert old != schema.DDL
+    monkeypatch.setattr(store, "DDL", old)
+    monkeypatch.setattr(writes, "pack", list)
+    monkeypatch.setattr(store, "upgrade_columns", lambda tx, path: None)  # that release wrote them
+
+
+def _types(path: Path) -> dict[tuple[str, str], str]:
+    import kuzu
+
+    db = kuzu.Database(str(path), read_only=True)
+    conn = kuzu.Connection(db)
+    found = {}
+    for table in {t for t, _, _ in RETYPED_COLUMNS}:
+        result = conn.execute(f"CALL TABLE_INFO('{table}') RETURN name, type")
+        while result.has_next():
+            name, kind = result.get_next()
+            found[(table, name)] = kind
+    conn.close()
+    db.close()
+    return found
+
+
+async def test_lists_on_relationships_become_text_and_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evigraph import KnowledgeBase
+
+    path = tmp_path / "old.db"
+    text = "Ada Lovelace worked with Charles Babbage in London. Charles Babbage lived in London."
+    with monkeypatch.context() as before_packed:
+        _as_before_packed(before_packed)
+        async with KnowledgeBase(path, extractor="rules") as kb:
+            assert (await kb.ingest(text=text, key="ada")).ok
+            assert kb.store is not None
+            before = await _relations(kb)
+            spans_before = await kb.store.ranking_rows()
+    assert before and any(len(r.source_chunks) == 1 for r in before)
+    assert any(m[2] for row in spans_before for m in row.mentions)  # mention spans, to compare
+    assert _types(path)[("RELATES", "source_chunks")] == "STRING[]"
+    assert _types(path)[("MENTIONED_IN", "span_starts")] == "INT64[]"
+
+    async with KnowledgeBase(path, read_only=True) as kb:  # an old file read as it is
+        assert await _relations(kb) == before
+        assert kb.store is not None and await kb.store.ranking_rows() == spans_before
+
+    async with KnowledgeBase(path) as kb:  # writable: reads work, writes wait for a compaction
+        assert await _relations(kb) == before
+        with pytest.raises(StoreError, match="evigraph compact") as refused:
+            await kb.ingest(text=text + " Ada Lovelace wrote notes.", key="ada")
+        assert "reading it read-only works" in (refused.value.hint or "")
+        report = await kb.compact()
+        assert report.replaced
+        assert await _relations(kb) == before  # every relation and span carried over, as text now
+        assert kb.store is not None and await kb.store.ranking_rows() == spans_before
+        assert (await kb.ingest(text=text + " Ada Lovelace wrote notes.", key="ada")).ok
+        assert (await kb.check()).ok
+    types = _types(path)
+    assert {types[(t, c)] for t, c, _ in RETYPED_COLUMNS} == {"STRING"}
+    assert not any(name.startswith("_") and name.endswith("_list") for _, name in types)
+
+
+async def _relations(kb: Any) -> list[Any]:
+    await kb.status()  # opens the store
+    chunks = [c.id for c in await kb.store.document_chunks("ada")]
+    return sorted(await kb.store.relations_for_chunks(chunks), key=lambda r: r.id)

@@ -50,7 +50,7 @@ from evigraph.store.embedded.creation import (
 )
 from evigraph.store.embedded.executor import Executor, Statements, Tx
 from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE
-from evigraph.store.embedded.table_copy import Table, copy_table, count_rows, read_tables
+from evigraph.store.embedded.table_copy import Table, copy_table, count_rows, read_tables, retyped
 
 COMPACT_SUFFIX = ".compacting"
 
@@ -91,6 +91,8 @@ class _Copied:
     counts: dict[str, int] = field(default_factory=dict)
     indexes: dict[str, str] = field(default_factory=dict)
     """Full-text (and any other) index name -> the statement that builds it."""
+    converted: bool = False
+    """Lists this release keeps as text were packed: the new file replaces the old one whatever it saves."""
 
 
 def disk_bytes(path: Path) -> int:
@@ -127,7 +129,7 @@ def compact(
             copied = _build(source, tmp, _Reporter(progress, stop))
             report.rows = sum(copied.counts.values())
             _verify(source, tmp, copied, _Reporter(progress, stop))
-            if disk_bytes(tmp) <= before * (1 - MIN_SAVING):
+            if copied.converted or disk_bytes(tmp) <= before * (1 - MIN_SAVING):
                 _swap(source, tmp, real)
                 report.bytes_after, report.replaced = disk_bytes(source.path), True
     finally:
@@ -185,6 +187,7 @@ def _copy_rows(source: Tx, target: Tx, report: _Reporter) -> _Copied:
     tables = read_tables(source)
     _check_schema(tables, {t.name: t for t in read_tables(target)})
     copied = _Copied(counts={t.name: count_rows(source, t) for t in tables})
+    copied.converted = any(retyped(t.name, c) != c.type for t in tables for c in t.columns)
     total, done = sum(copied.counts.values()), 0
 
     def step(rows: int) -> None:
@@ -215,7 +218,9 @@ def _check_schema(old: list[Table], new: dict[str, Table]) -> None:
     for table in old:
         made = new.get(table.name)
         missing = (
-            sorted({(c.name, c.type) for c in table.columns} - {(c.name, c.type) for c in made.columns}) if made else []
+            sorted({(c.name, retyped(table.name, c)) for c in table.columns} - {(c.name, c.type) for c in made.columns})
+            if made
+            else []
         )
         if made is None or missing or made.key != table.key or set(made.ends) != set(table.ends):
             what = f"table {table.name}" if made is None else f"{table.name} as this release defines it ({missing})"

@@ -205,6 +205,8 @@ class Executor:
         so parallel reads opening connections at once, or a read opening one during an ingest's
         batch write, failed with "Only one write transaction at a time" (20 rounds of 4 parallel
         opens on a writable file: 45 of 80 failed), and an ingest whose own read did so died."""
+        self.refusal: StoreError | None = None
+        """Why no write may run yet (a file `upgrades` must convert first); compaction still reads."""
         self._pool: queue.LifoQueue[_Conn] = queue.LifoQueue()
         self._pool_size = pool_size
         self._created = 0
@@ -240,6 +242,8 @@ class Executor:
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
         if self._write is None:
             raise StoreError("the knowledge base is open read-only", hint="open it with read_only=False to write")
+        if self.refusal is not None:
+            raise self.refusal
         with self._write_lock:
             conn = self._write
             try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from evigraph.models import Exploration, Neighbour
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import unpack_ids
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def build_graph_index(tx: Tx) -> GraphIndex:
     try:
         while result.has_next():
             rid, a, b, a_name, b_name, rtype, fact, conf, chunks = result.get_next()
-            rel = _Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(chunks or ()))
+            rel = _Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(unpack_ids(chunks)))
             index.edges[a].append(rel)
             if b != a:
                 index.edges[b].append(rel)

@@ -22,6 +22,7 @@ from typing import Any
 from evigraph.models import IntegrityProblem
 from evigraph.store.embedded import writes
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import pack, unpack_ids
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
 
 REL_ENDPOINTS = {
@@ -131,7 +132,7 @@ def _dangling_relations(tx: Tx, current: set[str]) -> list[dict[str, Any]]:
     )
     out = []
     for r in rows:
-        src = list(r["src"] or [])
+        src = unpack_ids(r["src"])
         kept = [c for c in src if c in current]
         if len(kept) != len(src):
             out.append({"id": r["id"], "s": r["s"], "d": r["d"], "src": kept, "source": r["source"]})
@@ -216,8 +217,8 @@ def _prune_sources(tx: Tx, relations: list[dict[str, Any]]) -> None:
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-           SET x.source_chunks = CAST(src AS STRING[])""",
-        [{k: r[k] for k in ("s", "d", "id", "src")} for r in keep],
+           SET x.source_chunks = src""",
+        [{"s": r["s"], "d": r["d"], "id": r["id"], "src": pack(r["src"])} for r in keep],
     )
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid

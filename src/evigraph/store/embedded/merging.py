@@ -22,6 +22,7 @@ from typing import Any
 from evigraph.graphdata import redirect_graph, union
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import pack, unpack_ids, unpack_ints
 from evigraph.store.embedded.schema import ENTITY_REDIRECT, EXTRACTION_SOURCE
 from evigraph.store.embedded.writes import _write_entities, _write_relations, delete_entities
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
@@ -150,7 +151,7 @@ def _plan_mentions(tx: Tx, plan: _Plan) -> int:
     for r in tx.rows(query, {"ids": sorted(set(plan.to.values()))}):
         key = (r["e"], r["c"])
         had.add(key)
-        spans.setdefault(key, set()).update(zip(r["s"] or (), r["t"] or (), strict=False))
+        spans.setdefault(key, set()).update(zip(unpack_ints(r["s"]), unpack_ints(r["t"]), strict=False))
     touched: set[tuple[str, str]] = set()
     moved = 0
     for r in tx.rows(query, {"ids": sorted(plan.to)}):
@@ -160,10 +161,10 @@ def _plan_mentions(tx: Tx, plan: _Plan) -> int:
         else:
             moved += 1
         touched.add(key)
-        spans.setdefault(key, set()).update(zip(r["s"] or (), r["t"] or (), strict=False))
+        spans.setdefault(key, set()).update(zip(unpack_ints(r["s"]), unpack_ints(r["t"]), strict=False))
     for key in sorted(touched):
         ordered = sorted(spans[key])
-        row = {"e": key[0], "c": key[1], "s": [a for a, _ in ordered], "t": [b for _, b in ordered]}
+        row = {"e": key[0], "c": key[1], "s": pack(a for a, _ in ordered), "t": pack(b for _, b in ordered)}
         (plan.mention_updates if key in had else plan.mention_creates).append(row)
     return moved
 
@@ -189,12 +190,12 @@ def _plan_relations(tx: Tx, plan: _Plan) -> None:
         rid = _relation_id(s, d, r["type"], r["fact"])
         row = new.get(rid)
         if row is None:
-            src = list(r["src"] or [])
+            src = unpack_ids(r["src"])
             new[rid] = {"id": rid, "s": s, "d": d, "type": r["type"], "fact": r["fact"], "src": src}
             new[rid].update(conf=float(r["conf"] or 0.0), origin=r["origin"])
             plan.moved_relations += 1
         else:
-            row["src"] = list(dict.fromkeys([*row["src"], *(r["src"] or [])]))
+            row["src"] = list(dict.fromkeys([*row["src"], *unpack_ids(r["src"])]))
             row["conf"] = max(row["conf"], float(r["conf"] or 0.0))
             plan.folded_relations += 1
     plan.relation_rows = new
@@ -211,14 +212,13 @@ def _write(tx: Tx, plan: _Plan) -> None:
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
            MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
-           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(span_s AS INT64[]),
-                                      span_ends: CAST(span_e AS INT64[])}]->(c)""",
+           CREATE (e)-[:MENTIONED_IN {span_starts: span_s, span_ends: span_e}]->(c)""",
         plan.mention_creates,
     )
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
            MATCH (:Entity {id: e_id})-[m:MENTIONED_IN]->(:Chunk {id: c_id})
-           SET m.span_starts = CAST(span_s AS INT64[]), m.span_ends = CAST(span_e AS INT64[])""",
+           SET m.span_starts = span_s, m.span_ends = span_e""",
         plan.mention_updates,
     )
     by_origin: dict[str, dict[str, dict[str, Any]]] = {}

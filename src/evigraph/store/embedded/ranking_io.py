@@ -7,6 +7,7 @@ from typing import Any
 
 from evigraph.models import embedding_text
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.reads import context_of
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText
 
@@ -27,7 +28,7 @@ def ranking_rows(tx: Tx, documents: Sequence[str] | None) -> list[RankingRow]:
             RETURN c.id AS c, e.id AS e, e.name AS n, m.span_starts AS s""",
         params,
     ):
-        mentions.setdefault(r["c"], []).append((r["e"], r["n"], tuple(r["s"] or ())))
+        mentions.setdefault(r["c"], []).append((r["e"], r["n"], tuple(unpack_ints(r["s"]))))
     out = []
     for r in chunks:
         spans = tuple(zip(r["ss"] or (), r["se"] or (), strict=False))

@@ -13,7 +13,8 @@ SCHEMA_VERSION = "1"
 
 CYPHER_GUIDE = (
     "Entities are (:Entity) nodes with id, name, label, description; filter a type with e.label = 'Person'. "
-    "Relations are [:RELATES] edges with type, fact, confidence, source_chunks; filter with r.type = 'X'. "
+    "Relations are [:RELATES] edges with type, fact, confidence, source_chunks (the ids of the passages "
+    "stating it, separated by spaces: string_split(r.source_chunks, ' ')); filter with r.type = 'X'. "
     "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
     "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
     "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20"
@@ -57,9 +58,9 @@ DDL = (
         search_text STRING, embedding FLOAT[])""",
     "CREATE REL TABLE IF NOT EXISTS PART_OF(FROM Chunk TO Document)",
     "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
-    "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts INT64[], span_ends INT64[])",
+    "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts STRING, span_ends STRING)",
     """CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, type STRING, fact STRING,
-        confidence DOUBLE, source_chunks STRING[], _source STRING)""",
+        confidence DOUBLE, _source STRING, source_chunks STRING)""",
     """CREATE NODE TABLE IF NOT EXISTS SourceLog(
         key STRING PRIMARY KEY, state STRING, content_hash STRING, version INT64, error STRING, at TIMESTAMP)""",
     """CREATE NODE TABLE IF NOT EXISTS Theme(
@@ -102,6 +103,14 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 name vectors, then contextual chunks' contexts. A writable open adds what a file lacks (`ALTER
 TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like any passage
 without one) or a re-ingest (contexts)."""
+
+RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("RELATES", "source_chunks", "STRING"),
+    ("MENTIONED_IN", "span_starts", "STRING"),
+    ("MENTIONED_IN", "span_ends", "STRING"),
+)
+"""(table, column, type) whose type changed after schema version 1 shipped: lists on relationships
+became space-separated text (`packed`). A writable open converts a file that still has the lists."""
 
 TRACE_TABLES = frozenset(
     {TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST, TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW}

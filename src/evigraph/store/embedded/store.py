@@ -51,7 +51,6 @@ from evigraph.store.embedded.engine import engine_name, import_engine, load_exte
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import (
-    ADDED_COLUMNS,
     CONTEXT_COLUMN,
     CYPHER_GUIDE,
     DDL,
@@ -61,6 +60,7 @@ from evigraph.store.embedded.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
+from evigraph.store.embedded.upgrades import missing_columns, upgrade_columns
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
@@ -144,7 +144,9 @@ class EmbeddedStore(DecisionOps, GraphStore):
         ex = Executor(db, module, read_only=self.read_only, pool_size=self.read_connections)
         try:
             ex.on_connect(lambda conn: load_extensions(conn, engine_name))
+            self._refusal: StoreError | None = None
             ex.raw(self._check_or_create_schema)
+            ex.refusal = self._refusal
         except BaseException:
             ex.close()
             raise
@@ -163,9 +165,9 @@ class EmbeddedStore(DecisionOps, GraphStore):
                 if not self.read_only and not tables >= TABLES:
                     self._create_schema(tx)  # additive: tables a later release introduced
                 if not self.read_only:
-                    self._add_columns(tx)
+                    self._refusal = upgrade_columns(tx, self.path)
                 else:
-                    missing = {column for _, column, _ in self._missing_columns(tx)}
+                    missing = {column for _, column, _ in missing_columns(tx)}
                     self._ranking_columns = not missing - {CONTEXT_COLUMN}
                     self._context_column = CONTEXT_COLUMN not in missing
                 return
@@ -182,20 +184,6 @@ class EmbeddedStore(DecisionOps, GraphStore):
         if all(not tx.column(f"MATCH (n:{t}) RETURN count(n) > 0")[0] for t in tables & NODE_TABLES):
             raise UnfinishedSchema(str(self.path))
         self._create_schema(tx)
-
-    @classmethod
-    def _add_columns(cls, tx: Tx) -> None:
-        """Add the columns a later release introduced to a file created before them."""
-        for table, column, kind in cls._missing_columns(tx):
-            tx.execute(f"ALTER TABLE {table} ADD {column} {kind}").close()
-
-    @staticmethod
-    def _missing_columns(tx: Tx) -> list[tuple[str, str, str]]:
-        names: dict[str, set[str]] = {}
-        for table, _, _ in ADDED_COLUMNS:
-            if table not in names:
-                names[table] = {r["name"] for r in tx.rows(f"CALL TABLE_INFO('{table}') RETURN name")}
-        return [(t, c, k) for t, c, k in ADDED_COLUMNS if c not in names[t]]
 
     @staticmethod
     def _create_schema(tx: Tx) -> None:

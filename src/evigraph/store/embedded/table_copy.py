@@ -31,6 +31,8 @@ from typing import Any
 
 from evigraph.errors import StoreError
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import pack
+from evigraph.store.embedded.schema import RETYPED_COLUMNS
 
 PAGE_ROWS = 2000
 """Node offsets per page read. A page of passages with sentence vectors is tens of
@@ -138,17 +140,31 @@ def copy_table(source: Tx, target: Tx, table: Table, step: Callable[[int], None]
     """Copy every row of `table` from `source` into the same table of `target`; return how many.
 
     `step(rows)` is called after each batch written. Node rows keep their relative order, so the
-    new file holds them as the old one did, less the gaps deletes left.
+    new file holds them as the old one did, less the gaps deletes left. A list column this release
+    retyped to text (`RETYPED_COLUMNS`) is packed: compaction is how an old file is upgraded.
     """
-    samples = [c.sample() for c in table.columns]
+    columns = tuple(Column(c.name, retyped(table.name, c)) for c in table.columns)
+    packed = [f"v{i}" for i, (old, new) in enumerate(zip(table.columns, columns, strict=True)) if old != new]
+    samples = [c.sample() for c in columns]
     copied = 0
-    for read, paged, write, keys in _plans(table):
+    for read, paged, write, keys in _plans(Table(table.name, columns, table.key, table.ends)):
         for rows in _pages(source, paged, read):
+            for row in rows if packed else ():
+                for name in packed:
+                    row[name] = None if row[name] is None else pack(row[name])
             for batch in _batches(rows):
                 target.execute(write, _columns(batch, keys, samples)).close()
                 copied += len(batch)
                 step(len(batch))
     return copied
+
+
+def retyped(table: str, column: Column) -> str:
+    """The type this release gives `column` of `table`: text where a list was retyped."""
+    for t, c, kind in RETYPED_COLUMNS:
+        if (t, c) == (table, column.name) and column.type.endswith("]"):
+            return kind
+    return column.type
 
 
 def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import pack, unpack_ids
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
 from evigraph.store.version_rows import add_relation, version_rows
 
@@ -113,16 +114,16 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         if r["id"] in seen:
             continue
         seen.add(r["id"])
-        src = list(r["src"] or [])
+        src = unpack_ids(r["src"])
         kept = [c for c in src if c not in gone]
         if len(kept) == len(src):
             continue
-        row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": kept}
+        row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": pack(kept)}
         (update if kept else drop).append(row)
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-           SET x.source_chunks = CAST(src AS STRING[])""",
+           SET x.source_chunks = src""",
         update,
     )
     tx.run_batched(
@@ -208,9 +209,8 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
            MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
-           CREATE (e)-[:MENTIONED_IN {span_starts: CAST(span_s AS INT64[]),
-                                      span_ends: CAST(span_e AS INT64[])}]->(c)""",
-        mentions,
+           CREATE (e)-[:MENTIONED_IN {span_starts: span_s, span_ends: span_e}]->(c)""",
+        [{**m, "s": pack(m["s"]), "t": pack(m["t"])} for m in mentions],
     )
     _write_relations(tx, relations)
     delete_orphans(tx, candidates)
@@ -285,21 +285,21 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str =
         if old is None:
             created.append(row)
         else:
-            src = list(dict.fromkeys([*(old["src"] or []), *row["src"]]))
-            updated.append({**row, "src": src, "conf": max(float(old["conf"] or 0.0), row["conf"])})
+            src = list(dict.fromkeys([*unpack_ids(old["src"]), *row["src"]]))
+            updated.append({**row, "src": pack(src), "conf": max(float(old["conf"] or 0.0), row["conf"])})
     tx.run_batched(
         """UNWIND $rows AS r
            WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
            MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
            CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
-                                  source_chunks: CAST(src AS STRING[]), _source: $source}]->(b)""",
-        created,
+                                  source_chunks: src, _source: $source}]->(b)""",
+        [{**row, "src": pack(row["src"])} for row in created],
         extra={"source": source},
     )
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-           SET x.source_chunks = CAST(src AS STRING[]), x.confidence = conf""",
+           SET x.source_chunks = src, x.confidence = conf""",
         updated,
     )
     return len(updated)

@@ -1,7 +1,8 @@
 """The FalkorDB graph schema: labels, the indexes every look-up needs, and the mark of a knowledge base.
 
 The labels and properties are the embedded store's (`store/embedded/schema.py`), so an agent's
-Cypher and the Cypher guide read the same on both. FalkorDB creates labels on first use; what
+Cypher reads the same on both, but for `source_chunks`, a list here (`CYPHER_GUIDE`). FalkorDB
+creates labels on first use; what
 must exist up front are the indexes: without a range index a `MATCH (c:Chunk {id: $id})` scans
 every chunk. Full-text indexes are the server's own (RediSearch); the vector index is created
 once the embedding model's dimension is known (`vector_index`).
@@ -13,7 +14,9 @@ filter on it, so a version being written is never half visible.
 from __future__ import annotations
 
 from evigraph.store.embedded.schema import (
-    CYPHER_GUIDE,
+    CYPHER_GUIDE as EMBEDDED_GUIDE,
+)
+from evigraph.store.embedded.schema import (
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
     META_TABLE,
@@ -30,6 +33,13 @@ from evigraph.store.embedded.schema import (
 __all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES"]
 
 SCHEMA_VERSION = "1"
+
+CYPHER_GUIDE = EMBEDDED_GUIDE.replace(
+    "(the ids of the passages stating it, separated by spaces: string_split(r.source_chunks, ' '))",
+    "(a list of the ids of the passages stating it)",
+)
+"""The embedded guide but for `source_chunks`: lists on relationships cost FalkorDB nothing, while
+the embedded engine keeps them as text (`store/embedded/packed.py`)."""
 VERSION_SEQ = "EvigraphVersionSeq"
 """Per document key, the last version number handed out: two writers of one key never share one."""
 
