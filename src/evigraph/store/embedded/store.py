@@ -37,6 +37,7 @@ from evigraph.store.embedded.caches import (
     build_name_index,
     build_term_index,
 )
+from evigraph.store.embedded.checkpoints import CheckpointPacing
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
     create_database_file,
@@ -98,6 +99,7 @@ class EmbeddedStore(DecisionOps, GraphStore):
         self._exec: Executor | None = None
         self._cache = Cached()
         self._journal = ChangeJournal()
+        self._checkpoints = CheckpointPacing(self.path, buffer_pool_mb << 20)
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
         self._cypher_slots = Slots()
@@ -142,6 +144,7 @@ class EmbeddedStore(DecisionOps, GraphStore):
     def _connect(self, module: Any, engine_name: str) -> Executor:
         db = open_database(module, self.path, read_only=self.read_only, buffer_pool_mb=self.buffer_pool_mb)
         ex = Executor(db, module, read_only=self.read_only, pool_size=self.read_connections)
+        self._checkpoints.current = 0  # a database opened anew starts at the engine's default
         try:
             ex.on_connect(lambda conn: load_extensions(conn, engine_name))
             self._refusal: StoreError | None = None
@@ -250,6 +253,7 @@ class EmbeddedStore(DecisionOps, GraphStore):
             return []
 
         def work(tx: Tx) -> list[StoredDocument]:
+            self._checkpoints.pace(tx)
             numbers = writes.write_versions(tx, merging.redirect_versions(tx, versions))
             flag_documents(tx, numbers)
             return [

