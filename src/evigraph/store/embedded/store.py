@@ -37,7 +37,6 @@ from evigraph.store.embedded.caches import (
     build_name_index,
     build_term_index,
 )
-from evigraph.store.embedded.checkpoints import CheckpointPacing
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
     create_database_file,
@@ -71,7 +70,16 @@ space settings stay at its defaults, measured on hotpotqa (1,942 passages, 384-d
 extractor): a `checkpoint_threshold` of 16 MB (the default) left a 293 MB file, 64 MB 206 MB and
 256 MB 112 MB, but the ingest took about 65 s, 95 s and 110 s (the one checkpoint of 256 MB took
 53 s); `compression` off made files larger (200 notes: 61 MB against 54). `evigraph compact`
-gives the space back instead (`compaction`)."""
+gives the space back instead (`compaction`).
+
+Once relationships held no lists (`packed`), a threshold grown with the file (half its size, at
+most a quarter of the pool) looked worth it: a checkpoint rewrites every touched node group of a
+relationship table, so its cost follows the table, and fewer of them cut a 10,000-passage
+ingest's commit time from 12.0 s to 4.7 s. But the engine keeps what the log holds in the pool,
+and updating relations then needs far more: early in a 100,000-passage ingest, with a 65 MB log
+beside a 165 MB file, an update of relations found the 512 MB pool full; the engine then
+answered every statement with "Write-write conflict of updating the same row" and crashed
+(segfault). Twice, the same way. So the engine's default stays."""
 
 
 class EmbeddedStore(DecisionOps, GraphStore):
@@ -99,7 +107,6 @@ class EmbeddedStore(DecisionOps, GraphStore):
         self._exec: Executor | None = None
         self._cache = Cached()
         self._journal = ChangeJournal()
-        self._checkpoints = CheckpointPacing(self.path, buffer_pool_mb << 20)
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
         self._cypher_slots = Slots()
@@ -144,7 +151,6 @@ class EmbeddedStore(DecisionOps, GraphStore):
     def _connect(self, module: Any, engine_name: str) -> Executor:
         db = open_database(module, self.path, read_only=self.read_only, buffer_pool_mb=self.buffer_pool_mb)
         ex = Executor(db, module, read_only=self.read_only, pool_size=self.read_connections)
-        self._checkpoints.current = 0  # a database opened anew starts at the engine's default
         try:
             ex.on_connect(lambda conn: load_extensions(conn, engine_name))
             self._refusal: StoreError | None = None
@@ -253,7 +259,6 @@ class EmbeddedStore(DecisionOps, GraphStore):
             return []
 
         def work(tx: Tx) -> list[StoredDocument]:
-            self._checkpoints.pace(tx)
             numbers = writes.write_versions(tx, merging.redirect_versions(tx, versions))
             flag_documents(tx, numbers)
             return [
