@@ -47,7 +47,13 @@ from evigraph.store.embedded.cypher_guard import guard
 from evigraph.store.embedded.cypher_params import check_params
 from evigraph.store.embedded.cypher_run import QueryRows, Slots, query_failure
 from evigraph.store.embedded.decisions import DecisionOps, flag_documents
-from evigraph.store.embedded.engine import engine_name, import_engine, load_extensions, open_database
+from evigraph.store.embedded.engine import (
+    default_buffer_pool_mb,
+    engine_name,
+    import_engine,
+    load_extensions,
+    open_database,
+)
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import (
@@ -64,23 +70,6 @@ from evigraph.store.embedded.upgrades import missing_columns, upgrade_columns
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
-DEFAULT_BUFFER_POOL_MB = 512
-"""The engine's page cache: a cap on memory; the file's size does not depend on it. The engine's
-space settings stay at its defaults, measured on hotpotqa (1,942 passages, 384-dim vectors, rules
-extractor): a `checkpoint_threshold` of 16 MB (the default) left a 293 MB file, 64 MB 206 MB and
-256 MB 112 MB, but the ingest took about 65 s, 95 s and 110 s (the one checkpoint of 256 MB took
-53 s); `compression` off made files larger (200 notes: 61 MB against 54). `evigraph compact`
-gives the space back instead (`compaction`).
-
-Once relationships held no lists (`packed`), a threshold grown with the file (half its size, at
-most a quarter of the pool) looked worth it: a checkpoint rewrites every touched node group of a
-relationship table, so its cost follows the table, and fewer of them cut a 10,000-passage
-ingest's commit time from 12.0 s to 4.7 s. But the engine keeps what the log holds in the pool,
-and updating relations then needs far more: early in a 100,000-passage ingest, with a 65 MB log
-beside a 165 MB file, an update of relations found the 512 MB pool full; the engine then
-answered every statement with "Write-write conflict of updating the same row" and crashed
-(segfault). Twice, the same way. So the engine's default stays."""
-
 
 class EmbeddedStore(DecisionOps, GraphStore):
     """A knowledge base in one database file.
@@ -96,13 +85,13 @@ class EmbeddedStore(DecisionOps, GraphStore):
         *,
         read_only: bool = False,
         engine: str = "auto",
-        buffer_pool_mb: int = DEFAULT_BUFFER_POOL_MB,
+        buffer_pool_mb: int | None = None,
         read_connections: int = 4,
     ) -> None:
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self.engine = engine
-        self.buffer_pool_mb = buffer_pool_mb
+        self.buffer_pool_mb = buffer_pool_mb if buffer_pool_mb is not None else default_buffer_pool_mb()
         self.read_connections = read_connections
         self._exec: Executor | None = None
         self._cache = Cached()
