@@ -469,7 +469,9 @@ async def test_upsert_relations_with_evidence_number(tk: Toolkit) -> None:
     second = await run(tk, "upsert_relations", {"relations": [relation]}, UpsertResult)
     assert first.written == second.written and len(first.written) == 1
     stored = await rows(
-        tk, "MATCH ()-[r:RELATES]->() WHERE r.type = 'WORKS_FOR' RETURN string_split(r.source_chunks, ' ') AS chunks, r._source AS src"
+        tk,
+        "MATCH ()-[r:RELATES]->() WHERE r.type = 'WORKS_FOR' "
+        "RETURN string_split(r.source_chunks, ' ') AS chunks, r._source AS src",
     )
     assert stored == [{"chunks": [chunk], "src": "agent"}]
     around = await run(tk, "explore_relationships", {"entity": "person:ingrid halvorsen"}, ExplorationResult)
