@@ -16,9 +16,8 @@ Relations are found by both ends and their id. Finding them from the source alon
 (`MATCH (:Entity {id: s})-[x:RELATES]->() WITH * WHERE x.id = rid`) halved a look-up of 1,000
 random relations (70.5 -> 34.8 ms among 130,000), but its join yields every edge of the source
 for every row naming it, so a batch of updates around a hub entity grows as the square of its
-degree: early in a 100,000-passage ingest one exhausted the 512 MB buffer pool, after which the
-engine answered every statement with "Write-write conflict of updating the same row" and then
-crashed (segfault).
+degree. It was tried once in a 100,000-passage ingest, beside a larger checkpoint threshold that
+alone ran the buffer pool out (see `EmbeddedStore`), so it was never measured at scale on its own.
 
 Three more make deletes careful (Kuzu 0.11.3, each measured; see `delete_orphans` and
 `delete_chunks`): existence subqueries and OPTIONAL MATCH miss relationships created earlier in
