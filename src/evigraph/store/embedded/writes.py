@@ -17,7 +17,8 @@ Relations are found by both ends and their id. Finding them from the source alon
 random relations (70.5 -> 34.8 ms among 130,000), but its join yields every edge of the source
 for every row naming it, so a batch of updates around a hub entity grows as the square of its
 degree. It was tried once in a 100,000-passage ingest, beside a larger checkpoint threshold that
-alone ran the buffer pool out (see `EmbeddedStore`), so it was never measured at scale on its own.
+alone ran the buffer pool out (see `engine.MIN_BUFFER_POOL_MB`), so it was never measured at scale
+on its own.
 
 Three more make deletes careful (Kuzu 0.11.3, each measured; see `delete_orphans` and
 `delete_chunks`): existence subqueries and OPTIONAL MATCH miss relationships created earlier in
