@@ -37,24 +37,27 @@ class VersionRows:
     relations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def document_row(v: DocumentVersion, number: int, at: datetime | str) -> dict[str, Any]:
+    """The document node's row; `at` as the store keeps time (a datetime, or ISO text on FalkorDB)."""
+    return {
+        "key": v.key,
+        "title": v.title,
+        "path": v.path,
+        "hash": v.content_hash,
+        "version": number,
+        "loader": v.loader,
+        "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
+        "chunks": len(v.chunks),
+        "at": at,
+    }
+
+
 def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int], at: datetime) -> VersionRows:
     """The rows of `versions`, each at the version number `numbers` gives its key."""
     out = VersionRows()
     for v in versions:
         number = numbers[v.key]
-        out.docs.append(
-            {
-                "key": v.key,
-                "title": v.title,
-                "path": v.path,
-                "hash": v.content_hash,
-                "version": number,
-                "loader": v.loader,
-                "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
-                "chunks": len(v.chunks),
-                "at": at,
-            }
-        )
+        out.docs.append(document_row(v, number, at))
         ids = [chunk_id(v.key, number, c.index) for c in v.chunks]
         by_index = {c.index: cid for c, cid in zip(v.chunks, ids, strict=True)}
         vectors = v.embeddings or [None] * len(v.chunks)

@@ -93,6 +93,7 @@ class EmbeddedStore(DecisionOps, GraphStore):
         self.engine = engine
         self.buffer_pool_mb = buffer_pool_mb if buffer_pool_mb is not None else default_buffer_pool_mb()
         self.read_connections = read_connections
+        self._refusal: StoreError | None = None  # why writes wait (`upgrades`), found at open
         self._exec: Executor | None = None
         self._cache = Cached()
         self._journal = ChangeJournal()
@@ -142,7 +143,7 @@ class EmbeddedStore(DecisionOps, GraphStore):
         ex = Executor(db, module, read_only=self.read_only, pool_size=self.read_connections)
         try:
             ex.on_connect(lambda conn: load_extensions(conn, engine_name))
-            self._refusal: StoreError | None = None
+            self._refusal = None
             ex.raw(self._check_or_create_schema)
             ex.refusal = self._refusal
         except BaseException:

@@ -28,7 +28,6 @@ RETURN i` reports 0 nodes created). A conditional step after a `CREATE` is writt
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -37,7 +36,7 @@ from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation,
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.schema import VERSION_SEQ
-from evigraph.store.version_rows import add_relation, version_rows
+from evigraph.store.version_rows import add_relation, document_row, version_rows
 
 
 def now() -> datetime:
@@ -73,7 +72,7 @@ def write_versions(
     gone: list[str] = []
     at = now()
     for v in versions:
-        outcome = conn.write_sync(_SWITCH, {**_document_row(v, numbers[v.key], at)})
+        outcome = conn.write_sync(_SWITCH, document_row(v, numbers[v.key], at.isoformat()))
         if outcome:
             switched[v.key] = numbers[v.key]
             gone += outcome[0]["gone"] or []
@@ -111,20 +110,6 @@ WITH d, [x IN stale | x.id] AS gone, stale
 FOREACH (c IN stale | DETACH DELETE c)
 RETURN gone
 """
-
-
-def _document_row(v: DocumentVersion, number: int, at: datetime) -> dict[str, Any]:
-    return {
-        "key": v.key,
-        "title": v.title,
-        "path": v.path,
-        "hash": v.content_hash,
-        "version": number,
-        "loader": v.loader,
-        "metadata": json.dumps(v.metadata, ensure_ascii=False, sort_keys=True),
-        "chunks": len(v.chunks),
-        "at": at.isoformat(),
-    }
 
 
 def _discard_version(conn: Connection, key: str, version: int) -> list[str]:
