@@ -8,13 +8,14 @@ loaded as one list.
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from evigraph.errors import InputError
+from evigraph.errors import InputError, StoreError
 from evigraph.ingest.chunking import StructuralChunking
 from evigraph.ingest.extraction import extractor_by_name
 from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy
@@ -24,7 +25,7 @@ from evigraph.ingest.pipeline import IngestRun, Strategies
 from evigraph.ingest.resolution import ExactMatchResolution
 from evigraph.ingest.sources import file_key
 from evigraph.kb import KnowledgeBase
-from evigraph.models import IngestStatus, LoadedDocument, SourceState
+from evigraph.models import DocumentVersion, IngestStatus, LoadedDocument, SourceState, StoredDocument
 from evigraph.store.opening import connect
 from evigraph.tools.toolkit import Toolkit
 from evigraph.tools.write_tools import IngestResult, PreviewResult
@@ -188,7 +189,7 @@ class CountingLoader(LoaderStrategy):
 async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: Path) -> None:
     source = tmp_path / "many.rec"
     source.write_text("records are made by the loader\n", encoding="utf-8")
-    loader = CountingLoader(120)
+    loader = CountingLoader(300)
     strategies = Strategies(
         chunker=StructuralChunking(),
         extractor=extractor_by_name("rules"),
@@ -197,14 +198,65 @@ async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: 
         loader_for=lambda src: loader,
         extensions=[".rec"],
     )
+    written: list[int] = []
     async with connect(tmp_path / "kb.db") as store:
+        store.write_group_passages = 40
+        write_versions = store.write_versions
+
+        async def recording(versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+            written.append(len(versions))
+            return await write_versions(versions)
+
+        store.write_versions = recording  # type: ignore[method-assign]
         run = IngestRun(store, strategies, batch_documents=10)
         loader.run = run
         report = await run.run([str(source)])
-    assert report.counts()["created"] == 120
-    # Written while later records were still unread: at most two batches are ever held back.
-    assert loader.reported_at[-1] >= 120 - 3 * 10
-    assert max(i - seen for i, seen in enumerate(loader.reported_at)) <= 3 * 10
+    assert report.counts()["created"] == 300
+    # Write groups grow with what the knowledge base holds (none at first), up to the store's cap.
+    assert written == [10, 10, 20, 40, 40, 40, 40, 40, 40, 20]
+    # Written while later records were still unread: at most the group being written, the one
+    # being gathered and a batch read ahead are held back.
+    assert loader.reported_at[-1] >= 300 - (2 * 40 + 2 * 10)
+    assert max(i - seen for i, seen in enumerate(loader.reported_at)) <= 2 * 40 + 2 * 10
+
+
+async def test_a_document_the_store_refuses_fails_alone_in_a_large_write_group(tmp_path: Path) -> None:
+    """The store's refusal of one document in a group of 40 costs a few halved retries, not 40 writes."""
+    source = tmp_path / "many.rec"
+    source.write_text("records are made by the loader\n", encoding="utf-8")
+    loader = CountingLoader(300)
+    strategies = Strategies(
+        chunker=StructuralChunking(),
+        extractor=extractor_by_name("rules"),
+        resolver=ExactMatchResolution(),
+        ontology=DEFAULT_ONTOLOGY,
+        loader_for=lambda src: loader,
+        extensions=[".rec"],
+    )
+    poisoned = f"{file_key(source)}#150"
+    calls: list[int] = []
+    async with connect(tmp_path / "kb.db") as store:
+        store.write_group_passages = 40
+        write_versions = store.write_versions
+
+        async def refusing(versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+            calls.append(len(versions))
+            if any(v.key == poisoned for v in versions):
+                raise StoreError("the engine refused a row", hint="none")
+            return await write_versions(versions)
+
+        store.write_versions = refusing  # type: ignore[method-assign]
+        run = IngestRun(store, strategies, batch_documents=10)
+        loader.run = run
+        report = await run.run([str(source)])
+        assert (await store.counts()).documents == 299
+    assert report.counts()["created"] == 299
+    assert [d.key for d in report.failed] == [poisoned]
+    assert "the engine refused a row" in (report.failed[0].error or "")
+    # 10 groups, and the poisoned one of 40 halved down to one document: 2 writes per level,
+    # against the 40 single writes of a retry document by document.
+    assert 1 in calls[10:]
+    assert len(calls) - 10 <= 2 * math.ceil(math.log2(40))
 
 
 async def test_text_that_cannot_be_stored_fails_alone(tmp_path: Path) -> None:

@@ -136,6 +136,12 @@ class GraphStore(ABC):
 
     read_only: bool
 
+    write_group_passages: int = 0
+    """How many passages an ingest may gather into one `write_versions` call, growing with the
+    knowledge base up to this (0: one call per processed batch). A store whose write costs grow with
+    the size of what it already holds (the embedded engine rewrites whole tables at checkpoints)
+    writes fewer, larger transactions as it grows; see `evigraph.ingest.pipeline`."""
+
     @abstractmethod
     async def open(self) -> None:
         """Connect, creating the knowledge base when writable and absent."""
