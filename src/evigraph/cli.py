@@ -131,29 +131,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await ask(args)
     if args.command == "doctor":
         return _doctor(args)
-    if args.command == "mcp":
-        from evigraph.errors import ConfigurationError
-        from evigraph.mcp.main import McpConfig, configure_logging, serve
+    if args.command in ("mcp", "serve"):
+        from evigraph import cli_toolkit
 
-        configure_logging()
-        try:
-            config = McpConfig.from_env(
-                db=args.db,
-                read_only=args.read_only,
-                allow_writes=args.allow_writes,
-                files_root=args.files_root,
-                transport=args.transport,
-                host=args.host,
-                port=args.port,
-                engine=args.engine,
-                project=args.project,
-                agent=args.agent,
-            )
-            await serve(config)
-        except ConfigurationError as exc:  # flags that contradict each other or the database's holder
-            _error(str(exc), args)
-            return EXIT_USAGE
-        return EXIT_OK
+        return await (cli_toolkit.mcp if args.command == "mcp" else cli_toolkit.serve)(args)
     if args.command == "finalize":
         from evigraph.cli_finalize import finalize
 

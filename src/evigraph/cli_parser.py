@@ -248,24 +248,75 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "over them.",
     )
     mcp.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
-    mcp.add_argument("--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help=argparse.SUPPRESS)
-    mcp.add_argument(
+    _toolkit_options(mcp)
+    mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
+    mcp.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
+    _serve_parser(sub)
+    _server_parser(sub)
+    return parser
+
+
+def _toolkit_options(parser: argparse.ArgumentParser) -> None:
+    """What the served tools may do: the same flags for `evigraph mcp` and `evigraph serve`."""
+    parser.add_argument("--engine", default="auto", choices=["auto", "kuzu", "ladybug"], help=argparse.SUPPRESS)
+    parser.add_argument(
         "--read-only",
         action="store_true",
         default=None,
         help="serve the read tools only (the default, said explicitly)",
     )
-    mcp.add_argument("--allow-writes", action="store_true", default=None, help="serve the write tools too")
-    mcp.add_argument(
+    parser.add_argument("--allow-writes", action="store_true", default=None, help="serve the write tools too")
+    parser.add_argument(
         "--files-root", default=None, help="serve the write tools, and let ingest and preview_files read this folder"
     )
-    mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
-    mcp.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
-    mcp.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
-    mcp.add_argument("--project", default=None, help="serve the task tools for this project (with --agent)")
-    mcp.add_argument("--agent", default=None, help="the agent the task tools record as (with --project)")
-    _server_parser(sub)
-    return parser
+    parser.add_argument("--project", default=None, help="serve the task tools for this project (with --agent)")
+    parser.add_argument("--agent", default=None, help="the agent the task tools record as (with --project)")
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`evigraph serve`: the toolkit over REST, the web UI, and MCP at /mcp with --with-mcp."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve the agent toolkit over REST (and MCP with --with-mcp), with the web UI at /",
+        description="Serve every toolkit tool as POST /api/tools/NAME (GET /api/tools, /api/openapi.json, "
+        "/api/health, /api/dbs), and the web UI at /. What the tools may do is set as for `evigraph mcp`: the read "
+        "tools, and the write tools only with --allow-writes or --files-root; the same EVIGRAPH_MCP_* variables "
+        "apply, and flags win over them. Loopback only unless given a token (--token or EVIGRAPH_MCP_TOKEN).",
+    )
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument(
+        "--db",
+        default=None,
+        help="knowledge base: a file, or falkordb://host:port/GRAPH (default: $EVIGRAPH_DB, else ./evigraph.db)",
+    )
+    where.add_argument(
+        "--db-dir",
+        default=None,
+        metavar="DIR",
+        help="serve every NAME.db file in DIR, each opened on first use; requests choose one with ?db=NAME or "
+        "the X-Evigraph-Db header",
+    )
+    _toolkit_options(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8471, help="port (default 8471)")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="bearer token every /api and /mcp request must send; required off loopback (default: "
+        "$EVIGRAPH_MCP_TOKEN, which keeps it out of the process list)",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN (e.g. http://localhost:5173) call the API (repeatable; default: none, "
+        "the web UI at / needs none)",
+    )
+    serve.add_argument(
+        "--with-mcp", action="store_true", help="also serve MCP (streamable HTTP) at /mcp on the same knowledge base"
+    )
 
 
 def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

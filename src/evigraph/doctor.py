@@ -27,7 +27,7 @@ from evigraph.extras import install_hint, provides
 if TYPE_CHECKING:
     from evigraph.providers.llms import OpenAICompatibleLLM
 
-Area = Literal["engine", "extractor", "embedder", "mcp", "llm", "server", "ui-tests", "command"]
+Area = Literal["engine", "extractor", "embedder", "mcp", "api", "llm", "server", "ui-tests", "command"]
 
 
 class Check(BaseModel):
@@ -59,6 +59,7 @@ def _checks() -> Iterator[Check]:
     yield from _registry_checks("extractor")
     yield from _registry_checks("embedder")
     yield _module("mcp", "mcp", "MCP server (evigraph mcp)", "mcp", extra="")
+    yield _module("api", "uvicorn", "REST API and web UI server (evigraph serve)", "uvicorn", extra="")
     yield _llm()
     yield _module("server", "falkordb", "FalkorDB client (falkordb:// knowledge bases)", "falkordb", extra="falkordb")
     yield _module("ui-tests", "playwright", "browser automation for the web UI tests", "playwright", extra="ui")

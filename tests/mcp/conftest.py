@@ -94,11 +94,21 @@ class HttpServer:
     log: Path
 
     @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}" + ("/mcp" if self.transport == "http" else "/sse")
+        return self.base + ("/mcp" if self.transport == "http" else "/sse")
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def __enter__(self) -> HttpServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -133,14 +143,29 @@ def start_http(
     port = free_port()
     network = ["--host", host, "--port", str(port)]
     log = db.with_name(f"{db.name}.{transport}-{port}.log")
+    argv = ["mcp", "--db", str(db), "--transport", transport, *network, *args]
+    return launch(argv, port, log, cwd=db.parent, host=host, transport=transport, env=env)
+
+
+def launch(
+    argv: Sequence[str],
+    port: int,
+    log: Path,
+    *,
+    cwd: Path,
+    host: str = "127.0.0.1",
+    transport: str = "http",
+    env: dict[str, str] | None = None,
+) -> HttpServer:
+    """`python -m evigraph ARGV`, a server listening on `port`, once it accepts connections."""
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "evigraph", "mcp", "--db", str(db), "--transport", transport, *network, *args],
+            [sys.executable, "-m", "evigraph", *argv],
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,
             env=child_env(**(env or {})),
-            cwd=db.parent,
+            cwd=cwd,
         )
     server = HttpServer(proc, host, port, transport, log)
     try:

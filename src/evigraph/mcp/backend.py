@@ -27,19 +27,32 @@ SECRET_ENV = ("EVIGRAPH_MCP_TOKEN", "OPENAI_API_KEY", "EVIGRAPH_EMBED_API_KEY", 
 
 @dataclass
 class Reply:
-    """What a tool call sends back: structured data and text, or an error message."""
+    """What a tool call sends back: structured data and text, or an error message.
+
+    `failure` says what kind of error: "tool" for a refusal the caller can fix (a `ToolError`),
+    else the kind `failure_kind` names ("timeout", "database", ...), so a surface with status
+    codes (REST) can tell the caller's mistakes from the server's.
+    """
 
     text: str
     data: dict[str, Any] | None = None
     error: bool = False
     dropped: list[int] = field(default_factory=list)
+    failure: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"text": self.text, "data": self.data, "error": self.error, "dropped": self.dropped}
+        wire = {"text": self.text, "data": self.data, "error": self.error, "dropped": self.dropped}
+        return {**wire, "failure": self.failure}
 
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> Reply:
-        return cls(text=raw["text"], data=raw.get("data"), error=bool(raw.get("error")), dropped=raw.get("dropped", []))
+        return cls(
+            text=raw["text"],
+            data=raw.get("data"),
+            error=bool(raw.get("error")),
+            dropped=raw.get("dropped", []),
+            failure=raw.get("failure"),
+        )
 
 
 def secrets_from_env() -> tuple[str, ...]:
@@ -65,12 +78,12 @@ class LocalBackend:
         try:
             result = await session.call(name, args or {})
         except ToolError as exc:
-            return Reply(text=self._mask(str(exc)), error=True)
+            return Reply(text=self._mask(str(exc)), error=True, failure="tool")
         except Exception as exc:  # the agent gets the kind and a next step; the log gets the details
             kind, step = failure_kind(exc)
             trace = "".join(traceback.format_exception(exc))  # masked too: its last line repeats the message
             log.error("tool %s failed: %s\n%s", name, self._mask(f"{type(exc).__name__}: {exc}"), self._mask(trace))
-            return Reply(text=f"{name} failed ({kind} error). Next step: {step}.", error=True)
+            return Reply(text=f"{name} failed ({kind} error). Next step: {step}.", error=True, failure=kind)
         return self.shape(session, result)
 
     def shape(self, session: Toolkit, result: ToolResult) -> Reply:

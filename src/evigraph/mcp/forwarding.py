@@ -271,7 +271,9 @@ class RemoteBackend:
         if self._local is not None:
             return await self._local.call(client, name, args)
         if self.read_only and name not in {s.name for s in self._specs}:
-            return Reply(text=f"{name} is not offered by this read-only server (use the read tools)", error=True)
+            return Reply(
+                text=f"{name} is not offered by this read-only server (use the read tools)", error=True, failure="tool"
+            )
         if refused := self._refused(name):
             return refused
         request = {"op": "call", "client": client, "tool": name, "args": args}
@@ -289,7 +291,7 @@ class RemoteBackend:
 
     def _refused(self, name: str) -> Reply | None:
         if self._served_read_only and name in {s.name for s in self._specs if not s.annotations.read_only}:
-            return Reply(text=_held_read_only(self.db, self.served_pid, after_start=True), error=True)
+            return Reply(text=_held_read_only(self.db, self.served_pid, after_start=True), error=True, failure="tool")
         return None
 
     async def _recover(self, failed: str) -> bool:

@@ -118,6 +118,11 @@ class McpConfig:
 
     def describe(self, forwarding_to: int | None = None) -> str:
         """The line said on stderr at start: what this server may do to the database, and why."""
+        where = display_name(str(self.db)) if isinstance(self.db, Path) else self.db.display
+        return f"evigraph mcp on {where}: {self.mode(forwarding_to)}"
+
+    def mode(self, forwarding_to: int | None = None) -> str:
+        """What a server with these options may do to its database, and which setting chose it."""
         if self.read_only:
             why = "default: no --allow-writes or --files-root" if self.mode_source == "default" else self.mode_source
             line = f"read-only ({why}): the read tools only"
@@ -135,8 +140,7 @@ class McpConfig:
             line += f"; forwarding to evigraph process {forwarding_to}, which holds the database"
         elif self.read_only and isinstance(self.db, Path) and not self.db.exists():
             line += "; no knowledge base there yet (build one with `evigraph ingest`, or serve with --files-root DIR)"
-        where = display_name(str(self.db)) if isinstance(self.db, Path) else self.db.display
-        return f"evigraph mcp on {where}: {line}"
+        return line
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import ipaddress
 import logging
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from evigraph.errors import ConfigurationError
@@ -34,28 +34,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_network(host: str, token: str | None) -> None:
-    """Refuse to serve a non-loopback address without a token."""
+TOKEN_ENV = "EVIGRAPH_MCP_TOKEN"
+
+
+def check_network(host: str, token: str | None, *, served: str = "MCP", token_from: str = TOKEN_ENV) -> None:
+    """Refuse to serve a non-loopback address without a token; `token_from` names where one is given."""
     if not is_loopback(host) and not token:
         raise ConfigurationError(
-            f"refusing to serve MCP on {host} without a token: anyone who can reach the port could use it",
-            hint="set EVIGRAPH_MCP_TOKEN (clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1",
+            f"refusing to serve {served} on {host} without a token: anyone who can reach the port could use it",
+            hint=f"set {token_from} (clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1",
         )
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request needs `Authorization: Bearer <token>` (scheme case-insensitive)."""
+    """ASGI middleware: HTTP requests need `Authorization: Bearer <token>` (scheme case-insensitive).
 
-    def __init__(self, app: Any, token: str) -> None:
+    `guards` picks the paths that need it (default: every path), so a server can leave a health
+    check and static pages, which hold no data, open.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        token: str,
+        *,
+        guards: Callable[[str], bool] | None = None,
+        hint: str = f"send Authorization: Bearer <{TOKEN_ENV}>",
+    ) -> None:
         self.app = app
         self.token = token.encode()
+        self.guards = guards
+        self.hint = hint
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
+        guarded = scope["type"] == "http" and (self.guards is None or self.guards(scope["path"]))
+        if guarded and not self._authorized(scope):
             from starlette.responses import JSONResponse
 
             response = JSONResponse(
-                {"error": "unauthorized", "hint": "send Authorization: Bearer <EVIGRAPH_MCP_TOKEN>"},
+                {"error": "unauthorized", "hint": self.hint},
                 status_code=401,
                 headers={"WWW-Authenticate": "Bearer"},
             )
@@ -79,14 +96,19 @@ def security_settings(host: str, port: int) -> Any:
 
     if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    names = {*LOOPBACK_NAMES, host}
-    hosts = []
-    origins = []
-    for name in names:
+    hosts, origins = loopback_allow_lists(host, port)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def loopback_allow_lists(host: str, port: int) -> tuple[list[str], list[str]]:
+    """The Host values and Origins that name a loopback server bound to `host`:`port`."""
+    hosts: list[str] = []
+    origins: list[str] = []
+    for name in sorted({*LOOPBACK_NAMES, host}):
         shown = f"[{name}]" if ":" in name else name
         hosts += [f"{shown}:{port}", shown]
         origins += [f"http://{shown}:{port}", f"https://{shown}:{port}"]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+    return hosts, origins
 
 
 async def _no_discover(ctx: Any, params: Any) -> Any:
@@ -97,7 +119,13 @@ async def _no_discover(ctx: Any, params: Any) -> Any:
 
 
 def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
-    """Streamable HTTP at /mcp.
+    """Streamable HTTP at /mcp, behind the token when there is one."""
+    app = streamable_app(server, host, port)
+    return BearerAuth(app, token) if token else app
+
+
+def streamable_app(server: Any, host: str, port: int) -> Any:
+    """The Starlette app serving streamable HTTP at /mcp, with the Host and Origin checks; no token.
 
     `server/discover` is refused, so clients that can fall back (the SDK's `mode="auto"`) use the
     session handshake and send an `mcp-session-id`: on the stateless protocol a client is only
@@ -107,10 +135,9 @@ def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
     from mcp_types import RequestParams
 
     server.add_request_handler("server/discover", RequestParams, _no_discover)
-    app = server.streamable_http_app(
+    return server.streamable_http_app(
         streamable_http_path=MCP_PATH, transport_security=security_settings(host, port), host=host
     )
-    return BearerAuth(app, token) if token else app
 
 
 def sse_app(server: Any, host: str, port: int, token: str | None) -> Any:

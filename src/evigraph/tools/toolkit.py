@@ -170,9 +170,7 @@ class Toolkit:
         try:
             parsed = tool.input.model_validate(args or {})
         except ValidationError as exc:
-            raise ToolError(
-                f"invalid arguments for {name}: {validation_errors(exc)}", hint=_schema_hint(tool)
-            ) from None
+            raise ToolError(f"invalid arguments for {name}: {validation_errors(exc)}", hint=schema_hint(tool)) from None
         try:
             result = await tool.handler(self, parsed)
         except (ToolError, EngineError):  # an engine failure's text is for the operator's log, not the agent
@@ -247,7 +245,8 @@ def _traces(kb: KnowledgeBase, project: str | None, agent: str | None) -> Traces
         raise ToolError(exc.message, hint=exc.hint) from exc
 
 
-def _schema_hint(tool: Tool) -> str:
+def schema_hint(tool: Tool) -> str:
+    """The tool's fields with their bounds: what a caller whose arguments were refused needs to retry."""
     props = tool.input.model_json_schema().get("properties", {})
     fields = []
     for name, schema in props.items():

@@ -1,0 +1,116 @@
+"""`evigraph serve`'s settings: the toolkit options `evigraph mcp` takes, and the HTTP ones.
+
+The toolkit options (writes, files root, scope, project and agent) come from the same flags and
+EVIGRAPH_MCP_* variables as `evigraph mcp`, read by the same code (`McpConfig.from_env`), so a
+setting means one thing whichever surface serves the tools; the token too (`--token`, else
+EVIGRAPH_MCP_TOKEN), as with --with-mcp one server answers both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from evigraph.display import display_name
+from evigraph.errors import ConfigurationError
+from evigraph.mcp.main import McpConfig
+from evigraph.mcp.transports import MCP_PATH
+
+DEFAULT_PORT = 8471
+_SHOWN_NAMES = 10
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    toolkit: McpConfig
+    """The options every knowledge base is served with; its `db` is the one served, or the folder."""
+    folder: Path | None = None
+    """With --db-dir: the folder whose NAME.db files are served."""
+    cors_origins: tuple[str, ...] = ()
+    with_mcp: bool = False
+
+    @property
+    def host(self) -> str:
+        return self.toolkit.host
+
+    @property
+    def port(self) -> int:
+        return self.toolkit.port
+
+    @property
+    def token(self) -> str | None:
+        return self.toolkit.token
+
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        db_dir: str | None = None,
+        token: str | None = None,
+        cors_origins: tuple[str, ...] | list[str] = (),
+        with_mcp: bool = False,
+        **toolkit: Any,
+    ) -> ServeConfig:
+        """`toolkit` are `McpConfig.from_env`'s options (db, read_only, allow_writes, files_root, host,
+        port, engine, project, agent), read the same way: flags win over the environment, and
+        contradictions are refused."""
+        if toolkit.get("db") is not None and db_dir is not None:
+            raise ConfigurationError("--db and --db-dir both name what to serve", hint="give one of them")
+        if with_mcp and db_dir is not None:
+            raise ConfigurationError(
+                "--with-mcp serves one knowledge base, and --db-dir serves a folder of them",
+                hint="use --with-mcp with --db FILE, or run `evigraph mcp --db FILE` beside this server",
+            )
+        folder = _folder(db_dir) if db_dir is not None else None
+        if folder is not None:
+            toolkit["db"] = str(folder)
+        toolkit.setdefault("port", DEFAULT_PORT)
+        options = McpConfig.from_env(**toolkit, transport="http")
+        if token:
+            options = dataclasses.replace(options, token=token)
+        return cls(options, folder, tuple(_origin(o) for o in cors_origins), with_mcp)
+
+    def describe(self, names: list[str]) -> str:
+        """The line said on stderr at start: what is served, and what the tools may do to it."""
+        if self.folder is not None:
+            shown = ", ".join(names[:_SHOWN_NAMES]) + (", ..." if len(names) > _SHOWN_NAMES else "")
+            where = f"{display_name(str(self.folder))} ({len(names)} knowledge bases: {shown or 'none yet'})"
+        else:
+            db = self.toolkit.db
+            where = display_name(str(db)) if isinstance(db, Path) else db.display
+        return f"evigraph serve on {where}: {self.toolkit.mode()}"
+
+    def urls(self) -> str:
+        """Where clients connect, said at start."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        base = f"http://{host}:{self.port}"
+        line = f"serving the REST API at {base}/api (OpenAPI: {base}/api/openapi.json), the web UI at {base}/"
+        return line + (f", MCP (streamable HTTP) at {base}{MCP_PATH}" if self.with_mcp else "")
+
+
+def _folder(text: str) -> Path:
+    folder = Path(text).expanduser()
+    if not folder.is_dir():
+        raise ConfigurationError(
+            f"--db-dir {display_name(text)} is not a folder",
+            hint="name the folder holding the knowledge base files (NAME.db)",
+        )
+    return folder.resolve()
+
+
+def _origin(text: str) -> str:
+    """`text` as browsers send it in Origin: scheme, host and port, nothing else (no path, no *)."""
+    parts = urlsplit(text.strip())
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+        raise ConfigurationError(
+            f"--cors-origin {display_name(text)} is not an origin",
+            hint="give the scheme, host and port a page is served from, e.g. http://localhost:5173 (no path, no *)",
+        )
+    return f"{parts.scheme}://{parts.netloc.lower()}"
