@@ -23,7 +23,7 @@ from tests.mcp.conftest import HttpServer, copy_db
 from tests.mcp.conftest import sample_db as sample_db  # the session fixture, shared with the MCP and REST tests
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, Route
 
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 CHROMIUM_ARGS = [
@@ -80,6 +80,7 @@ class Ui:
     page: Page
     server: HttpServer
     errors: list[str] = field(default_factory=list)
+    elsewhere: list[str] = field(default_factory=list)
 
     def open(self, path: str = "/") -> None:
         """Load the page and wait until it has reached the server and drawn the schema."""
@@ -122,8 +123,20 @@ def tab_on(browser: Browser, server: HttpServer) -> Iterator[Ui]:
     page.set_default_timeout(WAIT_MS)
     tab = Ui(page, server)
     page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
+    context.route("**/*", lambda route: _same_server(route, server, tab.elsewhere))
     try:
         yield tab
     finally:
         context.close()
     assert not tab.errors, f"JavaScript errors on the page: {tab.errors}"
+    assert not tab.elsewhere, f"the page asked for something off its server (it must work offline): {tab.elsewhere}"
+
+
+def _same_server(route: Route, server: HttpServer, elsewhere: list[str]) -> None:
+    """Let requests to the server through; refuse (and note) any other, as an offline machine would."""
+    url = route.request.url
+    if url.startswith(server.base + "/"):
+        route.continue_()
+    else:
+        elsewhere.append(url)
+        route.abort()

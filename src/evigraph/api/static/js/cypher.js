@@ -66,8 +66,9 @@ export class CypherConsole {
       showError(this.error, err);
       return;
     }
-    const { rows, truncated } = this.result;
-    this.summary = `${plural(rows.length, "row")}${truncated ? ` (cut at the limit of ${limit})` : ""}`;
+    const { rows, truncated, hint } = this.result;
+    // cut by the row limit, or shortened by the server to fit its result size (its hint says so)
+    this.summary = plural(rows.length, "row") + (hint ? ` · ${hint}` : truncated ? ` (cut at the limit of ${limit})` : "");
     this.show(this.mode);
   }
 

@@ -17,8 +17,8 @@ function cause(c) {
 }
 
 function support(s) {
-  const where = s.kind === "passage" ? ` (${s.document} v${s.version})` : "";
-  return `${s.kind} ${s.ref}${where}${s.note ? `: ${s.note}` : ""}`;
+  const what = s.kind === "passage" ? `${s.ref} (${s.document} v${s.version})` : `decision ${s.ref}`;
+  return `${what}${s.note ? `: ${s.note}` : ""}`;
 }
 
 function card(d) {

@@ -1,7 +1,7 @@
 // Starts the page: finds the knowledge base to read, loads its schema, and wires the views.
 //
-// `window.evigraph` holds the graph canvases (Cytoscape instances) and the API client, for the
-// browser console and the browser tests.
+// `window.evigraph` holds the graph canvases (Cytoscape instances), the explorer and the API
+// client, for the browser console and the browser tests.
 
 import { api, setToken } from "./api.js";
 import { CypherConsole } from "./cypher.js";
@@ -48,6 +48,7 @@ async function boot() {
   const decisions = new DecisionsView();
   const explorer = new Explorer({ ask: (question) => ask(question) });
   window.evigraph.graph = explorer.canvas.cy;
+  window.evigraph.explorer = explorer;
 
   const tabs = new Tabs(document.querySelector(".tabs"), (view) => {
     if (view === "graph") explorer.open();

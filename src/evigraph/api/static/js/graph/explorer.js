@@ -142,9 +142,11 @@ export class Explorer {
       notes.push(`The drawing is capped at ${MAX_DRAWN} nodes: ${plural(capped, "neighbour")} of ${name} not drawn. ` +
         "Clear the canvas or start from another entity to see them.");
     }
-    if (walk.truncated) {
+    if (walk.truncated_by?.length) {
       notes.push(`${name} has more relations than one expansion draws (cut by ${walk.truncated_by.join(" and ")}: ` +
         `at most ${EXPAND.max_nodes} entities and ${EXPAND.max_edges} relations).`);
+    } else if (walk.truncated && walk.hint) {
+      notes.push(`${name}: ${walk.hint}`); // shortened by the server to fit its result size
     }
     if (!notes.length && !drawn && walk.nodes.length <= 1) notes.push(`${name} has no relations.`);
     this.say(...notes);

@@ -1,0 +1,57 @@
+"""`evigraph serve --db-dir`: the page offers a picker of the served knowledge bases and reads the chosen one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from tests.api.conftest import serving
+from tests.mcp.conftest import HttpServer, copy_db
+from tests.ui.conftest import Ui, tab_on
+
+from evigraph import KnowledgeBase
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+pytestmark = pytest.mark.slow
+
+
+async def add_text(db: Path) -> None:
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        report = await kb.ingest(text="Quarry Lab is a workshop in Braga.", key="quarry", progress=False)
+        assert report.ok, report.failed
+
+
+@pytest.fixture(scope="module")
+def folder_server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """alpha.db, the sample; beta.db, the sample and one more document."""
+    folder = tmp_path_factory.mktemp("ui-dbs")
+    copy_db(sample_db, folder, "alpha.db")
+    asyncio.run(add_text(copy_db(sample_db, folder, "beta.db")))
+    with serving(folder, "--db-dir", str(folder)) as server:
+        yield server
+
+
+@pytest.fixture
+def tab(folder_server: HttpServer, browser: Browser) -> Iterator[Ui]:
+    yield from tab_on(browser, folder_server)
+
+
+def test_picker_switches_knowledge_base(tab: Ui) -> None:
+    tab.open()
+    assert tab.page.is_visible("#db-picker")
+    assert tab.page.locator("#db-select option").all_inner_texts() == ["alpha", "beta"]
+    assert tab.page.inner_text("#server-state") == "connected · alpha"
+    assert tab.page.inner_text("#schema .counts div:first-child b") == "3"
+
+    tab.page.select_option("#db-select", "beta")
+    tab.page.wait_for_url("**/?db=beta*")
+    tab.page.wait_for_selector("#server-state:has-text('beta')")
+    tab.page.wait_for_selector("#schema .counts div:first-child b:text-is('4')")
+    tab.tab("documents")
+    tab.page.wait_for_selector("#documents-table tbody tr >> text=quarry")
+    tab.shot("documents-beta")
