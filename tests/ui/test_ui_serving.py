@@ -1,4 +1,5 @@
-"""`evigraph serve --db-dir`: the page offers a picker of the served knowledge bases and reads the chosen one."""
+"""How the page reaches what a server serves: with --db-dir, a picker of the knowledge bases; off
+loopback, the token the server asks for."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.api.conftest import serving
+from tests.api.conftest import TOKEN, serving
 from tests.mcp.conftest import HttpServer, copy_db
 from tests.ui.conftest import Ui, tab_on
 
@@ -55,3 +56,26 @@ def test_picker_switches_knowledge_base(tab: Ui) -> None:
     tab.tab("documents")
     tab.page.wait_for_selector("#documents-table tbody tr >> text=quarry")
     tab.shot("documents-beta")
+
+
+@pytest.fixture(scope="module")
+def token_server(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """Bound to every address, so the server requires its token on /api."""
+    db = copy_db(sample_db, tmp_path_factory.mktemp("ui-token"))
+    with serving(db.parent, "--db", str(db), host="0.0.0.0", env={"EVIGRAPH_MCP_TOKEN": TOKEN}) as server:
+        yield server
+
+
+@pytest.fixture
+def guarded(token_server: HttpServer, browser: Browser) -> Iterator[Ui]:
+    yield from tab_on(browser, token_server)
+
+
+def test_page_asks_for_the_token_and_then_reads(guarded: Ui) -> None:
+    guarded.page.goto(guarded.server.base + "/")
+    guarded.page.wait_for_selector("#server-state:has-text('token needed')")
+    guarded.page.fill("#fatal input[type=password]", TOKEN)
+    guarded.page.press("#fatal input[type=password]", "Enter")
+    guarded.page.wait_for_selector("#server-state.ok")
+    guarded.page.wait_for_selector("#schema-labels li")
+    assert guarded.page.is_hidden("#fatal")
