@@ -62,7 +62,7 @@ async def test_every_registered_tool_answers_its_route(full_server: HttpServer) 
     async with rest_client(full_server, session="every-tool") as client:
         listed = (await client.get("/api/tools")).json()
         specs = {s["name"]: s for s in listed["tools"]}
-        assert list(specs) == list(registry)  # every tool, in registry order
+        assert set(specs) == set(registry)  # every tool (the order is the order the tool modules were imported in)
         answered = set()
         for name, tool in registry.items():
             schema = specs[name]["input_schema"]
