@@ -145,10 +145,11 @@ async def test_a_read_only_server_has_no_write_route(sample_db: Path, tmp_path: 
             assert (await call_tool(client, "status"))["documents"] == 3
 
 
-async def test_health_and_the_ui_placeholder(api_server: HttpServer) -> None:
+async def test_health_and_the_web_ui_page(api_server: HttpServer) -> None:
     async with rest_client(api_server) as client:
         assert (await client.get("/api/health")).json() == {"status": "ok"}
         page = await client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-        assert "web UI comes here" in page.text
+        assert '<script type="module" src="js/main.js">' in page.text
+        assert (await client.get("/js/main.js")).headers["content-type"].startswith(("text/javascript", "application/javascript"))
         assert (await client.get("/api/dbs")).json() == {"dbs": [{"name": "kb", "open": True}], "default": "kb"}
