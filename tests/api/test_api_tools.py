@@ -151,5 +151,6 @@ async def test_health_and_the_web_ui_page(api_server: HttpServer) -> None:
         page = await client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert '<script type="module" src="js/main.js">' in page.text
-        assert (await client.get("/js/main.js")).headers["content-type"].startswith(("text/javascript", "application/javascript"))
+        script = (await client.get("/js/main.js")).headers["content-type"]
+        assert script.startswith(("text/javascript", "application/javascript"))
         assert (await client.get("/api/dbs")).json() == {"dbs": [{"name": "kb", "open": True}], "default": "kb"}

@@ -107,6 +107,12 @@ async def test_read_only_cypher_returns_clean_rows(library: Library) -> None:
         assert internal not in chunk
     assert not {"_id", "_src", "_dst"} & set(row["r"])
     assert row["d"]["key"] == BETA.key
+    # Provenance stays off whole nodes and relationships, yet a query that names it reads it.
+    [row] = await store.query("MATCH (a:Entity {id: $id})-[r:RELATES]->() RETURN a, r LIMIT 1", {"id": ADA})
+    assert row["a"]["name"] == "Ada Lovelace" and row["r"]["type"]
+    assert not [k for k in (*row["a"], *row["r"]) if k.startswith("_")]
+    [row] = await store.query("MATCH (a:Entity {id: $id}) RETURN a._source AS source", {"id": ADA})
+    assert row["source"]
     json.dumps(rows, allow_nan=False)  # no engine types, no dates as objects
     assert json.loads(json.dumps(row)) == row
     assert not getattr(rows, "truncated", False)

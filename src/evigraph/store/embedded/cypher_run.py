@@ -122,7 +122,8 @@ class _Budget:
 
     def bound(self, value: Any) -> Any:
         if isinstance(value, dict):
-            return {RENAMED_KEYS.get(k, k): self.bound(v) for k, v in value.items() if not _hidden(k)}
+            whole = "_label" in value  # a node or relationship, not a row or a map the query built
+            return {RENAMED_KEYS.get(k, k): self.bound(v) for k, v in value.items() if not _hidden(k, whole)}
         if isinstance(value, list | tuple):
             if len(value) > MAX_LIST_ITEMS:
                 self.cut = True
@@ -142,5 +143,12 @@ class _Budget:
         return value
 
 
-def _hidden(key: Any) -> bool:
-    return key in ENGINE_KEYS or str(key).lower() in HIDDEN_PROPERTIES
+def _hidden(key: Any, whole: bool = False) -> bool:
+    """Engine ids, internal columns, and on a whole node or relationship the `_`-prefixed
+    provenance (`_source`, `_created_at`), which a query may still name to read it."""
+    name = str(key)
+    return (
+        key in ENGINE_KEYS
+        or name.lower() in HIDDEN_PROPERTIES
+        or (whole and name.startswith("_") and name not in RENAMED_KEYS)
+    )

@@ -227,7 +227,10 @@ def plain(value: Any) -> Any:
 
 
 def _shown(properties: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {k: plain(v) for k, v in (properties or {}).items() if str(k).lower() not in HIDDEN}
+    """A whole node's or relationship's properties, without the internal ones and the `_`-prefixed
+    provenance (`_source`, `_created_at`), which a query may still name to read it."""
+    shown = (properties or {}).items()
+    return {k: plain(v) for k, v in shown if str(k).lower() not in HIDDEN and not str(k).startswith("_")}
 
 
 def bound_rows(rows: list[dict[str, Any]], limit: int) -> QueryRows:
