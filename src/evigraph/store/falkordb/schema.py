@@ -14,9 +14,7 @@ filter on it, so a version being written is never half visible.
 from __future__ import annotations
 
 from evigraph.store.embedded.schema import (
-    CYPHER_GUIDE as EMBEDDED_GUIDE,
-)
-from evigraph.store.embedded.schema import (
+    CODE_NODE_TABLES,
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
     META_TABLE,
@@ -28,6 +26,9 @@ from evigraph.store.embedded.schema import (
     TRACE_SUPPORT,
     TRACE_TABLES,
     TRACE_TASK,
+)
+from evigraph.store.embedded.schema import (
+    CYPHER_GUIDE as EMBEDDED_GUIDE,
 )
 
 __all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES"]
@@ -71,10 +72,21 @@ RANGE_INDEXES: tuple[tuple[str, str], ...] = (
     (TRACE_SUPPORT, "ref"),
     (TRACE_REVIEW, "id"),
     (TRACE_REVIEW, "project"),
+    ("Repo", "id"),
+    ("Module", "id"),
+    ("Module", "name"),
+    ("Class", "id"),
+    ("Function", "id"),
 )
 EDGE_INDEXES: tuple[tuple[str, str], ...] = (("RELATES", "id"),)
 
-FULLTEXT = (("Chunk", "search_text"), ("Entity", "search_text"))
+FULLTEXT = (
+    ("Chunk", "search_text"),
+    ("Entity", "search_text"),
+    ("Module", "search_text"),
+    ("Class", "search_text"),
+    ("Function", "search_text"),
+)
 
 _STOPWORD_TEXT = (
     "a about above according accordingly across actually after afterwards again against all allow allows "
@@ -121,6 +133,7 @@ a probe; vector search must match the embedded store's exact scan on the bench."
 NODE_LABELS = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
     | TRACE_TABLES
+    | CODE_NODE_TABLES
 )
 INTERNAL_LABELS = frozenset(
     {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
