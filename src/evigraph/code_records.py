@@ -20,6 +20,7 @@ EdgeKind = Literal["CALLS", "IMPORTS", "INHERITS"]
 
 SYMBOL_KINDS: tuple[SymbolKind, ...] = ("Module", "Class", "Function")
 EDGE_KINDS: tuple[EdgeKind, ...] = ("CALLS", "IMPORTS", "INHERITS")
+_KINDS: dict[str, SymbolKind] = {k: k for k in SYMBOL_KINDS}
 EDGE_ENDS: dict[EdgeKind, tuple[SymbolKind, SymbolKind]] = {
     "CALLS": ("Function", "Function"),
     "IMPORTS": ("Module", "Module"),
@@ -44,8 +45,7 @@ def member_id(kind: SymbolKind, repo: str, path: str, qualname: str) -> str:
 
 def kind_of(symbol_id: str) -> SymbolKind | None:
     """The node kind an id names, read from its prefix; None for an id that is no code symbol's."""
-    head = symbol_id.split(":", 1)[0]
-    return head if head in SYMBOL_KINDS else None  # type: ignore[return-value]
+    return _KINDS.get(symbol_id.split(":", 1)[0])
 
 
 class CodeRepo(BaseModel):

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.code_records import CodeEdge, CodeSymbol, SymbolKind, kind_of, symbol_search_text
+from evigraph.code_records import CodeEdge, CodeSymbol, EdgeKind, SymbolKind, kind_of, symbol_search_text
 from evigraph.store.embedded.schema import fts_text
 
 REF_COLUMNS: dict[SymbolKind, str] = {"Module": "imports", "Class": "bases", "Function": "calls"}
@@ -76,9 +76,9 @@ def by_kind(ids: Sequence[str]) -> dict[SymbolKind, list[str]]:
     return grouped
 
 
-def edge_rows(edges: Sequence[CodeEdge]) -> dict[str, list[dict[str, str]]]:
+def edge_rows(edges: Sequence[CodeEdge]) -> dict[EdgeKind, list[dict[str, str]]]:
     """Edge kind -> (source, target) rows `s`, `d`, each edge once."""
-    grouped: dict[str, list[dict[str, str]]] = defaultdict(list)
+    grouped: dict[EdgeKind, list[dict[str, str]]] = defaultdict(list)
     for e in dict.fromkeys(edges):
         grouped[e.kind].append({"s": e.source, "d": e.target})
     return grouped

@@ -192,16 +192,12 @@ class ScopedStore(GraphStore):
 
     # -- code: not documents, so a scope that hides anything shows and writes none ----------------
 
-    def _whole_graph_only(self, what: str) -> None:
-        if not self.everything:
-            raise StoreError(f"{what} is not offered by a server scoped to some documents", hint=_CODE_HINT)
-
     async def code_graph(self) -> CodeGraph:
-        self._whole_graph_only("the code graph")
-        return await self.inner.code_graph()
+        return await self.inner.code_graph() if self.everything else CodeGraph()
 
     async def write_code(self, change: CodeChange) -> None:
-        self._whole_graph_only("code ingest")
+        if not self.everything:
+            raise StoreError("code ingest is not offered by a server scoped to some documents", hint=_CODE_HINT)
         self._counted = None
         await self.inner.write_code(change)
 

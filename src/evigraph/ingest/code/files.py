@@ -161,10 +161,15 @@ def module_name(file: CodeFile, ceiling: Path | None) -> tuple[str, str]:
 
 
 def _python_module(path: Path, ceiling: Path | None) -> tuple[str, str]:
-    """Dotted name from the package folders (those with `__init__.py`) above the file."""
+    """Dotted name from the package folders above the file: those with `__init__.py`, and a folder
+    without one inside such a package (a namespace package, as `evigraph/mcp` is)."""
     parts = [] if path.stem == "__init__" else [path.stem]
     folder = path.parent
-    while (folder / "__init__.py").exists() and folder != ceiling and folder.parent != folder:
+    while (
+        ((folder / "__init__.py").exists() or (folder.parent / "__init__.py").exists())
+        and folder != ceiling
+        and folder.parent != folder
+    ):
         parts.insert(0, folder.name)
         folder = folder.parent
     name = ".".join(parts) or path.parent.name

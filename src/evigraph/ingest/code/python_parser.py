@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Sequence
 
 from evigraph.ingest.code.parsed import (
     MAX_DOCSTRING_CHARS,
@@ -57,7 +58,7 @@ def _absolute(module: str | None, level: int, package: str) -> str:
     return ".".join([*base, *([module] if module else [])])
 
 
-def _walk(body: list[ast.stmt], parent: str | None, out: list[ParsedSymbol]) -> None:
+def _walk(body: Sequence[ast.AST], parent: str | None, out: list[ParsedSymbol]) -> None:
     """Symbols in `body`, outer before inner, including defs nested in if/try/with blocks."""
     for node in body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
@@ -68,7 +69,7 @@ def _walk(body: list[ast.stmt], parent: str | None, out: list[ParsedSymbol]) -> 
             for field in ("body", "orelse", "finalbody", "handlers"):
                 inner = getattr(node, field, None)
                 if isinstance(inner, list):
-                    _walk([n for n in inner if isinstance(n, ast.stmt | ast.ExceptHandler)], parent, out)
+                    _walk([n for n in inner if isinstance(n, ast.AST)], parent, out)
             if isinstance(node, ast.ExceptHandler):
                 _walk(node.body, parent, out)
 

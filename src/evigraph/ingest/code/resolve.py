@@ -68,9 +68,9 @@ class Resolver:
                 found.update(CodeEdge(kind="INHERITS", source=s.id, target=b.id) for b in self.bases(s))
             elif s.kind == "Function" and "CALLS" in kinds:
                 for ref in s.refs:
-                    target = self.callee(s, ref)
-                    if target is not None:
-                        found.add(CodeEdge(kind="CALLS", source=s.id, target=target.id))
+                    callee = self.callee(s, ref)
+                    if callee is not None:
+                        found.add(CodeEdge(kind="CALLS", source=s.id, target=callee.id))
         return found
 
     def modules_named(self, target: str, repo: str) -> list[CodeSymbol]:

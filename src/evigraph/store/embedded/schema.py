@@ -7,6 +7,10 @@ being altered, and records the schema version for future migrations.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evigraph.code_records import SymbolKind
 
 META_TABLE = "EvigraphMeta"
 SCHEMA_VERSION = "1"
@@ -52,7 +56,11 @@ as an agent quoting it would quote words the document does not hold."""
 
 CHUNK_FTS = "chunk_text_fts"
 ENTITY_FTS = "entity_name_fts"
-CODE_FTS = {"Module": "module_text_fts", "Class": "class_text_fts", "Function": "function_text_fts"}
+CODE_FTS: dict[SymbolKind, str] = {
+    "Module": "module_text_fts",
+    "Class": "class_text_fts",
+    "Function": "function_text_fts",
+}
 """Full-text indexes over code symbols' names, signatures and docstrings, one per node table."""
 
 _CODE_COLUMNS = (
