@@ -59,14 +59,22 @@ class FoundCode:
         return self.repos.setdefault(root, RepoFiles(root))
 
 
-def find_code(paths: list[str], *, max_file_bytes: int | None, files_root: FilesRoot | None = None) -> FoundCode:
+def find_code(
+    paths: list[str],
+    *,
+    max_file_bytes: int | None,
+    files_root: FilesRoot | None = None,
+    known: frozenset[Path] = frozenset(),
+) -> FoundCode:
+    """The source files under `paths`, by repository; `known` are roots of repositories ingested
+    before, so a folder inside one is part of it whether or not a `.git` marks the root."""
     found = FoundCode()
     for given in paths:
         try:
             if files_root is None:
-                _find_on_disk(given, found, max_file_bytes)
+                _find_on_disk(given, found, max_file_bytes, known)
             else:
-                _find_under_root(given, found, max_file_bytes, files_root)
+                _find_under_root(given, found, max_file_bytes, files_root, known)
         except EvigraphError as exc:
             found.failures.append((given, f"{exc.message} ({exc.hint})" if exc.hint else exc.message))
     if sum(len(r.files) for r in found.repos.values()) > MAX_CODE_FILES:
@@ -74,12 +82,12 @@ def find_code(paths: list[str], *, max_file_bytes: int | None, files_root: Files
     return found
 
 
-def _find_on_disk(given: str, found: FoundCode, max_file_bytes: int | None) -> None:
+def _find_on_disk(given: str, found: FoundCode, max_file_bytes: int | None, known: frozenset[Path]) -> None:
     path = Path(given).expanduser()
     if not path.exists():
         raise InputError(f"{given} does not exist", "check the path; folders are walked for source files")
     real = Path(os.path.realpath(path))
-    root = repo_root(real if real.is_dir() else real.parent, None)
+    root = repo_root(real if real.is_dir() else real.parent, None, known)
     repo = found.repo(root)
     if real.is_dir():
         repo.walked.append(_rel(real, root))
@@ -93,13 +101,15 @@ def _find_on_disk(given: str, found: FoundCode, max_file_bytes: int | None) -> N
     _add(found, repo, real, str(real), "", max_file_bytes)
 
 
-def _find_under_root(given: str, found: FoundCode, max_file_bytes: int | None, files_root: FilesRoot) -> None:
+def _find_under_root(
+    given: str, found: FoundCode, max_file_bytes: int | None, files_root: FilesRoot, known: frozenset[Path]
+) -> None:
     code_root = FilesRoot(files_root.root, extensions=CODE_EXTENSIONS, max_bytes=None)
     named = files_root.relative(given)
     matched = code_root.expand([given], limit=MAX_CODE_FILES)
     base = files_root.root / named
     folder = base if base.is_dir() and not base.is_symlink() else base.parent
-    root = repo_root(Path(os.path.realpath(folder)), files_root.root)
+    root = repo_root(Path(os.path.realpath(folder)), files_root.root, known)
     repo = found.repo(root)
     if base.is_dir() or base.is_file():
         repo.walked.append(_rel(Path(os.path.realpath(base)), root))
@@ -134,11 +144,12 @@ def _extensions() -> str:
     return ", ".join(sorted(CODE_EXTENSIONS))
 
 
-def repo_root(folder: Path, ceiling: Path | None) -> Path:
-    """The nearest folder at or above `folder` holding `.git`, not above `ceiling`; else `folder`."""
+def repo_root(folder: Path, ceiling: Path | None, known: frozenset[Path] = frozenset()) -> Path:
+    """The nearest folder at or above `folder` that is a `known` root or holds `.git`, not above
+    `ceiling`; else `folder`."""
     current = folder
     while True:
-        if (current / ".git").exists():
+        if current in known or (current / ".git").exists():
             return current
         if current == ceiling or current.parent == current:
             return folder

@@ -72,7 +72,11 @@ async def ingest_code(
     `calls=False` leaves CALLS edges as they are (new functions get none; callee names are still
     recorded, so a later run with calls links them).
     """
-    found = await asyncio.to_thread(find_code, list(paths), max_file_bytes=max_file_bytes, files_root=files_root)
+    graph = await store.code_graph()
+    known = frozenset(Path(r.root) for r in graph.repos)
+    found = await asyncio.to_thread(
+        find_code, list(paths), max_file_bytes=max_file_bytes, files_root=files_root, known=known
+    )
     report = CodeIngestReport(
         files=sum(len(r.files) for r in found.repos.values()),
         failed=[CodeFileIssue(path=p, error=e) for p, e in found.failures],
@@ -80,7 +84,6 @@ async def ingest_code(
             CodeFileIssue(path=p, error=f"{size / 1024:.0f} KB is over the limit") for p, size in found.too_large
         ],
     )
-    graph = await store.code_graph()
     change = CodeChange()
     repos = _name_repos(found, graph, change)
     report.repos = [r.name for r in repos.values()]
