@@ -8,10 +8,21 @@ store keeps only its own statements.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from evigraph.code_records import CodeEdge, CodeSymbol, EdgeKind, SymbolKind, kind_of, symbol_search_text
+from evigraph.code_records import (
+    EDGE_ENDS,
+    SYMBOL_KINDS,
+    CodeEdge,
+    CodeGraph,
+    CodeRepo,
+    CodeSymbol,
+    EdgeKind,
+    SymbolKind,
+    kind_of,
+    symbol_search_text,
+)
 from evigraph.store.embedded.schema import fts_text
 
 REF_COLUMNS: dict[SymbolKind, str] = {"Module": "imports", "Class": "bases", "Function": "calls"}
@@ -102,3 +113,19 @@ def mention_rows(pairs: Sequence[tuple[str, str]]) -> dict[SymbolKind, list[dict
         if kind is not None:
             grouped[kind].append({"s": cid, "d": sid})
     return grouped
+
+
+def read_code_graph(rows: Callable[[str], list[dict[str, Any]]]) -> CodeGraph:
+    """The whole code graph through a store's read (`rows(query)`): repositories, symbols with their
+    parents (from CONTAINS), and the derived edges. The queries are plain Cypher both engines run."""
+    graph = CodeGraph(
+        repos=[CodeRepo(**r) for r in rows("MATCH (r:Repo) RETURN r.id AS id, r.name AS name, r.root AS root")]
+    )
+    parents = {r["c"]: r["p"] for r in rows("MATCH (p)-[:CONTAINS]->(c) RETURN p.id AS p, c.id AS c")}
+    for kind in SYMBOL_KINDS:
+        for row in rows(f"MATCH (n:{kind}) RETURN {graph_fields(kind)}"):
+            graph.symbols.append(symbol_from_row(kind, row, parents.get(row["id"], "")))
+    for edge, (a, b) in EDGE_ENDS.items():
+        for row in rows(f"MATCH (a:{a})-[:{edge}]->(b:{b}) RETURN a.id AS s, b.id AS d"):
+            graph.edges.append(CodeEdge(kind=edge, source=row["s"], target=row["d"]))
+    return graph

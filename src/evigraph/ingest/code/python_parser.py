@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import warnings
 from collections.abc import Sequence
+from typing import Literal
 
 from evigraph.ingest.code.parsed import (
     MAX_DOCSTRING_CHARS,
@@ -83,32 +84,15 @@ def _symbol(
         bases = [ast.unparse(b) for b in node.bases]
         args = ", ".join([*bases, *(ast.unparse(k) for k in node.keywords)])
         signature = f"class {node.name}({args})" if args else f"class {node.name}"
+        kind: Literal["Class", "Function"] = "Class"
         refs = [r for r in (_callee(b) for b in node.bases) if r]
-        return ParsedSymbol(
-            "Class",
-            node.name,
-            qualname,
-            parent,
-            clip(signature, MAX_SIGNATURE_CHARS),
-            doc,
-            start,
-            node.end_lineno or node.lineno,
-            refs,
-        )
-    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
-    returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
-    signature = f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
-    return ParsedSymbol(
-        "Function",
-        node.name,
-        qualname,
-        parent,
-        clip(signature, MAX_SIGNATURE_CHARS),
-        doc,
-        start,
-        node.end_lineno or node.lineno,
-        _calls(node),
-    )
+    else:
+        prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        signature = f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
+        kind, refs = "Function", _calls(node)
+    end = node.end_lineno or node.lineno
+    return ParsedSymbol(kind, node.name, qualname, parent, clip(signature, MAX_SIGNATURE_CHARS), doc, start, end, refs)
 
 
 def _calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:

@@ -16,9 +16,7 @@ from evigraph.code_records import (
     EDGE_ENDS,
     SYMBOL_KINDS,
     CodeChange,
-    CodeEdge,
     CodeGraph,
-    CodeRepo,
     CodeSymbol,
     SymbolKind,
     code_hit,
@@ -31,8 +29,8 @@ from evigraph.store.code_rows import (
     by_kind,
     contains_rows,
     edge_rows,
-    graph_fields,
     mention_rows,
+    read_code_graph,
     symbol_from_row,
     symbol_row,
 )
@@ -60,17 +58,7 @@ def has_code_tables(tx: Tx) -> bool:
 def code_graph(tx: Tx) -> CodeGraph:
     if not has_code_tables(tx):
         return CodeGraph()
-    graph = CodeGraph(
-        repos=[CodeRepo(**r) for r in tx.rows("MATCH (r:Repo) RETURN r.id AS id, r.name AS name, r.root AS root")]
-    )
-    parents = {r["c"]: r["p"] for r in tx.rows("MATCH (p)-[:CONTAINS]->(c) RETURN p.id AS p, c.id AS c")}
-    for kind in SYMBOL_KINDS:
-        for row in tx.rows(f"MATCH (n:{kind}) RETURN {graph_fields(kind)}"):
-            graph.symbols.append(symbol_from_row(kind, row, parents.get(row["id"], "")))
-    for edge, (a, b) in EDGE_ENDS.items():
-        for row in tx.rows(f"MATCH (a:{a})-[:{edge}]->(b:{b}) RETURN a.id AS s, b.id AS d"):
-            graph.edges.append(CodeEdge(kind=edge, source=row["s"], target=row["d"]))
-    return graph
+    return read_code_graph(lambda query: tx.rows(query))
 
 
 def count_symbols(tx: Tx) -> int:

@@ -16,9 +16,7 @@ from evigraph.code_records import (
     EDGE_ENDS,
     SYMBOL_KINDS,
     CodeChange,
-    CodeEdge,
     CodeGraph,
-    CodeRepo,
     CodeSymbol,
     code_hit,
 )
@@ -29,8 +27,8 @@ from evigraph.store.code_rows import (
     by_kind,
     contains_rows,
     edge_rows,
-    graph_fields,
     mention_rows,
+    read_code_graph,
     symbol_from_row,
     symbol_row,
 )
@@ -42,19 +40,7 @@ T = TypeVar("T")
 
 
 def code_graph(conn: Connection) -> CodeGraph:
-    graph = CodeGraph(
-        repos=[
-            CodeRepo(**r) for r in conn.read_sync("MATCH (r:Repo) RETURN r.id AS id, r.name AS name, r.root AS root")
-        ]
-    )
-    parents = {r["c"]: r["p"] for r in conn.read_sync("MATCH (p)-[:CONTAINS]->(c) RETURN p.id AS p, c.id AS c")}
-    for kind in SYMBOL_KINDS:
-        for row in conn.read_sync(f"MATCH (n:{kind}) RETURN {graph_fields(kind)}"):
-            graph.symbols.append(symbol_from_row(kind, row, parents.get(row["id"], "")))
-    for edge, (a, b) in EDGE_ENDS.items():
-        for row in conn.read_sync(f"MATCH (a:{a})-[:{edge}]->(b:{b}) RETURN a.id AS s, b.id AS d"):
-            graph.edges.append(CodeEdge(kind=edge, source=row["s"], target=row["d"]))
-    return graph
+    return read_code_graph(lambda query: conn.read_sync(query))
 
 
 def search_code(conn: Connection, query: str, limit: int) -> list[EntityHit]:
