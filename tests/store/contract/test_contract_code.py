@@ -135,3 +135,22 @@ async def test_compaction_keeps_the_code_graph_and_its_index(store: GraphStore) 
     assert after == before
     await store.write_code(CodeChange(symbols=[SYMBOLS[-1]]))  # still writable, the index still fed
     assert [h.id for h in await store.search_code("handle request")] == [HANDLE]
+
+
+@covers("cypher_guide", "query")
+async def test_the_guides_code_examples_run_as_written(store: GraphStore) -> None:
+    await write_shop(store)
+    guide = store.cypher_guide()
+    examples = [
+        "MATCH (f:Function)-[:CALLS]->(g:Function) WHERE g.qualname = 'RetryPolicy.delay' RETURN f.module, f.qualname",
+        "MATCH (m:Module)-[:IMPORTS]->(x:Module) WHERE m.name = 'shop.api' RETURN x.name",
+        "MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) RETURN c.module, c.qualname",
+    ]
+    for shape in ("(:Function)-[:CALLS]->(:Function)", "(:Module)-[:IMPORTS]->(:Module)", "[:INHERITS*1..3]"):
+        assert shape in guide
+    assert [await store.query(q) for q in examples] == [
+        [{"f.module": "shop.api", "f.qualname": "handle"}],
+        [{"x.name": "shop.core"}],
+        [{"c.module": "shop.core", "c.qualname": "RetryPolicy"}],
+    ]
+    assert (await store.check()).found == []  # code tables are no damage to the integrity check
