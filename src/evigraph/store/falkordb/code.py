@@ -3,8 +3,9 @@
 The labels, properties and edges are the embedded store's (`store/embedded/code.py`), so an
 agent's Cypher reads the same on both. The server runs each query whole but has no transaction
 across queries, so `write_code` orders its queries to leave a state the next ingest repairs: the
-old nodes go first, then the new ones, then the derived edges; a module whose nodes were written
-by a run that died is re-read, as its new content hash is set in the query that creates it.
+old nodes go first, then the new ones, then the derived edges, and last the new modules' content
+hashes. A run that dies part-way leaves modules with no hash, which the next ingest reads as
+changed and writes again; the derived edges are diffed against the whole graph on every run.
 """
 
 from __future__ import annotations
@@ -99,12 +100,14 @@ def write_code(conn: Connection, change: CodeChange) -> None:
     for edge, rows in edge_rows(change.added_edges).items():
         a, b = EDGE_ENDS[edge]
         _link(conn, edge, a, b, rows)
+    hashes = [{"id": s.id, "hash": s.content_hash} for s in change.symbols if s.kind == "Module"]
+    conn.write_many("UNWIND $rows AS r MATCH (m:Module {id: r.id}) SET m.content_hash = r.hash", hashes)
 
 
 def _create_symbols(conn: Connection, symbols: Sequence[CodeSymbol]) -> None:
     for kind in SYMBOL_KINDS:
         rows = [symbol_row(s) for s in symbols if s.kind == kind]
-        extra = ", import_aliases: r.aliases, content_hash: r.hash" if kind == "Module" else ""
+        extra = ", import_aliases: r.aliases, content_hash: ''" if kind == "Module" else ""
         conn.write_many(
             f"""UNWIND $rows AS r CREATE (:{kind} {{id: r.id, repo: r.repo, path: r.path, module: r.module,
                    name: r.name, qualname: r.qualname, language: r.language, signature: r.signature,

@@ -135,6 +135,13 @@ NODE_LABELS = frozenset(
     | TRACE_TABLES
     | CODE_NODE_TABLES
 )
+RELATIONSHIP_TYPES = frozenset(
+    {"PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"}
+)
+"""Every relationship type the schema defines. The server knows a type only once an edge has it,
+so `schema_tables` lists these (and `NODE_LABELS`) whether or not one exists yet, as the embedded
+store lists its empty tables: an agent reading the ontology before any code is ingested still
+sees the code tables the Cypher guide names."""
 INTERNAL_LABELS = frozenset(
     {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
 )
