@@ -1,8 +1,9 @@
 """Which language a file is, and its tree-sitter grammar, imported on first use.
 
-Grammars come from their PyPI wheels (`pip install 'evigraph[code]'`); a file whose grammar is
-missing fails alone with the install line, and nothing is imported until such a file is met, so
-`import evigraph` and a Python-only ingest never load tree-sitter.
+Grammars come from their PyPI wheels (the `code` extra); a file whose grammar is missing fails
+alone with the install line for this installation (`evigraph.extras.install_hint`), and nothing
+is imported until such a file is met, so `import evigraph` and a Python-only ingest never load
+tree-sitter.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import importlib
 from functools import cache
 from typing import Any
 
+from evigraph.extras import install_hint
 from evigraph.ingest.code.parsed import CodeParseError
-
-INSTALL_HINT = "pip install 'evigraph[code]'"
 
 LANGUAGES: dict[str, str] = {
     ".py": "python",
@@ -52,5 +52,5 @@ def parser_for(language: str) -> Any:
         grammar = importlib.import_module(module_name)
     except ImportError as exc:
         missing = exc.name or module_name
-        raise CodeParseError(f"{language} needs the tree-sitter grammar {missing}: {INSTALL_HINT}") from None
+        raise CodeParseError(f"{language} needs the tree-sitter grammar {missing}: {install_hint('code')}") from None
     return tree_sitter.Parser(tree_sitter.Language(getattr(grammar, function)()))
