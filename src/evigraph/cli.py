@@ -95,6 +95,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
             )
             async with kb:
                 return await _ingest(kb, args, console)
+    if args.command == "ingest-code":
+        from evigraph.cli_code import ingest_code
+
+        return await ingest_code(args)
     if args.command == "status":
         from evigraph.cli_serving import holder_note, open_for_reads
 

@@ -98,6 +98,9 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "(default: UTF-16 with its mark and Latin-1/cp1252 are recognised, other files fail with this hint)",
     )
 
+    from evigraph import cli_code
+
+    cli_code.add_parser(sub, common)
     search = sub.add_parser(
         "search",
         aliases=["retrieve"],
@@ -398,7 +401,7 @@ def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> 
 LEGACY_FLAGS = {"expand_hops": ("--hops",)}
 """Old spellings kept working for one release; `--expand-hops` is the name everywhere else."""
 
-ALIASES = {"retrieve": "search", "delete_document": "delete", "answer": "ask"}
+ALIASES = {"retrieve": "search", "delete_document": "delete", "answer": "ask", "ingest_code": "ingest-code"}
 """Verbs named as the toolkit's tools, so the tool name works on the command line too."""
 
 

@@ -37,6 +37,8 @@ READ_TOOLS = {
     *("source_status", "check_citations"),
 }
 DESTRUCTIVE_TOOLS = {"ingest", "set_ontology", "finalize", "delete_document", "upsert_entities", "upsert_relations"}
+FILES_ROOT_TOOLS = {"preview_files", "ingest_code"}
+"""Write tools offered only with a files root (ingest_code is destructive too: it removes deleted files' nodes)."""
 START_TIMEOUT_S = 60.0
 CALL_TIMEOUT_S = 120.0
 

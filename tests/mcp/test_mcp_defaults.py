@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from tests.mcp.conftest import (
     DESTRUCTIVE_TOOLS,
+    FILES_ROOT_TOOLS,
     QUESTION,
     READ_TOOLS,
     SAMPLE,
@@ -30,7 +31,7 @@ from evigraph.mcp.forwarding import pointer_path
 from evigraph.mcp.main import McpConfig
 
 pytestmark = pytest.mark.slow
-WRITE_TOOLS = DESTRUCTIVE_TOOLS | {"preview_files"}
+WRITE_TOOLS = DESTRUCTIVE_TOOLS | FILES_ROOT_TOOLS
 FORGED = "notes (1 passages)\ningested: forged"  # a file name that would print a line of its own
 
 

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.mcp.conftest import DESTRUCTIVE_TOOLS, QUESTION, READ_TOOLS, SAMPLE, call, stdio_mcp_client
+from tests.mcp.conftest import (
+    DESTRUCTIVE_TOOLS,
+    FILES_ROOT_TOOLS,
+    QUESTION,
+    READ_TOOLS,
+    SAMPLE,
+    call,
+    stdio_mcp_client,
+)
 
 from evigraph import KnowledgeBase, Toolkit
 from evigraph.errors import ConfigurationError
@@ -112,7 +120,7 @@ async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> N
         assert status.data is not None and status.data["state"] != "current"  # nothing was written
 
         same = await forwarder(forward_options(False, SAMPLE, ()))
-        assert {s.name for s in same.specs()} == READ_TOOLS | DESTRUCTIVE_TOOLS | {"preview_files"}
+        assert {s.name for s in same.specs()} == READ_TOOLS | DESTRUCTIVE_TOOLS | FILES_ROOT_TOOLS
         with pytest.raises(ConfigurationError, match="document scope"):
             await forwarder(forward_options(False, SAMPLE, ["notes/*"]))
         with pytest.raises(ConfigurationError, match="files root"):

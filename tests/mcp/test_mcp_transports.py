@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 from tests.mcp.conftest import (
     DESTRUCTIVE_TOOLS,
+    FILES_ROOT_TOOLS,
     QUESTION,
     READ_TOOLS,
     SAMPLE,
@@ -65,13 +66,13 @@ async def test_tools_annotations_retrieve_and_citations(
     expected_specs = await toolkit_specs(db_copy, SAMPLE if transport == "stdio" else None)
     async with connect(transport, request, db_copy) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        served = READ_TOOLS | DESTRUCTIVE_TOOLS | ({"preview_files"} if transport == "stdio" else set())
+        served = READ_TOOLS | DESTRUCTIVE_TOOLS | (FILES_ROOT_TOOLS if transport == "stdio" else set())
         assert set(tools) == served
         for name, tool in tools.items():
             a = tool.annotations
             assert a is not None, name
             assert a.read_only_hint is (name in READ_TOOLS), name
-            assert a.destructive_hint is (name in DESTRUCTIVE_TOOLS), name
+            assert a.destructive_hint is (name in DESTRUCTIVE_TOOLS | {"ingest_code"}), name
             assert a.idempotent_hint is not None and a.open_world_hint is not None, name
             if name in expected_specs:  # same schema and description as the toolkit registry
                 assert tool.input_schema == expected_specs[name]["input_schema"], name

@@ -39,6 +39,7 @@ WRITE_TOOLS = {
     "upsert_entities",
     "upsert_relations",
     "delete_document",
+    "ingest_code",
 }
 DESTRUCTIVE = WRITE_TOOLS - {"preview_files"}
 
@@ -93,6 +94,7 @@ SENT: dict[str, list[dict[str, Any]]] = {
         }
     ],
     "delete_document": [{"document_key": "note"}],
+    "ingest_code": [{"paths": ["client"]}, {"paths": ["client", "web"], "calls": False, "max_file_kb": 64}],
 }
 
 # Arguments both the schema and the tool refuse: bounds and unknown fields, nested ones included.
@@ -120,6 +122,8 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("upsert_entities", {"entities": []}),
     ("upsert_relations", {"relations": [{"source": {"name": "a", "label": "A", "id": "x"}}]}),
     ("delete_document", {"document_key": "x", "force": True}),
+    ("ingest_code", {"paths": []}),
+    ("ingest_code", {"paths": ["src"], "max_file_kb": 0}),
 ]
 
 

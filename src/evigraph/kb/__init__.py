@@ -7,6 +7,7 @@ class joins them.
 
 from __future__ import annotations
 
+from evigraph.kb.code import CodeOps
 from evigraph.kb.core import FinalizeReport, Status
 from evigraph.kb.maintenance import MaintenanceOps
 from evigraph.kb.reads import ReadOps
@@ -17,7 +18,7 @@ from evigraph.store.location import DEFAULT_DB, StoreLocation, resolve_db_path
 __all__ = ["DEFAULT_DB", "FinalizeReport", "KnowledgeBase", "Status", "StoreLocation", "Traces", "resolve_db_path"]
 
 
-class KnowledgeBase(ReadOps, WriteOps, MaintenanceOps, TraceOps):
+class KnowledgeBase(ReadOps, WriteOps, CodeOps, MaintenanceOps, TraceOps):
     """A knowledge graph of documents, passages, entities and relations in one local database.
 
     Example::

@@ -37,6 +37,7 @@ from evigraph.ingest.progress import IngestProgress, ProgressBar
 from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sources import FileFilter, collect_sources
 from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
+from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
 from evigraph.kb.spend import record_spend
 from evigraph.models import (
@@ -330,7 +331,10 @@ class WriteOps(KnowledgeBaseCore):
                 try:
                     report = await run.run(list(sources), list(documents))
                     # Left pending when stopped (it may take minutes): the next ingest or finalize embeds them.
-                    written = any(d.status in _WRITTEN for d in report.documents)
+                    written = [d.key for d in report.documents if d.status in _WRITTEN]
+                    if written and not run.cancellation.cancelled and not store.read_only:
+                        async with self._in_flight.writes:
+                            await link_documents_to_code(store, written)
                     if self.embedder is not None and written and not run.cancellation.cancelled:
                         async with self._in_flight.writes:
                             await embed_ranking_texts(store, self.embedder)

@@ -51,6 +51,11 @@ def build_instructions(tools: Collection[str]) -> str:
         )
     if "finalize" in tools:
         write_steps.append("call finalize once, after the last ingest of a batch")
+    if "ingest_code" in tools:
+        write_steps.append(
+            "for source code, ingest_code its folders, then answer what calls, imports or inherits from what with "
+            "one cypher_query (get_ontology shows the code tables) and read a body only at path:line_start-line_end"
+        )
     if write_steps:
         lines.append("To build the knowledge base: " + "; then ".join(write_steps) + ".")
     return "\n".join(lines)

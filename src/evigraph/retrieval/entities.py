@@ -15,6 +15,8 @@ from evigraph.errors import ConfigurationError, NotFoundError
 from evigraph.evidence.items import EntityCard, EntityItem, RelationItem
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
+from evigraph.retrieval.code_symbols import details
+from evigraph.retrieval.code_symbols import mentions as symbol_mentions
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import entity_item, passage_item, relation_item
 from evigraph.retrieval.passages import SearchMode, snippet
@@ -45,6 +47,7 @@ async def search_entities(
         named = await store.entities_named([*question_phrases(query), query])
         lists["exact"] = list(dict.fromkeys(eid for ids in named.values() for eid in ids))
         lists["lexical"] = [e.id for e in await store.search_entities(query, pool)]
+        lists["code"] = [e.id for e in await store.search_code(query, pool)]
     result = EntitySearch(query=query)
     if mode in ("semantic", "hybrid"):
         chunks = await nearest_passages(store, embedder, query, pool)
@@ -60,7 +63,7 @@ async def search_entities(
             pairs = sorted(await store.entities_for_chunks(chunks), key=lambda p: rank[p[0]])
             lists["semantic"] = list(dict.fromkeys(eid for _, eid in pairs))
     fused = [f.key for f in rrf({k: v for k, v in lists.items() if v})]
-    found = {e.id: e for e in await store.entities_by_ids(fused[: pool * 2])}
+    found = {e.id: e for e in await details(store, fused[: pool * 2])}
     wanted = set(labels or ())
     for key in fused:
         ent = found.get(key)
@@ -69,7 +72,7 @@ async def search_entities(
         result.hits.append(EntityCard(id=ent.id, name=ent.name, label=ent.label, description=ent.description))
         if len(result.hits) >= limit:
             break
-    mentions = await store.chunks_for_entities([e.id for e in result.hits], per_entity=SUPPORT_PER_ENTITY)
+    mentions = await symbol_mentions(store, [e.id for e in result.hits], per_entity=SUPPORT_PER_ENTITY)
     texts = {h.id: h for h in await store.chunks_by_ids(list(dict.fromkeys(cid for _, cid in mentions)))}
     cards = {e.id: e for e in result.hits}
     for owner, cid in mentions:

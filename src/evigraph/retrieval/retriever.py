@@ -16,6 +16,7 @@ from functools import lru_cache
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem
 from evigraph.models import ChunkHit, EntityHit, Neighbour
 from evigraph.providers.embedders import Embedder
+from evigraph.retrieval import code_symbols
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.fusion import Fused, cap_per_label, rrf
 from evigraph.retrieval.graph_stage import GraphStage
@@ -129,7 +130,7 @@ class MultiPathRetriever:
 
         async def fuzzy() -> None:
             if "fuzzy_names" in paths or ("links" in paths and "exact_names" not in paths):
-                found.fuzzy = await self.store.search_entities(question, top_k * 2)
+                found.fuzzy = await code_symbols.search_with_code(self.store, question, top_k * 2)
 
         await asyncio.gather(passages(), exact(), fuzzy())
 
@@ -155,7 +156,7 @@ class MultiPathRetriever:
 
         async def mentions() -> None:
             if entity_ids:
-                found.mentions = await self.store.chunks_for_entities(entity_ids[:top_k], per_entity=3)
+                found.mentions = await code_symbols.mentions(self.store, entity_ids[:top_k], per_entity=3)
 
         await asyncio.gather(links(), facts(), mentions())
         return found
@@ -225,7 +226,7 @@ class MultiPathRetriever:
         fused = rrf(lists)
         details = {e.id: e for e in found.fuzzy}
         details.update(
-            {e.id: e for e in await self.store.entities_by_ids([f.key for f in fused if f.key not in details])}
+            {e.id: e for e in await code_symbols.details(self.store, [f.key for f in fused if f.key not in details])}
         )
         items = [
             EntityItem(

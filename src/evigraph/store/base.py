@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
+from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.models import (
     ChunkHit,
     DocumentVersion,
@@ -349,6 +350,38 @@ class GraphStore(ABC):
     @abstractmethod
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
         """Create or merge relations written by an agent, each with its supporting chunk ids."""
+
+    # -- code structure (evigraph/code_records.py) ---------------------------------------------
+    #
+    # Repo, Module, Class and Function nodes joined by CONTAINS, IMPORTS, CALLS and INHERITS, and
+    # (:Chunk)-[:MENTIONS]->(symbol) from passages naming a symbol. No document scope applies to
+    # code: a scoped store shows it only when its scope hides nothing.
+
+    @abstractmethod
+    async def code_graph(self) -> CodeGraph:
+        """Every repository, symbol (with its raw refs) and derived edge, for resolution to diff against."""
+
+    @abstractmethod
+    async def write_code(self, change: CodeChange) -> None:
+        """Apply one ingest's change: removed symbols go with every edge touching them, new ones come
+        with their CONTAINS edge, derived edges are removed and added as listed."""
+
+    @abstractmethod
+    async def search_code(self, query: str, limit: int = 10) -> list[EntityHit]:
+        """Full-text search over symbols' names, signatures and docstrings; hits are labelled by kind."""
+
+    @abstractmethod
+    async def code_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        """Symbols by id, in the order asked; unknown ids are skipped."""
+
+    @abstractmethod
+    async def code_mentions(self, symbol_ids: Sequence[str], per_symbol: int = 3) -> list[tuple[str, str]]:
+        """(symbol id, chunk id) pairs: current passages that name each symbol."""
+
+    @abstractmethod
+    async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Record that passages name symbols, (chunk id, symbol id) each; pairs already linked or naming
+        a passage or symbol that is gone are skipped."""
 
     # -- resolution at finalize (store/merging.py) ---------------------------------------------
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.errors import ReadOnlyQueryError, StoreError
 from evigraph.models import (
     ChunkHit,
@@ -64,6 +65,7 @@ from evigraph.trace_records import (
     TraceRequest,
 )
 
+_CODE_HINT = "ingest and read code through a server whose scope is '*'"
 _OVERFETCH = 5
 _ALL = 1_000_000
 
@@ -188,6 +190,30 @@ class ScopedStore(GraphStore):
             raise StoreError("a cited passage is outside this server's scope", hint="cite passages you can read")
         await self.inner.upsert_relations(relations, source)
         self._counted = None
+
+    # -- code: not documents, so a scope that hides anything shows and writes none ----------------
+
+    async def code_graph(self) -> CodeGraph:
+        return await self.inner.code_graph() if self.everything else CodeGraph()
+
+    async def write_code(self, change: CodeChange) -> None:
+        if not self.everything:
+            raise StoreError("code ingest is not offered by a server scoped to some documents", hint=_CODE_HINT)
+        self._counted = None
+        await self.inner.write_code(change)
+
+    async def search_code(self, query: str, limit: int = 10) -> list[EntityHit]:
+        return await self.inner.search_code(query, limit) if self.everything else []
+
+    async def code_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        return await self.inner.code_by_ids(ids) if self.everything else []
+
+    async def code_mentions(self, symbol_ids: Sequence[str], per_symbol: int = 3) -> list[tuple[str, str]]:
+        return await self.inner.code_mentions(symbol_ids, per_symbol) if self.everything else []
+
+    async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
+        if self.everything:
+            await self.inner.link_code_mentions(pairs)
 
     # -- documents and passages --------------------------------------------------------------
 

@@ -176,6 +176,16 @@ class IngestInput(ToolInput):
     )
 
 
+class IngestCodeInput(ToolInput):
+    paths: list[str] = Field(
+        min_length=1,
+        max_length=50,
+        description="folders or source files under files_root (a repository or part of one)",
+    )
+    calls: bool = Field(True, description="resolve CALLS edges; false is faster and keeps imports and inheritance")
+    max_file_kb: int = Field(1024, ge=1, le=51_200, description="skip (and report) source files larger than this")
+
+
 class PreviewFilesInput(ToolInput):
     offset: int = Field(0, ge=0, description="next_offset from the previous page")
 

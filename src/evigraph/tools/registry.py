@@ -90,6 +90,7 @@ def load_tools() -> dict[str, Tool]:
 
     # after the others, so they keep their order (an import block would be sorted): the task and decision tools,
     # offered only with a project and an agent, then answer, offered only with an LLM
+    importlib.import_module("evigraph.tools.code_tools")
     importlib.import_module("evigraph.tools.trace_tools")
     importlib.import_module("evigraph.tools.decision_tools")
     importlib.import_module("evigraph.tools.answer_tools")

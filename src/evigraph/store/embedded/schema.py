@@ -7,6 +7,10 @@ being altered, and records the schema version for future migrations.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evigraph.code_records import SymbolKind
 
 META_TABLE = "EvigraphMeta"
 SCHEMA_VERSION = "1"
@@ -17,7 +21,18 @@ CYPHER_GUIDE = (
     "stating it, separated by spaces: string_split(r.source_chunks, ' ')); filter with r.type = 'X'. "
     "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
     "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
-    "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20"
+    "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20. "
+    "Code (from ingest_code; structure only, never bodies: read path from line_start to line_end for a body): "
+    "(:Repo {id, name, root}), (:Module {id, repo, path, name (dotted, e.g. 'pkg.sub.mod'), language, "
+    "docstring, line_start, line_end, imports (dotted targets as written)}), (:Class {id, repo, path, module, name, "
+    "qualname, signature, docstring, line_start, line_end, bases}) and (:Function {same, calls: callee names as "
+    "written, resolved or not}); a method's qualname is 'Class.method'. Edges: [:CONTAINS] (Repo->Module, "
+    "Module->Class|Function, Class->Class|Function, Function->Function|Class), (:Module)-[:IMPORTS]->(:Module), "
+    "(:Function)-[:CALLS]->(:Function), (:Class)-[:INHERITS]->(:Class), (:Chunk)-[:MENTIONS]->(:Module|Class|"
+    "Function) for passages naming a symbol. Examples: MATCH (f:Function)-[:CALLS]->(g:Function) "
+    "WHERE g.qualname = 'Retriever.search' RETURN f.module, f.qualname; MATCH (m:Module)-[:IMPORTS]->(x:Module) "
+    "WHERE m.name = 'pkg.kb' RETURN x.name; MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) "
+    "RETURN c.module, c.qualname"
 )
 """What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
 
@@ -41,6 +56,17 @@ as an agent quoting it would quote words the document does not hold."""
 
 CHUNK_FTS = "chunk_text_fts"
 ENTITY_FTS = "entity_name_fts"
+CODE_FTS: dict[SymbolKind, str] = {
+    "Module": "module_text_fts",
+    "Class": "class_text_fts",
+    "Function": "function_text_fts",
+}
+"""Full-text indexes over code symbols' names, signatures and docstrings, one per node table."""
+
+_CODE_COLUMNS = (
+    "id STRING PRIMARY KEY, repo STRING, path STRING, module STRING, name STRING, qualname STRING, "
+    "language STRING, signature STRING, docstring STRING, line_start INT64, line_end INT64"
+)
 
 DDL = (
     f"CREATE NODE TABLE IF NOT EXISTS {META_TABLE}(key STRING PRIMARY KEY, value STRING)",
@@ -90,6 +116,17 @@ DDL = (
         agent STRING, added_at TIMESTAMP)""",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_REVIEW}(
         id STRING PRIMARY KEY, project STRING, decision STRING, at TIMESTAMP)""",
+    "CREATE NODE TABLE IF NOT EXISTS Repo(id STRING PRIMARY KEY, name STRING, root STRING)",
+    f"""CREATE NODE TABLE IF NOT EXISTS Module({_CODE_COLUMNS}, content_hash STRING, imports STRING[],
+        import_aliases STRING[], search_text STRING)""",
+    f"CREATE NODE TABLE IF NOT EXISTS Class({_CODE_COLUMNS}, bases STRING[], search_text STRING)",
+    f"CREATE NODE TABLE IF NOT EXISTS Function({_CODE_COLUMNS}, calls STRING[], search_text STRING)",
+    """CREATE REL TABLE IF NOT EXISTS CONTAINS(FROM Repo TO Module, FROM Module TO Class, FROM Module TO Function,
+        FROM Class TO Class, FROM Class TO Function, FROM Function TO Function, FROM Function TO Class)""",
+    "CREATE REL TABLE IF NOT EXISTS IMPORTS(FROM Module TO Module)",
+    "CREATE REL TABLE IF NOT EXISTS CALLS(FROM Function TO Function)",
+    "CREATE REL TABLE IF NOT EXISTS INHERITS(FROM Class TO Class)",
+    "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Chunk TO Module, FROM Chunk TO Class, FROM Chunk TO Function)",
 )
 
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -116,15 +153,22 @@ TRACE_TABLES = frozenset(
     {TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST, TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW}
 )
 
+CODE_NODE_TABLES = frozenset({"Repo", "Module", "Class", "Function"})
+CODE_REL_TABLES = frozenset({"CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"})
+
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}
     | {EXTRACTION_CACHE, ENTITY_REDIRECT}
     | TRACE_TABLES
+    | CODE_NODE_TABLES
+    | CODE_REL_TABLES
 )
 """Every table evigraph creates; tables added by a later release are created on a writable open."""
 
 NODE_TABLES = frozenset(
-    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT} | TRACE_TABLES
+    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT}
+    | TRACE_TABLES
+    | CODE_NODE_TABLES
 )
 
 INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT} | TRACE_TABLES)
@@ -133,6 +177,10 @@ INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE,
 FTS_INDEXES = {
     CHUNK_FTS: f"CALL CREATE_FTS_INDEX('Chunk', '{CHUNK_FTS}', ['search_text'], stemmer := 'porter')",
     ENTITY_FTS: f"CALL CREATE_FTS_INDEX('Entity', '{ENTITY_FTS}', ['search_text'], stemmer := 'porter')",
+    **{
+        name: f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['search_text'], stemmer := 'porter')"
+        for table, name in CODE_FTS.items()
+    },
 }
 """Full-text indexes; the engine builds them only outside explicit transactions."""
 

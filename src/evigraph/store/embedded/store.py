@@ -37,6 +37,7 @@ from evigraph.store.embedded.caches import (
     build_name_index,
     build_term_index,
 )
+from evigraph.store.embedded.code import CodeOps
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
     create_database_file,
@@ -71,7 +72,7 @@ from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
 
-class EmbeddedStore(DecisionOps, GraphStore):
+class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first

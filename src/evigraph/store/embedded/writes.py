@@ -96,6 +96,7 @@ def delete_chunks(tx: Tx, chunk_ids: Sequence[str]) -> None:
     """
     ids = list(chunk_ids)
     tx.run_batched("UNWIND $rows AS cid MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk {id: cid}) DELETE m", ids)
+    tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk {id: cid})-[m:MENTIONS]->() DELETE m", ids)
     tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk {id: cid})-[n:NEXT]->(:Chunk) DELETE n", ids)
     tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk)-[n:NEXT]->(:Chunk {id: cid}) DELETE n", ids)
     tx.run_batched("UNWIND $rows AS cid MATCH (:Chunk {id: cid})-[p:PART_OF]->(:Document) DELETE p", ids)

@@ -30,9 +30,7 @@ from evigraph.store.falkordb.cypher import (
 )
 from evigraph.store.falkordb.integrity import PENDING_GRACE_S, Findings, inspect, problems, repair
 from evigraph.store.falkordb.locks import server_lock
-from evigraph.store.falkordb.schema import (
-    INTERNAL_LABELS,
-)
+from evigraph.store.falkordb.schema import INTERNAL_LABELS, NODE_LABELS, RELATIONSHIP_TYPES
 from evigraph.store.location import StoreLocation
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal
@@ -52,10 +50,13 @@ _KEY_PROPERTIES = ("id", "key", "name")
 def schema_tables(conn: Connection) -> list[TableInfo]:
     """Labels and relationship types as a Cypher author needs them: properties (from a sample of
     each), counts, sample keys; internal labels left out."""
-    labels = sorted(r["label"] for r in conn.read_sync("CALL db.labels() YIELD label RETURN label"))
+    labels = sorted({r["label"] for r in conn.read_sync("CALL db.labels() YIELD label RETURN label")} | NODE_LABELS)
     types = sorted(
-        r["t"]
-        for r in conn.read_sync("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t")
+        {
+            r["t"]
+            for r in conn.read_sync("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t")
+        }
+        | RELATIONSHIP_TYPES
     )
     out = []
     for name in labels:

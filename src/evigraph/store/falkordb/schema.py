@@ -14,9 +14,7 @@ filter on it, so a version being written is never half visible.
 from __future__ import annotations
 
 from evigraph.store.embedded.schema import (
-    CYPHER_GUIDE as EMBEDDED_GUIDE,
-)
-from evigraph.store.embedded.schema import (
+    CODE_NODE_TABLES,
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
     META_TABLE,
@@ -28,6 +26,9 @@ from evigraph.store.embedded.schema import (
     TRACE_SUPPORT,
     TRACE_TABLES,
     TRACE_TASK,
+)
+from evigraph.store.embedded.schema import (
+    CYPHER_GUIDE as EMBEDDED_GUIDE,
 )
 
 __all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES"]
@@ -71,10 +72,21 @@ RANGE_INDEXES: tuple[tuple[str, str], ...] = (
     (TRACE_SUPPORT, "ref"),
     (TRACE_REVIEW, "id"),
     (TRACE_REVIEW, "project"),
+    ("Repo", "id"),
+    ("Module", "id"),
+    ("Module", "name"),
+    ("Class", "id"),
+    ("Function", "id"),
 )
 EDGE_INDEXES: tuple[tuple[str, str], ...] = (("RELATES", "id"),)
 
-FULLTEXT = (("Chunk", "search_text"), ("Entity", "search_text"))
+FULLTEXT = (
+    ("Chunk", "search_text"),
+    ("Entity", "search_text"),
+    ("Module", "search_text"),
+    ("Class", "search_text"),
+    ("Function", "search_text"),
+)
 
 _STOPWORD_TEXT = (
     "a about above according accordingly across actually after afterwards again against all allow allows "
@@ -121,7 +133,15 @@ a probe; vector search must match the embedded store's exact scan on the bench."
 NODE_LABELS = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
     | TRACE_TABLES
+    | CODE_NODE_TABLES
 )
+RELATIONSHIP_TYPES = frozenset(
+    {"PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"}
+)
+"""Every relationship type the schema defines. The server knows a type only once an edge has it,
+so `schema_tables` lists these (and `NODE_LABELS`) whether or not one exists yet, as the embedded
+store lists its empty tables: an agent reading the ontology before any code is ingested still
+sees the code tables the Cypher guide names."""
 INTERNAL_LABELS = frozenset(
     {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
 )

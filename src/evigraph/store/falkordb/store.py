@@ -42,6 +42,7 @@ from evigraph.store.embedded.caches import (
 from evigraph.store.embedded.graph_index import GraphIndex
 from evigraph.store.falkordb import documents, reads
 from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments
+from evigraph.store.falkordb.code import FalkorCodeOps
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.decisions import FalkorDecisionOps
 from evigraph.store.falkordb.maintenance import FalkorMaintenanceOps
@@ -60,7 +61,7 @@ from evigraph.store.ranking import ChangeJournal
 T = TypeVar("T")
 
 
-class FalkorStore(FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, GraphStore):
+class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, GraphStore):
     def __init__(self, location: StoreLocation, *, read_only: bool = False) -> None:
         self.location = location
         self.read_only = read_only

@@ -1,0 +1,223 @@
+"""Code structure in the embedded graph: the `GraphStore` code section for `EmbeddedStore`.
+
+Symbols live in three node tables (Module, Class, Function), each with a full-text index over its
+`search_text`, so the engine's rules for such tables apply here as in `writes`: no MERGE (it
+crashes on a table with a full-text index), `concat(x, '')` on the indexed column (a string taken
+straight from a parameter is not indexed), every relationship deleted by its own statement before
+a plain `DELETE` of its node (see `writes.delete_chunks` for the crash replay this avoids), and
+struct fields projected to plain variables before a node is matched on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evigraph.code_records import (
+    EDGE_ENDS,
+    SYMBOL_KINDS,
+    CodeChange,
+    CodeGraph,
+    CodeSymbol,
+    SymbolKind,
+    code_hit,
+    kind_of,
+)
+from evigraph.models import EntityHit
+from evigraph.store.code_rows import (
+    REF_COLUMNS,
+    SYMBOL_FIELDS,
+    by_kind,
+    contains_rows,
+    edge_rows,
+    mention_rows,
+    read_code_graph,
+    symbol_from_row,
+    symbol_row,
+)
+from evigraph.store.embedded.caches import Cached
+from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.reads import each_key
+from evigraph.store.embedded.schema import CODE_FTS, fts_text
+
+_TOUCHING: dict[SymbolKind, tuple[tuple[str, bool], ...]] = {
+    "Module": (("CONTAINS", True), ("CONTAINS", False), ("IMPORTS", True), ("IMPORTS", False), ("MENTIONS", False)),
+    "Class": (("CONTAINS", True), ("CONTAINS", False), ("INHERITS", True), ("INHERITS", False), ("MENTIONS", False)),
+    "Function": (("CONTAINS", True), ("CONTAINS", False), ("CALLS", True), ("CALLS", False), ("MENTIONS", False)),
+}
+"""(relationship, outgoing) pairs that can touch a node of each kind, deleted before the node."""
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+
+def has_code_tables(tx: Tx) -> bool:
+    """False on a file opened read-only from before code ingest, whose tables were never created."""
+    return "Function" in {r["name"] for r in tx.rows("CALL SHOW_TABLES() RETURN name")}
+
+
+def code_graph(tx: Tx) -> CodeGraph:
+    if not has_code_tables(tx):
+        return CodeGraph()
+    return read_code_graph(lambda query: tx.rows(query))
+
+
+def count_symbols(tx: Tx) -> int:
+    if not has_code_tables(tx):
+        return 0
+    return sum(int(tx.column(f"MATCH (n:{kind}) RETURN count(n)")[0]) for kind in SYMBOL_KINDS)
+
+
+def search_code(tx: Tx, query: str, limit: int) -> list[EntityHit]:
+    """Each kind's index queried, the hits merged by score: the three indexes share one tokenizer and
+    stemmer, so their BM25 scores are on one scale, though each has its own term statistics."""
+    terms = fts_text(query)
+    if not terms:
+        return []
+    hits: list[EntityHit] = []
+    for kind, index in CODE_FTS.items():
+        rows = tx.rows(
+            f"""CALL QUERY_FTS_INDEX('{kind}', '{index}', $q, top := $k)
+                WITH node AS n, score RETURN {SYMBOL_FIELDS}, score ORDER BY score DESC""",
+            {"q": terms, "k": limit},
+        )
+        hits += [code_hit(symbol_from_row(kind, r), float(r["score"])) for r in rows]
+    return sorted(hits, key=lambda h: -h.score)[:limit]
+
+
+def code_by_ids(tx: Tx, ids: Sequence[str]) -> list[EntityHit]:
+    found: dict[str, EntityHit] = {}
+    for kind, wanted in by_kind(ids).items():
+        for row in each_key(tx, f"MATCH (n:{kind} {{id: $key}}) RETURN {SYMBOL_FIELDS}", wanted):
+            found[row["id"]] = code_hit(symbol_from_row(kind, row))
+    return [found[i] for i in ids if i in found]
+
+
+def code_mentions(tx: Tx, ids: Sequence[str], per_symbol: int) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for sid in dict.fromkeys(ids):
+        kind = kind_of(sid)
+        if kind is None:
+            continue
+        rows = tx.column(
+            f"MATCH (c:Chunk)-[:MENTIONS]->(:{kind} {{id: $id}}) RETURN c.id ORDER BY c.id LIMIT $k",
+            {"id": sid, "k": per_symbol},
+        )
+        out += [(sid, cid) for cid in rows]
+    return out
+
+
+# -- writes ------------------------------------------------------------------------------------
+
+
+def write_code(tx: Tx, change: CodeChange) -> None:
+    """The whole change in the caller's transaction: a crash leaves the old code graph or the new."""
+    repos = {r.id: {"id": r.id, "name": r.name, "root": r.root} for r in change.repos}
+    tx.run_batched(
+        "UNWIND $rows AS r WITH r.id AS id, r.name AS name, r.root AS root MERGE (x:Repo {id: id}) "
+        "SET x.name = name, x.root = root",
+        list(repos.values()),
+    )
+    _delete_symbols(tx, change.removed)
+    for edge, rows in edge_rows(change.removed_edges).items():
+        a, b = EDGE_ENDS[edge]
+        tx.run_batched(
+            f"UNWIND $rows AS r WITH r.s AS s, r.d AS d MATCH (:{a} {{id: s}})-[x:{edge}]->(:{b} {{id: d}}) DELETE x",
+            rows,
+        )
+    _create_symbols(tx, change.symbols)
+    for edge, rows in edge_rows(change.added_edges).items():
+        a, b = EDGE_ENDS[edge]
+        _link(tx, edge, a, b, rows)
+
+
+def _delete_symbols(tx: Tx, ids: Sequence[str]) -> None:
+    grouped = by_kind(ids)
+    for kind, wanted in grouped.items():
+        for rel, outgoing in _TOUCHING[kind]:
+            pattern = f"(:{kind} {{id: sid}})-[x:{rel}]->()" if outgoing else f"()-[x:{rel}]->(:{kind} {{id: sid}})"
+            tx.run_batched(f"UNWIND $rows AS sid MATCH {pattern} DELETE x", wanted)
+    for kind, wanted in grouped.items():
+        tx.run_batched(f"UNWIND $rows AS sid MATCH (n:{kind} {{id: sid}}) DELETE n", wanted)
+
+
+def _create_symbols(tx: Tx, symbols: Sequence[CodeSymbol]) -> None:
+    for kind in SYMBOL_KINDS:
+        rows = [symbol_row(s) for s in symbols if s.kind == kind]
+        extra = ", import_aliases: CAST(r.aliases AS STRING[]), content_hash: r.hash" if kind == "Module" else ""
+        tx.run_batched(
+            f"""UNWIND $rows AS r CREATE (:{kind} {{id: r.id, repo: r.repo, path: r.path, module: r.module,
+                   name: r.name, qualname: r.qualname, language: r.language, signature: r.signature,
+                   docstring: r.docstring, line_start: r.line_start, line_end: r.line_end,
+                   {REF_COLUMNS[kind]}: CAST(r.refs AS STRING[]), search_text: concat(r.st, ''){extra}}})""",
+            rows,
+        )
+    for (a, b), rows in contains_rows(symbols).items():
+        _link(tx, "CONTAINS", a, b, rows)
+
+
+def _link(tx: Tx, rel: str, a: str, b: str, rows: list[dict[str, str]]) -> None:
+    tx.run_batched(
+        f"""UNWIND $rows AS r WITH r.s AS s, r.d AS d MATCH (a:{a} {{id: s}}) WITH a, d
+            MATCH (b:{b} {{id: d}}) CREATE (a)-[:{rel}]->(b)""",
+        rows,
+    )
+
+
+def link_mentions(tx: Tx, pairs: Sequence[tuple[str, str]]) -> None:
+    for kind, rows in mention_rows(pairs).items():
+        linked = {
+            (r["s"], r["d"])
+            for r in tx.rows(
+                f"""UNWIND $rows AS r WITH r.s AS s, r.d AS d
+                    MATCH (a:Chunk {{id: s}})-[:MENTIONS]->(b:{kind} {{id: d}}) RETURN a.id AS s, b.id AS d""",
+                {"rows": rows},
+            )
+        }
+        _link(tx, "MENTIONS", "Chunk", kind, [r for r in rows if (r["s"], r["d"]) not in linked])
+
+
+# -- the store's section -----------------------------------------------------------------------
+
+
+class CodeOps:
+    """The code section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
+
+    _cache: Cached
+
+    @property
+    def executor(self) -> Executor:
+        raise NotImplementedError  # EmbeddedStore's
+
+    async def code_graph(self) -> CodeGraph:
+        return await self.executor.read(code_graph)
+
+    async def write_code(self, change: CodeChange) -> None:
+        if change.empty:
+            return
+        try:
+            await self.executor.write(lambda tx: write_code(tx, change))
+        finally:
+            self._cache.invalidate()
+
+    async def search_code(self, query: str, limit: int = 10) -> list[EntityHit]:
+        if not await self._holds_code():
+            return []  # three index queries saved on every retrieve of a knowledge base without code
+        return await self.executor.read(lambda tx: search_code(tx, query, limit))
+
+    async def code_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        if not ids or not await self._holds_code():
+            return []
+        return await self.executor.read(lambda tx: code_by_ids(tx, ids))
+
+    async def code_mentions(self, symbol_ids: Sequence[str], per_symbol: int = 3) -> list[tuple[str, str]]:
+        if not symbol_ids or not await self._holds_code():
+            return []
+        return await self.executor.read(lambda tx: code_mentions(tx, symbol_ids, per_symbol))
+
+    async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
+        if pairs:
+            await self.executor.write(lambda tx: link_mentions(tx, pairs))
+
+    async def _holds_code(self) -> bool:
+        count: int = await self._cache.fetch("code_symbols", lambda: self.executor.read_sync(count_symbols))
+        return count > 0

@@ -1,0 +1,149 @@
+"""Code ingest of evigraph's own `src/`: the edges, line ranges and texts checked against the source."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import kuzu
+import pytest
+import pytest_asyncio
+from tests.code.conftest import SRC
+
+from evigraph import KnowledgeBase
+from evigraph.ingest.code.run import CodeIngestReport
+from evigraph.kb.reads import ReadOps
+from evigraph.retrieval.retriever import MultiPathRetriever
+from evigraph.store.embedded.reads import stored_document
+
+pytestmark = pytest.mark.slow
+
+KB_PACKAGE = SRC / "evigraph" / "kb"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def src_kb(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[KnowledgeBase, CodeIngestReport]]:
+    async with KnowledgeBase(tmp_path_factory.mktemp("src") / "kb.db") as kb:
+        yield kb, await kb.ingest_code([SRC])
+
+
+async def rows(kb: KnowledgeBase, cypher: str, **params: Any) -> list[dict[str, Any]]:
+    assert kb.store is not None
+    return await kb.store.query(cypher, params, limit=1000)
+
+
+def retrieve_calls() -> set[str]:
+    """What `KnowledgeBase.retrieve` calls as the source says: `Name(...).method(...)` on an imported class."""
+    tree = ast.parse(inspect.getsource(ReadOps.retrieve).strip().replace("\n    ", "\n"))
+    found = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call)
+        ):
+            inner = node.func.value.func
+            if isinstance(inner, ast.Name):
+                found.add(f"{inner.id}.{node.func.attr}")
+    return found
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_whole_tree_is_ingested(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
+    _, report = src_kb
+    python_files = sum(1 for _ in SRC.rglob("*.py") if "__pycache__" not in _.parts)
+    assert report.files == report.parsed == python_files and not report.failed
+    assert report.nodes_added > python_files * 5 and report.edges_added > report.nodes_added
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_retrieve_calls_the_retrievers_search(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
+    kb, _ = src_kb
+    assert retrieve_calls() == {"MultiPathRetriever.search"}  # what the source says, read here
+    found = await rows(
+        kb,
+        """MATCH (k:Class {name: 'KnowledgeBase'})-[:INHERITS]->(c:Class)-[:CONTAINS]->(f:Function {name: 'retrieve'})
+           MATCH (f)-[:CALLS]->(g:Function) RETURN c.qualname AS owner, g.module AS module, g.qualname AS callee""",
+    )
+    callees = {(r["module"], r["callee"]) for r in found}
+    assert {r["owner"] for r in found} == {"ReadOps"}
+    assert (MultiPathRetriever.__module__, MultiPathRetriever.search.__qualname__) in callees
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_imports_of_the_kb_package_are_those_of_its_source(
+    src_kb: tuple[KnowledgeBase, CodeIngestReport],
+) -> None:
+    kb, _ = src_kb
+    tree = ast.parse((KB_PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    expected = {
+        n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("evigraph")
+    }
+    found = await rows(kb, "MATCH (m:Module {name: 'evigraph.kb'})-[:IMPORTS]->(x:Module) RETURN x.name AS name")
+    assert {r["name"] for r in found} == expected
+    assert {"evigraph.kb.core", "evigraph.kb.reads", "evigraph.kb.writes", "evigraph.kb.code"} <= expected
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_line_ranges_match_the_source(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
+    kb, _ = src_kb
+    for obj in (ReadOps.retrieve, MultiPathRetriever.search, MultiPathRetriever, KnowledgeBase, stored_document):
+        lines, start = inspect.getsourcelines(obj)
+        kind = "Class" if inspect.isclass(obj) else "Function"
+        found = await rows(
+            kb,
+            f"MATCH (n:{kind}) WHERE n.module = $m AND n.qualname = $q "
+            "RETURN n.line_start AS s, n.line_end AS e, n.path AS path",
+            m=obj.__module__,
+            q=obj.__qualname__,
+        )
+        assert len(found) == 1, obj
+        assert (found[0]["s"], found[0]["e"]) == (start, start + len(lines) - 1), obj
+        assert Path(inspect.getsourcefile(obj) or "").as_posix().endswith(found[0]["path"])
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_no_function_body_is_stored(src_kb: tuple[KnowledgeBase, CodeIngestReport], tmp_path: Path) -> None:
+    kb, _ = src_kb
+    body_line = 'ledger.cite("retrieve", result.facts, kind="fact")'
+    assert body_line in inspect.getsource(ReadOps.retrieve)
+    assert kb.store is not None
+    path = Path(kb.store.path)  # type: ignore[attr-defined]
+    await kb.close()
+    texts = stored_strings(path)
+    assert len(texts) > 10_000
+    assert not [t for t in texts if body_line in t or 'kind="fact")' in t]
+    assert any("def retrieve(self, query: str | RetrieveQuery" in t for t in texts)  # signatures are stored
+
+
+def stored_strings(path: Path) -> list[str]:
+    """Every string value in every table of the database file, read with the engine itself."""
+    db = kuzu.Database(str(path), read_only=True)
+    conn = kuzu.Connection(db)
+    out: list[str] = []
+    try:
+        tables = conn.execute("CALL SHOW_TABLES() RETURN name, type")
+        while tables.has_next():
+            name, kind = tables.get_next()
+            query = f"MATCH (n:`{name}`) RETURN n" if kind == "NODE" else f"MATCH ()-[n:`{name}`]->() RETURN n"
+            result = conn.execute(query)
+            while result.has_next():
+                collect(result.get_next()[0], out)
+    finally:
+        conn.close()
+        db.close()
+    return out
+
+
+def collect(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            collect(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            collect(v, out)
