@@ -83,3 +83,22 @@ def test_cli_reports_failures_and_exits_non_zero_when_nothing_was_read(
     report = json.loads(capsys.readouterr().out)
     assert (report["parsed"], report["unchanged"]) == (1, 1)  # big.py is read now; a.py is unchanged
     assert main(["ingest-code", str(root), "--db", db, "--max-file-kb", "0"]) == 2
+
+
+async def test_a_walk_passes_over_vendored_built_and_minified_code_unless_named(tmp_path: Path) -> None:
+    root = repo(
+        tmp_path,
+        {
+            "app.py": GOOD,
+            "web/ui.js": "export function show() { return 1 }\n",
+            "vendor/lib.py": GOOD,
+            "build/lib/app.py": GOOD,
+            "web/dist/bundle.js": "function a(){}\n",
+            "web/graph.min.js": "function b(){}\n",
+        },
+    )
+    async with KnowledgeBase(tmp_path / "kb.db") as kb:
+        walked = await kb.ingest_code([root])
+        assert walked.files == walked.parsed == 2 and not walked.failed
+        named = await kb.ingest_code([root / "vendor" / "lib.py"])
+        assert named.parsed == 1 and not named.failed

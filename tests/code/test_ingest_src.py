@@ -14,6 +14,7 @@ import pytest_asyncio
 from tests.code.conftest import SRC
 
 from evigraph import KnowledgeBase
+from evigraph.ingest.code.files import CODE_EXTENSIONS, generated
 from evigraph.ingest.code.run import CodeIngestReport
 from evigraph.kb.reads import ReadOps
 from evigraph.retrieval.retriever import MultiPathRetriever
@@ -54,8 +55,13 @@ def retrieve_calls() -> set[str]:
 @pytest.mark.asyncio(loop_scope="module")
 async def test_the_whole_tree_is_ingested(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
     _, report = src_kb
-    python_files = sum(1 for _ in SRC.rglob("*.py") if "__pycache__" not in _.parts)
-    assert report.files == report.parsed == python_files and not report.failed
+    sources = [
+        f for f in SRC.rglob("*") if f.suffix in CODE_EXTENSIONS and not generated(f.relative_to(SRC).as_posix())
+    ]
+    python_files = sum(1 for f in sources if f.suffix == ".py" and "__pycache__" not in f.parts)
+    assert python_files > 200 and any(f.suffix == ".js" for f in sources)  # the web UI's modules
+    assert not any(f.name.endswith(".min.js") for f in sources)  # its vendored library is passed over
+    assert report.files == report.parsed == len(sources) and not report.failed
     assert report.nodes_added > python_files * 5 and report.edges_added > report.nodes_added
 
 

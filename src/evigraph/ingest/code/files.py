@@ -23,6 +23,11 @@ from evigraph.ingest.sources import walk_files
 CODE_EXTENSIONS = frozenset(LANGUAGES)
 MAX_CODE_FILES = 50_000
 """Files one call reads at most: past it the call fails with a hint to name a smaller folder."""
+GENERATED_DIRS = frozenset({"vendor", "dist", "build"})
+"""Folders a walk passes over: copies of other projects' code and build output, whose symbols
+would crowd the project's own (a vendored cytoscape.min.js alone is 440 KB of one-letter names).
+A file named directly is read wherever it lies."""
+MINIFIED_SUFFIXES = (".min.js", ".bundle.js")
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ def _find_on_disk(given: str, found: FoundCode, max_file_bytes: int | None, know
     if real.is_dir():
         repo.walked.append(_rel(real, root))
         for f in walk_files(real, CODE_EXTENSIONS, max_entries=MAX_WALK_ENTRIES):
-            if not f.link:
+            if not f.link and not generated(Path(f.path).relative_to(real).as_posix()):
                 _add(found, repo, Path(f.path), str(f.path), "", max_file_bytes)
         return
     if language_of(real.name) is None:
@@ -117,7 +122,16 @@ def _find_under_root(
         absolute = files_root.root / rel
         if language_of(rel) is None or not absolute.is_relative_to(root):
             continue
+        if base.is_dir() and generated(absolute.relative_to(base).as_posix()):
+            continue
         _add(found, repo, absolute, rel, rel, max_file_bytes)
+
+
+def generated(walked: str) -> bool:
+    """Whether a file found by walking a folder (its path below that folder) is vendored,
+    built or minified code."""
+    *folders, name = walked.split("/")
+    return name.endswith(MINIFIED_SUFFIXES) or any(f in GENERATED_DIRS for f in folders)
 
 
 def _add(found: FoundCode, repo: RepoFiles, path: Path, shown: str, read_as: str, max_file_bytes: int | None) -> None:
