@@ -186,10 +186,11 @@ class CountingLoader(LoaderStrategy):
             yield LoadedDocument(key=f"{key}#{i}", title=f"r{i}", path=None, text=text, loader=self.name)
 
 
-async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: Path) -> None:
+def counting_records(tmp_path: Path, total: int) -> tuple[Path, CountingLoader, Strategies]:
+    """A source of `total` generated one-passage records, and the strategies that ingest it."""
     source = tmp_path / "many.rec"
     source.write_text("records are made by the loader\n", encoding="utf-8")
-    loader = CountingLoader(300)
+    loader = CountingLoader(total)
     strategies = Strategies(
         chunker=StructuralChunking(),
         extractor=extractor_by_name("rules"),
@@ -198,6 +199,11 @@ async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: 
         loader_for=lambda src: loader,
         extensions=[".rec"],
     )
+    return source, loader, strategies
+
+
+async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: Path) -> None:
+    source, loader, strategies = counting_records(tmp_path, 300)
     written: list[int] = []
     async with connect(tmp_path / "kb.db") as store:
         store.write_group_passages = 40
@@ -222,17 +228,7 @@ async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: 
 
 async def test_a_document_the_store_refuses_fails_alone_in_a_large_write_group(tmp_path: Path) -> None:
     """The store's refusal of one document in a group of 40 costs a few halved retries, not 40 writes."""
-    source = tmp_path / "many.rec"
-    source.write_text("records are made by the loader\n", encoding="utf-8")
-    loader = CountingLoader(300)
-    strategies = Strategies(
-        chunker=StructuralChunking(),
-        extractor=extractor_by_name("rules"),
-        resolver=ExactMatchResolution(),
-        ontology=DEFAULT_ONTOLOGY,
-        loader_for=lambda src: loader,
-        extensions=[".rec"],
-    )
+    source, loader, strategies = counting_records(tmp_path, 300)
     poisoned = f"{file_key(source)}#150"
     calls: list[int] = []
     async with connect(tmp_path / "kb.db") as store:
