@@ -10,8 +10,16 @@ class, as its methods are promoted. The receiver variable is written `self` in c
 from __future__ import annotations
 
 from evigraph.ingest.code.grammars import parser_for
-from evigraph.ingest.code.parsed import MAX_REFS, MAX_SIGNATURE_CHARS, ParsedFile, ParsedSymbol, clip, unique_qualnames
-from evigraph.ingest.code.syntax_tree import Node, leading_comment, lines, parse_tree, signature_before, text
+from evigraph.ingest.code.parsed import MAX_SIGNATURE_CHARS, ParsedFile, ParsedSymbol, clip, unique_qualnames
+from evigraph.ingest.code.syntax_tree import (
+    Node,
+    calls_in,
+    leading_comment,
+    lines,
+    parse_tree,
+    signature_before,
+    text,
+)
 
 
 def parse_go(source: bytes) -> ParsedFile:
@@ -107,16 +115,10 @@ def _receiver(node: Node, source: bytes) -> tuple[str, str]:
 
 
 def _calls(body: Node, source: bytes, receiver: str) -> list[str]:
-    found: dict[str, None] = {}
-    stack = [body]
-    while stack and len(found) < MAX_REFS:
-        node = stack.pop()
-        if node.type == "call_expression":
-            callee = _callee(node.child_by_field_name("function"), source, receiver)
-            if callee:
-                found.setdefault(callee)
-        stack.extend(reversed(node.named_children))
-    return list(found)
+    return calls_in(
+        body,
+        lambda n: _callee(n.child_by_field_name("function"), source, receiver) if n.type == "call_expression" else "",
+    )
 
 
 def _callee(node: Node | None, source: bytes, receiver: str) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from evigraph.ingest.code.parsed import MAX_DOCSTRING_CHARS, CodeParseError, clip
+from evigraph.ingest.code.parsed import MAX_DOCSTRING_CHARS, MAX_REFS, CodeParseError, clip
 
 Node = Any
 """A `tree_sitter.Node`; typed loosely as the grammar packages ship no stubs for its fields."""
@@ -38,29 +39,60 @@ def _first_error(node: Node) -> Node | None:
     return None
 
 
-def leading_comment(node: Node, source: bytes) -> str:
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+"""Comment node types: `comment` in TypeScript and Go, line and block comments in Rust and Java."""
+_BETWEEN = frozenset({"attribute_item"})
+"""Nodes that may stand between a doc comment and its item: Rust's `#[derive(...)]`."""
+
+
+def leading_comment(node: Node, source: bytes, doc: tuple[str, ...] = ()) -> str:
     """The comment block right above a declaration (a `/** */` doc or `//` lines), markers removed.
 
     A declaration wrapped in `export` has its comment above the wrapper, so that is read too.
+    `doc` keeps only comments starting with one of these markers (Rust's `///`, Javadoc's `/**`),
+    where a plain comment above an item is not its documentation.
     """
     anchor = node.parent if node.parent is not None and node.parent.type == "export_statement" else node
     found: list[str] = []
     prev = anchor.prev_sibling
     top = anchor.start_point[0]
-    while prev is not None and prev.type == "comment" and prev.end_point[0] >= top - 1:
-        found.insert(0, text(prev, source))
+    while prev is not None and prev.type in _COMMENTS | _BETWEEN and prev.end_point[0] >= top - 1:
+        if prev.type in _COMMENTS:
+            block = text(prev, source)
+            if doc and not block.startswith(doc):
+                break
+            found.insert(0, block)
         top = prev.start_point[0]
         prev = prev.prev_sibling
+    return comment_text(found)
+
+
+def comment_text(blocks: list[str]) -> str:
+    """Comments as prose: the markers of every line (`/**`, `*`, `///`, `//!`, ...) removed."""
     cleaned = []
-    for block in found:
+    for block in blocks:
         for line in block.splitlines():
             line = line.strip()
-            for marker in ("/**", "/*", "*/", "///", "//", "*"):
+            for marker in ("/**", "/*", "*/", "///", "//!", "//", "*"):
                 if line.startswith(marker):
                     line = line[len(marker) :]
             line = line.removesuffix("*/").strip()
             cleaned.append(line)
     return clip("\n".join(cleaned).strip(), MAX_DOCSTRING_CHARS)
+
+
+def calls_in(body: Node, callee: Callable[[Node], str]) -> list[str]:
+    """The callees of a body in source order, each once, at most `MAX_REFS`: `callee` names the
+    callee of a node that is a call and returns '' for any other node (or a call of nothing named)."""
+    found: dict[str, None] = {}
+    stack = [body]
+    while stack and len(found) < MAX_REFS:
+        node = stack.pop()
+        name = callee(node)
+        if name:
+            found.setdefault(name)
+        stack.extend(reversed(node.named_children))
+    return list(found)
 
 
 def signature_before(node: Node, body: Node | None, source: bytes) -> str:
