@@ -20,7 +20,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="ingest the structure of source code (modules, classes, functions, imports, calls)",
         description="Ingest code structure: Repo, Module, Class and Function nodes (signatures, docstrings, line "
         "ranges, never bodies) and CONTAINS, IMPORTS, INHERITS and CALLS edges. Python always; TypeScript, "
-        "JavaScript and Go with `pip install 'evigraph[code]'`. Unchanged files are skipped, changed ones "
+        "JavaScript, Go, Rust and Java with `pip install 'evigraph[code]'`. Unchanged files are skipped, changed ones "
         "replaced, deleted ones removed. Each folder's git work tree is one repository.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a repository's folder, a part of it, or a file")

@@ -27,7 +27,7 @@ from evigraph.extras import install_hint, provides
 if TYPE_CHECKING:
     from evigraph.providers.llms import OpenAICompatibleLLM
 
-Area = Literal["engine", "extractor", "embedder", "mcp", "api", "llm", "server", "ui-tests", "command"]
+Area = Literal["engine", "extractor", "embedder", "mcp", "api", "code", "llm", "server", "ui-tests", "command"]
 
 
 class Check(BaseModel):
@@ -60,6 +60,7 @@ def _checks() -> Iterator[Check]:
     yield from _registry_checks("embedder")
     yield _module("mcp", "mcp", "MCP server (evigraph mcp)", "mcp", extra="")
     yield _module("api", "uvicorn", "REST API and web UI server (evigraph serve)", "uvicorn", extra="")
+    yield from _code_grammars()
     yield _llm()
     yield _module("server", "falkordb", "FalkorDB client (falkordb:// knowledge bases)", "falkordb", extra="falkordb")
     yield _module("ui-tests", "playwright", "browser automation for the web UI tests", "playwright", extra="ui")
@@ -96,6 +97,17 @@ def _module(area: Area, name: str, what: str, module: str, *, extra: str) -> Che
         return Check(area=area, name=name, ok=False, detail=f"{what}: not part of this release")
     hint = install_hint(extra) if extra else f"reinstall evigraph: {install_hint('')}"
     return Check(area=area, name=name, ok=False, detail=f"{what}: not installed", hint=hint)
+
+
+def _code_grammars() -> Iterator[Check]:
+    """tree-sitter and one line per grammar `evigraph ingest-code` reads non-Python files with
+    (Python needs none), named by the languages it covers, from the table the ingest loads them by."""
+    from evigraph.ingest.code.grammars import grammar_modules
+
+    yield _module("code", "tree-sitter", "parser for code ingest beyond Python", "tree_sitter", extra="code")
+    for module, languages in grammar_modules().items():
+        what = f"code ingest of {', '.join(languages)} ({module})"
+        yield _module("code", ", ".join(languages), what, module, extra="code")
 
 
 LLM_PROBE_TIMEOUT = 3.0

@@ -42,7 +42,8 @@ class CodeOps(KnowledgeBaseCore):
         gone from a folder named is removed. Files that fail to parse or are over `max_file_kb`
         are reported in the result and keep what was stored for them. `calls=False` skips call
         resolution. With `root`, paths are under an agent's files root and read through it.
-        Python needs nothing more; TypeScript, JavaScript and Go need `pip install 'evigraph[code]'`.
+        Python needs nothing more; TypeScript, JavaScript, Go, Rust and Java need
+        `pip install 'evigraph[code]'`.
         """
         from evigraph.ingest.code.run import ingest_code
 

@@ -41,8 +41,8 @@ class IngestCodeResult(CodeIngestReport, ToolResult):
     IngestCodeInput,
     "Index the STRUCTURE of source code under the files root: Repo, Module, Class and Function nodes "
     "(signature, docstring, path, line_start, line_end; never bodies) joined by CONTAINS, IMPORTS, INHERITS "
-    "and CALLS. Python always; TypeScript/JavaScript and Go with evigraph[code]. Unchanged files are skipped, "
-    "deleted ones removed. Then answer structural questions with one Cypher query (get_ontology shows the "
+    "and CALLS. Python always; TypeScript/JavaScript, Go, Rust and Java with evigraph[code]. Unchanged files "
+    "are skipped, deleted ones removed. Then answer structural questions with one Cypher query (get_ontology shows the "
     "tables) and read a body only at path:line_start-line_end.",
     write=True,
     destructive=True,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from evigraph.errors import EvigraphError, InputError
 from evigraph.ingest.code.grammars import LANGUAGES, language_of
+from evigraph.ingest.code.rust_parser import rust_module
 from evigraph.ingest.code.typescript_parser import module_name as script_module
 from evigraph.ingest.files_root import MAX_WALK_ENTRIES, FilesRoot
 from evigraph.ingest.sources import walk_files
@@ -182,6 +183,10 @@ def module_name(file: CodeFile, ceiling: Path | None) -> tuple[str, str]:
         return _python_module(file.root / file.rel, ceiling)
     if file.language == "go":
         return _go_package(file), ""
+    if file.language == "rust":
+        return rust_module(file.rel), ""
+    if file.language == "java":
+        return posixpath.splitext(posixpath.basename(file.rel))[0], ""  # the parser adds the package
     return script_module(file.rel), ""
 
 

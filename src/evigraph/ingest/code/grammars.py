@@ -27,6 +27,8 @@ LANGUAGES: dict[str, str] = {
     ".mjs": "javascript",
     ".cjs": "javascript",
     ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
 }
 """File extension -> language; files of other extensions are not code to this ingest."""
 
@@ -35,7 +37,18 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "tsx": ("tree_sitter_typescript", "language_tsx"),
     "javascript": ("tree_sitter_javascript", "language"),
     "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
 }
+
+
+def grammar_modules() -> dict[str, list[str]]:
+    """Each grammar's module -> the languages it reads (`tree_sitter_typescript`: typescript, tsx),
+    for `evigraph doctor` to check the same table files are parsed by."""
+    out: dict[str, list[str]] = {}
+    for language, (module, _) in _GRAMMARS.items():
+        out.setdefault(module, []).append(language)
+    return out
 
 
 def language_of(path: str) -> str | None:

@@ -38,6 +38,9 @@ class ParsedFile:
     language: str
     line_end: int
     docstring: str = ""
+    module: str = ""
+    """The module's name when the file declares it (a Java package and class), else '' and the
+    name comes from the file's path (`files.module_name`)."""
     imports: list[tuple[str, str]] = field(default_factory=list)
     """(local name, target) per import: `np` -> `numpy`, `Store` -> `pkg.store.Store`."""
     symbols: list[ParsedSymbol] = field(default_factory=list)

@@ -12,6 +12,11 @@ constructor (`__init__`, `constructor`). What resolves to nothing is dropped as 
 stays in the caller's `calls` list as written: an attribute of unknown type (`self.store.search`),
 a local variable's method, a library outside the graph. Guessing by bare method name would link
 every `.run()` to every `run`, and an agent reading CALLS must be able to trust each edge.
+
+Rust paths are read as dotted names (`crate::store::Store` is `crate.store.Store`). Java needs two
+rules of its own, as a Java module is one class's file: a name reaching a Java module reaches its
+class (`com.shop.Order` is the class `Order`), and a name nothing else binds is looked up among
+the top-level classes of the module's package, which Java code uses without importing them.
 """
 
 from __future__ import annotations
@@ -24,13 +29,18 @@ from evigraph.code_records import CodeEdge, CodeSymbol, EdgeKind
 _MAX_DEPTH = 12
 """Re-exports and base classes followed at most this deep: a cycle or a pathological chain ends."""
 _CONSTRUCTORS = ("__init__", "constructor")
+"""A constructor's name; one named as its class (Java) is found too."""
 
 Part = tuple[str, bool]
 """One component of a dotted name, and whether it was called (`Retriever()` in `Retriever().search`)."""
 
 
 def _parts(ref: str) -> list[Part]:
-    return [(p.removesuffix("()"), p.endswith("()")) for p in ref.split(".") if p]
+    return [(p.removesuffix("()"), p.endswith("()")) for p in _dotted(ref).split(".") if p]
+
+
+def _dotted(name: str) -> str:
+    return name.replace("::", ".")
 
 
 class Resolver:
@@ -42,10 +52,14 @@ class Resolver:
         self.members: dict[tuple[str, str], dict[str, CodeSymbol]] = defaultdict(dict)
         self.children: dict[str, dict[str, CodeSymbol]] = defaultdict(dict)
         self.aliases: dict[str, dict[str, str]] = {}
+        self.packages: dict[str, list[CodeSymbol]] = defaultdict(list)
+        """A Java package's name -> its modules."""
         for s in symbols:
             self.by_id[s.id] = s
             if s.kind == "Module":
-                self.modules[s.name].append(s)
+                self.modules[_dotted(s.name)].append(s)
+                if s.language == "java":
+                    self.packages[s.name.rpartition(".")[0]].append(s)
                 self.aliases[s.id] = dict(zip(s.aliases, s.refs, strict=False))
             else:
                 self.members[(s.repo, s.module)].setdefault(s.qualname, s)
@@ -76,7 +90,7 @@ class Resolver:
     def modules_named(self, target: str, repo: str) -> list[CodeSymbol]:
         """The modules an import of `target` reaches: its longest dotted prefix naming a module
         (all files of a Go package), in `repo` when it has one, else in any repository."""
-        names = target.split(".")
+        names = _dotted(target).split(".")
         for i in range(len(names), 0, -1):
             found = self.modules.get(".".join(names[:i]))
             if found:
@@ -98,7 +112,8 @@ class Resolver:
             return None
         found = self.name(fn, module, _parts(ref))
         if found is not None and found.kind == "Class":
-            found = next((m for c in _CONSTRUCTORS if (m := self.member(found, c)) is not None), None)
+            names = (*_CONSTRUCTORS, found.name)
+            found = next((m for c in names if (m := self.member(found, c)) is not None), None)
         return found if found is not None and found.kind == "Function" else None
 
     # -- look-ups ----------------------------------------------------------------------------------
@@ -119,7 +134,19 @@ class Resolver:
         local = self._local(scope, module, head)
         if local is not None:
             return self.attributes(local, parts[1:]) if local.id != scope.id or len(parts) == 1 else None
-        return self._imported(module, parts, 0)
+        found = self._imported(module, parts, 0)
+        if found is None and module.language == "java":
+            return self._in_package(module, parts)
+        return found
+
+    def _in_package(self, module: CodeSymbol, parts: list[Part]) -> CodeSymbol | None:
+        """A Java name without import: a top-level class of the module's package, in any of its files."""
+        siblings = self.packages.get(module.name.rpartition(".")[0], [])
+        for sibling in sorted(siblings, key=lambda m: m.repo != module.repo):
+            found = self.members[(sibling.repo, sibling.module)].get(parts[0][0])
+            if found is not None and found.kind == "Class":
+                return self.attributes(found, parts[1:])
+        return None
 
     def _imported(self, module: CodeSymbol, parts: list[Part], depth: int) -> CodeSymbol | None:
         aliases = self.aliases.get(module.id, {})
@@ -142,6 +169,10 @@ class Resolver:
             if not modules:
                 continue
             module = next((m for m in modules if m.repo == repo), modules[0])
+            if module.language == "java":  # the module is its class's file: go on from the class
+                cls = self.members[(module.repo, module.module)].get(names[i - 1])
+                if cls is not None:
+                    return self.attributes(cls, parts[i:])
             if i == len(parts):
                 return module
             head = parts[i][0]

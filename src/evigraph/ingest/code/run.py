@@ -171,7 +171,7 @@ def _parse_changed(
         except CodeParseError as exc:
             report.failed.append(CodeFileIssue(path=file.shown, error=str(exc)))
             continue
-        out[mid] = _symbols(parsed, repo, file, name, digest)
+        out[mid] = _symbols(parsed, repo, file, parsed.module or name, digest)
         report.parsed += 1
     return out
 
@@ -185,6 +185,14 @@ def _parse(file: CodeFile, source: bytes, package: str) -> ParsedFile:
         from evigraph.ingest.code.go_parser import parse_go
 
         return parse_go(source)
+    if file.language == "rust":
+        from evigraph.ingest.code.rust_parser import parse_rust, rust_module
+
+        return parse_rust(source, rust_module(file.rel))
+    if file.language == "java":
+        from evigraph.ingest.code.java_parser import parse_java
+
+        return parse_java(source, file.rel)
     from evigraph.ingest.code.typescript_parser import parse_typescript
 
     return parse_typescript(source, file.rel, file.language)
