@@ -36,6 +36,7 @@ class Generation:
         self._key = f"evigraph:generation:{conn.graph_name}"
         self._lock = threading.Lock()
         self._values: dict[str, tuple[int, Any]] = {}
+        self._building: dict[str, threading.Lock] = {}  # one builder per key at a time
         self._own: list[int] = []  # sorted
         self._keep = keep
         self._floor = 0  # values at or below this may have been forgotten
@@ -62,16 +63,31 @@ class Generation:
         return own != now - since
 
     def get(self, key: str, build: Callable[[], Any]) -> Any:
+        """The value of `key` at the current generation, built if it is not held yet. Callers
+        asking for one key at once wait for a single build (the first retrieve asks for the graph
+        from three paths at once) and take its value if the generation has not moved on since."""
         now = self.current()
+        held = self._held(key, now)
+        if held is not None:
+            return held[0]
+        with self._lock:
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            now = self.current()
+            held = self._held(key, now)
+            if held is not None:
+                return held[0]
+            value = build()
+            if self.current() == now:  # nothing was written while it was built
+                with self._lock:
+                    self._values[key] = (now, value)
+            return value
+
+    def _held(self, key: str, now: int) -> tuple[Any] | None:
+        """The value held for `key` at generation `now`, in a tuple (a value may be None)."""
         with self._lock:
             held = self._values.get(key)
-            if held is not None and held[0] == now:
-                return held[1]
-        value = build()
-        if self.current() == now:  # nothing was written while it was built
-            with self._lock:
-                self._values[key] = (now, value)
-        return value
+        return (held[1],) if held is not None and held[0] == now else None
 
     async def fetch(self, key: str, build: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(self.get, key, build)

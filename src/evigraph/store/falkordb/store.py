@@ -68,6 +68,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         self._conn: Connection | None = None
         self._generation: Generation | None = None
         self._journal = ChangeJournal()
+        self._passage_terms = reads.PassageTerms()
 
     @property
     def conn(self) -> Connection:
@@ -198,7 +199,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             found: tuple[int, float] = self.cache.get("lengths", lambda: reads.corpus_lengths(self.conn))
             return found
 
-        return await self._read(lambda: reads.search_chunks(self.conn, query, limit, lengths))
+        return await self._read(lambda: reads.search_chunks(self.conn, query, limit, lengths, self._passage_terms))
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
         return await self._read(lambda: reads.chunks_by_ids(self.conn, ids)) if ids else []
