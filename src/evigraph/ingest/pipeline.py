@@ -39,6 +39,7 @@ from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sentences import split_sentences
 from evigraph.ingest.sources import SourceFile, expand_sources
 from evigraph.ingest.subjects import with_subject
+from evigraph.ingest.writing import InFlight, WriteGroup
 from evigraph.models import (
     DocumentOutcome,
     DocumentVersion,
@@ -85,71 +86,6 @@ class _Pending:
 
 
 @dataclass
-class InFlight:
-    """What ingests are doing now: the document keys they work on, so `source_status` can say
-    `pending` (counted, as two ingests of one key may overlap: the second waits at the write
-    gate), and a turn each of their write transactions takes (`writes`).
-
-    Reads an ingesting process serves to others take the same turn
-    (`KnowledgeBase.apart_from_writes`): in Kuzu 0.11.3 a full-text query that runs while a write
-    transaction updates the index corrupts the process's memory (one reader searching beside a
-    writer aborted or segfaulted the process, "malloc(): invalid size", in 4 of 4 eight-second
-    runs; no crash with either alone). The ingest itself never searches while it writes.
-    """
-
-    _counts: dict[str, int] = field(default_factory=dict)
-    writes: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    def hold(self, keys: Sequence[str]) -> None:
-        for key in keys:
-            self._counts[key] = self._counts.get(key, 0) + 1
-
-    def release(self, keys: Sequence[str]) -> None:
-        for key in keys:
-            left = self._counts.get(key, 0) - 1
-            if left > 0:
-                self._counts[key] = left
-            else:
-                self._counts.pop(key, None)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._counts
-
-
-@dataclass
-class _Group:
-    """Processed batches waiting to be written together.
-
-    A group is written once it holds as many passages as the knowledge base already does, up to
-    the store's `write_group_passages`, so a store whose write cost follows its size writes
-    O(log n) transactions while it is small and evenly sized ones after. Kuzu 0.11.3, 10,000
-    generated passages into a new file, rules extractor: one write per 64-document batch took
-    83.7 s, writes of 2,000 documents 53.5 s (1.56x); the gap widens with size, as each of the
-    engine's checkpoints rewrites the relationship tables whole.
-    """
-
-    stored: int
-    """Passages in the knowledge base, including every group handed over so far."""
-    versions: list[tuple[_Pending, DocumentVersion]] = field(default_factory=list)
-    batches: int = 0
-    passages: int = 0
-
-    def add(self, versions: list[tuple[_Pending, DocumentVersion]]) -> None:
-        self.versions += versions
-        self.batches += 1
-        self.passages += sum(len(v.chunks) for _, v in versions)
-
-    def full(self, most: int) -> bool:
-        return self.passages >= min(most, self.stored)
-
-    def take(self) -> tuple[list[tuple[_Pending, DocumentVersion]], int]:
-        out = (self.versions, self.batches)
-        self.stored += self.passages
-        self.versions, self.batches, self.passages = [], 0, 0
-        return out
-
-
-@dataclass
 class IngestRun:
     store: GraphStore
     strategies: Strategies
@@ -183,7 +119,7 @@ class IngestRun:
         stream = self._documents(files, texts)
         writing: asyncio.Task[None] | None = None
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
-        group = _Group(stored=await self._stored_passages())
+        group: WriteGroup[_Pending] = WriteGroup(stored=await self._stored_passages())
         try:
             try:
                 while (
@@ -202,7 +138,7 @@ class IngestRun:
                         writing = await self._hand_over(group, writing, held)
             except IngestCancelled:
                 log.info("ingest stopped on request; the batch being prepared was dropped")
-            if group.versions or group.batches:  # processed whole, so written even when stopped
+            if group.batches:  # processed whole, so written even when stopped
                 writing = await self._hand_over(group, writing, held)
             if writing is not None:
                 await writing
@@ -226,7 +162,7 @@ class IngestRun:
         return (await self.store.counts()).chunks
 
     async def _hand_over(
-        self, group: _Group, writing: asyncio.Task[None] | None, held: list[list[str]]
+        self, group: WriteGroup[_Pending], writing: asyncio.Task[None] | None, held: list[list[str]]
     ) -> asyncio.Task[None]:
         """Start writing `group` once the write before it ended; the batches it holds are released
         from `in_flight` when it ends. One write runs while the next group is prepared."""

@@ -21,9 +21,10 @@ from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.graph_resolution.base import ResolutionReport
 from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
-from evigraph.ingest.pipeline import InFlight, Strategies
+from evigraph.ingest.pipeline import Strategies
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.sources import SourceFile
+from evigraph.ingest.writing import InFlight
 from evigraph.kb.llm import LLMChoice
 from evigraph.models import LLMSpend, Ontology, SourceRecord, TextChunk
 from evigraph.providers.embedders import Embedder

@@ -82,7 +82,7 @@ class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
 
     write_group_passages = 8_192
     """Each checkpoint rewrites every relationship node group a transaction touched, so an ingest
-    writes fewer, larger transactions as the file grows (`pipeline._Group`). The cap bounds what
+    writes fewer, larger transactions as the file grows (`evigraph.ingest.writing.WriteGroup`). The cap bounds what
     one transaction holds in memory until it commits. 30,000 generated passages with a cap of
     16,384: transactions of 4,096, 8,192 and 16,384 passages took 14.1, 30.1 and 57.5 s, the same
     ~3.5 ms a passage, while the ingest's peak memory reached 3.6 GB; half the cap costs no speed."""
