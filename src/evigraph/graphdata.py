@@ -33,11 +33,12 @@ def fold_graph(graph: GraphData) -> GraphData:
     for rel in graph.relations:
         if rel.source not in merged or rel.target not in merged or rel.source == rel.target:
             continue
-        seen_rel = relations.get(rel.id)
+        rid = rel.id  # a hash of the fact: computed once
+        seen_rel = relations.get(rid)
         if seen_rel is None:
-            relations[rel.id] = rel
+            relations[rid] = rel
         else:
-            relations[rel.id] = seen_rel.model_copy(
+            relations[rid] = seen_rel.model_copy(
                 update={
                     "confidence": max(seen_rel.confidence, rel.confidence),
                     "chunk_indexes": tuple(sorted(set(seen_rel.chunk_indexes) | set(rel.chunk_indexes))),

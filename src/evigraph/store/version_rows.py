@@ -117,10 +117,11 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
 def add_relation(relations: dict[str, dict[str, Any]], r: ExtractedRelation, sources: Sequence[str]) -> None:
     """Add relation `r`, stated by passages `sources`, to the rows: a relation given twice keeps
     one row, with both sets of sources and the higher confidence."""
-    seen = relations.get(r.id)
+    rid = r.id  # a hash of the fact: computed once
+    seen = relations.get(rid)
     if seen is None:
-        relations[r.id] = {
-            "id": r.id,
+        relations[rid] = {
+            "id": rid,
             "s": r.source,
             "d": r.target,
             "type": r.type,

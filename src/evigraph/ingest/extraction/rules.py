@@ -9,7 +9,6 @@ anything it cannot type is kept as `UNKNOWN_LABEL` rather than guessed, so the g
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 
@@ -18,6 +17,7 @@ from evigraph.ingest.extraction.consensus import graphs_for_batch
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import map_label
 from evigraph.ingest.extraction.names import clean_name_span
+from evigraph.ingest.extraction.offload import run_offloaded
 from evigraph.ingest.sentences import split_sentences
 from evigraph.models import GraphData, Ontology, TextChunk
 
@@ -161,13 +161,19 @@ class RuleBasedExtraction(ExtractionStrategy):
         return (await self.extract_many([chunks], ontology))[0]
 
     async def extract_many(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
-        """Extract several documents in one worker thread, so large inputs never block the event loop."""
-        return await asyncio.to_thread(self.extract_sync, documents, ontology)
+        """Extract several documents off the event loop: a large batch in the worker process
+        (`offload`), a small one in a thread."""
+        return await run_offloaded(extract_documents, documents, ontology, chunks=sum(map(len, documents)))
 
     def extract_sync(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
         """The synchronous core, for callers without an event loop (and for benchmarks)."""
-        per_chunk = [find_hits(chunk.text, ontology) for chunks in documents for chunk in chunks]
-        return graphs_for_batch(documents, per_chunk, ontology)
+        return extract_documents(documents, ontology)
+
+
+def extract_documents(documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
+    """One graph per document; module-level so a worker process can run it."""
+    per_chunk = [find_hits(chunk.text, ontology) for chunks in documents for chunk in chunks]
+    return graphs_for_batch(documents, per_chunk, ontology)
 
 
 def find_hits(text: str, ontology: Ontology) -> list[Hit]:

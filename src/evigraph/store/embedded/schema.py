@@ -199,7 +199,10 @@ def fts_text(text: str) -> str:
     and line breaks become spaces, and a token with digits is spelled with consonants behind a
     `qx` marker ("1915" -> "qxcnch"), which no stemmer rule touches.
     """
-    out = []
-    for token in _NON_WORD.sub(" ", text).lower().split():
-        out.append("qx" + token.translate(_DIGIT_LETTERS) if any(ch.isdigit() for ch in token) else token)
-    return " ".join(out)
+    return " ".join(_spelled(token) for token in _NON_WORD.sub(" ", text).lower().split())
+
+
+def _spelled(token: str) -> str:
+    if token.isalpha():  # most tokens: nothing to check character by character
+        return token
+    return "qx" + token.translate(_DIGIT_LETTERS) if any(ch.isdigit() for ch in token) else token

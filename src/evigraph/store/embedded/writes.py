@@ -202,43 +202,32 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         docs,
     )
     tx.run_batched(
-        """UNWIND $rows AS r
-           WITH r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
-                r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
-                r.ss AS ss, r.se AS se, r.sv AS sv, r.cx AS cx
-           MATCH (d:Document {key: doc})
-           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
-                            breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
-                            char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
-                            search_text: concat(st, ''), sentence_starts: CAST(ss AS INT64[]),
-                            sentence_ends: CAST(se AS INT64[]),
-                            sentence_vectors: CAST(sv AS FLOAT[][]),
-                            passage_context: CAST(cx AS STRING)})-[:PART_OF]->(d)""",
+        """COPY Chunk(id, document, version, `index`, text, breadcrumbs, page, char_start, char_end, embedding,
+                      search_text, sentence_starts, sentence_ends, sentence_vectors, passage_context)
+           FROM (UNWIND $rows AS r
+                 RETURN r.id, r.doc, r.version, r.index, r.text, CAST(r.bc AS STRING[]), CAST(r.page AS INT64),
+                        r.cs, r.ce, CAST(r.emb AS FLOAT[]), r.st, CAST(r.ss AS INT64[]), CAST(r.se AS INT64[]),
+                        CAST(r.sv AS FLOAT[][]), CAST(r.cx AS STRING))""",
         chunks,
     )
+    tx.run_batched("COPY PART_OF FROM (UNWIND $rows AS r RETURN r.id, r.doc)", chunks, EDGE_BATCH)
+    tx.run_batched("COPY NEXT FROM (UNWIND $rows AS r RETURN r.a, r.b)", nexts, EDGE_BATCH)
+    entities_before = _write_entities(tx, entities, now)
     tx.run_batched(
-        """UNWIND $rows AS r WITH r.a AS a_id, r.b AS b_id
-           MATCH (a:Chunk {id: a_id}) WITH a, b_id MATCH (b:Chunk {id: b_id}) CREATE (a)-[:NEXT]->(b)""",
-        nexts,
-        EDGE_BATCH,
-    )
-    _write_entities(tx, entities, now)
-    tx.run_batched(
-        """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
-           MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
-           CREATE (e)-[:MENTIONED_IN {span_starts: span_s, span_ends: span_e}]->(c)""",
+        "COPY MENTIONED_IN FROM (UNWIND $rows AS r RETURN r.e, r.c, r.s, r.t)",
         [{**m, "s": pack(m["s"]), "t": pack(m["t"])} for m in mentions],
         EDGE_BATCH,
     )
-    _write_relations(tx, relations)
+    _write_relations(tx, relations, entities_before=entities_before | _endpoints_outside(relations, entities))
     delete_orphans(tx, candidates)
     return numbers
 
 
 def _write_entities(
     tx: Tx, entities: dict[str, dict[str, Any]], now: datetime, source: str = EXTRACTION_SOURCE
-) -> None:
-    """Create new entities and fold descriptions and aliases into existing ones.
+) -> set[str]:
+    """Create new entities and fold descriptions and aliases into existing ones; return the ids
+    that existed already.
 
     Not a MERGE: the engine crashes merging into a table with a full-text index, and it skips
     indexing strings taken straight from a struct parameter, hence `concat(x, '')` on every
@@ -247,7 +236,7 @@ def _write_entities(
     later aliases are found by exact-name look-up, which indexes every alias.
     """
     if not entities:
-        return
+        return set()
     existing = {
         r["id"]: r
         for r in tx.rows(
@@ -267,11 +256,11 @@ def _write_entities(
         if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
             updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
     tx.run_batched(
-        """UNWIND $rows AS r CREATE (e:Entity {id: r.id, name: concat(r.name, ''), label: r.label,
-               description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
-               aliases: CAST(r.aliases AS STRING[]), _source: $source, _created_at: r.at,
-               search_text: concat(r.st, '')})""",
+        """COPY Entity(id, name, label, description, descriptions, aliases, _source, _created_at, search_text)
+           FROM (UNWIND $rows AS r RETURN r.id, r.name, r.label, r.dtext, CAST(r.descs AS STRING[]),
+                 CAST(r.aliases AS STRING[]), $source, r.at, r.st)""",
         created,
+        EDGE_BATCH,
         extra={"source": source},
     )
     tx.run_batched(
@@ -281,22 +270,42 @@ def _write_entities(
                e.aliases = CAST(aliases AS STRING[])""",
         updated,
     )
+    return set(existing)
 
 
-def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str = EXTRACTION_SOURCE) -> int:
+def _write_relations(
+    tx: Tx,
+    relations: dict[str, dict[str, Any]],
+    source: str = EXTRACTION_SOURCE,
+    entities_before: set[str] | None = None,
+) -> int:
     """Create new relations and add this batch's passages as sources of existing ones; returns
-    how many existed already."""
+    how many existed already.
+
+    With `entities_before` (the endpoints that existed before this write), only relations between
+    two of them are looked up: one with a new endpoint cannot exist yet. In a large ingest most
+    relations touch a new entity, and each look-up statement joins the whole relation table.
+    """
     if not relations:
         return 0
-    existing = {
-        r["id"]: r
-        for r in tx.rows(
-            """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
+    maybe = [
+        r
+        for r in relations.values()
+        if entities_before is None or (r["s"] in entities_before and r["d"] in entities_before)
+    ]
+    existing = (
+        {
+            r["id"]: r
+            for r in tx.rows(
+                """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
                MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
                RETURN x.id AS id, x.source_chunks AS src, x.confidence AS conf""",
-            {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in relations.values()]},
-        )
-    }
+                {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in maybe]},
+            )
+        }
+        if maybe
+        else {}
+    )
     created, updated = [], []
     for rid, row in relations.items():
         old = existing.get(rid)
@@ -306,11 +315,8 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str =
             src = list(dict.fromkeys([*unpack_ids(old["src"]), *row["src"]]))
             updated.append({**row, "src": pack(src), "conf": max(float(old["conf"] or 0.0), row["conf"])})
     tx.run_batched(
-        """UNWIND $rows AS r
-           WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
-           MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
-           CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
-                                  source_chunks: src, _source: $source}]->(b)""",
+        """COPY RELATES(id, type, fact, confidence, source_chunks, _source)
+           FROM (UNWIND $rows AS r RETURN r.s, r.d, r.id, r.type, r.fact, r.conf, r.src, $source)""",
         [{**row, "src": pack(row["src"])} for row in created],
         EDGE_BATCH,
         extra={"source": source},
@@ -323,6 +329,11 @@ def _write_relations(tx: Tx, relations: dict[str, dict[str, Any]], source: str =
         EDGE_BATCH,
     )
     return len(updated)
+
+
+def _endpoints_outside(relations: dict[str, dict[str, Any]], entities: dict[str, dict[str, Any]]) -> set[str]:
+    """Relation endpoints this write does not list: they may exist, so their relations are looked up."""
+    return {end for r in relations.values() for end in (r["s"], r["d"]) if end not in entities}
 
 
 def _entity_text(row: dict[str, Any]) -> str:
