@@ -20,6 +20,13 @@ degree. It was tried once in a 100,000-passage ingest, beside a larger checkpoin
 alone ran the buffer pool out (see `engine.MIN_BUFFER_POOL_MB`), so it was never measured at scale
 on its own.
 
+The engine's bulk path, `COPY table FROM (UNWIND $rows ...)`, is allowed inside a transaction
+and resolves relationship ends through the primary-key index, but it is not crash-safe: with
+passages and entities written by COPY, 3 of 40 killed ingests in bench/crash.py came back, after
+WAL replay, with documents whose passages were gone (replay dropped the copied rows); with COPY
+for relationships only, 2 of 40 lost every relation and mention of the batch. The statements here
+create rows with CREATE, which replays correctly (0 of 40).
+
 Three more make deletes careful (Kuzu 0.11.3, each measured; see `delete_orphans` and
 `delete_chunks`): existence subqueries and OPTIONAL MATCH miss relationships created earlier in
 the same transaction on a reopened database, so no delete here is decided by `NOT EXISTS`;
@@ -202,19 +209,31 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         docs,
     )
     tx.run_batched(
-        """COPY Chunk(id, document, version, `index`, text, breadcrumbs, page, char_start, char_end, embedding,
-                      search_text, sentence_starts, sentence_ends, sentence_vectors, passage_context)
-           FROM (UNWIND $rows AS r
-                 RETURN r.id, r.doc, r.version, r.index, r.text, CAST(r.bc AS STRING[]), CAST(r.page AS INT64),
-                        r.cs, r.ce, CAST(r.emb AS FLOAT[]), r.st, CAST(r.ss AS INT64[]), CAST(r.se AS INT64[]),
-                        CAST(r.sv AS FLOAT[][]), CAST(r.cx AS STRING))""",
+        """UNWIND $rows AS r
+           WITH r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
+                r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
+                r.ss AS ss, r.se AS se, r.sv AS sv, r.cx AS cx
+           MATCH (d:Document {key: doc})
+           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
+                            breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
+                            char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
+                            search_text: concat(st, ''), sentence_starts: CAST(ss AS INT64[]),
+                            sentence_ends: CAST(se AS INT64[]),
+                            sentence_vectors: CAST(sv AS FLOAT[][]),
+                            passage_context: CAST(cx AS STRING)})-[:PART_OF]->(d)""",
         chunks,
     )
-    tx.run_batched("COPY PART_OF FROM (UNWIND $rows AS r RETURN r.id, r.doc)", chunks, EDGE_BATCH)
-    tx.run_batched("COPY NEXT FROM (UNWIND $rows AS r RETURN r.a, r.b)", nexts, EDGE_BATCH)
+    tx.run_batched(
+        """UNWIND $rows AS r WITH r.a AS a_id, r.b AS b_id
+           MATCH (a:Chunk {id: a_id}) WITH a, b_id MATCH (b:Chunk {id: b_id}) CREATE (a)-[:NEXT]->(b)""",
+        nexts,
+        EDGE_BATCH,
+    )
     entities_before = _write_entities(tx, entities, now)
     tx.run_batched(
-        "COPY MENTIONED_IN FROM (UNWIND $rows AS r RETURN r.e, r.c, r.s, r.t)",
+        """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
+           MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
+           CREATE (e)-[:MENTIONED_IN {span_starts: span_s, span_ends: span_e}]->(c)""",
         [{**m, "s": pack(m["s"]), "t": pack(m["t"])} for m in mentions],
         EDGE_BATCH,
     )
@@ -256,11 +275,11 @@ def _write_entities(
         if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
             updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
     tx.run_batched(
-        """COPY Entity(id, name, label, description, descriptions, aliases, _source, _created_at, search_text)
-           FROM (UNWIND $rows AS r RETURN r.id, r.name, r.label, r.dtext, CAST(r.descs AS STRING[]),
-                 CAST(r.aliases AS STRING[]), $source, r.at, r.st)""",
+        """UNWIND $rows AS r CREATE (e:Entity {id: r.id, name: concat(r.name, ''), label: r.label,
+               description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
+               aliases: CAST(r.aliases AS STRING[]), _source: $source, _created_at: r.at,
+               search_text: concat(r.st, '')})""",
         created,
-        EDGE_BATCH,
         extra={"source": source},
     )
     tx.run_batched(
@@ -315,8 +334,11 @@ def _write_relations(
             src = list(dict.fromkeys([*unpack_ids(old["src"]), *row["src"]]))
             updated.append({**row, "src": pack(src), "conf": max(float(old["conf"] or 0.0), row["conf"])})
     tx.run_batched(
-        """COPY RELATES(id, type, fact, confidence, source_chunks, _source)
-           FROM (UNWIND $rows AS r RETURN r.s, r.d, r.id, r.type, r.fact, r.conf, r.src, $source)""",
+        """UNWIND $rows AS r
+           WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
+           MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
+           CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
+                                  source_chunks: src, _source: $source}]->(b)""",
         [{**row, "src": pack(row["src"])} for row in created],
         EDGE_BATCH,
         extra={"source": source},
