@@ -46,6 +46,18 @@ async def test_documents_by_key_and_listed(library: Library) -> None:
     assert await store.list_documents(offset=2) == []
 
 
+@covers("get_documents")
+async def test_documents_by_many_keys_and_repeated_keys(library: Library) -> None:
+    """A long key list (an ingest's batch can be thousands) and a repeated key give the same answer
+    as a short list: stores may look keys up one by one or all at once."""
+    store = library.store
+    many = [f"team/none-{i}" for i in range(600)] + [BETA.key, ALPHA.key, ALPHA.key]
+    found = await store.get_documents(many)
+    assert sorted(found) == [ALPHA.key, BETA.key]
+    assert found[BETA.key] == (await store.get_documents([BETA.key]))[BETA.key]
+    assert list(await store.get_documents([ALPHA.key, ALPHA.key])) == [ALPHA.key]
+
+
 @covers("holds_documents")
 async def test_holds_documents(library: Library) -> None:
     assert await library.store.holds_documents() is True
