@@ -12,7 +12,7 @@ from evigraph.store.embedded.schema import CHUNK_FTS, CONTEXT_COLUMN, ENTITY_FTS
 
 _DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
                  d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
-_DOC_BY_KEY = f"MATCH (d:Document {{key: $k}}) RETURN {_DOC_FIELDS}"
+_DOC_BY_KEY = f"MATCH (d:Document {{key: $key}}) RETURN {_DOC_FIELDS}"
 
 
 def stored_document(row: dict[str, Any]) -> StoredDocument:
@@ -29,16 +29,15 @@ def stored_document(row: dict[str, Any]) -> StoredDocument:
 
 
 KEY_LOOKUP_MAX = 256
-"""Up to this many keys are looked up one statement each; more are joined in one statement. A list
-joined to the table scans every document (18 ms for 64 keys among 100,000 documents, and growing
-with the table), where a statement keyed on one value uses the primary-key index (6.6 ms for the
-64). An ingest looks up every batch's keys, 64 by default: at 100,000 documents the scans were
-about a minute of its time."""
+"""Up to this many keys are looked up one by one (`each_key`); more are joined in one statement,
+which scans every document: 18 ms for 64 keys among 100,000 documents, against 6.6 ms as 64
+look-ups. An ingest looks up each batch's keys, 64 by default, and at 100,000 documents those
+scans were about a minute of its time."""
 
 
 def get_documents(tx: Tx, keys: Sequence[str]) -> dict[str, StoredDocument]:
     if len(keys) <= KEY_LOOKUP_MAX:
-        rows = [row for k in dict.fromkeys(keys) for row in tx.rows(_DOC_BY_KEY, {"k": k})]
+        rows = each_key(tx, _DOC_BY_KEY, keys)
     else:
         rows = tx.rows(f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) RETURN {_DOC_FIELDS}", {"keys": list(keys)})
     return {r["key"]: stored_document(r) for r in rows}
