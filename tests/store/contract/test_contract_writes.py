@@ -77,6 +77,33 @@ async def test_a_new_version_replaces_the_old_in_one_step(store: GraphStore) -> 
 
 
 @covers("write_versions")
+async def test_a_relation_stated_again_gathers_sources_and_new_endpoints_make_new_relations(store: GraphStore) -> None:
+    """A later document restating alpha's first sentence adds its passage to those relations'
+    sources (stores may skip looking up relations with a new endpoint: they cannot exist yet)."""
+    library = await build_library(store)
+    gamma = version(
+        "team/gamma",
+        [ALPHA.chunks[0].text, "Ada Lovelace wrote notes on the engine in Marlow."],
+        [
+            [("Ada Lovelace", "Person"), ("Charles Babbage", "Person"), ("London", "Location")],
+            [
+                ("Ada Lovelace", "Person"),
+                ("Marlow", "Location"),
+            ],
+        ],
+    )
+    await store.write_versions([gamma])
+    restated, new = (c.id for c in await store.document_chunks(gamma.key))
+    by_pair = {(r.source, r.target): r for r in await store.relations_for_chunks([restated, new])}
+    assert set(by_pair) == {(ADA, BABBAGE), (BABBAGE, LONDON), (ADA, MARLOW)}
+    assert sorted(by_pair[ADA, BABBAGE].source_chunks) == sorted([library.alpha[0], restated])
+    assert sorted(by_pair[BABBAGE, LONDON].source_chunks) == sorted([library.alpha[0], restated])
+    assert by_pair[ADA, MARLOW].source_chunks == [new]
+    counts = await store.counts()
+    assert (counts.relations, counts.entities) == (5, 7)  # alpha 3 + beta 1 + Ada-Marlow; Marlow is new
+
+
+@covers("write_versions")
 async def test_a_failed_batch_writes_nothing(store: GraphStore) -> None:
     with pytest.raises(ValueError, match="two versions"):
         await store.write_versions([ALPHA, BETA, ALPHA])

@@ -308,23 +308,21 @@ def _write_relations(
     if not relations:
         return 0
     maybe = [
-        r
+        {"s": r["s"], "d": r["d"], "id": r["id"]}
         for r in relations.values()
         if entities_before is None or (r["s"] in entities_before and r["d"] in entities_before)
     ]
-    existing = (
-        {
-            r["id"]: r
-            for r in tx.rows(
-                """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
+    found = (
+        tx.rows(
+            """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
                MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
                RETURN x.id AS id, x.source_chunks AS src, x.confidence AS conf""",
-                {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in maybe]},
-            )
-        }
+            {"rows": maybe},
+        )
         if maybe
-        else {}
+        else []
     )
+    existing = {r["id"]: r for r in found}
     created, updated = [], []
     for rid, row in relations.items():
         old = existing.get(rid)
