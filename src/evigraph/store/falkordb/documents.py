@@ -79,7 +79,10 @@ def write_versions(
         else:
             gone += _discard_version(conn, v.key, numbers[v.key])
     candidates = prune_relation_sources(conn, gone)
-    delete_orphans(conn, candidates | _mentioned(versions))
+    # A switched version's entities are mentioned by its passages, now live; only a version that
+    # lost its switch can leave entities it created unmentioned. Checking every batch's entities
+    # cost ~0.1 s a 64-document batch on a 15,000-passage graph, the ingest's slowest query.
+    delete_orphans(conn, candidates | _mentioned([v for v in versions if v.key not in switched]))
     stored = [
         StoredDocument(
             key=v.key,
