@@ -7,6 +7,7 @@ being altered, and records the schema version for future migrations.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -200,6 +201,12 @@ def fts_text(text: str) -> str:
     `qx` marker ("1915" -> "qxcnch"), which no stemmer rule touches.
     """
     return " ".join(_spelled(token) for token in _NON_WORD.sub(" ", text).lower().split())
+
+
+def entity_search_text(name: str, aliases: Sequence[str], descriptions: Sequence[str]) -> str:
+    """What full-text search over an entity matches, on every store: every name form and the
+    descriptions."""
+    return fts_text(" ".join(dict.fromkeys([name, *aliases, *descriptions])))
 
 
 def _spelled(token: str) -> str:

@@ -45,7 +45,7 @@ from typing import Any
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE, entity_search_text
 from evigraph.store.version_rows import add_relation, version_rows
 
 EDGE_BATCH = 50_000
@@ -268,7 +268,14 @@ def _write_entities(
     for eid, row in entities.items():
         old = existing.get(eid)
         if old is None:
-            created.append({**row, "dtext": " | ".join(row["descs"]), "at": now, "st": _entity_text(row)})
+            created.append(
+                {
+                    **row,
+                    "dtext": " | ".join(row["descs"]),
+                    "at": now,
+                    "st": entity_search_text(row["name"], row["aliases"], row["descs"]),
+                }
+            )
             continue
         descs = list(dict.fromkeys([*(old["descs"] or []), *row["descs"]]))
         aliases = list(dict.fromkeys([*(old["aliases"] or []), *row["aliases"]]))
@@ -354,11 +361,6 @@ def _write_relations(
 def _endpoints_outside(relations: dict[str, dict[str, Any]], entities: dict[str, dict[str, Any]]) -> set[str]:
     """Relation endpoints this write does not list: they may exist, so their relations are looked up."""
     return {end for r in relations.values() for end in (r["s"], r["d"]) if end not in entities}
-
-
-def _entity_text(row: dict[str, Any]) -> str:
-    """What full-text search over entities matches: every name form and the descriptions."""
-    return fts_text(" ".join(dict.fromkeys([row["name"], *row["aliases"], *row["descs"]])))
 
 
 def delete_document(tx: Tx, key: str) -> bool:

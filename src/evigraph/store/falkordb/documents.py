@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, fts_text
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE, entity_search_text
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.schema import VERSION_SEQ
 from evigraph.store.version_rows import add_relation, document_row, version_rows
@@ -166,18 +166,21 @@ def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str
     """Create entities, or fold descriptions and aliases into existing ones, in one query per batch:
     the server applies each MERGE alone, so two writers' additions both land.
 
-    The full-text column (every name form and description, spelled by `fts_text`) is computed
-    here from what the merge returned, and set only if no other writer changed the entity since
-    (compare and set): a lost race leaves the newer writer's text, which holds more.
+    The full-text column (every name form and description, spelled by `fts_text`) is set with a
+    new entity, from its row. For a merged one it is computed here from what the merge returned,
+    and set only if it changed and no other writer changed the entity since (compare and set): a
+    lost race leaves the newer writer's text, which holds more. Setting it only where it changed
+    spares the index most of a large ingest's updates, as recurring entities mostly bring nothing
+    new.
     """
-    rows = list(rows)
+    rows = [{**r, "st": entity_search_text(r["name"], r["aliases"], r["descs"])} for r in rows]
     at = now().isoformat()
     for start in range(0, len(rows), 1000):
         merged = conn.write_sync(
             """UNWIND $rows AS r
                MERGE (e:Entity {id: r.id})
                ON CREATE SET e.name = r.name, e.label = r.label, e.descriptions = r.descs, e.aliases = r.aliases,
-                             e._source = $source, e._created_at = $at
+                             e._source = $source, e._created_at = $at, e.search_text = r.st
                ON MATCH SET e.descriptions = coalesce(e.descriptions, []) +
                                              [x IN r.descs WHERE NOT x IN coalesce(e.descriptions, [])],
                             e.aliases = coalesce(e.aliases, []) +
@@ -185,17 +188,14 @@ def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str
                WITH e
                SET e.description = reduce(s = '', x IN e.descriptions |
                                           CASE WHEN s = '' THEN x ELSE s + ' | ' + x END)
-               RETURN e.id AS id, e.name AS name, e.aliases AS aliases, e.descriptions AS descs""",
+               RETURN e.id AS id, e.name AS name, e.aliases AS aliases, e.descriptions AS descs,
+                      e.search_text AS st""",
             {"rows": rows[start : start + 1000], "source": source, "at": at},
         )
         texts = [
-            {
-                "id": r["id"],
-                "st": fts_text(" ".join(dict.fromkeys([r["name"], *(r["aliases"] or []), *(r["descs"] or [])]))),
-                "na": len(r["aliases"] or []),
-                "nd": len(r["descs"] or []),
-            }
+            {"id": r["id"], "st": st, "na": len(r["aliases"] or []), "nd": len(r["descs"] or [])}
             for r in merged
+            if (st := entity_search_text(r["name"], r["aliases"] or [], r["descs"] or [])) != r["st"]
         ]
         conn.write_many(
             """UNWIND $rows AS r MATCH (e:Entity {id: r.id})
