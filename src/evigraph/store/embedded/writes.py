@@ -229,7 +229,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         nexts,
         EDGE_BATCH,
     )
-    entities_before = _write_entities(tx, entities, now)
+    created = _write_entities(tx, entities, now)
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
            MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
@@ -237,7 +237,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         [{**m, "s": pack(m["s"]), "t": pack(m["t"])} for m in mentions],
         EDGE_BATCH,
     )
-    _write_relations(tx, relations, entities_before=entities_before | _endpoints_outside(relations, entities))
+    _write_relations(tx, relations, new_entities=created)
     delete_orphans(tx, candidates)
     return numbers
 
@@ -246,7 +246,7 @@ def _write_entities(
     tx: Tx, entities: dict[str, dict[str, Any]], now: datetime, source: str = EXTRACTION_SOURCE
 ) -> set[str]:
     """Create new entities and fold descriptions and aliases into existing ones; return the ids
-    that existed already.
+    it created.
 
     Not a MERGE: the engine crashes merging into a table with a full-text index, and it skips
     indexing strings taken straight from a struct parameter, hence `concat(x, '')` on every
@@ -296,28 +296,28 @@ def _write_entities(
                e.aliases = CAST(aliases AS STRING[])""",
         updated,
     )
-    return set(existing)
+    return {row["id"] for row in created}
 
 
 def _write_relations(
     tx: Tx,
     relations: dict[str, dict[str, Any]],
     source: str = EXTRACTION_SOURCE,
-    entities_before: set[str] | None = None,
+    new_entities: set[str] | frozenset[str] = frozenset(),
 ) -> int:
     """Create new relations and add this batch's passages as sources of existing ones; returns
     how many existed already.
 
-    With `entities_before` (the endpoints that existed before this write), only relations between
-    two of them are looked up: one with a new endpoint cannot exist yet. In a large ingest most
-    relations touch a new entity, and each look-up statement joins the whole relation table.
+    A relation with an endpoint in `new_entities` (created by this write) cannot exist yet, so it
+    is not looked up: in a large ingest most relations touch a new entity, and each look-up
+    statement joins the whole relation table.
     """
     if not relations:
         return 0
     maybe = [
         {"s": r["s"], "d": r["d"], "id": r["id"]}
         for r in relations.values()
-        if entities_before is None or (r["s"] in entities_before and r["d"] in entities_before)
+        if r["s"] not in new_entities and r["d"] not in new_entities
     ]
     found = (
         tx.rows(
@@ -356,11 +356,6 @@ def _write_relations(
         EDGE_BATCH,
     )
     return len(updated)
-
-
-def _endpoints_outside(relations: dict[str, dict[str, Any]], entities: dict[str, dict[str, Any]]) -> set[str]:
-    """Relation endpoints this write does not list: they may exist, so their relations are looked up."""
-    return {end for r in relations.values() for end in (r["s"], r["d"]) if end not in entities}
 
 
 def delete_document(tx: Tx, key: str) -> bool:
