@@ -1,16 +1,16 @@
-"""FalkorDB passage search: what a store remembers of passages never changes an answer, and a
-cache asked for by several threads at once is built once. A real server."""
+"""FalkorDB passage search ranks as the embedded store does, a new version is found by its new
+words, and a cache asked for by several threads at once is built once. A real server."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from tests.conftest import FalkorServer
 
 from evigraph import KnowledgeBase
-from evigraph.store.falkordb import reads
 from evigraph.store.falkordb.store import FalkorStore
 
 TEXTS = {
@@ -26,20 +26,21 @@ def db(falkordb_server: FalkorServer) -> str:
     return f"falkordb://{falkordb_server.host}:{falkordb_server.port}/search_{time.monotonic_ns()}"
 
 
-async def test_remembered_passages_score_as_read_ones(db: str) -> None:
-    async with KnowledgeBase(db, extractor="rules", embedder="none") as kb:
-        for key, text in TEXTS.items():
-            await kb.ingest(text=text, key=key, title=key)
-        store = kb.store
-        assert isinstance(store, FalkorStore)
-        questions = ["first program engine", "Babbage engines", "programs machines compiler", "Lovelace"]
-        fresh = [await store.search_chunks(q, 3) for q in questions]  # nothing remembered before each
-        assert all(fresh)
-        for q, first in zip(questions, fresh, strict=True):
-            again = await store.search_chunks(q, 3)  # now scored from what was remembered
-            assert [(h.id, h.score, h.text) for h in again] == [(h.id, h.score, h.text) for h in first]
-            cold = reads.search_chunks(store.conn, q, 3, lambda: reads.corpus_lengths(store.conn))
-            assert [(h.id, h.score) for h in cold] == [(h.id, h.score) for h in first]
+async def test_scores_equal_the_embedded_stores(db: str, tmp_path: Path) -> None:
+    questions = ["first program engine", "Babbage engines", "programs machines compiler", "Lovelace", "the"]
+    found: list[list[list[tuple[str, float]]]] = []
+    for location in (db, str(tmp_path / "kb.db")):
+        async with KnowledgeBase(location, extractor="rules", embedder="none") as kb:
+            for key, text in TEXTS.items():
+                await kb.ingest(text=text, key=key, title=key)
+            passages = [[(h.document, h.score) for h in await kb.store.search_chunks(q, 3)] for q in questions]
+            entities = [[(h.id, h.score) for h in await kb.store.search_entities(q, 3)] for q in questions]
+            found.append(passages + entities)
+    falkordb, embedded = found
+    assert all(falkordb[:4]) and falkordb[4] == [] and any(falkordb[5:])
+    for mine, theirs in zip(falkordb, embedded, strict=True):
+        assert [d for d, _ in mine] == [d for d, _ in theirs]
+        assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], rel=1e-9)
 
 
 async def test_a_new_version_is_found_by_its_new_words(db: str) -> None:
@@ -52,21 +53,6 @@ async def test_a_new_version_is_found_by_its_new_words(db: str) -> None:
         hits = await store.search_chunks("Lovelace poetry", 5)
         assert [h.document for h in hits] == ["a"] and "poetry" in hits[0].text
         assert await store.search_chunks("notes", 5) == []
-
-
-def test_passage_terms_forget_the_least_recently_used() -> None:
-    terms = reads.PassageTerms(kept=2)
-    terms.put({"a": (1, {"x": 1}), "b": (1, {"y": 1})})
-    assert terms.get(["a"]) == {"a": (1, {"x": 1})}  # a is now the most recent
-    terms.put({"c": (1, {"z": 1})})
-    assert set(terms.get(["a", "b", "c"])) == {"a", "c"} and len(terms) == 2
-
-
-def test_passage_stems_count_porter_stems() -> None:
-    got = reads.passage_stems([("p", "engines engine program programs lovelace"), ("q", "")])
-    stems = reads.porter_stems(["engine", "program", "lovelace"])
-    assert got["p"] == (5, {stems["engine"]: 2, stems["program"]: 2, stems["lovelace"]: 1})
-    assert got["q"] == (0, {})
 
 
 async def test_a_cache_asked_for_at_once_is_built_once(db: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, embedding_text
 from evigraph.store.base import searchable_text
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.schema import CHUNK_FTS, CONTEXT_COLUMN, ENTITY_FTS, META_TABLE, fts_text
+from evigraph.store.embedded.schema import CONTEXT_COLUMN, META_TABLE
 
 _DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
                  d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
@@ -126,18 +126,6 @@ def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None], score: float = 0.
     )
 
 
-def search_chunks(tx: Tx, query: str, limit: int, docs: Titles, context: bool = True) -> list[ChunkHit]:
-    terms = fts_text(query)  # the full-text syntax would read quotes or colons as operators
-    if not terms:
-        return []
-    rows = tx.rows(
-        f"""CALL QUERY_FTS_INDEX('Chunk', '{CHUNK_FTS}', $q, top := $k)
-            WITH node AS c, score RETURN {chunk_fields(context)}, score ORDER BY score DESC""",
-        {"q": terms, "k": limit},
-    )
-    return _chunk_hits(tx, rows, docs, scored=True)
-
-
 def each_key(tx: Tx, query: str, keys: Sequence[str]) -> list[dict[str, Any]]:
     """The rows of `query` (one primary-key match on `$key`) for every key, one look-up each.
 
@@ -176,20 +164,10 @@ def titles_of(tx: Tx, keys: Sequence[str]) -> dict[str, tuple[str, str | None]]:
     return {r["key"]: (r["title"] or "", r["path"]) for r in rows}
 
 
-def search_entities(tx: Tx, query: str, limit: int) -> list[EntityHit]:
-    terms = fts_text(query)
-    if not terms:
-        return []
-    rows = tx.rows(
-        f"""CALL QUERY_FTS_INDEX('Entity', '{ENTITY_FTS}', $q, top := $k)
-            RETURN node.id AS id, node.name AS name, node.label AS label, node.description AS description, score
-            ORDER BY score DESC""",
-        {"q": terms, "k": limit},
-    )
-    return [
-        EntityHit(id=r["id"], name=r["name"], label=r["label"], description=r["description"] or "", score=r["score"])
-        for r in rows
-    ]
+def entity_texts(tx: Tx) -> list[tuple[str, str]]:
+    """Every entity's id and full-text column, for the entity search index (`bm25`)."""
+    rows = tx.rows("MATCH (e:Entity) RETURN e.id AS id, e.search_text AS st")
+    return [(r["id"], r["st"] or "") for r in rows]
 
 
 def entities_by_ids(tx: Tx, ids: Sequence[str]) -> list[EntityHit]:
@@ -205,6 +183,12 @@ def entities_by_ids(tx: Tx, ids: Sequence[str]) -> list[EntityHit]:
 def vector_rows(tx: Tx) -> list[tuple[str, list[float]]]:
     rows = tx.rows("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL RETURN c.id AS id, c.embedding AS v")
     return [(r["id"], r["v"]) for r in rows if r["v"]]
+
+
+def passage_texts(tx: Tx) -> list[tuple[str, str]]:
+    """Every passage's id and full-text column, for the passage search index (`bm25`)."""
+    rows = tx.rows("MATCH (c:Chunk) RETURN c.id AS id, c.search_text AS st")
+    return [(r["id"], r["st"] or "") for r in rows]
 
 
 def term_texts(tx: Tx, context: bool = True) -> list[str]:

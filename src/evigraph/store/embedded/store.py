@@ -25,7 +25,9 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
+from evigraph.store import bm25
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.embedded import compaction, cypher_run, integrity, merging, ranking_io, reads, records, writes
 from evigraph.store.embedded.caches import (
@@ -319,8 +321,14 @@ class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
         return found.model_copy(deep=True)
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        docs = await self._titles()
-        return await self.executor.read(lambda tx: reads.search_chunks(tx, query, limit, docs, self._context_column))
+        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)
+
+    async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
+        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
+        index: TextIndex = await self._cache.fetch(
+            texts.__name__, lambda: build_text_index(self.executor.read_sync(texts))
+        )
+        return index
 
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         if not entity_ids:
@@ -364,7 +372,7 @@ class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
         return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
-        return await self.executor.read(lambda tx: reads.search_entities(tx, query, limit))
+        return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
 
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         if not ids:

@@ -88,44 +88,6 @@ FULLTEXT = (
     ("Function", "search_text"),
 )
 
-_STOPWORD_TEXT = (
-    "a about above according accordingly across actually after afterwards again against all allow allows "
-    "almost alone along already also although always am among amongst an and another any anybody anyhow "
-    "anyone anything anyway anyways anywhere apart appear appreciate appropriate are around as aside asking "
-    "associated at away awfully be became because become becomes becoming been before beforehand behind being "
-    "believe below beside besides best better between beyond both brief but by can cannot cant causes certain "
-    "certainly changes clearly co com concerning consequently consider considering contain containing "
-    "contains corresponding could course currently definitely despite did different do does doing done down "
-    "downwards during each edu eg eight either else elsewhere enough entirely especially etc even ever every "
-    "everybody everyone everything everywhere exactly example except few fifth first five followed following "
-    "follows for former formerly forth four from further furthermore get gets getting given go goes going "
-    "gone got gotten greetings had happens hardly has have having he hello help hence her here hereafter "
-    "hereby herein hereupon hers herself him himself his hopefully how howbeit however i ie if ignored "
-    "immediate in inasmuch inc indeed indicate indicated indicates inner insofar instead into inward is it "
-    "its itself just keep keeps kept know knows last lately later latter latterly least less lest let like "
-    "liked little look looking looks ltd mainly many may maybe me mean meanwhile merely might more moreover "
-    "most mostly much must my myself name namely near nearly necessary need needs neither never nevertheless "
-    "new next nine no nobody non none noone nor normally not nothing novel now nowhere obviously of off often "
-    "oh okay on once one ones only onto or other others otherwise ought our ours ourselves out outside over "
-    "overall own particular particularly per perhaps placed please plus possible presumably probably provides "
-    "quite qv rather re really reasonably regarding regardless regards relatively respectively right said "
-    "same saw say saying says second secondly see seeing seem seemed seeming seems seen sensible sent serious "
-    "seriously seven several shall she should since six so some somebody somehow someone something sometime "
-    "sometimes somewhat somewhere soon sorry specified specify specifying still sub such sup sure take taken "
-    "tell tends than thank thanks thanx that thats the their theirs them themselves then thence there "
-    "thereafter thereby therefore therein theres thereupon these they think third this thorough thoroughly "
-    "those though three through throughout thru thus to together too took toward towards tried tries truly "
-    "trying twice two un under unfortunately unless unlikely until unto up upon us used useful using usually "
-    "uucp various very via viz vs want wants was we welcome well went were what whatever when whence whenever "
-    "where whereafter whereas whereby wherein whereupon wherever whether which while whither who whoever "
-    "whole whom whose why will willing wish with within without wonder would yes yet you your yours yourself "
-    "yourselves"
-)
-QUERY_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-"""Question words the embedded store's full-text search ignores (Kuzu's default English stopwords,
-as its index answers them: every word here finds nothing there), so FalkorDB's passage search
-drops the same ones. The index itself keeps them (`stopwords: []`): its word counts stay whole."""
-
 VECTOR_EF_RUNTIME = 200
 """The HNSW search breadth. The server's default (10) found 62 % of the exact nearest passages in
 a probe; vector search must match the embedded store's exact scan on the bench."""

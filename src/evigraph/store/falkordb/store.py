@@ -30,7 +30,9 @@ from evigraph.models import (
     ThemeRecord,
     embedding_text,
 )
+from evigraph.store import bm25
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.embedded.caches import (
     NameIndex,
     TermIndex,
@@ -68,7 +70,6 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         self._conn: Connection | None = None
         self._generation: Generation | None = None
         self._journal = ChangeJournal()
-        self._passage_terms = reads.PassageTerms()
 
     @property
     def conn(self) -> Connection:
@@ -195,11 +196,12 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
     # -- retrieval ---------------------------------------------------------------------------
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        def lengths() -> tuple[int, float]:
-            found: tuple[int, float] = self.cache.get("lengths", lambda: reads.corpus_lengths(self.conn))
-            return found
+        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)
 
-        return await self._read(lambda: reads.search_chunks(self.conn, query, limit, lengths, self._passage_terms))
+    async def _text_index(self, texts: Callable[[Connection], list[tuple[str, str]]]) -> TextIndex:
+        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
+        index: TextIndex = await self.cache.fetch(texts.__name__, lambda: build_text_index(texts(self.conn)))
+        return index
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
         return await self._read(lambda: reads.chunks_by_ids(self.conn, ids)) if ids else []
@@ -208,7 +210,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         return await self._read(lambda: reads.document_chunks(self.conn, key, limit))
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
-        return await self._read(lambda: reads.search_entities(self.conn, query, limit))
+        return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
 
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         return await self._read(lambda: reads.entities_by_ids(self.conn, ids)) if ids else []
