@@ -82,7 +82,7 @@ def payloads(p: Paths) -> dict[str, str]:
         "project_graph": "CALL project_graph('g', ['Entity'], ['RELATES'])",
         "page_rank": "CALL page_rank('g') RETURN *",
         "create_fts": "CALL create_fts_index('Chunk', 'evil', ['text'])",
-        "drop_fts": "CALL drop_fts_index('Chunk', 'chunk_text_fts')",
+        "drop_fts": "CALL drop_fts_index('Module', 'module_text_fts')",
         "create_vector": "CALL create_vector_index('Chunk', 'evil', 'embedding')",
         "profile": "PROFILE MATCH (n) RETURN n",
         "explain": "EXPLAIN MATCH (n) RETURN n",
@@ -159,7 +159,7 @@ def corpus(p: Paths) -> list[Case]:
         Case("read_control", "MATCH (e:Entity) RETURN e.name AS name ORDER BY name LIMIT 5"),
         Case("param_control", "MATCH (e:Entity) WHERE e.label = $l RETURN e.name", {"l": "Person"}),
         Case("procedure_control", "CALL show_tables() RETURN name"),
-        Case("fts_control", "CALL query_fts_index('Chunk', 'chunk_text_fts', 'Acme') RETURN node.id, score"),
+        Case("fts_control", "CALL query_fts_index('Module', 'module_text_fts', 'Acme') RETURN node.id, score"),
         Case("write_words_in_strings", "MATCH (c:Chunk) WHERE c.text CONTAINS 'CREATE; DROP' RETURN c.id"),
     ]
     return cases

@@ -316,8 +316,8 @@ PROCEDURES = [
     "CALL table_info('Entity') RETURN *",
     "CALL show_indexes() RETURN *",
     "CALL show_connection('MENTIONED_IN') RETURN *",
-    "CALL query_fts_index('Chunk', 'chunk_text_fts', 'Acme') RETURN node.id, score",
-    "CALL QUERY_FTS_INDEX('Entity', 'entity_name_fts', 'Acme', top := 3) RETURN node.name, score",
+    "CALL query_fts_index('Module', 'module_text_fts', 'Acme') RETURN node.id, score",
+    "CALL QUERY_FTS_INDEX('Function', 'function_text_fts', 'Acme', top := 3) RETURN node.name, score",
 ]
 
 

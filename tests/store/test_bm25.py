@@ -1,16 +1,17 @@
 """Passage and entity search's in-process BM25 index: it must rank and score exactly as Kuzu's own
-full-text indexes do (the engine is the oracle here, queried directly), on a real embedded store."""
+full-text index does over the same rows (the engine is the oracle, built and queried here)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import kuzu
 import pytest
 
 from evigraph import KnowledgeBase
 from evigraph.store.bm25 import STOPWORDS, build_text_index, porter_stems
-from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.schema import CHUNK_FTS, ENTITY_FTS, fts_text
+from evigraph.store.embedded import reads
+from evigraph.store.embedded.schema import fts_text
 from evigraph.store.embedded.store import EmbeddedStore
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
@@ -27,17 +28,29 @@ QUESTIONS = [
 ]
 
 
-def engine_search(store: EmbeddedStore, table: str, query: str, limit: int) -> list[tuple[str, float]]:
-    index = CHUNK_FTS if table == "Chunk" else ENTITY_FTS
-
-    def work(tx: Tx) -> list[tuple[str, float]]:
-        rows = tx.rows(
-            f"CALL QUERY_FTS_INDEX('{table}', '{index}', $q, top := $k) RETURN node.id AS id, score",
-            {"q": fts_text(query), "k": limit},
+def engine_scores(rows: list[tuple[str, str]], queries: list[str]) -> list[dict[str, float]]:
+    """Each query's scores by Kuzu's own full-text index over `rows` (id, search_text), built as
+    the embedded store built its passage and entity indexes before `bm25` replaced them."""
+    db = kuzu.Database(":memory:")
+    conn = kuzu.Connection(db)
+    conn.execute("LOAD EXTENSION fts")
+    conn.execute("CREATE NODE TABLE T(id STRING PRIMARY KEY, search_text STRING)")
+    conn.execute(
+        "UNWIND $rows AS r CREATE (:T {id: r.id, search_text: concat(r.st, '')})",
+        {"rows": [{"id": i, "st": s} for i, s in rows]},
+    )
+    conn.execute("CALL CREATE_FTS_INDEX('T', 'oracle', ['search_text'], stemmer := 'porter')")
+    out = []
+    for q in queries:
+        result = conn.execute(
+            "CALL QUERY_FTS_INDEX('T', 'oracle', $q, top := 1000) RETURN node.id, score", {"q": fts_text(q)}
         )
-        return [(r["id"], float(r["score"])) for r in rows]
-
-    return store.executor.read_sync(work)
+        found: dict[str, float] = {}
+        while result.has_next():
+            cid, score = result.get_next()
+            found[cid] = float(score)
+        out.append(found)
+    return out
 
 
 async def test_scores_equal_the_engine_index(tmp_path: Path) -> None:
@@ -47,15 +60,17 @@ async def test_scores_equal_the_engine_index(tmp_path: Path) -> None:
         store = kb.store
         assert isinstance(store, EmbeddedStore)
         compared = {"Chunk": 0, "Entity": 0}
-        for q in QUESTIONS:
-            passages = {h.id: h.score for h in await store.search_chunks(q, limit=1000)}
-            entities = {h.id: h.score for h in await store.search_entities(q, limit=1000)}
-            for table, mine in (("Chunk", passages), ("Entity", entities)):
-                engine = dict(engine_search(store, table, q, 1000))
-                assert mine.keys() == engine.keys(), (table, q)
-                for cid, score in engine.items():
+        for table, texts, search in (
+            ("Chunk", reads.passage_texts, store.search_chunks),
+            ("Entity", reads.entity_texts, store.search_entities),
+        ):
+            engine = engine_scores(store.executor.read_sync(texts), QUESTIONS)
+            for q, theirs in zip(QUESTIONS, engine, strict=True):
+                mine = {h.id: h.score for h in await search(q, 1000)}
+                assert mine.keys() == theirs.keys(), (table, q)
+                for cid, score in theirs.items():
                     assert mine[cid] == pytest.approx(score, rel=1e-9), (table, q, cid)
-                compared[table] += len(engine)
+                compared[table] += len(theirs)
         assert compared["Chunk"] >= 10 and compared["Entity"] >= 10  # many rows compared, not a handful
         assert [h.document for h in await store.search_chunks("asked")] == ["asked"]
 

@@ -106,7 +106,7 @@ async def test_injected_damage_is_found_and_repaired(tmp_path: Path) -> None:
             run(tx, "MATCH (d:Document {key: 'a'}) SET d.chunk_count = 7")
 
         await store.executor.write(damage)
-        store.executor.raw(lambda tx: tx.execute("CALL DROP_FTS_INDEX('Chunk', 'chunk_text_fts')").close())
+        store.executor.raw(lambda tx: tx.execute("CALL DROP_FTS_INDEX('Module', 'module_text_fts')").close())
 
         found = await kb.check()
         assert not found.ok
@@ -137,7 +137,9 @@ async def test_injected_damage_is_found_and_repaired(tmp_path: Path) -> None:
         assert rels == [{"id": "x2", "s": ""}]  # the agent's relation stays, without the missing source
         assert after["entities"] - before["entities"] == set()
         assert before["mentions"] - after["mentions"] == set()
-        assert (await kb.retrieve("Edith Piaf Paris")).passages, "the recreated full-text index serves searches"
+        assert (await kb.retrieve("Edith Piaf Paris")).passages
+        indexes = await store.executor.read(lambda tx: tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name"))
+        assert "module_text_fts" in {r["name"] for r in indexes}  # the dropped index was recreated
 
         report = await kb.ingest(text=TEXTS["a"], key="a")
         assert report.documents[0].status == IngestStatus.updated

@@ -10,7 +10,7 @@ from tests.store.contract.conftest import ALPHA
 
 from evigraph.errors import StoreError
 from evigraph.store import connect
-from evigraph.store.embedded.schema import ADDED_COLUMNS, RETYPED_COLUMNS
+from evigraph.store.embedded.schema import ADDED_COLUMNS, FTS_INDEXES, RETIRED_FTS_INDEXES, RETYPED_COLUMNS
 
 
 def _drop_ranking_columns(path: Path) -> None:
@@ -165,3 +165,43 @@ async def _relations(kb: Any) -> list[Any]:
     await kb.status()  # opens the store
     chunks = [c.id for c in await kb.store.document_chunks("ada")]
     return sorted(await kb.store.relations_for_chunks(chunks), key=lambda r: r.id)
+
+
+def _indexes(path: Path) -> set[str]:
+    import kuzu
+
+    db = kuzu.Database(str(path), read_only=True)
+    conn = kuzu.Connection(db)
+    conn.execute("LOAD EXTENSION fts")
+    result = conn.execute("CALL SHOW_INDEXES() RETURN index_name")
+    found = set()
+    while result.has_next():
+        found.add(result.get_next()[0])
+    conn.close()
+    db.close()
+    return found
+
+
+async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Path) -> None:
+    import kuzu
+
+    path = tmp_path / "old.db"
+    async with connect(path) as store:
+        await store.write_versions([ALPHA])
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    conn.execute("LOAD EXTENSION fts")
+    for name, table in RETIRED_FTS_INDEXES.items():  # as an earlier release created them
+        conn.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['search_text'], stemmer := 'porter')")
+    conn.close()
+    db.close()
+    assert set(RETIRED_FTS_INDEXES) <= _indexes(path)
+
+    async with connect(path, read_only=True) as store:  # reads as it is
+        assert {h.document for h in await store.search_chunks("Babbage")} == {ALPHA.key}
+    assert set(RETIRED_FTS_INDEXES) <= _indexes(path)
+    async with connect(path) as store:
+        assert {h.document for h in await store.search_chunks("Babbage")} == {ALPHA.key}
+        await store.write_versions([ALPHA.model_copy(update={"content_hash": "again"})])
+    assert not set(RETIRED_FTS_INDEXES) & _indexes(path)
+    assert set(FTS_INDEXES) <= _indexes(path)

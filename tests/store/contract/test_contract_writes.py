@@ -103,6 +103,23 @@ async def test_a_relation_stated_again_gathers_sources_and_new_endpoints_make_ne
     assert (counts.relations, counts.entities) == (5, 7)  # alpha 3 + beta 1 + Ada-Marlow; Marlow is new
 
 
+@covers("write_versions", "search_entities")
+async def test_search_finds_an_entity_by_what_a_later_document_taught(store: GraphStore) -> None:
+    """An alias and a description a later document gives an existing entity are searchable."""
+    await build_library(store)
+    assert await store.search_entities("Enchantress") == []
+    taught = version("team/delta", ["Ada Lovelace wrote notes."], [[("Ada Lovelace", "Person")]])
+    lovelace = taught.graph.entities[0]
+    entity = lovelace.model_copy(
+        update={"aliases": (*lovelace.aliases, "Enchantress of Numbers"), "descriptions": ("countess mathematician",)}
+    )
+    await store.write_versions(
+        [taught.model_copy(update={"graph": taught.graph.model_copy(update={"entities": (entity,)})})]
+    )
+    assert [h.id for h in await store.search_entities("Enchantress")] == [ADA]
+    assert [h.id for h in await store.search_entities("countess mathematician")] == [ADA]
+
+
 @covers("write_versions")
 async def test_a_failed_batch_writes_nothing(store: GraphStore) -> None:
     with pytest.raises(ValueError, match="two versions"):

@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import FalkorServer
 
 from evigraph import KnowledgeBase
+from evigraph.store.falkordb.schema import FULLTEXT, RETIRED_FULLTEXT, fulltext_statement
 from evigraph.store.falkordb.store import FalkorStore
 
 TEXTS = {
@@ -78,3 +79,30 @@ async def test_a_cache_asked_for_at_once_is_built_once(db: str) -> None:
         assert store.cache.get("none", lambda: 1 / 0) is None
         await kb.ingest(text="Grace Hopper wrote a compiler.", key="b", title="b")  # a write moves it on
         assert store.cache.get("k", build) == 2
+
+
+def _fulltext_labels(store: FalkorStore) -> set[str]:
+    rows = store.conn.read_sync("CALL db.indexes() YIELD label, types RETURN label, types")
+    return {r["label"] for r in rows if any("FULLTEXT" in kinds for kinds in r["types"].values())}
+
+
+async def test_a_writable_open_drops_the_retired_full_text_indexes(db: str) -> None:
+    async with KnowledgeBase(db, extractor="rules", embedder="none") as kb:
+        await kb.ingest(text="Ada Lovelace met Charles Babbage.", key="a", title="a")
+        store = kb.store
+        assert isinstance(store, FalkorStore)
+        assert not _fulltext_labels(store) & set(RETIRED_FULLTEXT)
+        for label in RETIRED_FULLTEXT:  # as an earlier release created them
+            store.conn.write_sync(fulltext_statement(label, "search_text"))
+        assert set(RETIRED_FULLTEXT) <= _fulltext_labels(store)
+    async with KnowledgeBase(db, embedder="none", read_only=True) as kb:
+        await kb.status()  # opens the store
+        assert isinstance(kb.store, FalkorStore)
+        assert set(RETIRED_FULLTEXT) <= _fulltext_labels(kb.store)  # a reader changes nothing
+        assert [h.document for h in await kb.store.search_chunks("Lovelace")] == ["a"]
+    async with KnowledgeBase(db, embedder="none") as kb:
+        await kb.status()
+        assert isinstance(kb.store, FalkorStore)
+        labels = _fulltext_labels(kb.store)
+        assert not labels & set(RETIRED_FULLTEXT) and {label for label, _ in FULLTEXT} <= labels
+        assert [h.document for h in await kb.store.search_chunks("Lovelace")] == ["a"]

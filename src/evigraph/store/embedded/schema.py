@@ -176,14 +176,15 @@ INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE,
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
 FTS_INDEXES = {
-    CHUNK_FTS: f"CALL CREATE_FTS_INDEX('Chunk', '{CHUNK_FTS}', ['search_text'], stemmer := 'porter')",
-    ENTITY_FTS: f"CALL CREATE_FTS_INDEX('Entity', '{ENTITY_FTS}', ['search_text'], stemmer := 'porter')",
-    **{
-        name: f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['search_text'], stemmer := 'porter')"
-        for table, name in CODE_FTS.items()
-    },
+    name: f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['search_text'], stemmer := 'porter')"
+    for table, name in CODE_FTS.items()
 }
-"""Full-text indexes; the engine builds them only outside explicit transactions."""
+"""Full-text indexes; the engine builds them only outside explicit transactions. Passages and
+entities have none: they are searched by the in-process index of `bm25`."""
+
+RETIRED_FTS_INDEXES = {CHUNK_FTS: "Chunk", ENTITY_FTS: "Entity"}
+"""Full-text indexes an earlier release kept on passages and entities, dropped at a writable
+open: every write paid to keep them, and no read uses them any more."""
 
 EXTRACTION_SOURCE = "extraction"
 """`_source` of entities and relations written by ingestion; only these are garbage-collected."""

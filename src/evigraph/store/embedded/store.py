@@ -69,7 +69,7 @@ from evigraph.store.embedded.schema import (
     SCHEMA_VERSION,
     TABLES,
 )
-from evigraph.store.embedded.upgrades import missing_columns, upgrade_columns
+from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
@@ -175,6 +175,8 @@ class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
                     self._create_schema(tx)  # additive: tables a later release introduced
                 if not self.read_only:
                     self._refusal = upgrade_columns(tx, self.path)
+                    if self._refusal is None:  # else `compact` leaves them behind as it copies
+                        drop_retired_indexes(tx)
                 else:
                     missing = {column for _, column, _ in missing_columns(tx)}
                     self._ranking_columns = not missing - {CONTEXT_COLUMN}

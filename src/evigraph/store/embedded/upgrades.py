@@ -1,6 +1,7 @@
 """Bringing a file an earlier release wrote up to this release's columns, on a writable open.
 
-Columns a later release added (`ADDED_COLUMNS`) are added in place. List columns on
+Columns a later release added (`ADDED_COLUMNS`) are added in place, and full-text indexes it
+retired (`RETIRED_FTS_INDEXES`) are dropped. List columns on
 relationships that became text (`RETYPED_COLUMNS`, see `packed` for the measurement that made
 it worth it) are not converted in place: Kuzu 0.11.3 crashed (segfault) closing a database in
 which one session had renamed such a column, added its replacement, filled it and dropped the old
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from evigraph.errors import StoreError
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.schema import ADDED_COLUMNS, RETYPED_COLUMNS
+from evigraph.store.embedded.schema import ADDED_COLUMNS, RETIRED_FTS_INDEXES, RETYPED_COLUMNS
 
 
 def upgrade_columns(tx: Tx, path: Path) -> StoreError | None:
@@ -34,6 +35,14 @@ def upgrade_columns(tx: Tx, path: Path) -> StoreError | None:
     for table, column, kind in missing_columns(tx):
         tx.execute(f"ALTER TABLE {table} ADD {column} {kind}").close()
     return None
+
+
+def drop_retired_indexes(tx: Tx) -> None:
+    """Drop the full-text indexes this release no longer reads (`RETIRED_FTS_INDEXES`)."""
+    existing = {r["name"] for r in tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name")}
+    for name, table in RETIRED_FTS_INDEXES.items():
+        if name in existing:
+            tx.execute(f"CALL DROP_FTS_INDEX('{table}', '{name}')").close()
 
 
 def missing_columns(tx: Tx) -> list[tuple[str, str, str]]:

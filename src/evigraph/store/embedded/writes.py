@@ -7,10 +7,12 @@ statement, not per row). Three engine behaviours shape the statements:
 - a node pattern keyed on a struct field (`{id: r.id}`) is planned as a cross product with the
   whole table, so every statement first projects the fields to plain variables (`WITH r.id AS
   id`), which the engine joins by hash; a second node is matched after another `WITH`;
-- MERGE mis-merges duplicate keys within one UNWIND, and crashes on a table with a full-text
-  index, so rows are folded by key in Python and written as lookup + CREATE/SET;
+- MERGE mis-merges duplicate keys within one UNWIND (and crashes on a table with a full-text
+  index, as the code tables have), so rows are folded by key in Python and written as lookup +
+  CREATE/SET;
 - strings copied straight from a parameter into a full-text-indexed column are not indexed,
-  hence `concat(x, '')` on those columns.
+  hence `concat(x, '')` on the code tables' indexed columns (`code.py`). Passages and entities
+  have no engine index: `bm25` searches them in process.
 
 Relations are found by both ends and their id. Finding them from the source alone
 (`MATCH (:Entity {id: s})-[x:RELATES]->() WITH * WHERE x.id = rid`) halved a look-up of 1,000
@@ -214,10 +216,10 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
                 r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
                 r.ss AS ss, r.se AS se, r.sv AS sv, r.cx AS cx
            MATCH (d:Document {key: doc})
-           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: concat(text, ''),
+           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: text,
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
                             char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
-                            search_text: concat(st, ''), sentence_starts: CAST(ss AS INT64[]),
+                            search_text: st, sentence_starts: CAST(ss AS INT64[]),
                             sentence_ends: CAST(se AS INT64[]),
                             sentence_vectors: CAST(sv AS FLOAT[][]),
                             passage_context: CAST(cx AS STRING)})-[:PART_OF]->(d)""",
@@ -248,11 +250,11 @@ def _write_entities(
     """Create new entities and fold descriptions and aliases into existing ones; return the ids
     it created.
 
-    Not a MERGE: the engine crashes merging into a table with a full-text index, and it skips
-    indexing strings taken straight from a struct parameter, hence `concat(x, '')` on every
-    indexed column. An update never sets the indexed `search_text` either (that crashes the
-    engine too, seen on the hotpotqa corpus): it keeps the name forms known at creation, and
-    later aliases are found by exact-name look-up, which indexes every alias.
+    An update sets the full-text column again when its name forms or descriptions grew, so
+    search finds an entity by an alias learnt later, as on FalkorDB. (While the table had a
+    full-text index in the engine, 0.11.3 crashed on that update, seen on the hotpotqa corpus,
+    and on a MERGE into the table; `bm25` searches in process now, and a writable open drops the
+    old index.)
     """
     if not entities:
         return set()
@@ -260,7 +262,7 @@ def _write_entities(
         r["id"]: r
         for r in tx.rows(
             """UNWIND $ids AS eid MATCH (e:Entity {id: eid})
-               RETURN e.id AS id, e.descriptions AS descs, e.aliases AS aliases""",
+               RETURN e.id AS id, e.name AS name, e.descriptions AS descs, e.aliases AS aliases""",
             {"ids": list(entities)},
         )
     }
@@ -280,20 +282,21 @@ def _write_entities(
         descs = list(dict.fromkeys([*(old["descs"] or []), *row["descs"]]))
         aliases = list(dict.fromkeys([*(old["aliases"] or []), *row["aliases"]]))
         if descs != list(old["descs"] or []) or aliases != list(old["aliases"] or []):
-            updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs)})
+            st = entity_search_text(old["name"], aliases, descs)
+            updated.append({"id": eid, "descs": descs, "aliases": aliases, "dtext": " | ".join(descs), "st": st})
     tx.run_batched(
-        """UNWIND $rows AS r CREATE (e:Entity {id: r.id, name: concat(r.name, ''), label: r.label,
-               description: concat(r.dtext, ''), descriptions: CAST(r.descs AS STRING[]),
+        """UNWIND $rows AS r CREATE (e:Entity {id: r.id, name: r.name, label: r.label,
+               description: r.dtext, descriptions: CAST(r.descs AS STRING[]),
                aliases: CAST(r.aliases AS STRING[]), _source: $source, _created_at: r.at,
-               search_text: concat(r.st, '')})""",
+               search_text: r.st})""",
         created,
         extra={"source": source},
     )
     tx.run_batched(
-        """UNWIND $rows AS r WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases
+        """UNWIND $rows AS r WITH r.id AS id, r.dtext AS dtext, r.descs AS descs, r.aliases AS aliases, r.st AS st
            MATCH (e:Entity {id: id})
            SET e.description = dtext, e.descriptions = CAST(descs AS STRING[]),
-               e.aliases = CAST(aliases AS STRING[])""",
+               e.aliases = CAST(aliases AS STRING[]), e.search_text = st""",
         updated,
     )
     return {row["id"] for row in created}

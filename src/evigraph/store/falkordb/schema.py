@@ -4,8 +4,9 @@ The labels and properties are the embedded store's (`store/embedded/schema.py`),
 Cypher reads the same on both, but for `source_chunks`, a list here (`CYPHER_GUIDE`). FalkorDB
 creates labels on first use; what
 must exist up front are the indexes: without a range index a `MATCH (c:Chunk {id: $id})` scans
-every chunk. Full-text indexes are the server's own (RediSearch); the vector index is created
-once the embedding model's dimension is known (`vector_index`).
+every chunk. The code labels have the server's full-text indexes (RediSearch); passages and
+entities are searched in process (`bm25`); the vector index is created once the embedding
+model's dimension is known (`vector_index`).
 
 A passage is `live` once its document's version switch has committed (`documents.py`): readers
 filter on it, so a version being written is never half visible.
@@ -81,12 +82,16 @@ RANGE_INDEXES: tuple[tuple[str, str], ...] = (
 EDGE_INDEXES: tuple[tuple[str, str], ...] = (("RELATES", "id"),)
 
 FULLTEXT = (
-    ("Chunk", "search_text"),
-    ("Entity", "search_text"),
     ("Module", "search_text"),
     ("Class", "search_text"),
     ("Function", "search_text"),
 )
+
+RETIRED_FULLTEXT = ("Chunk", "Entity")
+"""Labels whose server full-text index an earlier release kept, dropped at a writable open:
+passages and entities are searched by the in-process index of `bm25`, which scores BM25 as the
+embedded store does (the server's index ranks by raw term counts), and every write paid to keep
+them."""
 
 VECTOR_EF_RUNTIME = 200
 """The HNSW search breadth. The server's default (10) found 62 % of the exact nearest passages in

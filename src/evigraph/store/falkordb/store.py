@@ -52,6 +52,7 @@ from evigraph.store.falkordb.ranking import FalkorRankingOps
 from evigraph.store.falkordb.schema import (
     CYPHER_GUIDE,
     FULLTEXT,
+    RETIRED_FULLTEXT,
     SCHEMA_VERSION,
     fulltext_statement,
     index_statements,
@@ -146,6 +147,8 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         for label, prop in FULLTEXT:
             if (label, prop) not in fulltext:
                 _ignore_existing(conn, fulltext_statement(label, prop))
+        for label in {label for label, _ in fulltext} & set(RETIRED_FULLTEXT):
+            conn.write_sync(f"CALL db.idx.fulltext.drop('{label}')")
 
     async def close(self) -> None:
         if self._conn is not None:
