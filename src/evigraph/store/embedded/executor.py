@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from evigraph.errors import StoreError
+from evigraph.store.embedded.checkpoint_gate import CheckpointGate
 from evigraph.store.embedded.engine import engine_failure
 from evigraph.surrogates import surrogate_path
 
@@ -212,6 +213,7 @@ class Executor:
         self._created = 0
         self._pool_lock = threading.Lock()
         self._setup: list[Callable[[Any], None]] = []
+        self._gate = CheckpointGate()
 
     def on_connect(self, fn: Callable[[Any], None]) -> None:
         """Run `fn` on every connection (extensions must be loaded per connection)."""
@@ -247,7 +249,7 @@ class Executor:
         with self._write_lock:
             conn = self._write
             try:
-                return _in_transaction(conn, "BEGIN TRANSACTION", fn)
+                return _in_transaction(conn, "BEGIN TRANSACTION", fn, self._gate.committing)
             except RuntimeError as exc:
                 raise engine_failure(exc) from exc
             finally:
@@ -260,7 +262,8 @@ class Executor:
             try:
                 if timeout_ms is not None:
                     conn.conn.set_query_timeout(timeout_ms)
-                return _in_transaction(conn, "BEGIN TRANSACTION READ ONLY", fn)
+                with self._gate.reading():
+                    return _in_transaction(conn, "BEGIN TRANSACTION READ ONLY", fn)
             finally:
                 if timeout_ms is not None:
                     conn.conn.set_query_timeout(0)
@@ -330,8 +333,13 @@ class Executor:
         self._db.close()
 
 
-def _in_transaction(conn: _Conn, begin: str, fn: Callable[[Tx], T]) -> T:
-    """Run `fn` in one transaction: commit what it did, or roll all of it back."""
+def _in_transaction(
+    conn: _Conn,
+    begin: str,
+    fn: Callable[[Tx], T],
+    committing: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+) -> T:
+    """Run `fn` in one transaction: commit what it did (inside `committing`), or roll all of it back."""
     conn.transactions += 1
     conn.conn.execute(begin).close()
     try:
@@ -339,7 +347,8 @@ def _in_transaction(conn: _Conn, begin: str, fn: Callable[[Tx], T]) -> T:
     except BaseException:
         _rollback(conn.conn)
         raise
-    conn.conn.execute("COMMIT").close()
+    with committing():
+        conn.conn.execute("COMMIT").close()
     return out
 
 
