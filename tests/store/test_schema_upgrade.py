@@ -24,19 +24,28 @@ def _drop_ranking_columns(path: Path) -> None:
     db.close()
 
 
-def _columns(path: Path) -> set[tuple[str, str]]:
+def _first_column(path: Path, queries: list[str]) -> list[list[Any]]:
+    """The first column of each query's rows, read from the file opened read-only."""
     import kuzu
 
     db = kuzu.Database(str(path), read_only=True)
     conn = kuzu.Connection(db)
-    found = set()
-    for table in {t for t, _, _ in ADDED_COLUMNS}:
-        result = conn.execute(f"CALL TABLE_INFO('{table}') RETURN name")
+    conn.execute("LOAD EXTENSION fts")
+    out = []
+    for query in queries:
+        result = conn.execute(query)
+        out.append([])
         while result.has_next():
-            found.add((table, result.get_next()[0]))
+            out[-1].append(result.get_next()[0])
     conn.close()
     db.close()
-    return found
+    return out
+
+
+def _columns(path: Path) -> set[tuple[str, str]]:
+    tables = sorted({t for t, _, _ in ADDED_COLUMNS})
+    names = _first_column(path, [f"CALL TABLE_INFO('{table}') RETURN name" for table in tables])
+    return {(table, name) for table, found in zip(tables, names, strict=True) for name in found}
 
 
 async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path: Path) -> None:
@@ -168,18 +177,7 @@ async def _relations(kb: Any) -> list[Any]:
 
 
 def _indexes(path: Path) -> set[str]:
-    import kuzu
-
-    db = kuzu.Database(str(path), read_only=True)
-    conn = kuzu.Connection(db)
-    conn.execute("LOAD EXTENSION fts")
-    result = conn.execute("CALL SHOW_INDEXES() RETURN index_name")
-    found = set()
-    while result.has_next():
-        found.add(result.get_next()[0])
-    conn.close()
-    db.close()
-    return found
+    return set(_first_column(path, ["CALL SHOW_INDEXES() RETURN index_name"])[0])
 
 
 async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Path) -> None:
