@@ -96,5 +96,7 @@ def test_ranking_ties_limits_and_lengths() -> None:
 
 
 def test_stopwords_are_the_engine_list() -> None:
-    assert {"the", "and", "s", "a's", "zero"} <= STOPWORDS and "reef" not in STOPWORDS
+    assert {"the", "and", "s", "a's", "zero", "ask"} <= STOPWORDS and "reef" not in STOPWORDS
+    index = build_text_index([("p", "she asked twice"), ("q", "ask the reef")])
+    assert [cid for cid, _ in index.search("ask", 5)] == ["p"]  # a stopword in a query finds its stem
     assert porter_stems(["surveys", "leads"]) == {"surveys": "survei", "leads": "lead"}  # Porter, not a lemmatiser

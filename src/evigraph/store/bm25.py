@@ -78,7 +78,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """Kuzu's default English stopwords (its `fts_config.cpp`, 570 words): its index leaves these
 words of a passage out before stemming, so they neither count towards a passage's length nor
 can be found. A query's words are not filtered: a stopword's stem is found where a word that is
-no stopword has it ("knows" is a stopword, "know" is not)."""
+no stopword has it (a query's "ask", a stopword, finds the "asked" of a passage)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class TextIndex:
             idf = math.log10((n - (hi - lo) + 0.5) / (hi - lo + 0.5) + 1)  # Kuzu's logarithm is base 10
             scores[docs] += idf * tf * (BM25_K1 + 1) / (tf + self.norms[docs])
         held = np.flatnonzero(scores)
-        if held.size > limit:  # keep every passage tied with the limit-th: ties are broken by id below
+        if held.size > limit:  # keep every row tied with the limit-th: ties are broken by id below
             cut = np.partition(scores[held], held.size - limit)[held.size - limit]
             held = held[scores[held] >= cut]
         best = sorted((-float(scores[i]), self.ids[i]) for i in held)[:limit]

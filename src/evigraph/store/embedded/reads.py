@@ -96,7 +96,7 @@ def titles(tx: Tx) -> dict[str, tuple[str, str | None]]:
     return {r["key"]: (r["title"] or "", r["path"]) for r in rows}
 
 
-def _chunk_hits(tx: Tx, rows: list[dict[str, Any]], docs: Titles, scored: bool = False) -> list[ChunkHit]:
+def _chunk_hits(tx: Tx, rows: list[dict[str, Any]], docs: Titles) -> list[ChunkHit]:
     """Rows as hits; a document the map lacks (written since the map was built) is read here."""
     unknown = {r["document"] for r in rows} - docs.keys()
     late = titles_of(tx, sorted(unknown)) if unknown else {}
@@ -104,11 +104,11 @@ def _chunk_hits(tx: Tx, rows: list[dict[str, Any]], docs: Titles, scored: bool =
     for r in rows:
         doc = docs.get(r["document"]) or late.get(r["document"])
         if doc is not None:
-            hits.append(_chunk_hit(r, doc, float(r["score"]) if scored else 0.0))
+            hits.append(_chunk_hit(r, doc))
     return hits
 
 
-def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None], score: float = 0.0) -> ChunkHit:
+def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None]) -> ChunkHit:
     return ChunkHit(
         id=r["id"],
         document=r["document"],
@@ -117,7 +117,7 @@ def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None], score: float = 0.
         path=doc[1],
         index=int(r["index"]),
         text=r["text"],
-        score=score,
+        score=0.0,
         page=r["page"],
         start=int(r["cs"] or 0),
         end=int(r["ce"] or 0),

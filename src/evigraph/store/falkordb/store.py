@@ -148,7 +148,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             if (label, prop) not in fulltext:
                 _ignore_existing(conn, fulltext_statement(label, prop))
         for label in {label for label, _ in fulltext} & set(RETIRED_FULLTEXT):
-            conn.write_sync(f"CALL db.idx.fulltext.drop('{label}')")
+            _ignore_existing(conn, f"CALL db.idx.fulltext.drop('{label}')")
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -491,9 +491,9 @@ def _cache_key(kind: str, key: str) -> str:
 
 
 def _ignore_existing(conn: Connection, statement: str) -> None:
-    """Create an index; one another process created meanwhile is not an error."""
+    """Create or drop an index; one another process created or dropped meanwhile is not an error."""
     try:
         conn.write_sync(statement)
     except Exception as exc:
-        if "already" not in str(exc).lower():
+        if not any(said in str(exc).lower() for said in ("already", "no such index")):
             raise
