@@ -102,7 +102,6 @@ def test_blocking_compares_far_fewer_pairs_than_all_and_still_finds_the_variants
 
 
 def test_name_vectors_add_neighbours_in_a_big_block_but_names_score_the_pairs() -> None:
-    pytest.importorskip("numpy")
     names = [f"Lindqvist {f}" for f in FIRST[: SMALL_BLOCK + 6]]  # one surname block past SMALL_BLOCK
     ents = entities(names)
     blocks = Blocks(ents)

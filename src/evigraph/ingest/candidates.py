@@ -21,7 +21,6 @@ added one variant for every 500 pairs of distinct things sent to a judge.
 from __future__ import annotations
 
 import heapq
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -161,23 +160,19 @@ def _nearest_pairs(members: list[int], names: Sequence[Names], vectors: _Vectors
 class _Vectors:
     """The entities' name vectors at unit length, for cosines of pairs and within blocks.
 
-    In a numpy matrix when numpy is installed (every embedder extra brings it): a pure-Python
-    cosine of two 384-wide vectors costs about 20 µs, and Python floats take eight times the
-    memory, which tens of thousands of entities would notice.
+    In a numpy matrix (numpy is a base dependency): a pure-Python cosine of two 384-wide vectors
+    costs about 20 µs, and Python floats take eight times the memory, which tens of thousands of
+    entities would notice.
     """
 
     def __init__(self, vectors: Sequence[Sequence[float] | None]) -> None:
         width = next((len(v) for v in vectors if v), 0)
         self.has = [v is not None and len(v) == width > 0 for v in vectors]
-        self.rows: list[list[float] | None] = []
         self.matrix: Any = None
         if not any(self.has):
             return
-        try:
-            import numpy as np
-        except ImportError:
-            self.rows = [_unit(v) if ok and v else None for v, ok in zip(vectors, self.has, strict=True)]
-            return
+        import numpy as np
+
         matrix = np.zeros((len(vectors), width), dtype=np.float32)
         for i, (v, ok) in enumerate(zip(vectors, self.has, strict=True)):
             if ok:
@@ -186,10 +181,8 @@ class _Vectors:
         self.matrix = matrix / np.where(norms > 0, norms, 1.0)
 
     def pair_cosines(self, pairs: Sequence[tuple[int, int]]) -> list[float | None]:
-        if not any(self.has):
-            return [None] * len(pairs)
         if self.matrix is None:
-            return [self._cosine(i, j) for i, j in pairs]
+            return [None] * len(pairs)
         import numpy as np
 
         out: list[float | None] = []
@@ -203,20 +196,9 @@ class _Vectors:
         return out
 
     def block_similarities(self, members: Sequence[int]) -> list[list[float]] | None:
-        """Cosines among `members` when every one has a vector (and numpy is there), else None."""
+        """Cosines among `members` when every one has a vector, else None."""
         if self.matrix is None or not all(self.has[m] for m in members):
             return None
         block = self.matrix[list(members)]
         sims: list[list[float]] = (block @ block.T).tolist()
         return sims
-
-    def _cosine(self, i: int, j: int) -> float | None:
-        a, b = self.rows[i], self.rows[j]
-        if a is None or b is None or len(a) != len(b):
-            return None
-        return round(sum(x * y for x, y in zip(a, b, strict=True)), 4)
-
-
-def _unit(vector: Sequence[float]) -> list[float] | None:
-    norm = math.sqrt(sum(v * v for v in vector))
-    return [v / norm for v in vector] if norm else None
