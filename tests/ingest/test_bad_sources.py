@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from evigraph.errors import InputError, StoreError
+from evigraph.ingest.batching import AHEAD_BATCHES
 from evigraph.ingest.chunking import StructuralChunking
 from evigraph.ingest.extraction import extractor_by_name
 from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy
@@ -203,7 +204,7 @@ def counting_records(tmp_path: Path, total: int) -> tuple[Path, CountingLoader, 
 
 
 async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: Path) -> None:
-    source, loader, strategies = counting_records(tmp_path, 300)
+    source, loader, strategies = counting_records(tmp_path, 600)
     written: list[int] = []
     async with connect(tmp_path / "kb.db") as store:
         store.write_group_passages = 40
@@ -217,13 +218,14 @@ async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: 
         run = IngestRun(store, strategies, batch_documents=10)
         loader.run = run
         report = await run.run([str(source)])
-    assert report.counts()["created"] == 300
+    assert report.counts()["created"] == 600
     # Write groups grow with what the knowledge base holds (none at first), up to the store's cap.
-    assert written == [10, 10, 20, 40, 40, 40, 40, 40, 40, 20]
+    assert written == [10, 10, 20] + [40] * 14
     # Written while later records were still unread: at most the group being written, the one
-    # being gathered and a batch read ahead are held back.
-    assert loader.reported_at[-1] >= 300 - (2 * 40 + 2 * 10)
-    assert max(i - seen for i, seen in enumerate(loader.reported_at)) <= 2 * 40 + 2 * 10
+    # being gathered, the batch being processed and the batches read ahead are held back.
+    held = 2 * 40 + (1 + AHEAD_BATCHES) * 10
+    assert loader.reported_at[-1] >= 600 - held
+    assert max(i - seen for i, seen in enumerate(loader.reported_at)) <= held
 
 
 async def test_a_document_the_store_refuses_fails_alone_in_a_large_write_group(tmp_path: Path) -> None:
@@ -277,3 +279,28 @@ async def test_text_that_cannot_be_stored_fails_alone(tmp_path: Path) -> None:
         assert all("lone surrogate" in e for e in bad.values())
         text = await kb.ingest(text="a \ud800 b", key="note", progress=False)
         assert text.failed and "text" in (text.failed[0].error or "")
+
+
+async def test_stored_versions_are_asked_for_many_batches_at_once(tmp_path: Path) -> None:
+    """The keys of the batches read ahead are looked up together, each once, and a second ingest
+    of the same records still finds every one unchanged."""
+    source, loader, strategies = counting_records(tmp_path, 600)
+    asked: list[list[str]] = []
+    async with connect(tmp_path / "kb.db") as store:
+        get_documents = store.get_documents
+
+        async def recording(keys: Sequence[str]) -> dict[str, StoredDocument]:
+            asked.append(list(keys))
+            return await get_documents(keys)
+
+        store.get_documents = recording  # type: ignore[method-assign]
+        runs = [IngestRun(store, strategies, batch_documents=10) for _ in range(2)]
+        loader.run = runs[0]
+        first = await runs[0].run([str(source)])
+        calls = len(asked)
+        loader.run = runs[1]
+        again = await runs[1].run([str(source)])
+    assert first.counts()["created"] == 600 and again.counts()["unchanged"] == 600
+    keys = [k for call in asked for k in call]
+    assert len(keys) == len(set(keys)) * 2 == 1200  # each key once per ingest
+    assert calls <= -(-600 // (AHEAD_BATCHES * 10)) + 1  # not one call per batch of 10 (60)

@@ -7,9 +7,9 @@ while one group is written, the next is chunked and extracted. A failure is pinn
 document that caused it: the rest of its group is retried in halves, so one bad file never costs
 the rest.
 
-Documents are streamed: loaders are read one batch at a time (`LoaderStrategy.stream`), so a
-100,000-record JSONL file holds one batch of documents in memory, not all of them, and a bad
-record is reported on its own line while the rest of the file is ingested.
+Documents are streamed: loaders are read a few batches ahead (`LoaderStrategy.stream`,
+`batching.Batches`), so a 100,000-record JSONL file holds ~16 batches of documents in memory, not
+all of them, and a bad record is reported on its own line while the rest of the file is ingested.
 
 Progress is told per stage (`evigraph.ingest.progress`), and outcomes as soon as they are final.
 A stop asked through `cancellation` is honoured between stages and embedding slices: the batch
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from evigraph.errors import ConfigurationError, EvigraphError, InputError, StoreUnavailableError
+from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
@@ -49,7 +50,6 @@ from evigraph.models import (
     LoadedDocument,
     Ontology,
     Span,
-    StoredDocument,
     TextChunk,
     embedding_text,
 )
@@ -102,13 +102,14 @@ class IngestRun:
     cancellation: Cancellation = field(default_factory=Cancellation)
     """Set it to stop: `run` then returns what was written; `cancellation.cancelled` tells why it returned."""
     _seen: set[str] = field(default_factory=set, init=False, repr=False)  # keys admitted so far
-    _carried: LoadedDocument | None = field(default=None, init=False, repr=False)
+    _stored: StoredVersions = field(init=False, repr=False)
     _shares: Shares = field(init=False, repr=False)
     _told: int = field(default=0, init=False, repr=False)  # outcomes already passed to `progress.finished`
     _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
 
     def __post_init__(self) -> None:
         self._shares = Shares(self.progress)
+        self._stored = StoredVersions(self.store)
 
     async def run(self, sources: Sequence[str], texts: Sequence[LoadedDocument] = ()) -> IngestReport:
         files, failures = await asyncio.to_thread(expand_sources, sources, self.strategies.extensions)
@@ -116,7 +117,12 @@ class IngestRun:
         self.progress.start(len(failures) + len(files) + len(texts))
         for f in failures:
             self._fail(f.source, f.error)
-        stream = self._documents(files, texts)
+        stream = Batches(
+            self._documents(files, texts),
+            self.batch_documents,
+            self.batch_chunks,
+            lambda: self.cancellation.cancelled,
+        )
         writing: asyncio.Task[None] | None = None
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
         group: WriteGroup[_Pending] = WriteGroup(stored=await self._stored_passages())
@@ -125,12 +131,12 @@ class IngestRun:
                 while (
                     not self.cancellation.cancelled
                     and not self._at_ceiling
-                    and (loaded := await asyncio.to_thread(self._next_batch, stream))
+                    and (loaded := await asyncio.to_thread(stream.next))
                 ):
                     self._tell()
                     held.append([d.key for d in loaded])
                     self.in_flight.hold(held[-1])
-                    pending = await self._skip_unchanged(self._admit(loaded))
+                    pending = await self._skip_unchanged(self._admit(loaded), stream)
                     self._tell()
                     group.add(await self._process(pending) if pending else [])
                     self._tell()
@@ -197,24 +203,6 @@ class IngestRun:
                 self._fail(src.key, f"could not load {src.path}: {exc}", path=str(src.path))
         yield from texts
 
-    def _next_batch(self, stream: Iterator[LoadedDocument]) -> list[LoadedDocument]:
-        """The next documents up to `batch_documents` or about `batch_chunks` passages."""
-        batch: list[LoadedDocument] = []
-        size = 0
-        if self._carried is not None:
-            batch, size = [self._carried], _passages_estimate(self._carried)
-            self._carried = None
-        for doc in stream:
-            estimate = _passages_estimate(doc)
-            if batch and (len(batch) >= self.batch_documents or size + estimate > self.batch_chunks):
-                self._carried = doc  # starts the next batch
-                break
-            batch.append(doc)
-            size += estimate
-            if self.cancellation.cancelled:  # a loader may be slow (a large PDF): stop reading more
-                break
-        return batch
-
     def _admit(self, docs: list[LoadedDocument]) -> list[LoadedDocument]:
         """Drop (as failures) documents whose key was seen in this ingest or whose text cannot be stored."""
         out = []
@@ -228,10 +216,8 @@ class IngestRun:
                 out.append(d)
         return out
 
-    async def _skip_unchanged(self, docs: list[LoadedDocument]) -> list[_Pending]:
-        stored: dict[str, StoredDocument] = {}
-        for i in range(0, len(docs), 1000):
-            stored.update(await self.store.get_documents([d.key for d in docs[i : i + 1000]]))
+    async def _skip_unchanged(self, docs: list[LoadedDocument], stream: Batches) -> list[_Pending]:
+        stored = await self._stored.take([d.key for d in docs], stream.upcoming())
         pending = []
         for d in docs:
             old = stored.get(d.key)
@@ -425,11 +411,11 @@ class IngestRun:
         self._left([p.doc.key for (p, _), g in zip(chunked, graphs, strict=True) if g is None])
         return graphs
 
-    async def _leave_rest(self, stream: Iterator[LoadedDocument]) -> None:
+    async def _leave_rest(self, stream: Batches) -> None:
         """After the ceiling: the documents not read yet are reported, unchanged ones as unchanged
         (they cost nothing) and the others as left, without chunking or extracting them."""
-        while loaded := await asyncio.to_thread(self._next_batch, stream):
-            pending = await self._skip_unchanged(self._admit(loaded))
+        while loaded := await asyncio.to_thread(stream.next):
+            pending = await self._skip_unchanged(self._admit(loaded), stream)
             self._left([p.doc.key for p in pending])
             self._tell()
 
@@ -492,10 +478,6 @@ class IngestRun:
         self._told += len(new)
         if new:
             self.progress.finished(new)
-
-
-def _passages_estimate(doc: LoadedDocument) -> int:
-    return max(1, len(doc.text) // 1500)
 
 
 def _unstorable(doc: LoadedDocument) -> str | None:

@@ -72,6 +72,28 @@ def test_a_graph_survives_stop_and_start(server: LocalServer) -> None:
     assert server.status().graphs == 1
 
 
+def test_start_waits_for_a_server_reading_its_data_back(server: LocalServer) -> None:
+    """A server with much data listens, then reads it back before it answers: `start` waits for
+    that rather than calling it dead at its timeout (and stopping it)."""
+    server.start()
+    graph = FalkorDB(host="127.0.0.1", port=server.port).select_graph("big")
+    for _ in range(4):
+        graph.query("UNWIND range(1, 500000) AS i CREATE (:N {i: i, s: 'a passage of some length to load'})")
+    server.stop()
+
+    timeout = 0.5
+    status = server.start(timeout=timeout)
+    assert status.running and status.graphs == 1
+    loaded = [
+        float(line.rsplit(":", 1)[1].split()[0])
+        for line in server.logfile.read_text().splitlines()
+        if "DB loaded from append only file" in line
+    ]
+    assert loaded and loaded[-1] > timeout, "the data loaded faster than the timeout: make it larger"
+    count = FalkorDB(host="127.0.0.1", port=server.port).select_graph("big").query("MATCH (n:N) RETURN count(n)")
+    assert count.result_set == [[2_000_000]]
+
+
 def test_persistence_off_keeps_nothing(server: LocalServer) -> None:
     assert server.start(persist=False).persistent is False
     FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")

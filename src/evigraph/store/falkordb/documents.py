@@ -154,10 +154,16 @@ def _write_pending(conn: Connection, versions: Sequence[DocumentVersion], number
     )
     conn.write_many("UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", nexts)
     write_entities(conn, entities.values(), EXTRACTION_SOURCE)
+    by_chunk: dict[str, list[dict[str, Any]]] = {}
+    for m in mentions:
+        by_chunk.setdefault(m["c"], []).append({"e": m["e"], "s": m["s"], "t": m["t"]})
+    # One row per passage, found once: a passage has ~15 mentions (22.7 -> 18.1 ms a batch at 100k).
     conn.write_many(
-        """UNWIND $rows AS r MATCH (e:Entity {id: r.e}), (c:Chunk {id: r.c})
-           CREATE (e)-[:MENTIONED_IN {span_starts: r.s, span_ends: r.t}]->(c)""",
-        mentions,
+        """UNWIND $rows AS r MATCH (c:Chunk {id: r.c})
+           UNWIND r.m AS m MATCH (e:Entity {id: m.e})
+           CREATE (e)-[:MENTIONED_IN {span_starts: m.s, span_ends: m.t}]->(c)""",
+        [{"c": c, "m": ms} for c, ms in by_chunk.items()],
+        batch=200,
     )
     write_relations(conn, relations.values(), EXTRACTION_SOURCE)
 
@@ -166,35 +172,42 @@ def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str
     """Create entities, or fold descriptions and aliases into existing ones, in one query per batch:
     the server applies each MERGE alone, so two writers' additions both land.
 
+    An entity that exists is written only when the row brings a description or alias it lacks,
+    and only those come back: most rows of a large ingest name an entity already known with
+    nothing new (at 100,000 passages, rewriting and returning every one cost 44 ms of a 64-document
+    batch; touching only the grown ones, 20 ms).
+
     The full-text column (every name form and description, spelled by `fts_text`) is set with a
-    new entity, from its row. For a merged one it is computed here from what the merge returned,
+    new entity, from its row. For a grown one it is computed here from what the merge returned,
     and set only if it changed and no other writer changed the entity since (compare and set): a
-    lost race leaves the newer writer's text, which holds more. Setting it only where it changed
-    spares the index most of a large ingest's updates, as recurring entities mostly bring nothing
-    new.
+    lost race leaves the newer writer's text, which holds more.
     """
     rows = [{**r, "st": entity_search_text(r["name"], r["aliases"], r["descs"])} for r in rows]
     at = now().isoformat()
     for start in range(0, len(rows), 1000):
-        merged = conn.write_sync(
+        found = conn.write_sync(
             """UNWIND $rows AS r
                MERGE (e:Entity {id: r.id})
                ON CREATE SET e.name = r.name, e.label = r.label, e.descriptions = r.descs, e.aliases = r.aliases,
-                             e._source = $source, e._created_at = $at, e.search_text = r.st
-               ON MATCH SET e.descriptions = coalesce(e.descriptions, []) +
-                                             [x IN r.descs WHERE NOT x IN coalesce(e.descriptions, [])],
-                            e.aliases = coalesce(e.aliases, []) +
-                                        [x IN r.aliases WHERE NOT x IN coalesce(e.aliases, [])]
-               WITH e
-               SET e.description = reduce(s = '', x IN e.descriptions |
-                                          CASE WHEN s = '' THEN x ELSE s + ' | ' + x END)
-               RETURN e.id AS id, e.name AS name, e.aliases AS aliases, e.descriptions AS descs,
-                      e.search_text AS st""",
+                             e._source = $source, e._created_at = $at, e.search_text = r.st,
+                             e.description = reduce(s = '', x IN r.descs |
+                                                    CASE WHEN s = '' THEN x ELSE s + ' | ' + x END)
+               WITH e, r, coalesce(e.descriptions, []) AS had, coalesce(e.aliases, []) AS known
+               WITH e, had, known, [x IN r.descs WHERE NOT x IN had] AS nd, [x IN r.aliases WHERE NOT x IN known] AS na
+               WITH e, known, na, size(nd) + size(na) > 0 AS grew, had + nd AS descs
+               FOREACH (_ IN CASE WHEN grew THEN [1] ELSE [] END |
+                        SET e.descriptions = descs, e.aliases = known + na,
+                            e.description = reduce(s = '', x IN descs |
+                                                   CASE WHEN s = '' THEN x ELSE s + ' | ' + x END))
+               WITH collect(CASE WHEN grew THEN {id: e.id, name: e.name, aliases: e.aliases, descs: e.descriptions,
+                                                 st: e.search_text} END) AS grown
+               RETURN grown""",
             {"rows": rows[start : start + 1000], "source": source, "at": at},
         )
+        grown = found[0]["grown"] if found else []
         texts = [
             {"id": r["id"], "st": st, "na": len(r["aliases"] or []), "nd": len(r["descs"] or [])}
-            for r in merged
+            for r in grown
             if (st := entity_search_text(r["name"], r["aliases"] or [], r["descs"] or [])) != r["st"]
         ]
         conn.write_many(
@@ -206,6 +219,29 @@ def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str
 
 
 def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: str) -> None:
+    """Add sources to the relations that exist, then create the others.
+
+    Most relations of a large ingest exist already (at 100,000 passages, about nine rows in ten
+    repeat a known fact), and a relation's fact is its whole sentence: sending it only for the
+    new ones cut a 64-document batch's parameter text from 407 KB to 148 KB, which the client
+    spells out and the server parses before anything runs (parsing alone: 7 ms of the 25 ms the
+    one merging query took). The second step still merges, so a relation another writer created
+    in between gets the sources added instead of a twin.
+    """
+    rows = list(rows)
+    known: set[str] = set()
+    for start in range(0, len(rows), 2000):
+        part = rows[start : start + 2000]
+        found = conn.write_sync(
+            """UNWIND $rows AS r
+               MATCH (:Entity {id: r.s})-[x:RELATES {id: r.id}]->(:Entity {id: r.d})
+               SET x.source_chunks = coalesce(x.source_chunks, []) +
+                                     [c IN r.src WHERE NOT c IN coalesce(x.source_chunks, [])],
+                   x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END
+               RETURN collect(r.id) AS ids""",
+            {"rows": [{"id": r["id"], "s": r["s"], "d": r["d"], "src": r["src"], "conf": r["conf"]} for r in part]},
+        )
+        known.update(found[0]["ids"] if found else ())
     conn.write_many(
         """UNWIND $rows AS r
            MATCH (a:Entity {id: r.s}), (b:Entity {id: r.d})
@@ -215,7 +251,7 @@ def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: st
            ON MATCH SET x.source_chunks = coalesce(x.source_chunks, []) +
                                           [c IN r.src WHERE NOT c IN coalesce(x.source_chunks, [])],
                         x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END""",
-        list(rows),
+        [r for r in rows if r["id"] not in known],
         source=source,
     )
 
