@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evigraph.errors import InputError, StoreError
+from evigraph.errors import ConfigurationError, InputError, StoreError
 from evigraph.ingest.batching import AHEAD_BATCHES
 from evigraph.ingest.chunking import StructuralChunking
 from evigraph.ingest.extraction import extractor_by_name
@@ -304,3 +304,13 @@ async def test_stored_versions_are_asked_for_many_batches_at_once(tmp_path: Path
     keys = [k for call in asked for k in call]
     assert len(keys) == len(set(keys)) * 2 == 1200  # each key once per ingest
     assert calls <= -(-600 // (AHEAD_BATCHES * 10)) + 1  # not one call per batch of 10 (60)
+
+
+async def test_a_batch_size_that_is_not_positive_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    """A zero batch would read nothing ahead and end the ingest at once, reporting nothing lost."""
+    with pytest.raises(ConfigurationError, match="batch_documents must be positive"):
+        KnowledgeBase(tmp_path / "kb.db", batch_documents=0)
+    source, _, strategies = counting_records(tmp_path, 5)
+    async with connect(tmp_path / "kb.db") as store:
+        with pytest.raises(ValueError, match="positive bounds"):
+            await IngestRun(store, strategies, batch_documents=0).run([str(source)])

@@ -45,6 +45,11 @@ class Batches:
     _ahead: deque[LoadedDocument] = field(default_factory=deque, init=False)
     _ahead_passages: int = field(default=0, init=False)
 
+    def __post_init__(self) -> None:
+        # A zero bound would read nothing ahead, and the ingest would end at once as if done.
+        if self.documents <= 0 or self.passages <= 0:
+            raise ValueError(f"batches need positive bounds, got {self.documents} documents, {self.passages} passages")
+
     def next(self) -> list[LoadedDocument]:
         """The next batch (empty at the end); reads the stream ahead first."""
         self._read_ahead()

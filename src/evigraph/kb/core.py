@@ -126,6 +126,8 @@ class KnowledgeBaseCore:
         if max_file_bytes <= 0:
             raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
         self.max_file_bytes = max_file_bytes
+        if batch_documents <= 0:
+            raise ConfigurationError("batch_documents must be positive", hint="e.g. batch_documents=64 (the default)")
         self.batch_documents = batch_documents
         self._gate = Gate()
         self._in_flight = InFlight()
