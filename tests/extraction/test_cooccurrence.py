@@ -11,7 +11,7 @@ from evigraph.ingest.extraction.cooccurrence import (
     graph_from_hits,
     merge_relations,
 )
-from evigraph.models import DEFAULT_RELATION_TYPE, ExtractedRelation, TextChunk
+from evigraph.models import DEFAULT_RELATION_TYPE, ExtractedRelation, GraphData, TextChunk
 
 
 def chunk(text: str, index: int = 0) -> TextChunk:
@@ -101,3 +101,25 @@ def test_graph_from_hits_deduplicates_entities_and_groups_mentions() -> None:
         ("person:alice", "person:bob", (0,)),
         ("person:bob", "person:alice", (1,)),
     }
+
+
+def test_a_graph_built_without_validation_equals_its_validated_form() -> None:
+    """Spans are gathered as offset pairs and confidences come from a table: what is built must
+    be exactly what validation makes (tuples, not lists; the rounded confidences)."""
+    text = "Alice met Bob and Carol in Paris. Alice left."
+    names = [("Alice", 0), ("Bob", 10), ("Carol", 18), ("Paris", 27), ("Alice", 34)]
+    hits = [Hit(at, at + len(name), name, "Person") for name, at in names]
+    graph = graph_from_hits([chunk(text)], [hits])
+    assert graph == GraphData.model_validate(graph.model_dump())
+    assert sorted({r.confidence for r in graph.relations}) == [0.3, 0.4, 0.5]
+    assert all(type(m.spans) is tuple for m in graph.mentions)
+
+
+def test_a_relation_copied_with_new_endpoints_gets_the_id_they_give() -> None:
+    """The id is kept once computed; a copy that changes a field must not carry it over."""
+    rel = ExtractedRelation(source="x", target="y", fact="X met Y.", confidence=0.4, chunk_indexes=(0,))
+    assert rel.id == rel.model_copy().id
+    moved = rel.model_copy(update={"source": "z"})
+    fresh = ExtractedRelation(source="z", target="y", fact="X met Y.", confidence=0.4, chunk_indexes=(0,))
+    assert moved.id == fresh.id != rel.id
+    assert moved == fresh and rel.model_dump() == {**fresh.model_dump(), "source": "x"}

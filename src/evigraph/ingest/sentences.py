@@ -7,6 +7,7 @@ common abbreviations, initials and decimals is accurate enough for both.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -25,7 +26,14 @@ _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n\s*\n")
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """Return (start, end) offsets of the sentences of `text`, white space trimmed."""
-    return list(iter_sentences(text))
+    return list(_split(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(text: str) -> tuple[tuple[int, int], ...]:
+    """Kept for the texts split most: each passage is split by the rules extractor, then by
+    co-occurrence pairing and bridge sentences a batch later (a batch is ~64 passages)."""
+    return tuple(iter_sentences(text))
 
 
 def iter_sentences(text: str) -> Iterator[tuple[int, int]]:

@@ -194,6 +194,30 @@ async def test_agent_writes_create_and_merge(store: GraphStore) -> None:
     assert (await store.counts()).relations == 5
 
 
+@covers("upsert_relations", "write_versions", "relations_for_chunks")
+async def test_a_document_stating_a_relation_an_agent_recorded_without_passages_becomes_its_source(
+    store: GraphStore,
+) -> None:
+    """Sources are appended to a relation that lists none without a blank id (the agent's
+    relation keeps its higher confidence), and writing the document again leaves the new
+    version's passage listed once."""
+    fact = "Ada Lovelace met Charles Babbage."
+    said = version("team/met", [fact], [[("Ada Lovelace", "Person"), ("Charles Babbage", "Person")]])
+    await store.upsert_entities(said.graph.entities, source="agent:test")
+    bare = ExtractedRelation(source=ADA, target=BABBAGE, fact=fact, confidence=0.9, chunk_indexes=())
+    await store.upsert_relations([(bare, [])], source="agent:test")
+    for expected_version in (1, 2):
+        [written] = await store.write_versions([said])
+        assert written.version == expected_version
+        [chunk] = [c.id for c in await store.document_chunks(said.key)]
+        [relation] = [r for r in await store.neighbours([ADA]) if r.target == BABBAGE]
+        assert relation.source_chunks == [chunk]
+        assert [r.target for r in await store.relations_for_chunks([chunk])] == [BABBAGE]
+        if expected_version == 1:
+            assert relation.confidence == 0.9
+    assert (await store.counts()).relations == 1
+
+
 @covers("set_setting", "get_setting")
 async def test_settings(store: GraphStore) -> None:
     assert await store.get_setting("contract.k") is None

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from evigraph.errors import ConfigurationError
 from evigraph.ingest.chunking.base import ChunkingStrategy
-from evigraph.ingest.sentences import split_sentences
+from evigraph.ingest.sentences import iter_sentences
 from evigraph.models import LoadedDocument, TextChunk
 from evigraph.providers.tokenizers import Tokenizer, default_tokenizer
 
@@ -68,7 +68,7 @@ def chunks_from_spans(document: LoadedDocument, spans: Iterable[tuple[int, int, 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[Span]:
     """`split_sentences` over `text[start:end]`, as offsets into `text`."""
     end = len(text) if end is None else end
-    for s, e in split_sentences(text[start:end]):
+    for s, e in iter_sentences(text[start:end]):  # a slice seen once: not worth caching
         yield s + start, e + start
 
 

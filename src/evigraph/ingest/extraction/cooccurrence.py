@@ -10,8 +10,10 @@ other) get the higher confidence.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import NamedTuple
 
 from evigraph.ingest.sentences import split_sentences
@@ -34,6 +36,17 @@ MAX_FACT_CHARS = 500
 BASE_CONFIDENCE = 0.5
 CONFIDENCE_STEP = 0.1
 MIN_CONFIDENCE = 0.2
+
+_CONFIDENCES = tuple(
+    round(max(MIN_CONFIDENCE, BASE_CONFIDENCE - CONFIDENCE_STEP * step), 2) for step in range(MAX_PARTNERS)
+)
+"""The confidence of a pair by how many distinct entities lie between its two names (0, 1, ...)."""
+
+_by_offsets = itemgetter(0, 1)
+
+_entity = functools.lru_cache(maxsize=1 << 14)(ExtractedEntity.create)
+"""Entities by (name, label): frozen, so documents share them, and a name met again skips its
+normalisation and validation (most names of a large corpus recur across documents)."""
 
 
 class Hit(NamedTuple):
@@ -60,20 +73,20 @@ def cooccurrence_relations(chunk: TextChunk, spans: Iterable[tuple[int, int, str
     boundary belongs to no sentence and is ignored (the splitter and the extractor disagree about
     it, so neither sentence clearly states it).
     """
-    ordered = sorted((EntitySpan(*s) for s in spans), key=lambda s: (s.start, s.end))
+    ordered = sorted(spans, key=_by_offsets)
     if len(ordered) < 2:
         return []
     relations: dict[tuple[str, str, str], ExtractedRelation] = {}
     cursor = 0
     for sent_start, sent_end in split_sentences(chunk.text):
-        while cursor < len(ordered) and ordered[cursor].start < sent_start:
+        while cursor < len(ordered) and ordered[cursor][0] < sent_start:
             cursor += 1  # spans before this sentence (or straddling into it)
         ids: list[str] = []
         i = cursor
-        while i < len(ordered) and ordered[i].start < sent_end:
-            span = ordered[i]
-            if span.end <= sent_end and span.entity_id not in ids:
-                ids.append(span.entity_id)
+        while i < len(ordered) and ordered[i][0] < sent_end:
+            _, end, entity_id = ordered[i]
+            if end <= sent_end and entity_id not in ids:
+                ids.append(entity_id)
             i += 1
         cursor = i
         if len(ids) < 2:
@@ -87,14 +100,13 @@ def cooccurrence_relations(chunk: TextChunk, spans: Iterable[tuple[int, int, str
 
 def _pairs(ids: Sequence[str], fact: str, chunk_index: int) -> Iterable[ExtractedRelation]:
     for i, source in enumerate(ids):
-        for step, target in enumerate(ids[i + 1 : i + 1 + MAX_PARTNERS], start=1):
-            confidence = max(MIN_CONFIDENCE, BASE_CONFIDENCE - CONFIDENCE_STEP * (step - 1))
+        for step, target in enumerate(ids[i + 1 : i + 1 + MAX_PARTNERS]):
             yield ExtractedRelation(
                 source=source,
                 target=target,
                 type=DEFAULT_RELATION_TYPE,
                 fact=fact,
-                confidence=round(confidence, 2),
+                confidence=_CONFIDENCES[step],
                 chunk_indexes=(chunk_index,),
             )
 
@@ -140,25 +152,22 @@ def graph_from_hits(
     spans, and relations restated by overlapping chunks are merged.
     """
     entities: dict[str, ExtractedEntity] = {}
-    created: dict[tuple[str, str], ExtractedEntity] = {}  # validation is costly; names repeat
     mentions: list[Mention] = []
     relations: list[ExtractedRelation] = []
     for chunk, chunk_hits in zip(chunks, hits, strict=True):
-        spans: dict[str, list[Span]] = {}
+        spans: dict[str, set[tuple[int, int]]] = {}
         located: list[EntitySpan] = []
         for hit in chunk_hits:
-            entity = created.get((hit.name, hit.label))
-            if entity is None:
-                entity = created[(hit.name, hit.label)] = ExtractedEntity.create(hit.name, hit.label)
+            entity = _entity(hit.name, hit.label)
             known = entities.get(entity.id)
             if known is None:
                 entities[entity.id] = entity
             elif entity.name not in known.aliases:
                 entities[entity.id] = known.model_copy(update={"aliases": (*known.aliases, entity.name)})
-            spans.setdefault(entity.id, []).append(Span(start=hit.start, end=hit.end))
+            spans.setdefault(entity.id, set()).add((hit.start, hit.end))
             located.append(EntitySpan(hit.start, hit.end, entity.id))
         for eid, found in spans.items():
-            ordered = tuple(sorted(set(found), key=lambda s: (s.start, s.end)))
+            ordered = tuple(Span(start=s, end=e) for s, e in sorted(found))
             mentions.append(Mention(entity_id=eid, chunk_index=chunk.index, spans=ordered))
         if cooccurring:
             relations.extend(cooccurrence_relations(chunk, located))

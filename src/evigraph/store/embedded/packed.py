@@ -31,7 +31,7 @@ SEPARATOR = " "
 
 
 def pack(values: Iterable[Any]) -> str:
-    return SEPARATOR.join(str(v) for v in values)
+    return SEPARATOR.join(map(str, values))
 
 
 def unpack_ids(value: str | list[str] | None) -> list[str]:

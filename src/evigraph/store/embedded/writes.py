@@ -239,7 +239,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         [{**m, "s": pack(m["s"]), "t": pack(m["t"])} for m in mentions],
         EDGE_BATCH,
     )
-    _write_relations(tx, relations, new_entities=created)
+    _write_relations(tx, relations, new_entities=created, fresh_sources=True)
     delete_orphans(tx, candidates)
     return numbers
 
@@ -307,6 +307,8 @@ def _write_relations(
     relations: dict[str, dict[str, Any]],
     source: str = EXTRACTION_SOURCE,
     new_entities: set[str] | frozenset[str] = frozenset(),
+    *,
+    fresh_sources: bool = False,
 ) -> int:
     """Create new relations and add this batch's passages as sources of existing ones; returns
     how many existed already.
@@ -314,20 +316,79 @@ def _write_relations(
     A relation with an endpoint in `new_entities` (created by this write) cannot exist yet, so it
     is not looked up: in a large ingest most relations touch a new entity, and each look-up
     statement joins the whole relation table.
+
+    `fresh_sources` says no source given can be listed already: the passages of a version just
+    numbered (a version number is never reused while its passages are listed). Then an existing
+    relation's new sources are appended in the engine, where otherwise its whole list is read,
+    merged here and written back (at 100,000 passages a relation has 14 sources on average, and
+    reading and rewriting them was the ingest's largest statement).
     """
     if not relations:
         return 0
-    maybe = [
-        {"s": r["s"], "d": r["d"], "id": r["id"]}
-        for r in relations.values()
-        if r["s"] not in new_entities and r["d"] not in new_entities
-    ]
+    maybe = [r for r in relations.values() if r["s"] not in new_entities and r["d"] not in new_entities]
+    if fresh_sources:
+        known = _append_sources(tx, maybe) if maybe else set()
+        created = [row for rid, row in relations.items() if rid not in known]
+        existed = len(known)
+    else:
+        created, updated = _fold_sources(tx, relations, maybe)
+        tx.run_batched(
+            """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
+               MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+               SET x.source_chunks = src, x.confidence = conf""",
+            updated,
+            EDGE_BATCH,
+        )
+        existed = len(updated)
+    tx.run_batched(
+        """UNWIND $rows AS r
+           WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
+           MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
+           CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
+                                  source_chunks: src, _source: $source}]->(b)""",
+        [{**row, "src": pack(row["src"])} for row in created],
+        EDGE_BATCH,
+        extra={"source": source},
+    )
+    return existed
+
+
+def _append_sources(tx: Tx, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Append each row's sources to its relation where that exists; returns the ids found."""
+    found: set[str] = set()
+    for i in range(0, len(rows), EDGE_BATCH):
+        found.update(
+            tx.column(
+                """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
+                   MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+                   SET x.source_chunks = CASE WHEN x.source_chunks IS NULL OR x.source_chunks = ''
+                                              THEN CAST(src AS STRING)
+                                              ELSE x.source_chunks + ' ' + CAST(src AS STRING) END,
+                       x.confidence = CASE WHEN x.confidence IS NULL OR conf > x.confidence THEN conf
+                                           ELSE x.confidence END
+                   RETURN x.id""",
+                {
+                    "rows": [
+                        {"s": r["s"], "d": r["d"], "id": r["id"], "src": pack(r["src"]), "conf": r["conf"]}
+                        for r in rows[i : i + EDGE_BATCH]
+                    ]
+                },
+            )
+        )
+    return found
+
+
+def _fold_sources(
+    tx: Tx, relations: dict[str, dict[str, Any]], maybe: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The relations to create, and the existing ones with their sources merged (read, folded
+    here, to be written back whole): for sources that may be listed already."""
     found = (
         tx.rows(
             """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
                MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
                RETURN x.id AS id, x.source_chunks AS src, x.confidence AS conf""",
-            {"rows": maybe},
+            {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in maybe]},
         )
         if maybe
         else []
@@ -341,24 +402,7 @@ def _write_relations(
         else:
             src = list(dict.fromkeys([*unpack_ids(old["src"]), *row["src"]]))
             updated.append({**row, "src": pack(src), "conf": max(float(old["conf"] or 0.0), row["conf"])})
-    tx.run_batched(
-        """UNWIND $rows AS r
-           WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
-           MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
-           CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
-                                  source_chunks: src, _source: $source}]->(b)""",
-        [{**row, "src": pack(row["src"])} for row in created],
-        EDGE_BATCH,
-        extra={"source": source},
-    )
-    tx.run_batched(
-        """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
-           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-           SET x.source_chunks = src, x.confidence = conf""",
-        updated,
-        EDGE_BATCH,
-    )
-    return len(updated)
+    return created, updated
 
 
 def delete_document(tx: Tx, key: str) -> bool:
