@@ -412,3 +412,12 @@ def test_chunker_by_name_lists_valid_names() -> None:
     with pytest.raises(ConfigurationError) as info:
         chunker_by_name("semantic")
     assert "fixed, sentence, structural" in info.value.hint
+
+
+def test_split_sentences_hands_each_caller_its_own_list() -> None:
+    """Splits are cached per text; a caller changing its list must not change the next caller's."""
+    text = "Ada wrote notes. Babbage built engines."
+    first = split_sentences(text)
+    first.append((0, 1))
+    first[0] = (5, 5)
+    assert split_sentences(text) == [(0, 16), (17, 39)]

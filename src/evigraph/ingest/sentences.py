@@ -31,8 +31,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=1024)
 def _split(text: str) -> tuple[tuple[int, int], ...]:
-    """Kept for the texts split most: each passage is split by the rules extractor, then by
-    co-occurrence pairing and bridge sentences a batch later (a batch is ~64 passages)."""
+    """Kept for the texts split most: each passage is split by the rules extractor, then again
+    by co-occurrence pairing and by bridge sentences, all while its batch (~64 documents) is
+    processed, so a small cache serves the repeats."""
     return tuple(iter_sentences(text))
 
 
