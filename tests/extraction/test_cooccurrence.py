@@ -103,7 +103,7 @@ def test_graph_from_hits_deduplicates_entities_and_groups_mentions() -> None:
     }
 
 
-def test_a_graph_built_without_validation_equals_its_validated_form() -> None:
+def test_a_graph_from_hits_equals_its_validated_form() -> None:
     """Spans are gathered as offset pairs and confidences come from a table: what is built must
     be exactly what validation makes (tuples, not lists; the rounded confidences)."""
     text = "Alice met Bob and Carol in Paris. Alice left."

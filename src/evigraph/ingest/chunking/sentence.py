@@ -66,7 +66,7 @@ def chunks_from_spans(document: LoadedDocument, spans: Iterable[tuple[int, int, 
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[Span]:
-    """`split_sentences` over `text[start:end]`, as offsets into `text`."""
+    """The sentences of `text[start:end]` (as `split_sentences` finds them), as offsets into `text`."""
     end = len(text) if end is None else end
     for s, e in iter_sentences(text[start:end]):  # a slice seen once: not worth caching
         yield s + start, e + start
