@@ -14,6 +14,7 @@ from tests.conftest import FalkorServer, free_port
 
 from evigraph import KnowledgeBase
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
+from evigraph.store.falkordb.schema import SCHEMA_VERSION
 from evigraph.store.falkordb.server import LocalServer, binaries
 
 
@@ -50,6 +51,28 @@ async def test_a_foreign_graph_is_refused_and_left_as_it_was(falkordb_server: Fa
                 await kb.ingest(text="x", key="x") if not read_only else await kb.status()
     rows = client.execute_command("GRAPH.QUERY", "someone_elses", "MATCH (n) RETURN count(n)")
     assert rows[1] == [[1]]  # its one node, and nothing of evigraph's
+
+
+async def test_an_empty_graph_is_one_being_created_and_becomes_the_knowledge_base(
+    falkordb_server: FalkorServer,
+) -> None:
+    """The server lists a graph once the first write to it starts, before that write is done, so
+    a second process creating the same knowledge base can find it listed with no mark yet."""
+    client = redis.Redis(port=falkordb_server.port)
+    client.execute_command("GRAPH.QUERY", "being_made", "CREATE (n:Scratch) DELETE n")
+    assert b"being_made" in client.execute_command("GRAPH.LIST")
+    async with KnowledgeBase(falkordb_server.url("being_made"), read_only=True) as kb:
+        with pytest.raises(StoreError, match="holds no knowledge base yet"):
+            await kb.status()
+    async with KnowledgeBase(falkordb_server.url("being_made"), extractor="rules") as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
+    async with KnowledgeBase(falkordb_server.url("being_made"), extractor="rules") as kb:
+        assert (await kb.status()).documents == 1
+    marks = client.execute_command("GRAPH.QUERY", "being_made", "MATCH (m:EvigraphMeta) RETURN m.key, m.value")
+    assert sorted((k.decode(), v.decode()) for k, v in marks[1]) == [
+        ("app", "evigraph"),
+        ("schema_version", SCHEMA_VERSION),
+    ]
 
 
 async def test_a_missing_knowledge_base_is_not_created_by_a_read(falkordb_server: FalkorServer) -> None:

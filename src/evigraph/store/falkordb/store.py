@@ -99,36 +99,42 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         self._generation = Generation(conn)
 
     def _check_or_create(self, conn: Connection) -> None:
-        graphs = set(conn.graphs())
-        name = conn.graph_name
-        if name in graphs:
-            marks = conn.read_sync("MATCH (m:EvigraphMeta) RETURN m.key AS key, m.value AS value")
-            found = {r["key"]: r["value"] for r in marks}
-            if found.get("app") != "evigraph":
-                raise NotAKnowledgeBaseError(
-                    f"{self.location.display} is a FalkorDB graph, but not an evigraph knowledge base",
-                    hint="name another graph in the URL; evigraph does not modify foreign graphs",
+        """Accept an evigraph graph, refuse a foreign one, and mark a new one as ours.
+
+        A graph with no mark is not necessarily foreign: the server lists a graph as soon as the
+        first write query to it starts, so another process's creating query may be under way.
+        An empty graph is therefore claimed by one conditional query, which the server runs
+        alone; concurrent claims all end with the one mark (a CI run lost an ingest to this)."""
+        exists = conn.graph_name in set(conn.graphs())
+        marks = _marks(conn) if exists else {}
+        if not marks:
+            if self.read_only:
+                if exists and conn.read_primary_sync("MATCH (n) RETURN 1 AS one LIMIT 1"):
+                    raise self._foreign()
+                raise KnowledgeBaseMissingError(
+                    f"{self.location.display} holds no knowledge base yet",
+                    hint=f"ingest something first: `evigraph ingest PATH --db {self.location.display}`",
                 )
-            if found.get("schema_version") != SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.location.display} has evigraph schema version {found.get('schema_version')}, "
-                    f"this evigraph reads {SCHEMA_VERSION}",
-                    hint="upgrade evigraph, or ingest into another graph",
-                )
-            if not self.read_only:
-                self._create_indexes(conn)
-            return
-        if self.read_only:
-            raise KnowledgeBaseMissingError(
-                f"{self.location.display} holds no knowledge base yet",
-                hint=f"ingest something first: `evigraph ingest PATH --db {self.location.display}`",
+            claimed = conn.write_sync(_CLAIM, {"v": SCHEMA_VERSION})
+            if not claimed:
+                raise self._foreign()
+            marks = {"app": claimed[0]["app"], "schema_version": claimed[0]["version"]}
+        if marks.get("app") != "evigraph":
+            raise self._foreign()
+        if marks.get("schema_version") != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.location.display} has evigraph schema version {marks.get('schema_version')}, "
+                f"this evigraph reads {SCHEMA_VERSION}",
+                hint="upgrade evigraph, or ingest into another graph",
             )
-        conn.write_sync(
-            "MERGE (a:EvigraphMeta {key: 'app'}) SET a.value = 'evigraph' "
-            "MERGE (v:EvigraphMeta {key: 'schema_version'}) SET v.value = $v",
-            {"v": SCHEMA_VERSION},
+        if not self.read_only:
+            self._create_indexes(conn)
+
+    def _foreign(self) -> NotAKnowledgeBaseError:
+        return NotAKnowledgeBaseError(
+            f"{self.location.display} is a FalkorDB graph, but not an evigraph knowledge base",
+            hint="name another graph in the URL; evigraph does not modify foreign graphs",
         )
-        self._create_indexes(conn)
 
     @staticmethod
     def _create_indexes(conn: Connection) -> None:
@@ -497,3 +503,22 @@ def _ignore_existing(conn: Connection, statement: str) -> None:
     except Exception as exc:
         if not any(said in str(exc).lower() for said in ("already", "no such index")):
             raise
+
+
+_CLAIM = (
+    "OPTIONAL MATCH (n) WHERE NOT n:EvigraphMeta "
+    "WITH count(n) AS foreign WHERE foreign = 0 "
+    "MERGE (a:EvigraphMeta {key: 'app'}) ON CREATE SET a.value = 'evigraph' "
+    "MERGE (v:EvigraphMeta {key: 'schema_version'}) ON CREATE SET v.value = $v "
+    "RETURN a.value AS app, v.value AS version"
+)
+"""Marks an empty graph as a knowledge base, in one query so no other writer comes between the
+check and the mark; returns no row when the graph holds someone else's nodes. `ON CREATE` keeps
+the marks a concurrent claim already wrote."""
+
+
+def _marks(conn: Connection) -> dict[str, Any]:
+    """The graph's evigraph marks (`app`, `schema_version`), read on the primary: a replica may
+    not have the marks of a graph created a moment ago."""
+    rows = conn.read_primary_sync("MATCH (m:EvigraphMeta) RETURN m.key AS key, m.value AS value")
+    return {r["key"]: r["value"] for r in rows}
