@@ -1,9 +1,14 @@
-"""Extraction in the worker process gives exactly what a thread gives, and survives the worker dying."""
+"""Extraction in the worker process gives exactly what a thread gives, starts once a process has
+extracted enough, never runs the caller's script again, and survives the worker dying."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,31 +26,101 @@ _TEXT = (
 )
 
 
+@pytest.fixture(autouse=True)
+def fresh_process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts as a process that has extracted nothing, whatever ran before it here."""
+    monkeypatch.setattr(offload, "_worker", None)
+    monkeypatch.setattr(offload, "_extracted", 0)
+    monkeypatch.setattr(offload, "_lost", False)
+    yield
+    if offload._worker is not None:
+        offload._worker.close()
+
+
 def _documents(n: int) -> list[list[TextChunk]]:
     return [
         [TextChunk(index=i, text=f"{_TEXT} Part {d}-{i}.", start=0, end=len(_TEXT)) for i in range(4)] for d in range(n)
     ]
 
 
+def _where(_: int) -> bool:
+    return offload.IN_WORKER
+
+
 async def test_a_large_batch_in_the_worker_equals_the_thread_result() -> None:
     docs = _documents(MIN_OFFLOAD_CHUNKS // 4 + 1)  # over the threshold: goes to the worker
     extractor, ontology = RuleBasedExtraction(), DEFAULT_ONTOLOGY
     offloaded = await extractor.extract_many(docs, ontology)
-    assert offload._pool is not None  # the worker was started for it
+    assert offload._worker is not None  # the worker was started for it
     assert offloaded == extractor.extract_sync(docs, ontology)
     assert any(g.relations for g in offloaded)
 
 
+async def test_small_batches_start_the_worker_once_they_add_up() -> None:
+    """An ingest of one-passage records never has a large batch, but is large all the same."""
+    below = MIN_OFFLOAD_CHUNKS // 2
+    assert await run_offloaded(_where, 0, chunks=below) is False  # a thread
+    assert offload._worker is None
+    assert await run_offloaded(_where, 0, chunks=below) is True  # the two add up to the threshold
+    assert await run_offloaded(_where, 0, chunks=1) is True  # and from then on every batch goes
+
+
+async def test_an_error_in_the_worker_reaches_the_caller_and_the_worker_stays() -> None:
+    with pytest.raises(ValueError, match="not a number: 'x'"):
+        await run_offloaded(_parse, "x", chunks=MIN_OFFLOAD_CHUNKS)
+    worker = offload._worker
+    assert worker is not None
+    assert await run_offloaded(_parse, "41", chunks=1) == 41
+    assert offload._worker is worker
+
+
+def _parse(text: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"not a number: {text!r}")
+    return int(text)
+
+
 def _die_in_worker(value: int) -> int:
-    if multiprocessing.parent_process() is not None:  # in the worker: die as a crash would
+    if offload.IN_WORKER:  # die as a crash would
         os._exit(1)
     return value + 1
 
 
-async def test_a_dead_worker_leaves_the_batch_to_a_thread_and_is_replaced() -> None:
+async def test_a_dead_worker_leaves_the_batch_and_the_rest_to_threads(caplog: pytest.LogCaptureFixture) -> None:
     assert await run_offloaded(_die_in_worker, 41, chunks=MIN_OFFLOAD_CHUNKS) == 42
-    # the next batch gets a fresh worker
+    assert "extraction worker process died" in caplog.text
+    assert offload._worker is None
     docs = _documents(MIN_OFFLOAD_CHUNKS // 4)
     assert await RuleBasedExtraction().extract_many(docs, DEFAULT_ONTOLOGY) == RuleBasedExtraction().extract_sync(
         docs, DEFAULT_ONTOLOGY
     )
+    assert offload._worker is None  # not started again: the process goes on in threads
+    assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is False
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """A worker started by `multiprocessing` (spawn) runs the main script again; this one must not."""
+    ran = tmp_path / "ran.txt"
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio
+            from evigraph.ingest.extraction import offload
+            from evigraph.ingest.extraction.rules import RuleBasedExtraction
+            from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+            from evigraph.models import TextChunk
+
+            with open({str(ran)!r}, "a") as f:
+                f.write("ran\\n")
+            text = "Ada Lovelace met Charles Babbage in London."
+            docs = [[TextChunk(index=0, text=text, start=0, end=len(text))] for _ in range({MIN_OFFLOAD_CHUNKS})]
+            graphs = asyncio.run(RuleBasedExtraction().extract_many(docs, DEFAULT_ONTOLOGY))
+            print(offload._worker is not None, len(graphs), bool(graphs[0].relations))
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", str(MIN_OFFLOAD_CHUNKS), "True"]
+    assert ran.read_text() == "ran\n"

@@ -6,63 +6,163 @@ the rest of the ingest needs: chunking, resolution and the Python half of the st
 waited on it, so a 2-core machine ran the ingest on about one core. A worker process gives
 extraction its own interpreter, and the ingest's other work runs beside it.
 
-A batch smaller than `MIN_OFFLOAD_CHUNKS` stays in a thread: sending it costs more than it saves,
-and a small ingest (a test, one file) never starts a process. The worker is started with `spawn`,
-which is safe beside the engine's own threads, and once per Python process; it holds no state
-between batches. If it dies, the batch runs in a thread and the next batch starts a new worker.
+The worker starts once this process has extracted `MIN_OFFLOAD_CHUNKS` passages, counted over
+all its batches: an ingest of many one-passage records never has a large batch, but is large all
+the same, while a test or a single small file never starts a process.
+
+The worker is `python -m evigraph.ingest.extraction.offload`, talking pickles over its stdin and
+stdout, and not a `multiprocessing` child: those (with `spawn`, the one start method safe beside
+the engine's threads) run the user's main script again in the child, so a script without an
+`if __name__ == "__main__":` guard started its whole ingest over in every worker, which then
+died. This one imports only what the function it is sent needs. It holds no state between
+batches; if it dies, the batch runs in a thread and so does the rest of this process's
+extraction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import logging
-import multiprocessing
 import os
+import pickle
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 MIN_OFFLOAD_CHUNKS = 256
-"""Passages a batch needs before it goes to the worker process. Pickling a batch and its graphs
-both ways costs about a tenth of extracting them, and starting the worker ~0.5 s, once."""
+"""Passages this process extracts in threads before it starts the worker. Pickling a batch and
+its graphs both ways costs about a tenth of extracting them, and starting the worker ~0.5 s, once."""
 
-_pool: ProcessPoolExecutor | None = None
+IN_WORKER = False
+"""True inside the worker process (tests use it to make a function behave differently there)."""
+
+
+class _WorkerLost(Exception):
+    """The worker process ended or its pipe broke mid-call."""
+
+
+class _Worker:
+    """One worker process, and the lock that keeps one call at a time on its pipes."""
+
+    def __init__(self) -> None:
+        # The child must import what this process imports, including a path added at run time.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        )
+        self._lock = threading.Lock()
+
+    def call(self, fn: Callable[..., T], args: tuple[object, ...]) -> T:
+        request = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)  # fails before the pipe is touched
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        assert stdin is not None and stdout is not None
+        with self._lock:
+            try:
+                stdin.write(request)
+                stdin.flush()
+                ok, value = pickle.load(stdout)
+            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                raise _WorkerLost(str(exc)) from exc
+        if ok:
+            return value  # type: ignore[no-any-return]
+        raise value
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()  # the worker ends at the end of its input
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
 _lock = threading.Lock()
+_worker: _Worker | None = None
+_extracted = 0  # passages this process has extracted so far
+_lost = False  # a worker died: the rest of this process's extraction stays in threads
 
 
-def _worker_pool() -> ProcessPoolExecutor | None:
-    """The shared worker process, or None on a one-core machine (nothing to run beside)."""
-    global _pool
-    if (os.cpu_count() or 1) < 2:
+def _ready_worker(chunks: int) -> _Worker | None:
+    """The worker for a batch of `chunks` passages, started if this process has now extracted
+    enough; None on a one-core machine, in a frozen program (no interpreter to start) or after
+    a worker died."""
+    global _worker, _extracted
+    if (os.cpu_count() or 1) < 2 or getattr(sys, "frozen", False):
         return None
     with _lock:
-        if _pool is None:
-            _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        return _pool
+        _extracted += chunks
+        if _worker is None and not _lost and _extracted >= MIN_OFFLOAD_CHUNKS:
+            _worker = _Worker()
+        return _worker
 
 
-def _discard(pool: ProcessPoolExecutor) -> None:
-    global _pool
+def _drop(worker: _Worker) -> None:
+    global _worker, _lost
     with _lock:
-        if _pool is pool:
-            _pool = None
-    pool.shutdown(wait=False, cancel_futures=True)
+        if _worker is worker:
+            _worker, _lost = None, True
+    worker.close()
+
+
+@atexit.register
+def _close_worker() -> None:
+    if _worker is not None:
+        _worker.close()
 
 
 async def run_offloaded(fn: Callable[..., T], *args: object, chunks: int) -> T:
-    """`fn(*args)` in the worker process when the batch holds `chunks` >= `MIN_OFFLOAD_CHUNKS`
-    passages, else in a thread. `fn` and its arguments must pickle (a module-level function)."""
-    pool = _worker_pool() if chunks >= MIN_OFFLOAD_CHUNKS else None
-    if pool is not None:
+    """`fn(*args)` in the worker process once this process has extracted `MIN_OFFLOAD_CHUNKS`
+    passages (this batch's `chunks` included), else in a thread. `fn` and its arguments must
+    pickle (a module-level function)."""
+    worker = _ready_worker(chunks)
+    if worker is not None:
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
-        except BrokenProcessPool:
-            log.warning("the extraction worker process died; this batch runs in a thread")
-            _discard(pool)
+            return await asyncio.to_thread(worker.call, fn, args)
+        except _WorkerLost as exc:
+            log.warning("the extraction worker process died (%s); extraction goes on in threads", exc)
+            _drop(worker)
     return await asyncio.to_thread(fn, *args)
+
+
+def serve() -> None:
+    """The worker's loop: a pickled `(fn, args)` in, a pickled `(ok, result or exception)` out,
+    until its input ends."""
+    global IN_WORKER
+    IN_WORKER = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the ingest, which then closes the pipe
+    requests, replies = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not land in the replies
+    while True:
+        try:
+            fn, args = pickle.load(requests)
+        except EOFError:
+            return
+        reply: tuple[bool, Any]
+        try:
+            reply = (True, fn(*args))
+        except Exception as exc:
+            reply = (False, exc)
+        try:
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # an exception (or result) that does not pickle
+            data = pickle.dumps((False, RuntimeError(f"{reply[1]!r} could not be sent back: {exc}")))
+        replies.write(data)
+        replies.flush()
+
+
+if __name__ == "__main__":
+    # Run from the package's own module object, so `IN_WORKER` is set where functions see it.
+    from evigraph.ingest.extraction import offload
+
+    offload.serve()
