@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
-from evigraph.models import SourceRecord, SourceState, StoreCounts
+from evigraph.models import ExtractedEntity, ExtractedRelation, SourceRecord, SourceState, StoreCounts
 from evigraph.store import connect
 from evigraph.store.scoped import ScopedStore
 
@@ -131,3 +131,22 @@ async def test_scoped_counts_follow_writes(tmp_path: Path) -> None:
         assert after.documents == 2 and after.passages == 2 and after.entities > before.entities
         assert await kb.delete("team-a/meeting")
         assert (await kb.status()).model_dump(exclude={"db"}) == before.model_dump(exclude={"db"})
+
+
+async def test_an_agents_relation_no_passage_states_shows_only_when_the_scope_hides_nothing(tmp_path: Path) -> None:
+    """Like an agent's entity without a passage, it belongs to no document: a scope that names
+    documents cannot show it, and one that hides nothing (`*`) must."""
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        await kb.ingest(text=ALPHA, key="team-a/quill")
+    buoy = ExtractedEntity.create("Harbour Sonar Buoy", "Product", "a buoy an agent recorded")
+    fact = "Ada Quillfeather designed the harbour sonar buoy."
+    async with connect(db) as store:
+        ada = (await store.search_entities("Ada Quillfeather"))[0]
+        assert ada.name == "Ada Quillfeather"
+        await store.upsert_entities([buoy], source="agent:test")
+        bare = ExtractedRelation(source=ada.id, target=buoy.id, fact=fact, confidence=0.8, chunk_indexes=())
+        await store.upsert_relations([(bare, [])], source="agent:test")
+    for scope, shown in ((["team-a/*"], []), (["*"], [fact])):
+        async with connect(db, read_only=True, scope=scope) as scoped:
+            assert [r.fact for r in await scoped.neighbours([ada.id]) if r.target == buoy.id] == shown

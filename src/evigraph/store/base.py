@@ -172,8 +172,9 @@ class GraphStore(ABC):
     async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
         """Write new versions of documents, replacing their previous versions in one step.
 
-        Old chunks and mentions go; relations lose the old chunks as sources and go when none
-        remain; extracted entities that nothing mentions any more go.
+        Old chunks and mentions go; relations lose the old chunks as sources, and extracted ones
+        go when none remain (an agent's relation stays, as it was before any passage stated it);
+        extracted entities that nothing mentions any more go.
         """
 
     @abstractmethod

@@ -145,6 +145,8 @@ class ScopedStore(GraphStore):
             kept = [c for c in r.source_chunks if c in allowed]
             if kept:
                 out.append(r.model_copy(update={"source_chunks": kept}))
+            elif self.everything and not r.source_chunks:  # an agent's relation no passage states, as entities
+                out.append(r)
         return out
 
     # -- lifecycle and writes ----------------------------------------------------------------

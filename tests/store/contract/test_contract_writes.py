@@ -194,13 +194,14 @@ async def test_agent_writes_create_and_merge(store: GraphStore) -> None:
     assert (await store.counts()).relations == 5
 
 
-@covers("upsert_relations", "write_versions", "relations_for_chunks")
+@covers("upsert_relations", "write_versions", "relations_for_chunks", "delete_document")
 async def test_a_document_stating_a_relation_an_agent_recorded_without_passages_becomes_its_source(
     store: GraphStore,
 ) -> None:
     """Sources are appended to a relation that lists none without a blank id (the agent's
     relation keeps its higher confidence), and writing the document again leaves the new
-    version's passage listed once."""
+    version's passage listed once. The relation stands on the agent's word: losing the
+    document's passages leaves it as the agent recorded it."""
     fact = "Ada Lovelace met Charles Babbage."
     said = version("team/met", [fact], [[("Ada Lovelace", "Person"), ("Charles Babbage", "Person")]])
     await store.upsert_entities(said.graph.entities, source="agent:test")
@@ -213,9 +214,11 @@ async def test_a_document_stating_a_relation_an_agent_recorded_without_passages_
         [relation] = [r for r in await store.neighbours([ADA]) if r.target == BABBAGE]
         assert relation.source_chunks == [chunk]
         assert [r.target for r in await store.relations_for_chunks([chunk])] == [BABBAGE]
-        if expected_version == 1:
-            assert relation.confidence == 0.9
+        assert relation.confidence == 0.9
     assert (await store.counts()).relations == 1
+    assert await store.delete_document(said.key)
+    [relation] = [r for r in await store.neighbours([ADA]) if r.target == BABBAGE]
+    assert (relation.fact, relation.confidence, relation.source_chunks) == (fact, 0.9, [])
 
 
 @covers("set_setting", "get_setting")

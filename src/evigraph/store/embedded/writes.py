@@ -69,7 +69,8 @@ def current_versions(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
 def remove_contents(tx: Tx, keys: Sequence[str]) -> set[str]:
     """Remove the chunks of documents and what hangs off them; return entities that may be orphaned.
 
-    Relations lose these chunks as sources and go when none remain. The orphan check itself
+    Relations lose these chunks as sources, and extracted ones go when none remain (one an agent
+    recorded stands on the agent's word, as it did before any passage stated it). The orphan check itself
     waits until the new version is written, which may mention the same entities again.
     """
     if not keys:
@@ -125,11 +126,11 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
     ids = {"ids": sorted(entity_ids)}
     rels = tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity {id: eid})-[r:RELATES]->(b:Entity)
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS by""",
         ids,
     ) + tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity)-[r:RELATES]->(b:Entity {id: eid})
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS by""",
         ids,
     )
     update: list[dict[str, Any]] = []
@@ -144,7 +145,7 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         if len(kept) == len(src):
             continue
         row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": pack(kept)}
-        (update if kept else drop).append(row)
+        (update if kept or r["by"] not in (None, EXTRACTION_SOURCE) else drop).append(row)
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid

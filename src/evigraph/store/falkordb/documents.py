@@ -257,8 +257,9 @@ def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: st
 
 
 def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
-    """Drop deleted passages from relations' sources, and relations left with none; returns the
-    entities those relations joined (which may now be orphans)."""
+    """Drop deleted passages from relations' sources, and extracted relations left with none (one an
+    agent recorded stands on the agent's word); returns the entities those relations joined
+    (which may now be orphans)."""
     if not gone:
         return set()
     rows = conn.write_sync(
@@ -266,10 +267,10 @@ def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
            WHERE any(c IN x.source_chunks WHERE c IN $gone)
            SET x.source_chunks = [c IN x.source_chunks WHERE NOT c IN $gone]
            WITH a, b, x, size(x.source_chunks) AS left
-           WITH a, b, collect(CASE WHEN left = 0 THEN x END) AS empty
+           WITH a, b, collect(CASE WHEN left = 0 AND coalesce(x._source, $src) = $src THEN x END) AS empty
            FOREACH (x IN empty | DELETE x)
            RETURN a.id AS a, b.id AS b""",
-        {"gone": list(gone)},
+        {"gone": list(gone), "src": EXTRACTION_SOURCE},
     )
     return {r["a"] for r in rows} | {r["b"] for r in rows}
 
