@@ -124,3 +124,20 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", str(MIN_OFFLOAD_CHUNKS), "True"]
     assert ran.read_text() == "ran\n"
+
+
+async def test_a_call_that_does_not_pickle_runs_in_a_thread_and_keeps_the_worker() -> None:
+    assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is True
+    worker = offload._worker
+    assert await run_offloaded(lambda _: offload.IN_WORKER, 0, chunks=1) is False  # a lambda does not pickle
+    assert offload._worker is worker
+    assert await run_offloaded(_where, 0, chunks=1) is True
+
+
+async def test_a_worker_that_cannot_start_leaves_extraction_in_threads(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    assert await run_offloaded(_parse, "41", chunks=MIN_OFFLOAD_CHUNKS) == 41
+    assert "could not start the extraction worker process" in caplog.text
+    assert offload._worker is None

@@ -50,6 +50,10 @@ class _WorkerLost(Exception):
     """The worker process ended or its pipe broke mid-call."""
 
 
+class _NotSent(Exception):
+    """The call did not pickle; it runs in a thread, and the worker stays."""
+
+
 class _Worker:
     """One worker process, and the lock that keeps one call at a time on its pipes."""
 
@@ -62,7 +66,10 @@ class _Worker:
         self._lock = threading.Lock()
 
     def call(self, fn: Callable[..., T], args: tuple[object, ...]) -> T:
-        request = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)  # fails before the pipe is touched
+        try:  # before the pipe is touched, so a failure leaves it clean
+            request = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise _NotSent(str(exc)) from exc
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None and stdout is not None
         with self._lock:
@@ -97,13 +104,17 @@ def _ready_worker(chunks: int) -> _Worker | None:
     """The worker for a batch of `chunks` passages, started if this process has now extracted
     enough; None on a one-core machine, in a frozen program (no interpreter to start) or after
     a worker died."""
-    global _worker, _extracted
+    global _worker, _extracted, _lost
     if (os.cpu_count() or 1) < 2 or getattr(sys, "frozen", False):
         return None
     with _lock:
         _extracted += chunks
         if _worker is None and not _lost and _extracted >= MIN_OFFLOAD_CHUNKS:
-            _worker = _Worker()
+            try:
+                _worker = _Worker()
+            except OSError as exc:
+                log.warning("could not start the extraction worker process (%s); extraction stays in threads", exc)
+                _lost = True
         return _worker
 
 
@@ -132,6 +143,8 @@ async def run_offloaded(fn: Callable[..., T], *args: object, chunks: int) -> T:
         except _WorkerLost as exc:
             log.warning("the extraction worker process died (%s); extraction goes on in threads", exc)
             _drop(worker)
+        except _NotSent:
+            log.debug("a batch that does not pickle is extracted in a thread", exc_info=True)
     return await asyncio.to_thread(fn, *args)
 
 
