@@ -56,13 +56,25 @@ async def test_a_large_batch_in_the_worker_equals_the_thread_result() -> None:
     assert any(g.relations for g in offloaded)
 
 
-async def test_small_batches_start_the_worker_once_they_add_up() -> None:
+async def test_small_batches_start_the_worker_once_they_add_up_when_early() -> None:
     """An ingest of one-passage records never has a large batch, but is large all the same."""
     below = MIN_OFFLOAD_CHUNKS // 2
-    assert await run_offloaded(_where, 0, chunks=below) is False  # a thread
+    token = offload.early.set(True)
+    try:
+        assert await run_offloaded(_where, 0, chunks=below) is False  # a thread
+        assert offload._worker is None
+        assert await run_offloaded(_where, 0, chunks=below) is True  # the two add up to the threshold
+        assert await run_offloaded(_where, 0, chunks=1) is True  # and from then on every batch goes
+    finally:
+        offload.early.reset(token)
+    assert await run_offloaded(_where, 0, chunks=1) is False  # not early: a small batch stays in a thread
+
+
+async def test_small_batches_stay_in_threads_unless_early() -> None:
+    for _ in range(4):
+        assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS - 1) is False
     assert offload._worker is None
-    assert await run_offloaded(_where, 0, chunks=below) is True  # the two add up to the threshold
-    assert await run_offloaded(_where, 0, chunks=1) is True  # and from then on every batch goes
+    assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is True
 
 
 async def test_an_error_in_the_worker_reaches_the_caller_and_the_worker_stays() -> None:
@@ -70,7 +82,8 @@ async def test_an_error_in_the_worker_reaches_the_caller_and_the_worker_stays() 
         await run_offloaded(_parse, "x", chunks=MIN_OFFLOAD_CHUNKS)
     worker = offload._worker
     assert worker is not None
-    assert await run_offloaded(_parse, "41", chunks=1) == 41
+    assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is True
+    assert await run_offloaded(_parse, "41", chunks=MIN_OFFLOAD_CHUNKS) == 41
     assert offload._worker is worker
 
 
@@ -129,9 +142,10 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
 async def test_a_call_that_does_not_pickle_runs_in_a_thread_and_keeps_the_worker() -> None:
     assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is True
     worker = offload._worker
-    assert await run_offloaded(lambda _: offload.IN_WORKER, 0, chunks=1) is False  # a lambda does not pickle
+    lam = lambda _: offload.IN_WORKER  # noqa: E731  (a lambda does not pickle)
+    assert await run_offloaded(lam, 0, chunks=MIN_OFFLOAD_CHUNKS) is False
     assert offload._worker is worker
-    assert await run_offloaded(_where, 0, chunks=1) is True
+    assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is True
 
 
 async def test_a_worker_that_cannot_start_leaves_extraction_in_threads(

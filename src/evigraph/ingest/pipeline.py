@@ -31,6 +31,7 @@ from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.budget import CeilingReached
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
@@ -112,6 +113,14 @@ class IngestRun:
         self._stored = StoredVersions(self.store)
 
     async def run(self, sources: Sequence[str], texts: Sequence[LoadedDocument] = ()) -> IngestReport:
+        # Into a server, extraction gets its worker process early (`offload.early`).
+        token = offload.early.set(not self.store.writes_on_this_machine)
+        try:
+            return await self._run(sources, texts)
+        finally:
+            offload.early.reset(token)
+
+    async def _run(self, sources: Sequence[str], texts: Sequence[LoadedDocument]) -> IngestReport:
         files, failures = await asyncio.to_thread(expand_sources, sources, self.strategies.extensions)
         # A record file holds an unknown number of documents: the total is a first estimate.
         self.progress.start(len(failures) + len(files) + len(texts))

@@ -143,6 +143,12 @@ class GraphStore(ABC):
     the size of what it already holds (the embedded engine rewrites whole tables at checkpoints)
     writes fewer, larger transactions as it grows; see `evigraph.ingest.pipeline`."""
 
+    writes_on_this_machine: bool = True
+    """Whether the store's writes run on the ingesting machine's cores (an embedded engine) rather
+    than on a server's. An ingest into a server gives extraction a worker process early
+    (`evigraph.ingest.extraction.offload`); one into an engine here, whose writes already keep
+    the cores busy, does so only for large batches."""
+
     @abstractmethod
     async def open(self) -> None:
         """Connect, creating the knowledge base when writable and absent."""

@@ -6,9 +6,10 @@ the rest of the ingest needs: chunking, resolution and the Python half of the st
 waited on it, so a 2-core machine ran the ingest on about one core. A worker process gives
 extraction its own interpreter, and the ingest's other work runs beside it.
 
-The worker starts once this process has extracted `MIN_OFFLOAD_CHUNKS` passages, counted over
-all its batches: an ingest of many one-passage records never has a large batch, but is large all
-the same, while a test or a single small file never starts a process.
+A batch of `MIN_OFFLOAD_CHUNKS` passages goes to the worker. An ingest that sets `early` (one
+into a server, whose writes leave this machine's cores to the ingest) sends every batch once the
+process has extracted that many passages in all: an ingest of many one-passage records never has
+a large batch, but is large all the same. A test or a single small file never starts a process.
 
 The worker is `python -m evigraph.ingest.extraction.offload`, talking pickles over its stdin and
 stdout, and not a `multiprocessing` child: those (with `spawn`, the one start method safe beside
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,10 @@ T = TypeVar("T")
 MIN_OFFLOAD_CHUNKS = 256
 """Passages this process extracts in threads before it starts the worker. Pickling a batch and
 its graphs both ways costs about a tenth of extracting them, and starting the worker ~0.5 s, once."""
+
+early: ContextVar[bool] = ContextVar("evigraph_offload_early", default=False)
+"""Set for an ingest whose store writes on a server (`GraphStore.writes_on_this_machine`): the
+worker takes every batch once the process has extracted `MIN_OFFLOAD_CHUNKS` passages."""
 
 IN_WORKER = False
 """True inside the worker process (tests use it to make a function behave differently there)."""
@@ -101,15 +107,18 @@ _lost = False  # a worker died: the rest of this process's extraction stays in t
 
 
 def _ready_worker(chunks: int) -> _Worker | None:
-    """The worker for a batch of `chunks` passages, started if this process has now extracted
-    enough; None on a one-core machine, in a frozen program (no interpreter to start) or after
-    a worker died."""
+    """The worker for a batch of `chunks` passages, started on first need; None for a batch that
+    stays in a thread, on a one-core machine, in a frozen program (no interpreter to start) or
+    after a worker died."""
     global _worker, _extracted, _lost
     if (os.cpu_count() or 1) < 2 or getattr(sys, "frozen", False):
         return None
     with _lock:
         _extracted += chunks
-        if _worker is None and not _lost and _extracted >= MIN_OFFLOAD_CHUNKS:
+        total = _extracted if early.get() else chunks
+        if total < MIN_OFFLOAD_CHUNKS:
+            return None
+        if _worker is None and not _lost:
             try:
                 _worker = _Worker()
             except OSError as exc:
@@ -133,9 +142,9 @@ def _close_worker() -> None:
 
 
 async def run_offloaded(fn: Callable[..., T], *args: object, chunks: int) -> T:
-    """`fn(*args)` in the worker process once this process has extracted `MIN_OFFLOAD_CHUNKS`
-    passages (this batch's `chunks` included), else in a thread. `fn` and its arguments must
-    pickle (a module-level function)."""
+    """`fn(*args)` in the worker process for a batch of `MIN_OFFLOAD_CHUNKS` passages (`chunks`),
+    or under `early` once this process has extracted that many, else in a thread. `fn` and its
+    arguments must pickle (a module-level function)."""
     worker = _ready_worker(chunks)
     if worker is not None:
         try:

@@ -65,6 +65,10 @@ T = TypeVar("T")
 
 
 class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, GraphStore):
+    writes_on_this_machine = False
+    """The server writes: the ingesting process is bound by its own interpreter lock, so extraction
+    in a worker process pays (10k one-passage records, interleaved runs: 23.8 s against 29.3 s)."""
+
     def __init__(self, location: StoreLocation, *, read_only: bool = False) -> None:
         self.location = location
         self.read_only = read_only
