@@ -126,11 +126,11 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
     ids = {"ids": sorted(entity_ids)}
     rels = tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity {id: eid})-[r:RELATES]->(b:Entity)
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS by""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source""",
         ids,
     ) + tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity)-[r:RELATES]->(b:Entity {id: eid})
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS by""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source""",
         ids,
     )
     update: list[dict[str, Any]] = []
@@ -145,7 +145,7 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         if len(kept) == len(src):
             continue
         row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": pack(kept)}
-        (update if kept or r["by"] not in (None, EXTRACTION_SOURCE) else drop).append(row)
+        (update if kept or r["source"] not in (None, EXTRACTION_SOURCE) else drop).append(row)
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
