@@ -155,3 +155,26 @@ async def test_a_worker_that_cannot_start_leaves_extraction_in_threads(
     assert await run_offloaded(_parse, "41", chunks=MIN_OFFLOAD_CHUNKS) == 41
     assert "could not start the extraction worker process" in caplog.text
     assert offload._worker is None
+
+
+def _explode() -> None:
+    raise ValueError("this reply cannot be read here")
+
+
+class _Unreadable:
+    """Pickles in the worker, but cannot be unpickled by the caller."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return (_explode, ()) if offload.IN_WORKER else (_Unreadable, ())
+
+
+def _unreadable(_: int) -> _Unreadable:
+    return _Unreadable()
+
+
+async def test_a_reply_that_cannot_be_read_drops_the_worker_and_runs_the_batch_in_a_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert isinstance(await run_offloaded(_unreadable, 0, chunks=MIN_OFFLOAD_CHUNKS), _Unreadable)
+    assert "ValueError: this reply cannot be read here" in caplog.text
+    assert offload._worker is None  # its pipes may be out of step: not used again

@@ -83,8 +83,8 @@ class _Worker:
                 stdin.write(request)
                 stdin.flush()
                 ok, value = pickle.load(stdout)
-            except (OSError, EOFError, pickle.UnpicklingError) as exc:
-                raise _WorkerLost(str(exc)) from exc
+            except Exception as exc:  # any failure mid-exchange leaves the pipes out of step
+                raise _WorkerLost(f"{type(exc).__name__}: {exc}") from exc
         if ok:
             return value  # type: ignore[no-any-return]
         raise value
