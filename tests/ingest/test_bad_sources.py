@@ -7,6 +7,7 @@ loaded as one list.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -314,3 +315,37 @@ async def test_a_batch_size_that_is_not_positive_is_refused_before_anything_is_r
     async with connect(tmp_path / "kb.db") as store:
         with pytest.raises(ValueError, match="positive bounds"):
             await IngestRun(store, strategies, batch_documents=0).run([str(source)])
+
+
+async def test_writes_a_store_takes_at_once_overlap_and_each_releases_its_own_keys(tmp_path: Path) -> None:
+    """With `writes_at_once = 2`, two groups are written at once, never three; a group that ends
+    before an older one releases its own keys, and every key is free when the ingest ends."""
+    source, loader, strategies = counting_records(tmp_path, 60)
+    running, most, ended, held_meanwhile = 0, 0, [], []
+    async with connect(tmp_path / "kb.db") as store:
+        store.writes_at_once = 2
+        write_versions = store.write_versions
+
+        async def overlapping(versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            try:
+                if versions[0].key.endswith("#0"):
+                    await asyncio.sleep(0.5)  # the first group ends after the next one
+                    held_meanwhile.append(all(v.key in run.in_flight for v in versions))
+                return await write_versions(versions)
+            finally:
+                running -= 1
+                ended.append(versions[0].key)
+
+        store.write_versions = overlapping  # type: ignore[method-assign]
+        run = IngestRun(store, strategies, batch_documents=10)
+        loader.run = run
+        report = await run.run([str(source)])
+        assert report.counts()["created"] == 60
+        assert most == 2
+        assert ended[0] != f"{file_key(source)}#0"  # a later group ended first
+        assert held_meanwhile == [True]  # and released its own keys, not the first group's
+        assert not [d.key for d in report.documents if d.key in run.in_flight]  # every key released
+        assert (await store.counts()).documents == 60

@@ -21,7 +21,9 @@ and not `KeyboardInterrupt`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -34,6 +36,7 @@ from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.budget import CeilingReached
+from evigraph.ingest.gc_threshold import fewer_collections
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.progress import CHUNKED, EMBEDDED, EXTRACTED, IngestProgress, Shares
 from evigraph.ingest.pruning import prune
@@ -116,7 +119,8 @@ class IngestRun:
         # Into a server, extraction gets its worker process early (`offload.early`).
         token = offload.early.set(not self.store.writes_on_this_machine)
         try:
-            return await self._run(sources, texts)
+            with fewer_collections():
+                return await self._run(sources, texts)
         finally:
             offload.early.reset(token)
 
@@ -132,7 +136,7 @@ class IngestRun:
             self.batch_chunks,
             lambda: self.cancellation.cancelled,
         )
-        writing: asyncio.Task[None] | None = None
+        writing: deque[asyncio.Task[None]] = deque()  # oldest first
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
         group: WriteGroup[_Pending] = WriteGroup(stored=await self._stored_passages())
         try:
@@ -150,21 +154,21 @@ class IngestRun:
                     group.add(await self._process(pending) if pending else [])
                     self._tell()
                     if group.full(self.store.write_group_passages):
-                        writing = await self._hand_over(group, writing, held)
+                        await self._hand_over(group, writing, held)
             except IngestCancelled:
                 log.info("ingest stopped on request; the batch being prepared was dropped")
             if group.batches:  # processed whole, so written even when stopped
-                writing = await self._hand_over(group, writing, held)
-            if writing is not None:
-                await writing
-                writing = None
+                await self._hand_over(group, writing, held)
+            while writing:
+                await writing.popleft()
             if self._at_ceiling:
                 await self._leave_rest(stream)
         finally:
-            if writing is not None:  # ends as one transaction before anyone may close the store
-                await asyncio.wait([writing])
-                if not writing.cancelled():
-                    writing.exception()  # raised by `await writing` on the normal path; retrieved here
+            if writing:  # each ends as one transaction before anyone may close the store
+                await asyncio.wait(writing)
+                for task in writing:
+                    if not task.cancelled():
+                        task.exception()  # raised by `await` on the normal path; retrieved here
             for keys in held:
                 self.in_flight.release(keys)
             self._tell()
@@ -177,22 +181,25 @@ class IngestRun:
         return (await self.store.counts()).chunks
 
     async def _hand_over(
-        self, group: WriteGroup[_Pending], writing: asyncio.Task[None] | None, held: list[list[str]]
-    ) -> asyncio.Task[None]:
-        """Start writing `group` once the write before it ended; the batches it holds are released
-        from `in_flight` when it ends. One write runs while the next group is prepared."""
-        if writing is not None:
-            await writing
+        self, group: WriteGroup[_Pending], writing: deque[asyncio.Task[None]], held: list[list[str]]
+    ) -> None:
+        """Start writing `group` once fewer writes than the store takes at once are running; the
+        batches it holds are released from `in_flight` when it ends. The next group is prepared
+        meanwhile."""
+        while len(writing) >= self.store.writes_at_once:
+            await writing.popleft()
         versions, batches = group.take()
+        mine = held[:batches]
+        del held[:batches]  # now the write's own: it releases them, whenever it ends
 
         async def write_then_release() -> None:
             try:
                 await self._write(versions)
-            finally:  # inside the task, so `run`'s own release never sees these batches twice
-                for _ in range(batches):
-                    self.in_flight.release(held.pop(0))
+            finally:
+                for keys in mine:
+                    self.in_flight.release(keys)
 
-        return asyncio.create_task(write_then_release())
+        writing.append(asyncio.create_task(write_then_release()))
 
     # -- stages ------------------------------------------------------------------------------
 
@@ -437,7 +444,7 @@ class IngestRun:
         if not versions:
             return
         try:
-            async with self.in_flight.writes:
+            async with self._write_turn():
                 stored = await self.store.write_versions([v for _, v in versions])
         except StoreUnavailableError:
             raise  # the server is gone: each document would fail alike; what was written stays
@@ -470,6 +477,12 @@ class IngestRun:
                 )
             )
         self._tell()  # the batch's lines appear as soon as its transaction committed
+
+    def _write_turn(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """The turn a write takes (`InFlight.writes`) where the store takes one write at a time."""
+        if self.store.writes_at_once > 1:
+            return contextlib.nullcontext()
+        return self.in_flight.writes
 
     # -- outcomes ----------------------------------------------------------------------------
 

@@ -149,6 +149,12 @@ class GraphStore(ABC):
     (`evigraph.ingest.extraction.offload`); one into an engine here, whose writes already keep
     the cores busy, does so only for large batches."""
 
+    writes_at_once: int = 1
+    """How many `write_versions` calls one ingest may have running at once. One for a store whose
+    engine must not be written beside anything else; more where the server takes concurrent
+    writes whole (each query alone) and the client's share of one write (spelling its
+    parameters, reading the reply) can overlap the server's share of another."""
+
     @abstractmethod
     async def open(self) -> None:
         """Connect, creating the knowledge base when writable and absent."""

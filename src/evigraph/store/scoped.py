@@ -84,6 +84,7 @@ class ScopedStore(GraphStore):
         self.read_only = inner.read_only
         self.write_group_passages = inner.write_group_passages
         self.writes_on_this_machine = inner.writes_on_this_machine
+        self.writes_at_once = inner.writes_at_once
         self._chunks: set[str] | None = None
         self._terms: TermCounts | None = None  # every term of the passages in scope, with its count
         self._counted: tuple[StoreCounts, StoreCounts] | None = None  # (whole graph, scope) when last counted

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from evigraph.models import DocumentVersion, ExtractedRelation
+from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.base import searchable_text
 from evigraph.store.embedded.schema import fts_text
 
@@ -27,14 +27,40 @@ def chunk_id(key: str, version: int, index: int) -> str:
     return f"{hashlib.sha1(key.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}:{version}:{index}"
 
 
+class Folded(dict[str, dict[str, Any]]):
+    """Rows by id whose list fields gather distinct values in first-seen order.
+
+    Each value is checked against a set kept beside the row, not against the list: a popular
+    entity or relation is met in hundreds of passages of one write group, and rebuilding its list
+    at each meeting made a group's rows cost the square of its size.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: dict[tuple[str, str], set[Any]] = {}
+
+    def gather(self, rid: str, name: str, values: Sequence[Any]) -> None:
+        """Append to row `rid`'s list `name` the values it does not hold yet."""
+        if not values:  # most meetings bring nothing new to gather (an entity without description)
+            return
+        have = self[rid][name]
+        seen = self._seen.get((rid, name))
+        if seen is None:
+            seen = self._seen[(rid, name)] = set(have)
+        for value in values:
+            if value not in seen:
+                seen.add(value)
+                have.append(value)
+
+
 @dataclass
 class VersionRows:
     docs: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[dict[str, Any]] = field(default_factory=list)
     nexts: list[dict[str, str]] = field(default_factory=list)
-    entities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    entities: Folded = field(default_factory=Folded)
     mentions: list[dict[str, Any]] = field(default_factory=list)
-    relations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    relations: Folded = field(default_factory=Folded)
 
 
 def document_row(v: DocumentVersion, number: int, at: datetime | str) -> dict[str, Any]:
@@ -85,18 +111,7 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
             )
         out.nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
         for e in v.graph.entities:
-            row = out.entities.get(e.id)
-            if row is None:
-                out.entities[e.id] = {
-                    "id": e.id,
-                    "name": e.name,
-                    "label": e.label,
-                    "descs": list(e.descriptions),
-                    "aliases": list(e.aliases),
-                }
-            else:
-                row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
-                row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+            add_entity(out.entities, e)
         for m in v.graph.mentions:
             if m.chunk_index in by_index:
                 out.mentions.append(
@@ -114,12 +129,28 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
     return out
 
 
-def add_relation(relations: dict[str, dict[str, Any]], r: ExtractedRelation, sources: Sequence[str]) -> None:
+def add_entity(entities: Folded, e: ExtractedEntity) -> None:
+    """Add entity `e` to the rows: an entity given twice keeps one row, with the descriptions and
+    aliases of both."""
+    if e.id not in entities:  # a first meeting: its own lists, without duplicates
+        entities[e.id] = {
+            "id": e.id,
+            "name": e.name,
+            "label": e.label,
+            "descs": list(dict.fromkeys(e.descriptions)),
+            "aliases": list(dict.fromkeys(e.aliases)),
+        }
+    else:
+        entities.gather(e.id, "descs", e.descriptions)
+        entities.gather(e.id, "aliases", e.aliases)
+
+
+def add_relation(relations: Folded, r: ExtractedRelation, sources: Sequence[str]) -> None:
     """Add relation `r`, stated by passages `sources`, to the rows: a relation given twice keeps
     one row, with both sets of sources and the higher confidence."""
     rid = r.id  # a hash of the fact: computed once
-    seen = relations.get(rid)
-    if seen is None:
+    row = relations.get(rid)
+    if row is None:
         relations[rid] = {
             "id": rid,
             "s": r.source,
@@ -130,5 +161,5 @@ def add_relation(relations: dict[str, dict[str, Any]], r: ExtractedRelation, sou
             "src": list(dict.fromkeys(sources)),
         }
     else:
-        seen["src"] = list(dict.fromkeys([*seen["src"], *sources]))
-        seen["conf"] = max(seen["conf"], float(r.confidence))
+        row["conf"] = max(row["conf"], float(r.confidence))
+        relations.gather(rid, "src", sources)

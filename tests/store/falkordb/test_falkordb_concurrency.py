@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import FalkorServer
 
 from evigraph import KnowledgeBase
+from evigraph.ingest.pipeline import text_document
 
 WRITER = """
 import asyncio, sys
@@ -120,3 +121,40 @@ def test_writes_to_one_graph_never_reach_another(server: str, tmp_path: Path) ->
             assert [h.document_key for h in (await b.search_passages("Ada Lovelace", mode="lexical")).hits] == []
 
     asyncio.run(run())
+
+
+async def test_one_ingest_writes_two_groups_at_once_and_every_document_ends_whole(server: str) -> None:
+    """FalkorDB takes two writes of one ingest at once (`writes_at_once`); entities both name keep
+    every mention, and the graph checks clean."""
+    db = f"{server}/overlap"
+    async with KnowledgeBase(db, extractor="rules", batch_documents=2) as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="seed")  # opens the store
+        store = kb.store
+        assert store is not None and store.writes_at_once == 2
+        write_versions = store.write_versions
+        running, most = 0, 0
+
+        async def counting(versions):  # type: ignore[no-untyped-def]
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            try:
+                await asyncio.sleep(0.05)  # long enough for the next group to be handed over
+                return await write_versions(versions)
+            finally:
+                running -= 1
+
+        store.write_versions = counting  # type: ignore[method-assign]
+        texts = [f"Note {i}: Ada Lovelace met Charles Babbage in London about engine {i}." for i in range(12)]
+        report = await kb.ingest_documents([text_document(t, key=f"n{i}") for i, t in enumerate(texts)])
+        assert report.counts()["created"] == 12
+        assert most == 2  # two at once, never more
+        assert (await kb.check()).ok
+    found = await documents_and_passages(db)
+    assert sorted(found) == sorted(["seed", *(f"n{i}" for i in range(12))])
+    assert all(stored == readable == 1 for _, stored, readable in found.values())
+    async with KnowledgeBase(db, read_only=True) as kb:
+        rows = await kb.cypher_query(
+            "MATCH (e:Entity {name: 'Ada Lovelace'})-[:MENTIONED_IN]->(c:Chunk) RETURN count(c) AS n"
+        )
+    assert rows.rows[0]["n"] == 13  # no writer lost another's mentions

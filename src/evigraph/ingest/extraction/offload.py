@@ -36,6 +36,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from evigraph.ingest.gc_threshold import collect_rarely
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -162,6 +164,7 @@ def serve() -> None:
     until its input ends."""
     global IN_WORKER
     IN_WORKER = True
+    collect_rarely()  # a batch's models die uncollected (`evigraph.ingest.gc_threshold`)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the ingest, which then closes the pipe
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not land in the replies

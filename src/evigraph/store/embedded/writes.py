@@ -48,7 +48,7 @@ from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, entity_search_text
-from evigraph.store.version_rows import add_relation, version_rows
+from evigraph.store.version_rows import Folded, add_entity, add_relation, version_rows
 
 EDGE_BATCH = 50_000
 """Rows per statement for the small rows (relations, mentions, links; no vectors). Each statement
@@ -418,17 +418,15 @@ def delete_document(tx: Tx, key: str) -> bool:
 
 def upsert_entities(tx: Tx, entities: Sequence[ExtractedEntity], source: str) -> None:
     """Entities an agent records: created with its `_source`, or merged into an existing entity."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows = Folded()
     for e in entities:
-        row = rows.setdefault(e.id, {"id": e.id, "name": e.name, "label": e.label, "descs": [], "aliases": []})
-        row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
-        row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+        add_entity(rows, e)
     _write_entities(tx, rows, datetime.now(UTC).replace(tzinfo=None), source)
 
 
 def upsert_relations(tx: Tx, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
     """Relations an agent records, each with the passages (chunk ids) that support it, possibly none."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows = Folded()
     for rel, chunks in relations:
         add_relation(rows, rel, chunks)
     _write_relations(tx, rows, source)

@@ -37,7 +37,7 @@ from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation,
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, entity_search_text
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.schema import VERSION_SEQ
-from evigraph.store.version_rows import add_relation, document_row, version_rows
+from evigraph.store.version_rows import Folded, add_entity, add_relation, document_row, version_rows
 
 
 def now() -> datetime:
@@ -316,18 +316,16 @@ def delete_document(conn: Connection, key: str) -> list[str] | None:
 
 
 def upsert_entities(conn: Connection, entities: Sequence[ExtractedEntity], source: str) -> None:
-    rows: dict[str, dict[str, Any]] = {}
+    rows = Folded()
     for e in entities:
-        row = rows.setdefault(e.id, {"id": e.id, "name": e.name, "label": e.label, "descs": [], "aliases": []})
-        row["descs"] = list(dict.fromkeys([*row["descs"], *e.descriptions]))
-        row["aliases"] = list(dict.fromkeys([*row["aliases"], *e.aliases]))
+        add_entity(rows, e)
     write_entities(conn, rows.values(), source)
 
 
 def upsert_relations(
     conn: Connection, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str
 ) -> None:
-    rows: dict[str, dict[str, Any]] = {}
+    rows = Folded()
     for rel, chunks in relations:
         add_relation(rows, rel, chunks)
     write_relations(conn, rows.values(), source)
