@@ -3,7 +3,8 @@
 Documents are processed in batches so the extractor sees many chunks per model call and the
 store writes many rows per statement. Processed batches are written in groups that grow with the
 knowledge base, up to the store's `write_group_passages` (one batch a write where it has none);
-while one group is written, the next is chunked and extracted. A failure is pinned to the one
+while a group is written (two at once on a store that takes them, `GraphStore.writes_at_once`),
+the next is chunked and extracted. A failure is pinned to the one
 document that caused it: the rest of its group is retried in halves, so one bad file never costs
 the rest.
 

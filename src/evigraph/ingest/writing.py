@@ -21,7 +21,8 @@ P = TypeVar("P")
 class InFlight:
     """What ingests are doing now: the document keys they work on, so `source_status` can say
     `pending` (counted, as two ingests of one key may overlap: the second waits at the write
-    gate), and a turn each of their write transactions takes (`writes`).
+    gate), and a turn each of their write transactions takes (`writes`) on a store that takes
+    one write at a time (`GraphStore.writes_at_once`).
 
     Reads an ingesting process serves to others take the same turn
     (`KnowledgeBase.apart_from_writes`): in Kuzu 0.11.3 a full-text query that runs while a write

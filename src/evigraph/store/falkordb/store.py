@@ -70,7 +70,8 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
     in a worker process pays (10k one-passage records, interleaved runs: 23.8 s against 29.3 s)."""
     writes_at_once = 2
     """Two groups written at once, on two connections: the server runs each query alone, and one
-    write's client work (spelling parameters, reading replies) overlaps the other's queries."""
+    write's client work (spelling parameters, reading replies) overlaps the other's queries.
+    101,940 one-passage records, rules extractor: 250.1 s against 269.3 s one at a time."""
 
     def __init__(self, location: StoreLocation, *, read_only: bool = False) -> None:
         self.location = location
