@@ -349,3 +349,11 @@ async def test_writes_a_store_takes_at_once_overlap_and_each_releases_its_own_ke
         assert held_meanwhile == [True]  # and released its own keys, not the first group's
         assert not [d.key for d in report.documents if d.key in run.in_flight]  # every key released
         assert (await store.counts()).documents == 60
+
+
+async def test_a_store_that_takes_no_write_at_once_is_refused_by_name(tmp_path: Path) -> None:
+    _source, _loader, strategies = counting_records(tmp_path, 1)
+    async with connect(tmp_path / "kb.db") as store:
+        store.writes_at_once = 0
+        with pytest.raises(ValueError, match=r"EmbeddedStore\.writes_at_once is 0.*set it to 1"):
+            IngestRun(store, strategies)

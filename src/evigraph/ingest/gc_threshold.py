@@ -40,10 +40,7 @@ def fewer_collections() -> Iterator[None]:
     global _holders, _saved
     with _lock:
         if _holders == 0:
-            now = gc.get_threshold()
-            if now[0] < YOUNG_THRESHOLD:
-                _saved = (now[0], now[1], now[2])
-                gc.set_threshold(YOUNG_THRESHOLD, now[1], now[2])
+            _saved = _raise()
         _holders += 1
     try:
         yield
@@ -59,6 +56,14 @@ def fewer_collections() -> Iterator[None]:
 
 def collect_rarely() -> None:
     """For a process that only ingests (the extraction worker): the raised threshold for good."""
-    now = gc.get_threshold()
-    if now[0] < YOUNG_THRESHOLD:
-        gc.set_threshold(YOUNG_THRESHOLD, now[1], now[2])
+    _raise()
+
+
+def _raise() -> tuple[int, int, int] | None:
+    """Raise the youngest generation's threshold unless it is higher already; the thresholds
+    before, when it was raised."""
+    young, middle, old = gc.get_threshold()
+    if young >= YOUNG_THRESHOLD:
+        return None
+    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+    return (young, middle, old)

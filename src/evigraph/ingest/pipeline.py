@@ -113,6 +113,12 @@ class IngestRun:
     _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
 
     def __post_init__(self) -> None:
+        # A store (perhaps user-written) that takes no write at all would leave nothing to wait on.
+        if self.store.writes_at_once < 1:
+            raise ValueError(
+                f"{type(self.store).__name__}.writes_at_once is {self.store.writes_at_once}; "
+                "a store takes at least one write at a time (set it to 1)"
+            )
         self._shares = Shares(self.progress)
         self._stored = StoredVersions(self.store)
 
