@@ -69,6 +69,12 @@ class CypherRefused(ReadOnlyQueryError):
     read-only transaction), too costly, or busy."""
 
 
+class UnknownLabel(CypherRefused):
+    """Free-form Cypher named a label or relationship type outside the knowledge graph: one that
+    does not exist (often an entity's label, `(p:Person)`, which is a property value) or one of the
+    bookkeeping and agents' tables free-form Cypher does not read."""
+
+
 class QueryTimeout(ReadOnlyQueryError):
     """Free-form Cypher stopped by the engine because it ran out of its time limit."""
 

@@ -31,10 +31,10 @@ from tests.security.cypher_corpus import FRAGMENTS, PASSWD_MARK, SECRET, TRICKS,
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
 from evigraph.errors import CypherRefused
+from evigraph.store.cypher.lexer import Kind, tokenize
+from evigraph.store.cypher.params import check_params
+from evigraph.store.cypher.rules import FORBIDDEN_KEYWORDS
 from evigraph.store.embedded.cypher_guard import guard
-from evigraph.store.embedded.cypher_lexer import Kind, tokenize
-from evigraph.store.embedded.cypher_params import check_params
-from evigraph.store.embedded.cypher_rules import FORBIDDEN_KEYWORDS
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.store import EmbeddedStore
 

@@ -15,12 +15,12 @@ import pytest
 
 from evigraph.errors import CypherRefused, ReadOnlyQueryError
 from evigraph.models import DocumentVersion, ExtractedEntity, GraphData, Mention, Span, TextChunk
-from evigraph.store.embedded import cypher_run
+from evigraph.store.cypher import rows as cypher_rows
+from evigraph.store.cypher.lexer import Kind, tokenize
+from evigraph.store.cypher.params import check_params
+from evigraph.store.cypher.rows import QueryRows
 from evigraph.store.embedded.cypher_guard import guard
-from evigraph.store.embedded.cypher_lexer import Kind, tokenize
-from evigraph.store.embedded.cypher_params import check_params
 from evigraph.store.embedded.cypher_plan import check_plan, parse_plan
-from evigraph.store.embedded.cypher_run import QueryRows
 from evigraph.store.embedded.store import EmbeddedStore
 
 
@@ -257,12 +257,12 @@ async def test_store_query_runs_the_guarded_query_with_bounds(store_db: Path) ->
 async def test_slow_queries_are_limited_and_other_reads_keep_running(
     store_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cypher_run, "QUEUE_SECONDS", 0.2)
+    monkeypatch.setattr(cypher_rows, "QUEUE_SECONDS", 0.2)
     slow = (
         "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b UNWIND range(1, 1000) AS c RETURN a*b*c AS x ORDER BY x"
     )
     async with EmbeddedStore(store_db, read_only=True) as store:
-        store._cypher_slots = cypher_run.Slots(1)
+        store._cypher_slots = cypher_rows.Slots(1)
         first = asyncio.create_task(store.query(slow, timeout_ms=2500))
         await asyncio.sleep(0.3)
         with pytest.raises(CypherRefused, match="already running"):

@@ -8,7 +8,11 @@ parsed. The token guard refuses them; this module asks the engine how it parsed 
 read-only allow-list, or a table function outside an allow-list. A file scan shows up as a table
 function (`READ_CSV_PARALLEL`), `COPY ... TO` as `COPY_TO`, an export as `EXPORT_DATABASE`, and
 so on, so whatever the token guard missed, the engine itself names. Unknown operators and
-functions are refused (fail closed), and so is a plan this module cannot read.
+functions are refused (fail closed), and so is a plan this module cannot read. Every table a scan
+names must be one free-form Cypher reads (`CYPHER_TABLES`, an allow-list): a label-less pattern
+scans all of them, bookkeeping and agents' records included. The plan does not name the table of a
+primary-key look-up or of a variable-length walk's source, which is why the token guard checks
+every label the query writes against the same allow-list.
 
 The plan is the engine's box drawing: each operator is a box whose first line is `NAME[id]`,
 followed by its parameters (`Function: SHOW_TABLES`). Box-drawing characters are refused in
@@ -20,9 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from evigraph.store.embedded.cypher_lexer import refuse
-from evigraph.store.embedded.cypher_rules import HINT, TRACE_HINT
-from evigraph.store.embedded.schema import TRACE_TABLES
+from evigraph.store.cypher.lexer import refuse
+from evigraph.store.cypher.rules import HINT, LABEL_HINT
+from evigraph.store.cypher.statement import readable_table
 
 READ_OPERATORS = frozenset(
     {
@@ -85,11 +89,11 @@ def check_plan(plan: str) -> list[Operator]:
     for op in operators:
         if op.name not in READ_OPERATORS:
             raise refuse(f"the engine plans {op.name} for this query, which is not a read", HINT)
-        if set(op.tables) & TRACE_TABLES:
-            raise refuse(
-                "the query scans task records (tasks, events, steps, decisions), which free-form Cypher does not read",
-                TRACE_HINT,
-            )
+        foreign = sorted(t for t in op.tables if not readable_table(t))
+        if foreign:
+            # a label-less pattern scans every table, bookkeeping and agents' records included
+            shown = ", ".join(foreign[:4]) + (" ..." if len(foreign) > 4 else "")
+            raise refuse(f"the query would read tables outside the knowledge graph ({shown})", LABEL_HINT)
         if op.name == "TABLE_FUNCTION_CALL" and op.function not in READ_TABLE_FUNCTIONS:
             raise refuse(
                 f"the engine plans the table function {op.function or '(unnamed)'} for this query, "

@@ -1,39 +1,14 @@
-"""What free-form Cypher may name: keywords, functions, procedures, internal properties.
+"""Kuzu's dialect of free-form Cypher: the functions, casts and procedures a query may use.
 
-Everything here is an allow-list or a list of what is refused by name, kept apart from the code
-that applies it so a reviewer can read the whole policy in one place. Names are compared
-case-insensitively, as the engine does.
+The policy every store shares (refused keywords, hidden properties, readable tables) is in
+`store/cypher/rules.py`; this is the embedded engine's part of the allow-list, kept apart from the
+code that applies it so a reviewer can read it in one place. Names are compared case-insensitively,
+as the engine does.
 """
 
 from __future__ import annotations
 
-from evigraph.store.embedded.schema import CONTEXT_COLUMN, TRACE_TABLES
-
-FORBIDDEN_KEYWORDS = {
-    **dict.fromkeys(("CREATE", "MERGE", "SET", "DELETE", "REMOVE", "UPDATE"), "writes"),
-    "DETACH": "deletes or detaches databases",
-    **dict.fromkeys(("DROP", "ALTER", "RENAME", "ADD", "COMMENT", "MACRO", "SEQUENCE"), "changes the schema"),
-    **dict.fromkeys(("INCREMENT", "MINVALUE", "MAXVALUE", "CYCLE", "START"), "changes the schema"),
-    "COPY": "reads or writes files",
-    "LOAD": "reads files or loads extensions",
-    "HEADERS": "reads files",
-    "EXPORT": "writes files",
-    "IMPORT": "reads files",
-    **dict.fromkeys(("INSTALL", "UNINSTALL", "EXTENSION", "FORCE"), "installs or loads extensions"),
-    **dict.fromkeys(("ATTACH", "USE", "DATABASE", "DBTYPE"), "opens other databases"),
-    **dict.fromkeys(("BEGIN", "COMMIT", "ROLLBACK", "TRANSACTION"), "controls transactions"),
-    **dict.fromkeys(("COMMIT_SKIP_CHECKPOINT", "ROLLBACK_SKIP_CHECKPOINT"), "controls transactions"),
-    "CHECKPOINT": "writes",
-    "PROJECT": "creates projected graphs",
-    **dict.fromkeys(("EXPLAIN", "PROFILE"), "is added by the store itself"),
-}
-"""Every keyword of the engine's grammar (src/antlr4/keywords.txt, Kuzu 0.11) that starts or is
-part of a statement other than a read query. Refused wherever they stand as a word, except as a
-property name after `.`; the engine accepts some as variable names, which costs little to lose."""
-
-STARTS = frozenset({"MATCH", "OPTIONAL", "UNWIND", "WITH", "RETURN", "CALL"})
-
-NOT_FUNCTIONS = frozenset(
+FUNCTIONS = frozenset(
     {
         *("MATCH", "OPTIONAL", "WHERE", "WITH", "UNWIND", "RETURN", "CALL", "YIELD", "UNION", "AS"),
         *("AND", "OR", "NOT", "XOR", "IN", "IS", "CASE", "WHEN", "THEN", "ELSE", "END", "DISTINCT"),
@@ -59,7 +34,7 @@ FUNCTIONS = frozenset(
         *("list_has", "list_has_all", "list_position", "list_indexof", "list_sort", "list_reverse_sort"),
         *("list_distinct", "list_unique", "list_concat", "list_cat", "array_concat", "array_cat"),
         *("list_append", "array_append", "list_prepend", "array_prepend", "list_sum", "list_product"),
-        *("list_any_value", "list_to_string", "list_reverse", "range"),
+        *("list_any_value", "list_reverse", "range"),
         *("coalesce", "ifnull", "nullif", "typeof", "struct_extract", "map_extract", "element_at"),
         *("cardinality", "map_keys", "map_values"),
         *("id", "label", "labels", "offset", "nodes", "rels", "properties", "is_trail", "is_acyclic", "length"),
@@ -71,8 +46,9 @@ FUNCTIONS = frozenset(
 )
 """Read-only scalar and aggregate functions that exist in Kuzu 0.11 (each checked with EXPLAIN).
 Left out on purpose: functions whose output grows with an argument (`repeat`, `lpad`, `rpad`,
-lambdas such as `list_transform`), `levenshtein` (quadratic in the text), and `to_string` /
-`string`, which print a whole node with its vector and index text."""
+lambdas such as `list_transform`), `levenshtein` (quadratic in the text), and every function that
+prints a whole node with its vector and index text: `to_string`, `string` and `list_to_string`
+(`list_to_string(',', [c])` did, before it was left out)."""
 
 FUNCTION_HINT = (
     "allowed functions include count, collect, sum, avg, min, max, lower, upper, trim, size, substring, "
@@ -83,11 +59,6 @@ FUNCTION_HINT = (
 KEY_FUNCTIONS = frozenset({"struct_extract", "properties"})
 """Functions that pick a property by name; the name must be one string literal, since the engine
 folds `'embed' + 'ding'` into a key before anyone could check it."""
-
-RANGE_MAX_ITEMS = 1000
-"""`range()` takes integer literals spanning at most this many items: the engine builds ranges at
-about 1.5 µs and 300 bytes per item without checking its time limit (range(1, 10_000_000) ran
-32 s to 7 GB), and copies the list into every row of a 2,048-row batch."""
 
 CAST_TARGETS = frozenset(
     {
@@ -102,20 +73,6 @@ PROCEDURES = frozenset({"show_tables", "table_info", "show_indexes", "show_conne
 """Procedures callable with CALL, by exact name. `show_functions` is left out: it crashes the
 engine (segmentation fault) in Kuzu 0.11.3 and took an MCP server down."""
 
-HIDDEN_PROPERTIES = frozenset(
-    {"embedding", "search_text", "sentence_starts", "sentence_ends", "sentence_vectors", CONTEXT_COLUMN}
-)
-"""Vectors, full-text index text, graph ranking's sentence offsets and the contexts a contextual
-chunker wrote (words the document does not hold, so never to be quoted) are internal: named anywhere
-(as a property, a quoted name or a string), the query is refused; whole nodes come back without
-them, and get_ontology does not list them."""
-
-HIDDEN_TABLES = frozenset(t.casefold() for t in TRACE_TABLES)
-"""Agents' task records: every project's are in these tables, and free-form Cypher has no project,
-so naming one refuses the query (and `cypher_plan` refuses a scan reaching one without its name)."""
-
-TRACE_HINT = (
-    "name the label you read, e.g. MATCH (e:Entity) or (c:Chunk); tasks and decisions are read with their tools"
-)
-
-HINT = "free-form Cypher only reads: one MATCH ... RETURN statement (call get_ontology for labels and properties)"
+PROCEDURE_TABLE_ARGUMENT = frozenset({"table_info", "query_fts_index", "show_connection"})
+"""Procedures whose first argument names a table: it must be one string literal naming a table
+free-form Cypher reads (`table_info('Trace' + 'Decision')` listed an agents' table's columns)."""

@@ -57,8 +57,13 @@ def engine_name(module: Any) -> str:
     return "kuzu" if module.__name__ == "kuzu" else "ladybug"
 
 
-def open_database(module: Any, path: Path, *, read_only: bool, buffer_pool_mb: int) -> Any:
-    """Open (or, when writable, create) the database file at `path`."""
+def open_database(module: Any, path: Path, *, read_only: bool, buffer_pool_mb: int, max_db_mb: int = 1 << 20) -> Any:
+    """Open (or, when writable, create) the database file at `path`.
+
+    `max_db_mb` is the address space the engine reserves for the file's pages (a power of two); the
+    1 TiB default costs nothing but address space, which a process with a memory cap counts
+    (`cypher_worker`).
+    """
     if path.is_dir():
         raise NotAKnowledgeBaseError(
             f"{path} is a folder, not an evigraph database",
@@ -83,7 +88,7 @@ def open_database(module: Any, path: Path, *, read_only: bool, buffer_pool_mb: i
             str(path),
             read_only=read_only,
             buffer_pool_size=buffer_pool_mb * 1024 * 1024,
-            max_db_size=1 << 40,
+            max_db_size=max_db_mb << 20,
         )
     except RuntimeError as exc:
         raise translate_open_error(exc, path) from exc

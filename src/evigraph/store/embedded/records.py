@@ -13,7 +13,7 @@ from typing import Any
 
 from evigraph.models import SourceRecord, SourceState, TableInfo, ThemeRecord
 from evigraph.store.base import EXTRACTION_KIND
-from evigraph.store.embedded.cypher_rules import HIDDEN_PROPERTIES
+from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import EXTRACTION_CACHE, INTERNAL_TABLES, META_TABLE
 

@@ -10,10 +10,43 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evigraph.store.schema_names import (
+    CODE_NODE_TABLES,
+    CODE_REL_TABLES,
+    CONTEXT_COLUMN,
+    ENTITY_REDIRECT,
+    EXTRACTION_CACHE,
+    META_TABLE,
+    TRACE_DECISION,
+    TRACE_EVENT,
+    TRACE_REQUEST,
+    TRACE_REVIEW,
+    TRACE_STEP,
+    TRACE_SUPPORT,
+    TRACE_TABLES,
+    TRACE_TASK,
+)
+
 if TYPE_CHECKING:
     from evigraph.code_records import SymbolKind
 
-META_TABLE = "EvigraphMeta"
+__all__ = [
+    "CODE_NODE_TABLES",
+    "CODE_REL_TABLES",
+    "CONTEXT_COLUMN",
+    "ENTITY_REDIRECT",
+    "EXTRACTION_CACHE",
+    "META_TABLE",
+    "TRACE_DECISION",
+    "TRACE_EVENT",
+    "TRACE_REQUEST",
+    "TRACE_REVIEW",
+    "TRACE_STEP",
+    "TRACE_SUPPORT",
+    "TRACE_TABLES",
+    "TRACE_TASK",
+]
+
 SCHEMA_VERSION = "1"
 
 CYPHER_GUIDE = (
@@ -36,24 +69,6 @@ CYPHER_GUIDE = (
     "RETURN c.module, c.qualname"
 )
 """What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
-
-EXTRACTION_CACHE = "ExtractionCache"
-"""LLM extraction results by passage content hash (`GraphStore.cached_extractions`)."""
-
-ENTITY_REDIRECT = "EntityRedirect"
-"""Entity ids merged away at finalize -> their survivor (`GraphStore.merge_entities`)."""
-
-TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", "TraceStep", "TraceRequest"
-"""An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
-Keyed by project inside the id, so no look-up reaches another project's rows."""
-
-TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW = "TraceDecision", "TraceSupport", "TraceReview"
-"""Decisions, the supports they rest on (every one ever given, `current` or replaced), and the
-queue of flagged decisions whose dependents are still to be flagged (`store/embedded/decisions.py`)."""
-
-CONTEXT_COLUMN = "passage_context"
-"""A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
-as an agent quoting it would quote words the document does not hold."""
 
 CHUNK_FTS = "chunk_text_fts"
 ENTITY_FTS = "entity_name_fts"
@@ -149,13 +164,6 @@ RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 """(table, column, type) whose type changed after schema version 1 shipped: lists on relationships
 became space-separated text (`packed`). A writable open converts a file that still has the lists."""
-
-TRACE_TABLES = frozenset(
-    {TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST, TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW}
-)
-
-CODE_NODE_TABLES = frozenset({"Repo", "Module", "Class", "Function"})
-CODE_REL_TABLES = frozenset({"CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"})
 
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}

@@ -1,38 +1,41 @@
 """Agent Cypher on FalkorDB (`FalkorStore.query`): vetted, then run read-only and bounded.
 
-It runs through `GRAPH.RO_QUERY`, which the server itself refuses to let write, with the
-server's own time limit; before that, the engine-independent part of the embedded guard
-(`cypher_guard`: one statement, no write, file or schema keyword, no hidden name, a LIMIT on
-every final RETURN) and a FalkorDB allow-list of functions and procedures vet it, and the
-server's plan (`GRAPH.EXPLAIN`) is refused if it scans every node (a label-less pattern would
-reach the agents' task records). Rows come back without vectors, index text, passage contexts
-or the `live` flag, like the embedded store's.
+It runs through `GRAPH.RO_QUERY`, which the server itself refuses to let write, with the server's
+own time limit (and, on a server `evigraph server` started, its query memory cap). Before that, the
+shared guard (`store/cypher`: tokens, bounds, one read-only statement, only the knowledge graph's
+labels, no hidden name, a LIMIT on every final RETURN) and FalkorDB's dialect here vet it: allowed
+functions and procedures, and every subscript made numeric, since `c['embed' + 'ding']` reads a
+property by a computed name. Then the server's plan (`GRAPH.EXPLAIN`) must hold read operations only,
+each scan starting at a label free-form Cypher reads: agents' records and bookkeeping share the graph
+but carry no relationship, so a walk from the knowledge graph's nodes never reaches them, and a
+label-less scan or a seek by id (`id(n) < 100000`) is refused. Rows come back without vectors,
+index text, passage contexts or the `live` flag.
 """
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from evigraph.errors import CypherRefused, QueryTimeout, ReadOnlyQueryError
-from evigraph.store.embedded.cypher_guard import (
+from evigraph.store.cypher.bounds import check_bounds
+from evigraph.store.cypher.lexer import Kind, Token, refuse, tokenize
+from evigraph.store.cypher.rows import TIMEOUT_HINT, Budget, QueryRows, Slots
+from evigraph.store.cypher.rules import HIDDEN_PROPERTIES, HINT, LABEL_HINT, NOT_FUNCTIONS
+from evigraph.store.cypher.statement import (
+    Edit,
     Guarded,
-    _check_keywords,
-    _one_statement,
-    _rewrite,
-    _strings,
-    _used_params,
+    after_dot,
+    check_hidden,
+    check_keywords,
+    check_labels,
+    check_range,
+    finish,
+    next_is,
+    one_statement,
+    readable_table,
 )
-from evigraph.store.embedded.cypher_lexer import Kind, Token, refuse, tokenize
-from evigraph.store.embedded.cypher_rules import HIDDEN_PROPERTIES, HIDDEN_TABLES, HINT, NOT_FUNCTIONS, TRACE_HINT
-from evigraph.store.embedded.cypher_run import TIMEOUT_HINT, QueryRows, Slots, _Budget
-
-HIDDEN = HIDDEN_PROPERTIES | {"live"}
-"""Properties free-form Cypher may not name and never gets back (`live` is FalkorDB's own)."""
-
-
-# -- agent Cypher ------------------------------------------------------------------------------
 
 FUNCTIONS = frozenset(
     {
@@ -55,42 +58,93 @@ PROCEDURES = frozenset({"db.labels", "db.relationshiptypes"})
 """Procedures callable with CALL, by exact (dotted) name."""
 
 TYPES_QUERY = "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t"
-LABEL_HINT = "call get_ontology for the labels and relationship types this knowledge base has"
+
+READ_OPERATIONS = frozenset(
+    {
+        *("Results", "Argument", "Argument List", "Optional", "ProcedureCall", "Unwind", "Filter", "Project"),
+        *("Conditional Traverse", "Optional Conditional Traverse", "Conditional Variable Length Traverse"),
+        *("Conditional Variable Length Traverse (Expand Into)", "All Shortest Paths", "Expand Into"),
+        *("PathBuilder", "Cartesian Product", "Value Hash Join", "Apply", "Semi Apply", "Anti Semi Apply"),
+        *("Or Apply Multiplexer", "And Apply Multiplexer", "Sort", "Skip", "Limit", "Aggregate", "Union"),
+        *("Join", "Nested Plans", "Distinct", "CallSubquery", "Call Subquery"),
+    }
+)
+"""Plan operations that only read and reach no node a scan did not start from (FalkorDB's
+operation names, src/execution_plan/ops). Refused, among others: All Node Scan, NodeByIdSeek
+(`MATCH (n) WHERE id(n) >= 0` read every project's decisions), the full-text and vector index
+scans, Create, Merge, Delete, Update, Load CSV, ForEach, Commit and the index operations."""
+
+SCANS = frozenset({"Node By Label Scan", "Node By Index Scan", "Node By Label and ID Scan", "Edge By Index Scan"})
+"""Where a plan may start: each names its labels or relationship type, which must be readable."""
+
+_SCANNED = re.compile(r"[(\[]\s*[^:\s)\]]*((?::\s*[^:\s)\]]+)*)\s*[)\]]")
 
 
 def guard(query: str, params: Mapping[str, Any] | None, row_cap: int) -> tuple[Guarded, set[str]]:
-    """The rewritten query, its parameters and the labels and types it names, or CypherRefused.
-
-    The keyword, statement and LIMIT rules are the embedded guard's; the function and procedure
-    allow-lists are FalkorDB's.
-    """
+    """The rewritten query, its parameters and the labels and types it names, or CypherRefused."""
     params = params or {}
     lexed = tokenize(query)
-    tokens = _one_statement(lexed.tokens)
-    _check_keywords(tokens)
-    _check_hidden(tokens, params)
+    tokens = one_statement(lexed.tokens)
+    check_bounds(tokens)
+    check_keywords(tokens)
+    check_hidden(tokens, params)
+    named = check_labels(tokens)
     _check_calls(tokens)
     _check_functions(tokens)
-    text = _rewrite(query, lexed.comments, tokens, params, row_cap)
-    return Guarded(text, _used_params(tokenize(text).tokens, params)), _labels(tokens)
+    return finish(query, lexed.comments, tokens, params, row_cap, _numeric_subscripts(tokens)), named
 
 
-def _folded(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold().strip()
+def _numeric_subscripts(tokens: list[Token]) -> list[Edit]:
+    """`x[...]` reads a property of a node or map by a computed name, which no name check can see
+    (`c['embed' + 'ding']`): every subscript but a string literal is made a number, as a list index
+    is; a literal name is checked like any other (`check_hidden`)."""
+    edits: list[Edit] = []
+    stack: list[tuple[int, bool]] = []
+    for i, t in enumerate(tokens):
+        if t.kind is Kind.PUNCT and t.value in "([{":
+            stack.append((i, t.value == "[" and _indexes(tokens, i)))
+        elif t.kind is Kind.PUNCT and t.value in ")]}" and stack:
+            opened, subscript = stack.pop()
+            if subscript:
+                edits.extend(_wrapped(tokens, opened + 1, i))
+    return edits
 
 
-def _check_hidden(tokens: list[Token], params: Mapping[str, Any]) -> None:
-    names = {_folded(t.value) for t in tokens if t.is_name or t.kind is Kind.STRING}
-    names |= {_folded(v) for v in _strings(list(params.values()))}
-    if names & HIDDEN_TABLES:
-        raise refuse("free-form Cypher does not read task records (tasks, events, steps, decisions)", TRACE_HINT)
-    hidden = sorted(names & HIDDEN)
-    if hidden:
-        raise refuse(
-            f"queries do not return {' or '.join(hidden)}: vectors, index text and passage contexts are internal",
-            "return text, name, description or other properties (get_ontology lists them); "
-            "for similarity use search_passages",
-        )
+def _indexes(tokens: list[Token], i: int) -> bool:
+    """Whether the `[` at i subscripts the value before it (not a list literal or a relationship)."""
+    if i == 0:
+        return False
+    before = tokens[i - 1]
+    if before.kind is Kind.PUNCT:
+        return before.value in ")]}"
+    if before.kind is Kind.WORD:
+        return before.value.upper() not in NOT_FUNCTIONS | {"IN", "RETURN", "WITH", "UNWIND", "WHERE", "AND", "OR"}
+    return before.kind in (Kind.QUOTED, Kind.PARAM, Kind.STRING)
+
+
+def _wrapped(tokens: list[Token], a: int, b: int) -> list[Edit]:
+    """Edits putting each side of the subscript t[a:b] (an index, or a slice's bounds) in toInteger()."""
+    if b - a == 1 and tokens[a].kind is Kind.STRING:
+        return []
+    parts: list[tuple[int, int]] = []
+    start, depth = a, 0
+    for j in range(a, b):
+        t = tokens[j]
+        if t.kind is Kind.PUNCT and t.value in "([{":
+            depth += 1
+        elif t.kind is Kind.PUNCT and t.value in ")]}":
+            depth -= 1
+        elif depth == 0 and t.kind is Kind.PUNCT and t.value == "..":
+            parts.append((start, j))
+            start = j + 1
+    parts.append((start, b))
+    edits: list[Edit] = []
+    for x, y in parts:
+        if x >= y or (y - x == 1 and tokens[x].kind is Kind.NUMBER):
+            continue
+        edits.append((tokens[x].start, tokens[x].start, "toInteger("))
+        edits.append((tokens[y - 1].end, tokens[y - 1].end, ")"))
+    return edits
 
 
 def _dotted(tokens: list[Token], i: int) -> tuple[str, int]:
@@ -105,9 +159,11 @@ def _dotted(tokens: list[Token], i: int) -> tuple[str, int]:
 
 def _check_calls(tokens: list[Token]) -> None:
     for i, t in enumerate(tokens):
-        if not t.is_word("CALL") or _after_dot(tokens, i):
+        if not t.is_word("CALL") or after_dot(tokens, i):
             continue
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if nxt is not None and nxt.kind is Kind.PUNCT and nxt.value == "{":
+            continue  # a subquery, whose clauses are checked like the rest
         name, after = _dotted(tokens, i + 1) if nxt is not None and nxt.is_name else ("", i + 1)
         opens = after < len(tokens) and tokens[after].kind is Kind.PUNCT and tokens[after].value == "("
         if name not in PROCEDURES or not opens:
@@ -128,11 +184,11 @@ def _procedure_part(tokens: list[Token], i: int) -> bool:
 
 def _check_functions(tokens: list[Token]) -> None:
     for i, t in enumerate(tokens):
-        if not t.is_name or not _next_is(tokens, i, "("):
+        if not t.is_name or not next_is(tokens, i, "("):
             continue
         if _procedure_part(tokens, i):
             continue  # checked by _check_calls
-        if _after_dot(tokens, i):
+        if after_dot(tokens, i):
             raise refuse(f"calling .{t.text}() is refused", _FUNCTION_HINT)
         if t.kind is Kind.WORD and t.value.upper() in NOT_FUNCTIONS:
             if t.value.upper() == "CAST":
@@ -140,6 +196,8 @@ def _check_functions(tokens: list[Token]) -> None:
             continue
         if t.value.lower() not in FUNCTIONS:
             raise refuse(f"function {t.text} is not allowed in free-form queries", _FUNCTION_HINT)
+        if t.value.lower() == "range":
+            check_range(tokens, i)
 
 
 _FUNCTION_HINT = (
@@ -148,49 +206,27 @@ _FUNCTION_HINT = (
 )
 
 
-def _after_dot(tokens: list[Token], i: int) -> bool:
-    return i > 0 and tokens[i - 1].kind is Kind.PUNCT and tokens[i - 1].value == "."
-
-
-def _next_is(tokens: list[Token], i: int, punct: str) -> bool:
-    return i + 1 < len(tokens) and tokens[i + 1].kind is Kind.PUNCT and tokens[i + 1].value == punct
-
-
-def _labels(tokens: list[Token]) -> set[str]:
-    """Labels and relationship types the query names: names after `:` directly inside `(...)` or
-    `[...]` (not inside a `{...}` map), and after `|` between relationship types (`[:A|B]`)."""
-    stack: list[str] = []
-    out: set[str] = set()
-    last = -1  # index of the last label or type collected
-    for i, t in enumerate(tokens):
-        if t.kind is Kind.PUNCT and t.value in "([{":
-            stack.append(t.value)
-        elif t.kind is Kind.PUNCT and t.value in ")]}":
-            if stack:
-                stack.pop()
-        elif t.is_name and i > 0 and stack and stack[-1] in "([":
-            before = tokens[i - 1]
-            after_colon = before.kind is Kind.PUNCT and before.value == ":"
-            after_bar = before.kind is Kind.PUNCT and before.value == "|" and last == i - 2 and stack[-1] == "["
-            if after_colon or after_bar:
-                out.add(t.value)
-                last = i
-    return out
-
-
 def check_plan(plan: str) -> None:
-    """Refuse a plan that scans every node: a label-less pattern, which would reach the agents'
-    task records (the embedded store refuses scans reaching their tables the same way)."""
+    """Refuse a plan holding an operation outside `READ_OPERATIONS` and `SCANS`, or a scan of a
+    label free-form Cypher does not read."""
     for line in plan.splitlines():
-        op = line.strip().split("|", 1)[0].strip().lower()
-        if op == "all node scan":
+        if not line.strip():
+            continue
+        op, _, detail = line.strip().partition("|")
+        op, detail = op.strip(), detail.strip()
+        if op in SCANS:
+            match = _SCANNED.search(detail)
+            names = [n.strip() for n in match.group(1).split(":") if n.strip()] if match else []
+            if not names or not all(readable_table(n) for n in names):
+                shown = detail or "every node"
+                raise refuse(f"the server plans a scan of {shown}, outside the knowledge graph", LABEL_HINT)
+        elif op in ("All Node Scan", "NodeByIdSeek"):
             raise refuse(
-                "a pattern without a label scans every node, task records included, so it is refused",
-                "name the label you read, e.g. MATCH (e:Entity) or (c:Chunk); tasks and decisions are read "
-                "with their tools",
+                "a node matched without a label (or by its id alone) could be any node, agents' records included",
+                LABEL_HINT,
             )
-        if op in {"create", "merge", "delete", "update", "foreach", "load csv"}:
-            raise refuse(f"the server plans {op} for this query, which is not a read", HINT)
+        elif op not in READ_OPERATIONS:
+            raise refuse(f"the server plans {op} for this query, which free-form Cypher does not run", HINT)
 
 
 def query_failure(exc: Exception) -> ReadOnlyQueryError:
@@ -200,6 +236,11 @@ def query_failure(exc: Exception) -> ReadOnlyQueryError:
         return QueryTimeout(message, hint=TIMEOUT_HINT)
     if "read-only" in lowered or "read only" in lowered:
         return CypherRefused(message, hint="only read queries run here: use MATCH ... RETURN")
+    if "memory" in lowered and ("capacity" in lowered or "exceed" in lowered):
+        return ReadOnlyQueryError(
+            f"the query needed more memory than the server allows a query ({message})",
+            hint="aggregate or filter earlier, return fewer or smaller values, or walk fewer hops",
+        )
     return ReadOnlyQueryError(message, hint="check the query against the schema (get_ontology)")
 
 
@@ -230,15 +271,15 @@ def _shown(properties: Mapping[str, Any] | None) -> dict[str, Any]:
     """A whole node's or relationship's properties, without the internal ones and the `_`-prefixed
     provenance (`_source`, `_created_at`), which a query may still name to read it."""
     shown = (properties or {}).items()
-    return {k: plain(v) for k, v in shown if str(k).lower() not in HIDDEN and not str(k).startswith("_")}
+    return {k: plain(v) for k, v in shown if str(k).lower() not in HIDDEN_PROPERTIES and not str(k).startswith("_")}
 
 
 def bound_rows(rows: list[dict[str, Any]], limit: int) -> QueryRows:
     out = QueryRows()
-    budget = _Budget()
+    budget = Budget()
     for row in rows[:limit]:
         out.append(budget.bound({k: plain(v) for k, v in row.items()}))
-        if budget.used > 2_000_000:
+        if budget.full:
             budget.cut = budget.cut or len(out) < len(rows)
             break
     out.truncated = budget.cut

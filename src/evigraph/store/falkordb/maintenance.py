@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evigraph.errors import ReadOnlyQueryError, StoreError
 from evigraph.models import IntegrityReport, TableInfo
 from evigraph.store.compaction import CompactProgress, CompactReport
-from evigraph.store.embedded.cypher_params import check_params
-from evigraph.store.embedded.cypher_run import QueryRows
+from evigraph.store.cypher.params import check_params
+from evigraph.store.cypher.rows import QueryRows
+from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
 from evigraph.store.falkordb import merging
 from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.cypher import (
-    HIDDEN,
-    LABEL_HINT,
     SLOTS,
     TYPES_QUERY,
     bound_rows,
@@ -95,7 +94,7 @@ def schema_tables(conn: Connection) -> list[TableInfo]:
 def _properties(conn: Connection, sample: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for r in conn.read_sync(f"{sample} UNWIND keys(n) AS k RETURN k, typeOf(n[k]) AS t, count(*) AS c ORDER BY c DESC"):
-        if str(r["k"]).lower() not in HIDDEN and r["k"] not in found:
+        if str(r["k"]).lower() not in HIDDEN_PROPERTIES and r["k"] not in found:
             found[r["k"]] = str(r["t"])
     return found
 
@@ -181,7 +180,7 @@ class FalkorMaintenanceOps:
                         if unknown:
                             raise ReadOnlyQueryError(
                                 f"this knowledge base has no label or relationship type {', '.join(unknown)}",
-                                hint=LABEL_HINT,
+                                hint="call get_ontology for the labels and relationship types this knowledge base has",
                             )
                     check_plan(str(conn.primary.explain(guarded.text, guarded.params)))
                     rows = conn.read_sync(guarded.text, guarded.params, timeout_ms=timeout_ms)

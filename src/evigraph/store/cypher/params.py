@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from evigraph.store.embedded.cypher_lexer import refuse
+from evigraph.store.cypher.lexer import refuse
 
 MAX_VALUES = 100_000
 MAX_DEPTH = 8

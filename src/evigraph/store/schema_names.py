@@ -1,0 +1,43 @@
+"""Names of the tables (labels) and columns every store shares, and what free-form Cypher may read.
+
+Both backends build the same graph; these names are its vocabulary, kept apart from either
+backend's DDL so the Cypher guard and the backends agree on them without one backend importing the
+other.
+"""
+
+from __future__ import annotations
+
+META_TABLE = "EvigraphMeta"
+
+EXTRACTION_CACHE = "ExtractionCache"
+"""LLM extraction results by passage content hash (`GraphStore.cached_extractions`)."""
+
+ENTITY_REDIRECT = "EntityRedirect"
+"""Entity ids merged away at finalize -> their survivor (`GraphStore.merge_entities`)."""
+
+TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", "TraceStep", "TraceRequest"
+"""An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
+Keyed by project inside the id, so no look-up reaches another project's rows."""
+
+TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW = "TraceDecision", "TraceSupport", "TraceReview"
+"""Decisions, the supports they rest on (every one ever given, `current` or replaced), and the
+queue of flagged decisions whose dependents are still to be flagged (`store/embedded/decisions.py`)."""
+
+TRACE_TABLES = frozenset(
+    {TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST, TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW}
+)
+
+CODE_NODE_TABLES = frozenset({"Repo", "Module", "Class", "Function"})
+CODE_REL_TABLES = frozenset({"CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"})
+
+CONTEXT_COLUMN = "passage_context"
+"""A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
+as an agent quoting it would quote words the document does not hold."""
+
+CYPHER_NODE_LABELS = frozenset({"Document", "Chunk", "Entity"} | CODE_NODE_TABLES)
+CYPHER_REL_TYPES = frozenset({"PART_OF", "NEXT", "MENTIONED_IN", "RELATES"} | CODE_REL_TABLES)
+CYPHER_TABLES = CYPHER_NODE_LABELS | CYPHER_REL_TYPES
+"""What free-form Cypher may read: the knowledge graph, and nothing else. An allow-list, so a table a
+later release adds (bookkeeping, agents' records) is unreadable until someone decides otherwise. The
+tables outside it hold no relationship to the graph's (checked by tests on both stores), so a pattern
+that starts from these labels can never walk into them."""
