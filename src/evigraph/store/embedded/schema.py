@@ -43,6 +43,15 @@ EXTRACTION_CACHE = "ExtractionCache"
 ENTITY_REDIRECT = "EntityRedirect"
 """Entity ids merged away at finalize -> their survivor (`GraphStore.merge_entities`)."""
 
+VERSION_SEQ = "EvigraphVersionSeq"
+"""Per document key, the highest version number handed out (`n`), on both stores (on FalkorDB a
+writer takes its number in a query of its own, so two writers of one key never share one). It
+outlives the document: a key deleted and ingested again numbers on from it, so a version number,
+and with it a passage id (`version_rows.chunk_id`), never names two texts, and evidence read
+before the delete cannot pass for the new text. A key without a row (written before the row was
+kept) numbers on from its current version, and a delete first raises the row to the version it
+removes."""
+
 TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", "TraceStep", "TraceRequest"
 """An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
 Keyed by project inside the id, so no look-up reaches another project's rows."""
@@ -95,6 +104,7 @@ DDL = (
     f"CREATE NODE TABLE IF NOT EXISTS {EXTRACTION_CACHE}(key STRING PRIMARY KEY, value STRING)",
     f"""CREATE NODE TABLE IF NOT EXISTS {ENTITY_REDIRECT}(
         id STRING PRIMARY KEY, survivor STRING, name STRING, at TIMESTAMP)""",
+    f"CREATE NODE TABLE IF NOT EXISTS {VERSION_SEQ}(key STRING PRIMARY KEY, n INT64)",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_TASK}(
         id STRING PRIMARY KEY, project STRING, name STRING, goal STRING, agent STRING, created_at TIMESTAMP,
         events INT64)""",
@@ -159,7 +169,7 @@ CODE_REL_TABLES = frozenset({"CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIO
 
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}
-    | {EXTRACTION_CACHE, ENTITY_REDIRECT}
+    | {EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
     | TRACE_TABLES
     | CODE_NODE_TABLES
     | CODE_REL_TABLES
@@ -167,12 +177,14 @@ TABLES = frozenset(
 """Every table evigraph creates; tables added by a later release are created on a writable open."""
 
 NODE_TABLES = frozenset(
-    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT}
+    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
     | TRACE_TABLES
     | CODE_NODE_TABLES
 )
 
-INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT} | TRACE_TABLES)
+INTERNAL_TABLES = frozenset(
+    {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
+)
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
 FTS_INDEXES = {
