@@ -9,10 +9,11 @@ caller names evidence ids it got from its own reads.
 
 What was read is checked too: given the `passage_digest` of a passage as the caller read it
 (`read_digests`; the tools always pass the digests their session's ledger took at
-`read_passages`), the passage's stored text must still hash to it. A version number is never
-given twice for a key, so the store's version check already proves the text for a passage id
-numbered since; the digest also holds where a number was given again before that was kept (a
-file written by an earlier release), and says what the caller saw rather than what the id names.
+`read_passages`), the passage's stored text, read just before the write, must still hash to it.
+The store then requires the same version in the write's transaction, and a key's version numbers
+are never given twice, so no other text can slip in between. The id alone settles the text for
+versions numbered since that rule; the digest also covers a number given again before it (a
+file written by an earlier release), and proves what the caller saw, not only what it named.
 
 `search_decisions` ranks the project's standing decisions by their words (BM25 over the same
 terms passages are counted by) and, when the knowledge base has an embedder, by meaning, fused
