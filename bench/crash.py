@@ -7,6 +7,9 @@ of its unkilled run time, then: the database opens, `status` and `search` work, 
 (its findings before the re-run are recorded), the killed command is re-run to completion,
 `check` must find nothing (else `check --repair` is tried), and the counts and the whole graph
 (`integrity.snapshot`) must equal a clean rebuild of the same final files, measured in this run.
+Every key must also keep, in `VERSION_SEQ`, at least the version it had before the trial and the
+one it has after, so no version number (and passage id) can be given again, a killed delete
+included.
 
 A trial is clean (nothing found after the re-run, graph equal), repaired (something found,
 repair fixed it, graph equal) or lost (the database did not open or answer, repair left
@@ -50,6 +53,8 @@ class Operation:
     final: list[Path]
     seconds: float = 0.0
     reference: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+    """Each key's version in the starting database."""
 
 
 @dataclass
@@ -67,11 +72,13 @@ class Trial:
     repaired: bool = False
     counts_equal: bool = False
     graph_equal: bool = False
+    numbers_kept: bool = False
     error: str = ""
 
     @property
     def outcome(self) -> str:
-        if not (self.opened and self.searched and self.counts_equal and self.graph_equal) or self.error:
+        kept = self.opened and self.searched and self.counts_equal and self.graph_equal and self.numbers_kept
+        if not kept or self.error:
             return "lost"
         return "repaired" if self.found_after or self.found_before else "clean"
 
@@ -153,6 +160,7 @@ async def inspect(db: Path) -> dict[str, Any]:
     """Counts, the canonical graph and the check findings of a knowledge base (read-only)."""
     from evigraph import KnowledgeBase
     from evigraph.store.embedded import integrity
+    from evigraph.store.embedded.schema import VERSION_SEQ
     from evigraph.store.embedded.store import EmbeddedStore
 
     async with KnowledgeBase(db, read_only=True) as kb:
@@ -162,11 +170,19 @@ async def inspect(db: Path) -> dict[str, Any]:
         assert store is not None
         assert isinstance(store, EmbeddedStore)
         snapshot = await store.executor.read(integrity.snapshot)
+        versions = await store.executor.read(
+            lambda tx: {r["k"]: int(r["v"]) for r in tx.rows("MATCH (d:Document) RETURN d.key AS k, d.version AS v")}
+        )
+        marks = await store.executor.read(
+            lambda tx: {r["k"]: int(r["n"]) for r in tx.rows(f"MATCH (s:{VERSION_SEQ}) RETURN s.key AS k, s.n AS n")}
+        )
         report = await kb.check()
     return {
         "counts": {k: getattr(status, k) for k in ("documents", "passages", "entities", "relations", "mentions")},
         "snapshot": snapshot,
         "found": [f"{p.kind}:{p.count}" for p in report.found],
+        "versions": versions,
+        "marks": marks,
     }
 
 
@@ -230,6 +246,10 @@ async def trial(op: Operation, db: Path, rng: random.Random) -> Trial:
             after = await inspect(db)
         t.counts_equal = after["counts"] == op.reference["counts"]
         t.graph_equal = after["snapshot"] == op.reference["snapshot"]
+        given = {k: max(op.versions.get(k, 0), after["versions"].get(k, 0)) for k in {*op.versions, *after["versions"]}}
+        t.numbers_kept = all(after["marks"].get(k, 0) >= n for k, n in given.items())
+        if not t.numbers_kept:
+            t.error = f"version numbers kept {after['marks']}, below those given {given}"
         if not t.counts_equal:
             t.error = f"counts {after['counts']} != reference {op.reference['counts']}"
     except Exception as exc:  # a bench records every failure and goes on
@@ -245,6 +265,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         ops = prepare(records, root)
         for op in ops:
             op.reference = await reference(op, root)
+            op.versions = (await inspect(op.base))["versions"] if op.base is not None else {}
             seconds = []
             for _ in range(3):  # the median of three: load on a shared machine varies
                 fresh_copy(op, root / op.name / "trial" / "kb.db")
@@ -287,6 +308,7 @@ def summarise(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "lost": sum(t["outcome"] == "lost" for t in ts),
                 "found_before_rerun": sum(bool(t["found_before"]) for t in ts),
                 "found_after_rerun": sum(bool(t["found_after"]) for t in ts),
+                "numbers_reused": sum(not t["numbers_kept"] for t in ts),
             }
         )
     return rows

@@ -8,7 +8,13 @@ import pytest
 
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem, Source
-from evigraph.evidence.ledger import EvidenceLedger, entity_content, passage_content, relation_content
+from evigraph.evidence.ledger import (
+    EvidenceLedger,
+    entity_content,
+    passage_content,
+    passage_digest,
+    relation_content,
+)
 
 
 def test_numbers_start_at_one_and_increase() -> None:
@@ -130,3 +136,26 @@ def test_content_helpers_leave_out_the_file_path() -> None:
         id="r1", source="Alice", type="WORKS_AT", target="Acme", fact="Alice joined in 2019", confidence=1
     )
     assert relation_content(rel) == "Alice WORKS_AT Acme: Alice joined in 2019"
+
+
+def test_a_passage_read_whole_keeps_the_digest_of_what_was_shown() -> None:
+    """A decision is checked against the text a reply showed whole, not against whatever the
+    ledger last recorded for the id: a later snippet of the same passage must not replace it."""
+    ledger = EvidenceLedger()
+    source = Source(document_key="d", title="Valves")
+    whole = PassageItem(id="c1", text="P-100 is SAFE to open at full pressure.", source=source)
+    ledger.cite("read_passages", [whole])
+    assert ledger.read_digest(whole.ref) is None and not ledger.was_read(whole.ref)
+    ledger.mark_read([whole])
+    assert ledger.read_digest(whole.ref) == passage_digest(whole) and ledger.was_read(whole.ref)
+
+    snippet = PassageItem(id="c1", text="P-100 is SAFE", source=source, partial=True)
+    ledger.cite("search_passages", [snippet])
+    assert snippet.n == whole.n and ledger.get(whole.n).content == "Valves\nP-100 is SAFE"  # type: ignore[union-attr]
+    assert ledger.read_digest(whole.ref) == passage_digest(whole)
+    other = whole.model_copy(update={"text": "P-100 is NOT SAFE to open at full pressure."})
+    assert passage_digest(other) != passage_digest(whole)
+    with pytest.raises(ConfigurationError, match="cut"):
+        passage_digest(snippet)
+    ledger.drop([whole.n])
+    assert ledger.read_digest(whole.ref) is None

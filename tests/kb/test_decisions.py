@@ -11,6 +11,7 @@ from tests.tools.conftest import HashEmbedder
 
 from evigraph import ConfigurationError, KnowledgeBase
 from evigraph.errors import DecisionNotFoundError, StaleEvidenceError
+from evigraph.evidence import passage_digest
 from evigraph.kb import Traces
 
 FUNDING = "ReefWatch is funded by the Harbour Trust. The grant covers two survey boats."
@@ -91,6 +92,35 @@ async def test_deleting_a_document_flags_what_rests_on_it(kb: KnowledgeBase, tra
         await traces.reaffirm_decision(lead.id, [people[0]["evidence"]])
     page = await traces.list_decisions_for_review()
     assert [d.id for d in page.decisions] == [lead.id] and page.next_after_id is None
+
+
+async def test_a_python_caller_pins_a_passage_to_the_text_it_read_by_its_digest(
+    kb: KnowledgeBase, traces: Traces
+) -> None:
+    funding, people = await passage(kb, "funding"), await passage(kb, "people")
+    [read] = (await kb.read_passages([funding.removeprefix("passage:")])).passages
+    supports = [{"kind": "passage", "evidence": funding}]
+    made = await traces.record_decision(
+        "funding", "funder", "c", "r", supports, read_digests={funding: passage_digest(read)}
+    )
+    assert made.state == "active"
+    misread = passage_digest(read.model_copy(update={"text": read.text.replace("Harbour", "City")}))
+    with pytest.raises(StaleEvidenceError, match="does not read as it did") as info:
+        await traces.record_decision("funding", "other", "c", "r", supports, read_digests={funding: misread})
+    assert "read_passages" in info.value.hint
+    with pytest.raises(StaleEvidenceError, match="does not read as it did"):
+        await traces.reaffirm_decision(made.id, [funding], read_digests={funding: misread})
+    with pytest.raises(StaleEvidenceError, match="does not read as it did"):
+        await traces.supersede_decision(made.id, "c2", "r2", "e", supports, read_digests={funding: misread})
+    with pytest.raises(ConfigurationError, match="not a sha256"):
+        await traces.record_decision("funding", "other", "c", "r", supports, read_digests={funding: "abc"})
+    with pytest.raises(ConfigurationError, match="not a passage this decision rests on"):
+        await traces.record_decision("funding", "other", "c", "r", supports, read_digests={people: misread})
+    [cut] = (await kb.read_passages([funding.removeprefix("passage:")], max_chars=10)).passages
+    with pytest.raises(ConfigurationError, match="cut") as cut_info:
+        passage_digest(cut)
+    assert "read it whole" in cut_info.value.hint
+    assert [d.id for d in (await traces.list_decisions("funding")).decisions] == [made.id]  # nothing else written
 
 
 async def test_a_scope_hides_documents_but_not_decisions(kb: KnowledgeBase, traces: Traces, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from evigraph import KnowledgeBase
 from evigraph.errors import ConfigurationError, DatabaseLockedError, StoreError
 from evigraph.models import ExtractedEntity
 from evigraph.store.embedded.compaction import COMPACT_SUFFIX
+from evigraph.store.embedded.schema import VERSION_SEQ
 from evigraph.store.embedded.store import EmbeddedStore
 
 QUESTIONS = ("Who leads ReefWatch?", "Which platform did Harbor Lab build?", "Marta Oliveira 2014")
@@ -66,10 +67,11 @@ async def deleted_from(corpus: Path, tmp_path: Path) -> Path:
     return db
 
 
-async def test_compact_gives_back_space_and_keeps_every_row_and_answer(deleted_from: Path) -> None:
+async def test_compact_gives_back_space_and_keeps_every_row_and_answer(deleted_from: Path, corpus: Path) -> None:
     db = deleted_from
     rows, found = snapshot(db), await answers(db)
     assert rows["Document"] and rows["Chunk"] and rows["Entity"] and rows["RELATES"] and rows["MENTIONED_IN"]
+    assert any("lisbon.txt" in row for row in rows[VERSION_SEQ])  # the deleted document's version number
     conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
     embedded = conn.execute("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL RETURN count(c)").get_all()
     assert embedded == [[len(rows["Chunk"])]]  # every passage has its vector
@@ -85,6 +87,8 @@ async def test_compact_gives_back_space_and_keeps_every_row_and_answer(deleted_f
     async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:  # and it takes writes
         assert (await kb.ingest(text="Tomas Reyes joined ReefWatch.", key="note:join")).ok
         assert (await kb.status()).documents == 4
+        # numbered past the version deleted before the compaction, as without one
+        assert [d.version for d in (await kb.ingest([corpus / "lisbon.txt"])).documents] == [2]
 
 
 async def test_a_failure_midway_leaves_the_knowledge_base_as_it_was(deleted_from: Path) -> None:

@@ -233,6 +233,8 @@ async def test_deletes_leave_no_ghost_edges_across_a_crash(tmp_path: Path) -> No
         status = await kb.status()
         assert (status.documents, status.passages) == (29, 29)
         assert await mention_counts(kb) == (status.mentions, status.mentions)
+        # the version number each delete kept came back with the replay: none is given again
+        assert [d.version for d in (await kb.ingest(text=TEXTS["b"], key="b")).documents] == [2]
 
 
 async def test_cli_check_exits_1_until_repaired(tmp_path: Path) -> None:

@@ -10,7 +10,13 @@ from tests.store.contract.conftest import ALPHA
 
 from evigraph.errors import StoreError
 from evigraph.store import connect
-from evigraph.store.embedded.schema import ADDED_COLUMNS, FTS_INDEXES, RETIRED_FTS_INDEXES, RETYPED_COLUMNS
+from evigraph.store.embedded.schema import (
+    ADDED_COLUMNS,
+    FTS_INDEXES,
+    RETIRED_FTS_INDEXES,
+    RETYPED_COLUMNS,
+    VERSION_SEQ,
+)
 
 
 def _drop_ranking_columns(path: Path) -> None:
@@ -203,3 +209,24 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Pat
         await store.write_versions([ALPHA.model_copy(update={"content_hash": "again"})])
     assert not set(RETIRED_FTS_INDEXES) & _indexes(path)
     assert set(FTS_INDEXES) <= _indexes(path)
+
+
+async def test_a_file_from_before_version_numbers_were_kept_numbers_on_past_a_delete(tmp_path: Path) -> None:
+    import kuzu
+
+    path = tmp_path / "old.db"
+    async with connect(path) as store:
+        await store.write_versions([ALPHA])
+        await store.write_versions([ALPHA])
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    conn.execute(f"DROP TABLE {VERSION_SEQ}")  # as an earlier release wrote the file
+    conn.close()
+    db.close()
+
+    async with connect(path, read_only=True) as store:  # reads as it is
+        assert (await store.get_documents([ALPHA.key]))[ALPHA.key].version == 2
+    async with connect(path) as store:  # gets the table; the delete keeps the number it removes
+        assert await store.delete_document(ALPHA.key)
+        assert [d.version for d in await store.write_versions([ALPHA])] == [3]
+        assert (await store.check()).found == []

@@ -13,7 +13,7 @@ from evigraph.evidence.items import (
     Source,
     ThemeItem,
 )
-from evigraph.evidence.ledger import EvidenceLedger, EvidenceRecord
+from evigraph.evidence.ledger import EvidenceLedger, EvidenceRecord, passage_digest
 
 __all__ = [
     "EntityCard",
@@ -28,4 +28,5 @@ __all__ = [
     "RelationItem",
     "Source",
     "ThemeItem",
+    "passage_digest",
 ]

@@ -9,6 +9,7 @@ at different evidence than the one the agent saw.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -34,6 +35,9 @@ class EvidenceRecord(BaseModel):
     content: str = Field(description="full text a citation is checked against (never the source file path)")
     line: str = Field("", description="how the item reads in replies, without its [n]; empty: use content")
     read_in_full: bool = Field(False, description="a reply of this session showed the whole item (read_passages)")
+    read_digest: str | None = Field(
+        None, description="`passage_digest` of the item as that reply showed it whole: what a decision checks"
+    )
 
 
 def passage_content(item: PassageItem) -> str:
@@ -44,6 +48,21 @@ def passage_content(item: PassageItem) -> str:
     """
     title = item.source.title.strip()
     return f"{title}\n{item.text}" if title else item.text
+
+
+def passage_digest(item: PassageItem) -> str:
+    """The sha256 of a passage as a reader was shown it whole (`passage_content`: title and text).
+
+    A decision resting on the passage is checked against it (`Traces.record_decision`'s
+    `read_digests`): the stored passage must still read exactly so, whatever its id says. A cut
+    passage (`partial`) proves nothing about the rest of its text, so it has no digest.
+    """
+    if item.partial:
+        raise ConfigurationError(
+            f"{item.ref} was cut to {len(item.text)} characters; its digest would not cover the whole passage",
+            hint="read it whole (read_passages with max_chars above its length), then take its digest",
+        )
+    return hashlib.sha256(passage_content(item).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def entity_content(item: EntityItem) -> str:
@@ -143,6 +162,7 @@ class EvidenceLedger:
                 content=content,
                 line=line,
                 read_in_full=before is not None and before.read_in_full,
+                read_digest=before.read_digest if before is not None else None,
             )
             self._records.move_to_end(n)
             while len(self._records) > self.capacity:
@@ -150,21 +170,30 @@ class EvidenceLedger:
                 del self._numbers[old.evidence_id]
             return n
 
-    def mark_read(self, numbers: Iterable[int]) -> None:
-        """Note that a reply showed these items whole: a decision may rest only on evidence read in
-        full, not on a snippet. The mark lives as long as the number; a dropped number (its reply
-        was cut) loses it with the rest."""
+    def mark_read(self, passages: Iterable[PassageItem]) -> None:
+        """Note that a reply showed these numbered passages whole, and the digest of what it showed:
+        a decision may rest only on evidence read in full, not on a snippet, and only while the
+        stored text is still what was read. The digest is taken from the items themselves, not
+        from the record, which a later snippet of the same passage replaces. The mark lives as
+        long as the number; a dropped number (its reply was cut) loses it with the rest."""
+        marks = [(p.n, str(p.ref), passage_digest(p)) for p in passages]
         with self._lock:
-            for n in numbers:
+            for n, evidence_id, digest in marks:
                 rec = self._records.get(n)
-                if rec is not None:
-                    self._records[n] = rec.model_copy(update={"read_in_full": True})
+                if rec is not None and rec.evidence_id == evidence_id:
+                    self._records[n] = rec.model_copy(update={"read_in_full": True, "read_digest": digest})
 
     def was_read(self, evidence_id: EvidenceId | str) -> bool:
         """Whether `evidence_id` is live and a reply of this session showed it whole."""
+        return self.read_digest(evidence_id) is not None
+
+    def read_digest(self, evidence_id: EvidenceId | str) -> str | None:
+        """The `passage_digest` of `evidence_id` as a reply of this session showed it whole; None
+        when it is not live or was never read whole."""
         with self._lock:
             n = self._numbers.get(str(evidence_id))
-            return n is not None and self._records[n].read_in_full
+            rec = self._records[n] if n is not None else None
+            return rec.read_digest if rec is not None and rec.read_in_full else None
 
     def get(self, n: int) -> EvidenceRecord | None:
         """The live record numbered `n`, or None when it was never given, evicted or dropped."""

@@ -7,6 +7,14 @@ the version is still current, in the write's transaction). Whether the passage w
 in this session is the session's rule, checked by the tools, which hold the session; a Python
 caller names evidence ids it got from its own reads.
 
+What was read is checked too: given the `passage_digest` of a passage as the caller read it
+(`read_digests`; the tools always pass the digests their session's ledger took at
+`read_passages`), the passage's stored text, read just before the write, must still hash to it.
+The store then requires the same version in the write's transaction, and a key's version numbers
+are never given twice, so no other text can slip in between. The id alone settles the text for
+versions numbered since that rule; the digest also covers a number given again before it (a
+file written by an earlier release), and proves what the caller saw, not only what it named.
+
 `search_decisions` ranks the project's standing decisions by their words (BM25 over the same
 terms passages are counted by) and, when the knowledge base has an embedder, by meaning, fused
 by rank (`rrf`) as passage search fuses its legs.
@@ -16,17 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.errors import ConfigurationError, DecisionNotFoundError, StaleEvidenceError
 from evigraph.evidence.ids import EvidenceId, EvidenceRef
+from evigraph.evidence.ledger import passage_digest
 from evigraph.gate import Gate
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
+from evigraph.retrieval.hits import passage_item
 from evigraph.store.base import GraphStore, passage_terms, passage_words
 from evigraph.strict import StrictInput, build
 from evigraph.trace_records import (
@@ -208,14 +219,20 @@ class DecisionMethods:
         assumptions: Sequence[str] = (),
         open_questions: Sequence[str] = (),
         request_id: str | None = None,
+        read_digests: Mapping[str, str] | None = None,
     ) -> DecisionRecord:
         """Record a decision resting on `supports` (`{"kind": "passage", "evidence": "passage:..."}`
-        or `{"kind": "decision", "decision_id": ...}`)."""
+        or `{"kind": "decision", "decision_id": ...}`).
+
+        `read_digests` maps a passage support's evidence id to `evigraph.evidence.passage_digest`
+        of the passage as you read it whole (`kb.read_passages`): the decision is then refused
+        (`StaleEvidenceError`) unless the stored passage still reads exactly so. A passage given
+        none is pinned by its id and version alone."""
         values: dict[str, Any] = {"task_name": task_name, "choice_key": choice_key, "conclusion": conclusion}
         values |= {"rationale": rationale, "supports": _plain(supports), "request_id": request_id}
         values |= {"assumptions": list(assumptions), "open_questions": list(open_questions)}
         args = build(RecordDecision, values, _HINT)
-        return await self._write_decision(args, args.task_name, None, None)
+        return await self._write_decision(args, args.task_name, None, None, read_digests)
 
     async def supersede_decision(
         self,
@@ -228,14 +245,16 @@ class DecisionMethods:
         assumptions: Sequence[str] = (),
         open_questions: Sequence[str] = (),
         request_id: str | None = None,
+        read_digests: Mapping[str, str] | None = None,
     ) -> DecisionRecord:
-        """A new decision replacing `decision_id` (which becomes superseded, kept in history)."""
+        """A new decision replacing `decision_id` (which becomes superseded, kept in history);
+        `read_digests` as for `record_decision`."""
         values: dict[str, Any] = {"decision_id": decision_id, "conclusion": conclusion, "rationale": rationale}
         values |= {"explanation": explanation, "supports": _plain(supports), "request_id": request_id}
         values |= {"assumptions": list(assumptions), "open_questions": list(open_questions)}
         args = build(SupersedeDecision, values, _HINT)
         old = await self.get_decision(args.decision_id)
-        return await self._write_decision(args, old.task, old, args.explanation)
+        return await self._write_decision(args, old.task, old, args.explanation, read_digests)
 
     async def reaffirm_decision(
         self,
@@ -244,13 +263,15 @@ class DecisionMethods:
         *,
         explanation: str = DEFAULT_REAFFIRM,
         request_id: str | None = None,
+        read_digests: Mapping[str, str] | None = None,
     ) -> DecisionRecord:
-        """Active again, on passages read at their current versions; clears needs_review."""
+        """Active again, on passages read at their current versions; clears needs_review.
+        `read_digests` as for `record_decision`."""
         values = {"decision_id": decision_id, "evidence_ids": list(evidence_ids), "explanation": explanation}
         args = build(ReaffirmDecision, {**values, "request_id": request_id}, _HINT)
         store = await self._store(True)
         refs = [PassageSupport(kind="passage", evidence=e) for e in args.evidence_ids]
-        supports = await self._resolve(store, refs)
+        supports = await self._resolve(store, refs, read_digests)
         async with self._gate.shared():
             return await store.reaffirm_decision(
                 self.project,
@@ -346,9 +367,10 @@ class DecisionMethods:
         task: str,
         old: DecisionRecord | None,
         explanation: str | None,
+        read_digests: Mapping[str, str] | None,
     ) -> DecisionRecord:
         store = await self._store(True)
-        supports = await self._resolve(store, args.supports)
+        supports = await self._resolve(store, args.supports, read_digests)
         choice_key = old.choice_key if old is not None else getattr(args, "choice_key", "")
         decision = NewDecision(
             task=task,
@@ -367,13 +389,18 @@ class DecisionMethods:
             return await store.record_decision(self.project, self.agent, decision, self._request(operation, args))
 
     async def _resolve(
-        self, store: GraphStore, supports: Sequence[PassageSupport | DecisionSupport]
+        self,
+        store: GraphStore,
+        supports: Sequence[PassageSupport | DecisionSupport],
+        read_digests: Mapping[str, str] | None = None,
     ) -> list[NewSupport]:
-        """Each passage support pinned to its document and the version the passage belongs to."""
+        """Each passage support pinned to its document and the version the passage belongs to,
+        its stored text checked against the digest of what was read, when one is given."""
         wanted: dict[str, str] = {}
         for s in supports:
             if isinstance(s, PassageSupport):
                 wanted[str(s.evidence)] = _passage_id(s.evidence)
+        expected = _digests(read_digests or {}, set(wanted.values()))
         hits = {h.id: h for h in await store.chunks_by_ids(list(dict.fromkeys(wanted.values())))}
         out = []
         for s in supports:
@@ -389,6 +416,12 @@ class DecisionMethods:
                     hint="search again and read the current passage with read_passages, then cite it",
                 )
             ref = str(EvidenceId("passage", chunk))
+            if chunk in expected and passage_digest(passage_item(hit)) != expected[chunk]:
+                raise StaleEvidenceError(
+                    f"{ref} does not read as it did when it was read: version {hit.version} of "
+                    f"{hit.document!r} now holds other text there",
+                    hint="read the passage again with read_passages and cite what it says now",
+                )
             out.append(NewSupport(kind="passage", ref=ref, document=hit.document, version=hit.version, note=s.note))
         return out
 
@@ -428,6 +461,28 @@ def _passage_id(ref: int | str) -> str:
             hint="read the passage the item came from with read_passages and cite that passage",
         )
     return parsed.id
+
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _digests(given: Mapping[str, str], passages: set[str]) -> dict[str, str]:
+    """`read_digests` by passage id, each naming a passage the decision rests on and a sha256."""
+    out: dict[str, str] = {}
+    for ref, digest in given.items():
+        chunk = _passage_id(ref)
+        if chunk not in passages:
+            raise ConfigurationError(
+                f"read_digests names {ref}, which is not a passage this decision rests on",
+                hint="give digests only for the passages among the supports, keyed by their evidence ids",
+            )
+        if not isinstance(digest, str) or not _DIGEST.match(digest):
+            raise ConfigurationError(
+                f"the read digest of {ref} is not a sha256 in hex ({digest!r})",
+                hint="pass evigraph.evidence.passage_digest(passage) of the passage as read_passages returned it",
+            )
+        out[chunk] = digest
+    return out
 
 
 def _plain(supports: Sequence[dict[str, object] | PassageSupport | DecisionSupport]) -> list[object]:

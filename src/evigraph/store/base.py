@@ -186,12 +186,14 @@ class GraphStore(ABC):
 
         Old chunks and mentions go; relations lose the old chunks as sources, and extracted ones
         go when none remain (an agent's relation stays, as it was before any passage stated it);
-        extracted entities that nothing mentions any more go.
+        extracted entities that nothing mentions any more go. A key's version numbers only grow,
+        across deletes too: a passage id (which names the version) never names two texts.
         """
 
     @abstractmethod
     async def delete_document(self, key: str) -> bool:
-        """Remove a document the way a replacement removes its old version; False if absent."""
+        """Remove a document the way a replacement removes its old version; False if absent. The
+        key's highest version number is kept: an ingest after the delete numbers past it."""
 
     @abstractmethod
     async def check(self, repair: bool = False) -> IntegrityReport:

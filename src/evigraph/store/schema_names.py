@@ -15,6 +15,15 @@ EXTRACTION_CACHE = "ExtractionCache"
 ENTITY_REDIRECT = "EntityRedirect"
 """Entity ids merged away at finalize -> their survivor (`GraphStore.merge_entities`)."""
 
+VERSION_SEQ = "EvigraphVersionSeq"
+"""Per document key, the highest version number handed out (`n`), on both stores (on FalkorDB a
+writer takes its number in a query of its own, so two writers of one key never share one). It
+outlives the document: a key deleted and ingested again numbers on from it, so a version number,
+and with it a passage id (`version_rows.chunk_id`), never names two texts, and evidence read
+before the delete cannot pass for the new text. A key without a row (written before the row was
+kept) numbers on from its current version, and a delete first raises the row to the version it
+removes."""
+
 TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", "TraceStep", "TraceRequest"
 """An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
 Keyed by project inside the id, so no look-up reaches another project's rows."""

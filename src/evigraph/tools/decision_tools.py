@@ -4,7 +4,9 @@ carry review flags to what rests on a changed source.
 A decision may rest only on passages this session read in full (a `read_passages` reply that
 showed the whole passage, not a snippet of a search): the session's ledger knows which, the
 knowledge base does not, so the rule lives here. `[n]` and evidence ids are turned into evidence
-ids before the knowledge base sees them; it pins each to the document version it belongs to.
+ids before the knowledge base sees them, each with the digest of the text the reply showed; it
+pins each to the document version it belongs to and refuses one whose stored text is not what
+was read.
 
 Like the task tools they act on the toolkit's project and agent, and are offered only with both;
 `reject_decision` is a person's override, offered only when the toolkit allows it
@@ -158,22 +160,29 @@ class ReviewResult(ToolResult):
         return [Section("Newly flagged", list(self.progress.flagged))] if self.progress.flagged else []
 
 
-def _read_supports(tk: Toolkit, supports: list[PassageSupport | DecisionSupport]) -> list[dict[str, object]]:
-    """The supports with each passage named by its evidence id, read in full in this session."""
+def _read_supports(
+    tk: Toolkit, supports: list[PassageSupport | DecisionSupport]
+) -> tuple[list[dict[str, object]], dict[str, str]]:
+    """The supports with each passage named by its evidence id, read in full in this session, and
+    the digest of each passage as it was read, which the knowledge base checks the stored text
+    against (the id alone could name other text in a file whose version numbers were reused)."""
     out: list[dict[str, object]] = []
+    digests: dict[str, str] = {}
     for s in supports:
         if isinstance(s, DecisionSupport):
             out.append(s.model_dump())
             continue
         ref = tk.resolve(s.evidence, "passage")
-        if not tk.ledger.was_read(ref):
+        digest = tk.ledger.read_digest(ref)
+        if digest is None:
             shown = f"[{s.evidence}]" if isinstance(s.evidence, int) else str(ref)
             raise ToolError(
                 f"{shown} was not read in full in this session; a decision rests only on passages read whole",
                 hint=f"call read_passages on {shown} first (its whole text, not cut by max_chars), then cite it",
             )
         out.append({**s.model_dump(), "evidence": str(ref)})
-    return out
+        digests[str(ref)] = digest
+    return out, digests
 
 
 _WHERE = " The project and the agent are fixed by the server's configuration."
@@ -194,15 +203,17 @@ _SUPPORTS = (
     write=True,
 )
 async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
+    supports, digests = _read_supports(tk, args.supports)
     found = await traces_of(tk).record_decision(
         args.task_name,
         args.choice_key,
         args.conclusion,
         args.rationale,
-        _read_supports(tk, args.supports),
+        supports,
         assumptions=args.assumptions,
         open_questions=args.open_questions,
         request_id=args.request_id,
+        read_digests=digests,
     )
     return DecisionResult(decision=found)
 
@@ -215,15 +226,17 @@ async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
     write=True,
 )
 async def supersede_decision(tk: Toolkit, args: SupersedeDecision) -> DecisionResult:
+    supports, digests = _read_supports(tk, args.supports)
     found = await traces_of(tk).supersede_decision(
         args.decision_id,
         args.conclusion,
         args.rationale,
         args.explanation,
-        _read_supports(tk, args.supports),
+        supports,
         assumptions=args.assumptions,
         open_questions=args.open_questions,
         request_id=args.request_id,
+        read_digests=digests,
     )
     return DecisionResult(decision=found)
 
@@ -239,9 +252,13 @@ async def supersede_decision(tk: Toolkit, args: SupersedeDecision) -> DecisionRe
 )
 async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecision) -> DecisionResult:
     passages = [PassageSupport(kind="passage", evidence=e) for e in args.evidence_ids]
-    evidence = [str(s["evidence"]) for s in _read_supports(tk, list(passages))]
+    supports, digests = _read_supports(tk, list(passages))
     found = await traces_of(tk).reaffirm_decision(
-        args.decision_id, evidence, explanation=args.explanation, request_id=args.request_id
+        args.decision_id,
+        [str(s["evidence"]) for s in supports],
+        explanation=args.explanation,
+        request_id=args.request_id,
+        read_digests=digests,
     )
     return DecisionResult(decision=found)
 

@@ -147,7 +147,7 @@ async def read_passages(tk: Toolkit, args: ReadPassagesInput) -> PassageReadResu
     passages = found.passages if found else []
     gone = [str(EvidenceId("passage", cid)) for cid in found.missing] if found else []
     tk.ledger.cite("read_passages", passages)
-    tk.ledger.mark_read(p.n for p in passages if p.n and not p.partial)
+    tk.ledger.mark_read(p for p in passages if p.n and not p.partial)
     result = PassageReadResult(passages=passages, missing=[*unresolved, *gone])
     hints = []
     if unresolved:

@@ -161,6 +161,21 @@ async def test_a_decision_on_what_is_not_there_is_refused(store: GraphStore) -> 
     assert [d.id for d in await store.list_decisions("p")] == [made.id, flagged.id]
 
 
+@covers("record_decision", "reaffirm_decision", "delete_document", "write_versions")
+async def test_evidence_read_before_a_delete_is_stale_once_the_key_is_ingested_again(store: GraphStore) -> None:
+    await setup(store)
+    read = await passage(store, ALPHA.key)
+    kept = await store.record_decision("p", "ann", decision(read))
+    assert await store.delete_document(ALPHA.key)
+    await store.write_versions([ALPHA_V3])  # other text under the same key
+    with pytest.raises(StaleEvidenceError, match="is now at version 2"):
+        await store.record_decision("p", "ann", decision(read, choice_key="again"))
+    with pytest.raises(StaleEvidenceError, match="is now at version 2"):
+        await store.reaffirm_decision("p", "ann", kept.id, [read], "still true")
+    assert [d.id for d in await store.list_decisions("p")] == [kept.id]
+    assert (await one(store, "p", kept.id)).state == "needs_review"
+
+
 @covers("record_decision", "write_versions", "delete_document")
 async def test_a_changed_document_flags_the_decisions_resting_on_it_in_the_same_call(store: GraphStore) -> None:
     await setup(store)

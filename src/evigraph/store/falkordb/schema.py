@@ -27,12 +27,13 @@ from evigraph.store.embedded.schema import (
     TRACE_SUPPORT,
     TRACE_TABLES,
     TRACE_TASK,
+    VERSION_SEQ,
 )
 from evigraph.store.embedded.schema import (
     CYPHER_GUIDE as EMBEDDED_GUIDE,
 )
 
-__all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES"]
+__all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES", "VERSION_SEQ"]
 
 SCHEMA_VERSION = "1"
 
@@ -42,8 +43,6 @@ CYPHER_GUIDE = EMBEDDED_GUIDE.replace(
 )
 """The embedded guide but for `source_chunks`: lists on relationships cost FalkorDB nothing, while
 the embedded engine keeps them as text (`store/embedded/packed.py`)."""
-VERSION_SEQ = "EvigraphVersionSeq"
-"""Per document key, the last version number handed out: two writers of one key never share one."""
 
 RANGE_INDEXES: tuple[tuple[str, str], ...] = (
     (META_TABLE, "key"),
