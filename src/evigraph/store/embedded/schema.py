@@ -68,7 +68,10 @@ CYPHER_GUIDE = (
     "Function) for passages naming a symbol. Examples: MATCH (f:Function)-[:CALLS]->(g:Function) "
     "WHERE g.qualname = 'Retriever.search' RETURN f.module, f.qualname; MATCH (m:Module)-[:IMPORTS]->(x:Module) "
     "WHERE m.name = 'pkg.kb' RETURN x.name; MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) "
-    "RETURN c.module, c.qualname"
+    "RETURN c.module, c.qualname. "
+    "Bounds: name a label on every node you match (only these tables are readable); at most 10 levels of "
+    "nesting, 10 relationship patterns and 2,000 tokens; variable-length patterns need an upper bound of "
+    "at most 10 hops (e.g. *1..3)."
 )
 """What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
 
