@@ -128,3 +128,26 @@ def test_a_writable_store_runs_cypher_in_its_own_process(db: Path) -> None:
             assert store._cypher_workers is None
 
     asyncio.run(go())
+
+
+def test_a_writable_store_interrupts_a_query_that_grows_its_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows collected into one value grow by batches, which the engine interrupts between: a query
+    the guard lets through (one collected list) is stopped once this process grew past the cap."""
+    text = "a passage of about a hundred characters, repeated to give the cross product some weight. " * 2
+    chunks = tuple(TextChunk(index=i, text=f"{i} {text}", start=0, end=len(text)) for i in range(300))
+    doc = DocumentVersion(
+        key="big", title="big", path="big", content_hash="h", loader="text", chunks=chunks, graph=GraphData()
+    )
+    heavy = "MATCH (a:Chunk), (b:Chunk), (c:Chunk) WITH collect(a.text + b.text + c.text) AS l RETURN size(l) AS n"
+    monkeypatch.setenv(MEMORY_ENV, "150")
+
+    async def go() -> None:
+        async with EmbeddedStore(tmp_path / "kb.db") as store:
+            await store.write_versions([doc])
+            with pytest.raises(ReadOnlyQueryError, match="more than the 150 MB"):
+                await store.query(heavy, timeout_ms=60_000)
+            assert (await store.counts()).chunks == 300  # the store goes on
+
+    asyncio.run(go())

@@ -1,11 +1,15 @@
 """Running guarded Cypher on an engine connection: plan check, one prepared statement, bounded rows.
 
-Called in the serving process when it holds the file for writing, and in the Cypher worker
-(`cypher_worker`) otherwise; both convert rows the same way (`store/cypher/rows.py`).
+Called in the serving process when it holds the file for writing (under a `MemoryWatch`), and in
+the Cypher worker (`cypher_worker`) otherwise; both convert rows the same way (`store/cypher/rows.py`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from evigraph.errors import CypherRefused, EngineError, QueryTimeout, ReadOnlyQueryError
@@ -30,6 +34,65 @@ def run(tx: Tx, guarded: Guarded, limit: int) -> QueryRows:
         result.close()
 
 
+class MemoryWatch:
+    """Interrupts a query while this process grows by more than `allowance` bytes, for a file held
+    for writing, where no worker process can read it (`cypher_worker`).
+
+    The engine checks for an interrupt between batches of rows, so what grows by rows (collecting,
+    sorting, joining) stops within a batch; what grows inside one row is refused before it runs
+    (`store/cypher/bounds.py`). Resident memory is read from /proc every POLL_S, so it watches on
+    Linux only; elsewhere the time limit and the page cache still bound the query.
+    """
+
+    POLL_S = 0.02
+
+    def __init__(self, allowance: int) -> None:
+        self.allowance = allowance
+        self.fired = False
+
+    @contextlib.contextmanager
+    def __call__(self, conn: Any) -> Iterator[None]:
+        start = _resident()
+        if start is None:
+            yield
+            return
+        done = threading.Event()
+
+        def poll() -> None:
+            while not done.wait(self.POLL_S):
+                now = _resident()
+                if now is not None and now - start > self.allowance:
+                    self.fired = True
+                    conn.interrupt()
+                    return
+
+        watcher = threading.Thread(target=poll, name="evigraph-cypher-memory", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
+
+
+def _resident() -> int | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+MEMORY_HINT = "aggregate or filter earlier, return fewer or smaller values, or walk fewer hops"
+
+
+def memory_failure(allowance: int) -> ReadOnlyQueryError:
+    return ReadOnlyQueryError(
+        f"the query needed more than the {allowance >> 20} MB free-form Cypher may use, so it was stopped",
+        hint=MEMORY_HINT,
+    )
+
+
 def query_failure(exc: EngineError) -> ReadOnlyQueryError:
     """The engine's failure of a guarded query, typed by what the caller can do about it.
 
@@ -45,8 +108,7 @@ def query_failure(exc: EngineError) -> ReadOnlyQueryError:
         return CypherRefused(message, hint="only read queries run here: use MATCH ... RETURN")
     if "buffer pool is full" in lowered or "bad_alloc" in lowered:
         return ReadOnlyQueryError(
-            f"the query needed more memory than free-form Cypher may use ({message})",
-            hint="aggregate or filter earlier, return fewer or smaller values, or walk fewer hops",
+            f"the query needed more memory than free-form Cypher may use ({message})", hint=MEMORY_HINT
         )
     return ReadOnlyQueryError(message, hint="check the query against the schema")
 

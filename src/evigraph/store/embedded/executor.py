@@ -256,13 +256,20 @@ class Executor:
                 if conn.worn:
                     self._write = self._renew(conn)
 
-    def read_sync(self, fn: Callable[[Tx], T], timeout_ms: int | None = None) -> T:
+    def read_sync(
+        self,
+        fn: Callable[[Tx], T],
+        timeout_ms: int | None = None,
+        watch: Callable[[Any], contextlib.AbstractContextManager[None]] | None = None,
+    ) -> T:
+        """Run `fn` in a read-only transaction; `watch(connection)` is entered around it, for a
+        caller that may interrupt the connection (`cypher_run.MemoryWatch`)."""
         try:
             conn = self._take()
             try:
                 if timeout_ms is not None:
                     conn.conn.set_query_timeout(timeout_ms)
-                with self._gate.reading():
+                with self._gate.reading(), watch(conn.conn) if watch else contextlib.nullcontext():
                     return _in_transaction(conn, "BEGIN TRANSACTION READ ONLY", fn)
             finally:
                 if timeout_ms is not None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evigraph.errors import EngineError, NotAKnowledgeBaseError, StoreError
+from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.models import (
     ChunkHit,
     DocumentVersion,
@@ -29,9 +29,8 @@ from evigraph.store import bm25
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.compaction import CompactProgress, CompactReport
-from evigraph.store.cypher.params import check_params
-from evigraph.store.cypher.rows import QueryRows, Slots
-from evigraph.store.embedded import compaction, cypher_run, integrity, merging, ranking_io, reads, records, writes
+from evigraph.store.cypher.rows import Slots
+from evigraph.store.embedded import compaction, integrity, merging, ranking_io, reads, records, writes
 from evigraph.store.embedded.caches import (
     Cached,
     NameIndex,
@@ -48,8 +47,7 @@ from evigraph.store.embedded.creation import (
     discard,
     finish_interrupted_checkpoint,
 )
-from evigraph.store.embedded.cypher_guard import guard
-from evigraph.store.embedded.cypher_run import query_failure
+from evigraph.store.embedded.cypher_ops import CypherOps
 from evigraph.store.embedded.cypher_worker import CypherWorkers
 from evigraph.store.embedded.decisions import DecisionOps, flag_documents
 from evigraph.store.embedded.engine import (
@@ -63,7 +61,6 @@ from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
-    CYPHER_GUIDE,
     DDL,
     FTS_INDEXES,
     META_TABLE,
@@ -76,7 +73,7 @@ from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 
 
-class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
+class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
@@ -229,9 +226,7 @@ class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
         self._release()
 
     def _release(self) -> None:
-        if self._cypher_workers is not None:
-            workers, self._cypher_workers = self._cypher_workers, None
-            workers.close()
+        self._close_workers()
         if self._exec is not None:
             ex, self._exec = self._exec, None
             ex.close()
@@ -347,36 +342,6 @@ class EmbeddedStore(CodeOps, DecisionOps, GraphStore):
         if not entity_ids:
             return []
         return (await self._graph()).neighbours(entity_ids, hops, limit)
-
-    async def query(
-        self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
-    ) -> list[dict[str, Any]]:
-        """Agent-written Cypher: guarded (cypher_guard), plan-checked, bounded (cypher_run); on a file
-        open read-only, in a worker process that a crash, a stall or a memory bomb ends alone
-        (cypher_worker). A file open for writing cannot be read by another process meanwhile, so
-        there it runs here, behind the guard's bounds."""
-        guarded = guard(cypher, check_params(params), row_cap=limit)
-        executor = self.executor
-        workers = self._workers() if self.read_only else None
-
-        def work() -> QueryRows:
-            with self._cypher_slots:
-                if workers is not None:
-                    return workers.run(guarded, limit, timeout_ms)
-                return executor.read_sync(lambda tx: cypher_run.run(tx, guarded, limit), timeout_ms)
-
-        try:
-            return await asyncio.to_thread(work)
-        except EngineError as exc:
-            raise query_failure(exc) from exc
-
-    def _workers(self) -> CypherWorkers:
-        if self._cypher_workers is None:
-            self._cypher_workers = CypherWorkers(self.path, self.engine)
-        return self._cypher_workers
-
-    def cypher_guide(self) -> str:
-        return CYPHER_GUIDE
 
     # -- retrieval ---------------------------------------------------------------------------
 
