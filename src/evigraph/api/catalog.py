@@ -6,6 +6,13 @@ knowledge base's indexes, and a folder may hold many that nobody asks for. A nam
 looked up among the files listed, never joined to the folder, so no request reaches another
 file; a name shaped like a path is refused outright, as the client sending it has a bug.
 
+Symbolic links are never served, not even one to a file inside the folder: a link (the database
+file, or a file the engine opens beside it, such as its write-ahead log) may lead outside the
+folder, and deciding that it does not means resolving it, which a link swapped afterwards
+defeats; a link inside would only serve one file under two names, which one process cannot open
+twice. Whoever wants a knowledge base served puts the file itself in the folder. Links are
+checked when the folder is listed and again just before a knowledge base is opened.
+
 Each knowledge base gets its own backend, so its evidence sessions are its own: a number
 handed out for one knowledge base is never valid in another.
 """
@@ -24,8 +31,9 @@ from typing import TYPE_CHECKING
 from evigraph.api.bodies import ApiError, ApiProblem
 from evigraph.errors import EvigraphError
 from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import ForwardingListener
+from evigraph.mcp.forwarding import ForwardingListener, pointer_path
 from evigraph.mcp.main import McpConfig, local_backend
+from evigraph.store import embedded_files
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -108,8 +116,27 @@ class Catalog:
                 ),
             )
         if raw not in names:
+            self._refuse_links(raw, names)
             raise ApiProblem(404, ApiError(error=f"no knowledge base named {raw!r}", hint=CHOOSE, available=names))
         return raw
+
+    def _refuse_links(self, name: str, names: list[str]) -> None:
+        """404 naming the link when `name`'s file, or one the engine or a forwarder opens beside
+        it, is a symbolic link: the file behind it may lie outside the served folder."""
+        if self.folder is None:
+            return
+        db = self.folder / f"{name}{DB_SUFFIX}"
+        for path in (*embedded_files(db), pointer_path(db)):
+            if path.is_symlink():
+                raise ApiProblem(
+                    404,
+                    ApiError(
+                        error=f"{path.name} in the served folder is a symbolic link, and links are never served "
+                        "(one may lead outside the folder)",
+                        hint="put the knowledge base file itself in the folder (move or copy it there)",
+                        available=names,
+                    ),
+                )
 
     async def open(self, name: str) -> LocalBackend:
         """The backend serving `name`, opening the knowledge base the first time it is asked for."""
@@ -127,6 +154,7 @@ class Catalog:
         if self.folder is None:
             config = self.toolkit  # opened at start: a failure is the command's to say, and it exits
         else:
+            self._refuse_links(name, self.names())  # again: a link may have been put there since the listing
             config = dataclasses.replace(self.toolkit, db=self.folder / f"{name}{DB_SUFFIX}")
         try:
             backend = await local_backend(config)
@@ -152,7 +180,7 @@ class Catalog:
         with contextlib.suppress(OSError), os.scandir(self.folder) as entries:
             for entry in entries:
                 stem = entry.name[: -len(DB_SUFFIX)]
-                if entry.name.endswith(DB_SUFFIX) and valid_name(stem) and entry.is_file():
+                if entry.name.endswith(DB_SUFFIX) and valid_name(stem) and entry.is_file(follow_symlinks=False):
                     found.append(stem)
         return found
 
