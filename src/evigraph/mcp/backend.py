@@ -60,11 +60,20 @@ class LocalBackend:
         self.sessions = Sessions(toolkit)
         self.max_chars = max_chars
         self.secrets = env_secrets()
+        self.calls_in_flight = 0
+        """Calls running now, from any surface: a server bounding its open knowledge bases closes none with one."""
 
     def specs(self) -> list[ToolSpec]:
         return self.toolkit.tool_specs()
 
     async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
+        self.calls_in_flight += 1
+        try:
+            return await self._call(client, name, args)
+        finally:
+            self.calls_in_flight -= 1
+
+    async def _call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
         session = self.sessions.get(client)
         try:
             result = await session.call(name, args or {})

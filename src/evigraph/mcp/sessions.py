@@ -79,15 +79,13 @@ class Sessions:
         *,
         idle_s: float | None = None,
         max_bytes: int | None = None,
-        forgotten: dict[str, Forgotten] | None = None,
     ) -> None:
-        """`forgotten`: sessions an earlier backend of this knowledge base forgot (`forget_all`)."""
         self.toolkit = toolkit
         self.idle_s = idle_s if idle_s is not None else _env_number(IDLE_ENV, IDLE_MINUTES) * 60
         self.max_bytes = max_bytes if max_bytes is not None else int(_env_number(MEMORY_ENV, MEMORY_MB) * 1e6)
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
-        self._forgotten: OrderedDict[str, Forgotten] = OrderedDict(forgotten or {})
+        self._forgotten: OrderedDict[str, Forgotten] = OrderedDict()
         self._held = 0  # bytes the ledgers report (`EvidenceLedger.meter`)
         self._held_lock = threading.Lock()  # taken last, under a ledger's lock or ours: never the reverse
 
@@ -108,6 +106,16 @@ class Sessions:
                 old_key, old = next(iter(self._sessions.items()))
                 self._forget(old_key, old, now, "memory")
             return entry.session
+
+    def remember(self, forgotten: dict[str, Forgotten]) -> None:
+        """Sessions an earlier backend of this knowledge base forgot (`forget_all`): their clients
+        are told why their numbers stopped working, and numbered after them."""
+        with self._lock:
+            for key, note in forgotten.items():
+                if key not in self._sessions:
+                    self._forgotten[key] = note
+            while len(self._forgotten) > FORGOTTEN_KEPT:
+                self._forgotten.popitem(last=False)
 
     def forget_all(self) -> dict[str, Forgotten]:
         """Forget every session (their knowledge base is being closed); returns what a later backend
