@@ -235,3 +235,16 @@ async def test_a_process_opening_the_compacted_file_first_leaves_the_compaction_
         assert "another process is using" in report.reopen_error
         assert (await kb.status()).documents == 3  # opened again, on the compacted file
     assert holders and db.stat().st_ino != inode and snapshot(db) == rows
+
+
+async def test_the_sizes_reported_are_those_of_the_file_on_disk_after_writes_in_the_same_session(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Writes of this session sit in the write-ahead log until a checkpoint, and the file grows when
+    they are folded in: the sizes said are the file's after that, not a few MB before it."""
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        assert (await kb.ingest([corpus])).ok
+        report = await kb.compact()
+    assert abs(report.bytes_after - os.path.getsize(db)) <= 4096, report  # what it said is what is on disk
+    assert report.bytes_after <= report.bytes_before

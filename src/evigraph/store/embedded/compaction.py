@@ -126,13 +126,14 @@ def compact(
 ) -> CompactReport:
     """Rebuild `source` in a file beside it and put that file in its place if it is smaller."""
     started = time.monotonic()
-    before = disk_bytes(source.path)
     real = source.path.resolve()  # a link keeps pointing at the knowledge base, now compacted
     remove_stale_builds(real, COMPACT_SUFFIX)
     tmp = build_path(real, COMPACT_SUFFIX)
-    report = CompactReport(db=str(source.path), bytes_before=before, bytes_after=before)
+    report = CompactReport(db=str(source.path), bytes_before=0, bytes_after=0)
     try:
         with source.executor.writes_paused():  # from the copy to the swap: no write would be missed
+            source.executor.checkpoint()  # the size the file keeps once closed, not before its log is folded in
+            before = report.bytes_before = report.bytes_after = disk_bytes(source.path)
             copied = _build(source, tmp, _Reporter(progress, stop))
             report.rows = sum(copied.counts.values())
             _verify(source, tmp, copied, _Reporter(progress, stop))
