@@ -60,7 +60,7 @@ CHOOSE = "choose one with ?db=NAME or the X-Evigraph-Db header (GET /api/dbs lis
 MAX_OPEN = 4
 """Knowledge bases a --db-dir server keeps open at once. Each took 240-250 MB on a 45 MB file (and
 the issue's 31 MB files about 165 MB), so four hold about 1 GB; reopening one cost its first request
-about 1.5 s (30 ms once open). `--max-open` and EVIGRAPH_SERVE_MAX_OPEN change it."""
+1.5-2.5 s (30-40 ms once open; bench/serving_memory.py). `--max-open` and EVIGRAPH_SERVE_MAX_OPEN change it."""
 
 
 def valid_name(name: str) -> bool:

@@ -33,10 +33,11 @@ IDLE_MINUTES = 720.0
 keeps its numbers, one left overnight is over. Memory, not this, bounds a busy server."""
 MEMORY_MB = 256.0
 """What the sessions of one knowledge base may hold before the least recently used are forgotten.
-Measured (tracemalloc, real `retrieve` results): a full ledger of 2,000 records takes about 4.2 MB
-and an empty session 624 B, so this keeps about 60 full sessions, hundreds of typical ones (a few
-hundred records each), or some 400,000 that never read anything."""
-SESSION_BYTES = 624
+Measured by bench/serving_memory.py (tracemalloc, real `retrieve` results on 2wikimultihopqa): a
+full ledger of 2,000 records takes 4.1 MB and an empty session 833 B, so this keeps about 60 full
+sessions, hundreds of typical ones (a few hundred records each), or some 300,000 that never read
+anything."""
+SESSION_BYTES = 833
 """An empty session: its entry here, its toolkit and its ledger (measured as above)."""
 FORGOTTEN_KEPT = 10_000
 """Forgotten sessions remembered, so their clients learn why their numbers stopped working; each
