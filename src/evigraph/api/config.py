@@ -19,6 +19,7 @@ from evigraph.api.catalog import MAX_OPEN
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError
 from evigraph.mcp.main import McpConfig
+from evigraph.mcp.sessions import bounds_from_env
 from evigraph.mcp.transports import MCP_PATH
 
 DEFAULT_PORT = 8471
@@ -70,6 +71,7 @@ class ServeConfig:
                 "--with-mcp serves one knowledge base, and --db-dir serves a folder of them",
                 hint="use --with-mcp with --db FILE, or run `evigraph mcp --db FILE` beside this server",
             )
+        bounds_from_env()  # refused at start, not at the first request that opens a knowledge base
         folder = _folder(db_dir) if db_dir is not None else None
         if folder is not None:
             toolkit["db"] = str(folder)

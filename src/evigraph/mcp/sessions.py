@@ -82,8 +82,9 @@ class Sessions:
         max_bytes: int | None = None,
     ) -> None:
         self.toolkit = toolkit
-        self.idle_s = idle_s if idle_s is not None else _env_number(IDLE_ENV, IDLE_MINUTES) * 60
-        self.max_bytes = max_bytes if max_bytes is not None else int(_env_number(MEMORY_ENV, MEMORY_MB) * 1e6)
+        env_idle_s, env_bytes = bounds_from_env() if idle_s is None or max_bytes is None else (0.0, 0)
+        self.idle_s = idle_s if idle_s is not None else env_idle_s
+        self.max_bytes = max_bytes if max_bytes is not None else env_bytes
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
         self._forgotten: OrderedDict[str, Forgotten] = OrderedDict()
@@ -169,6 +170,12 @@ class Sessions:
         self._forgotten.move_to_end(key)
         while len(self._forgotten) > FORGOTTEN_KEPT:
             self._forgotten.popitem(last=False)
+
+
+def bounds_from_env() -> tuple[float, int]:
+    """(idle seconds, bytes) from EVIGRAPH_SESSION_IDLE_MINUTES and EVIGRAPH_SESSION_MEMORY_MB, else
+    the defaults; a value that is no number of 0 or more is refused, naming the variable."""
+    return _env_number(IDLE_ENV, IDLE_MINUTES) * 60, int(_env_number(MEMORY_ENV, MEMORY_MB) * 1e6)
 
 
 def _env_number(name: str, default: float) -> float:
