@@ -384,6 +384,11 @@ def _note(line: str | None) -> None:
 
 
 def _error(message: str, args: argparse.Namespace) -> None:
+    from evigraph.masking import env_secrets, mask_credentials, url_secrets
+
+    # Errors are masked where they are made; this catches a credential one quotes from elsewhere.
+    db = getattr(args, "db", None)
+    message = mask_credentials(message, (*env_secrets(), *url_secrets(str(db) if db is not None else None)))
     if getattr(args, "json", False):
         _print_json({"error": message})
     print(f"error: {display_text(message)}", file=sys.stderr)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from evigraph.display import display_name
+from evigraph.display import display_name, display_text
 
 _STAGES = {"copy": ("copying", "row"), "index": ("indexing", "index"), "verify": ("verifying", "table")}
 BAR_DELAY_S = 1.0
@@ -40,6 +40,12 @@ async def compact(args: argparse.Namespace) -> int:
         print(
             f"{display_name(report.db)}: {_mb(report.bytes_before)} -> {_mb(report.bytes_after)}, already compact "
             "(a rewrite would not be smaller); nothing changed"
+        )
+    if report.reopen_error:  # done all the same: the file on disk is the compacted one
+        print(
+            f"note: the compacted file is in place and complete; this process could not open it again "
+            f"afterwards: {display_text(report.reopen_error)}",
+            file=sys.stderr,
         )
     return EXIT_OK
 

@@ -300,6 +300,14 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="serve every NAME.db file in DIR, each opened on first use; requests choose one with ?db=NAME or "
         "the X-Evigraph-Db header",
     )
+    serve.add_argument(
+        "--max-open",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --db-dir: keep at most N knowledge bases open, closing the least recently used idle one "
+        "(default: $EVIGRAPH_SERVE_MAX_OPEN, else 4; each holds its page cache and indexes in memory)",
+    )
     _toolkit_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8471, help="port (default 8471)")

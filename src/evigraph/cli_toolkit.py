@@ -34,7 +34,12 @@ async def serve(args: argparse.Namespace) -> int:
     from evigraph.api.main import serve as run
 
     async def start() -> None:
-        extra = {"db_dir": args.db_dir, "token": args.token, "cors_origins": args.cors_origin}
+        extra = {
+            "db_dir": args.db_dir,
+            "token": args.token,
+            "cors_origins": args.cors_origin,
+            "max_open": args.max_open,
+        }
         await run(ServeConfig.from_flags(**toolkit_flags(args), **extra, with_mcp=args.with_mcp))
 
     return await _serving(args, start)

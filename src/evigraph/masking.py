@@ -5,15 +5,24 @@ its error body or headers, a URL carries `api-key=` in its query, an HTTP librar
 and the response headers at DEBUG. So masking is done where text leaves (error messages, our
 log lines, tool results) and, for the HTTP libraries we do not control, by a logging filter on
 their loggers. One module, so the embedders, the LLM clients and the MCP server mask alike.
+
+A URL's `user:password@` travels further than the URL: the HTTP client sends it as
+`Authorization: Basic base64(user:password)`, which a server or proxy may echo, and a message may
+quote the password alone. So `url_secrets` turns every URL that carries credentials into the
+values to mask (the password, `user:password`, their base64 forms), and a `Basic` header value
+is masked by its shape wherever it appears.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterable
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 MASK = "***"
 
@@ -30,6 +39,65 @@ _BROAD = re.compile(
 """Also `token: ...`, `password=...`: for agent-facing text, where over-masking costs nothing."""
 
 _URL_PASSWORD = re.compile(r"(//[^/\s:@]+):[^/\s@]+@")
+
+_BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
+"""An HTTP Basic credential (`Authorization: Basic dXNlcjpwYXNz`); masked only when its value
+decodes to `user:password`, so prose such as "basic information" is left alone."""
+
+_URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@]*@[^\s]*")
+
+
+def url_secrets(*urls: str | None) -> tuple[str, ...]:
+    """The secrets the credentials in `urls` (`scheme://user:password@host...`) give away."""
+    found: list[str] = []
+    for text in urls:
+        for match in _URL_USERINFO.finditer(text or ""):
+            try:
+                parts = urlsplit(match.group(0))
+                user, password = parts.username, parts.password
+            except ValueError:
+                continue
+            if password:
+                found += credential_secrets(user or "", password)
+                found += credential_secrets(unquote(user or ""), unquote(password))
+    return tuple(dict.fromkeys(found))
+
+
+def credential_secrets(user: str | None, password: str | None) -> tuple[str, ...]:
+    """What a user and password give away: the password, `user:password`, and the base64 an HTTP
+    client sends them as (`Authorization: Basic ...`), in UTF-8 and in Latin-1."""
+    if not password:
+        return ()
+    pair = f"{user or ''}:{password}"
+    found = [password, pair]
+    for codec in ("utf-8", "latin-1"):
+        try:
+            found.append(base64.b64encode(pair.encode(codec)).decode())
+        except UnicodeEncodeError:
+            continue
+    return tuple(dict.fromkeys(s for s in found if len(s) >= 4))
+
+
+SECRET_ENV = ("EVIGRAPH_MCP_TOKEN", "OPENAI_API_KEY", "EVIGRAPH_EMBED_API_KEY", "EVIGRAPH_LLM_API_KEY")
+"""Variables holding a key or token."""
+URL_ENV = ("EVIGRAPH_LLM_BASE_URL", "EVIGRAPH_EMBED_BASE_URL", "EVIGRAPH_DB")
+"""Variables holding a URL that may carry `user:password@`."""
+
+
+def env_secrets() -> tuple[str, ...]:
+    """The secret values this process's environment holds: keys, tokens and URL credentials."""
+    # The embedder's key lives in the variable EVIGRAPH_EMBED_API_KEY_ENV names, when it names one.
+    names = (*SECRET_ENV, os.environ.get("EVIGRAPH_EMBED_API_KEY_ENV", ""))
+    keys = [v for k in names if k and (v := os.environ.get(k))]
+    return (*keys, *url_secrets(*(os.environ.get(k) for k in URL_ENV)))
+
+
+def _basic(match: re.Match[str]) -> str:
+    try:
+        decoded = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(1) + MASK if b":" in decoded else match.group(0)
 
 
 def _mask_known(text: str, secrets: Iterable[str]) -> str:
@@ -53,12 +121,15 @@ def mask_credentials(text: str, secrets: Iterable[str] = ()) -> str:
     """
     text = _mask_known(text, secrets)
     text = _URL_PASSWORD.sub(rf"\1:{MASK}@", text)
+    text = _BASIC.sub(_basic, text)
     return _CREDENTIAL.sub(_sub, text)
 
 
 def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """`text` with API keys, tokens, passwords and the given secret values replaced by `***`."""
-    return _BROAD.sub(_sub, _mask_known(text, secrets))
+    """`text` with API keys, tokens, passwords, URL and Basic credentials and the given secret
+    values replaced by `***`."""
+    text = _URL_PASSWORD.sub(rf"\1:{MASK}@", _mask_known(text, secrets))
+    return _BROAD.sub(_sub, _BASIC.sub(_basic, text))
 
 
 class Secret:

@@ -125,3 +125,31 @@ def test_one_knowledge_base_in_the_folder_is_the_default(sample_db: Path, tmp_pa
     with serving(tmp_path, "--db-dir", str(tmp_path)) as server, httpx.Client(base_url=server.base) as http:
         assert http.get("/api/dbs").json() == {"dbs": [{"name": "only", "open": False}], "default": "only"}
         assert http.post("/api/tools/status").json()["documents"] == 3
+
+
+async def test_symbolic_links_are_never_served(sample_db: Path, tmp_path: Path) -> None:
+    """A link to a knowledge base outside the folder, one to a file inside it, and a real file whose
+    write-ahead log is a link out: none is listed or opened, each name gets a 404 naming the link."""
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    copy_db(sample_db, served, "alpha.db")
+    await add_note(copy_db(sample_db, outside, "private.db"))  # holds QUARRY, which alpha does not
+    (served / "out.db").symlink_to(outside / "private.db")
+    (served / "inner.db").symlink_to(served / "alpha.db")
+    copy_db(sample_db, served, "walled.db")
+    (outside / "log").write_bytes(b"")
+    (served / "walled.db.wal").symlink_to(outside / "log")
+    with serving(served, "--db-dir", str(served)) as server:
+        async with rest_client(server) as client:
+            listed = (await client.get("/api/dbs")).json()["dbs"]
+            assert [d["name"] for d in listed] == ["alpha", "walled"]
+            for name, link in (("out", "out.db"), ("inner", "inner.db"), ("walled", "walled.db.wal")):
+                for response in (
+                    await client.post("/api/tools/search_passages", params={"db": name}, json={"query": "Quarry Lab"}),
+                    await client.get("/api/tools", headers={"X-Evigraph-Db": name}),
+                ):
+                    body = error_of(response, 404)
+                    assert f"{link} in the served folder is a symbolic link" in body["error"], body
+                    assert "Quarry" not in response.text and str(outside) not in response.text
+            assert (await call_tool(client, "status", db="alpha"))["documents"] == 3  # the real file is served
+            assert [d["open"] for d in (await client.get("/api/dbs")).json()["dbs"]] == [True, False]
+    assert (outside / "log").read_bytes() == b""  # nothing was written through the link

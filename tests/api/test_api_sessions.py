@@ -7,11 +7,12 @@ session it was handed out in; the same session keeps its numbers across connecti
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.api.conftest import call_tool, rest_client
-from tests.mcp.conftest import QUESTION, HttpServer, numbers
+from tests.api.conftest import call_tool, error_of, rest_client, serving
+from tests.mcp.conftest import QUESTION, HttpServer, copy_db, numbers
 
 pytestmark = pytest.mark.slow
 OTHER = "What does the ReefWatch camera network watch?"
@@ -49,3 +50,43 @@ async def test_a_session_keeps_its_numbers_across_connections(api_server: HttpSe
         assert cited(await call_tool(again, "check_citations", {"answer": f"In Lisbon [{before[-1]}]."}), before[-1])
         after = numbers(await call_tool(again, "retrieve", {"question": OTHER, "top_k": 2, "paths": ["passages"]}))
     assert max(after) > max(before)  # the numbering goes on where it was
+
+
+async def test_an_active_session_keeps_its_numbers_however_many_others_come(api_server: HttpServer) -> None:
+    """1,200 other sessions (the old bound was 1,000 sessions by count) leave a session in use alone."""
+    async with rest_client(api_server, session="dana") as dana:
+        n = max(numbers(await call_tool(dana, "retrieve", {"question": QUESTION})))
+        async with rest_client(api_server) as others:
+            for i in range(1200):
+                response = await others.post(
+                    "/api/tools/check_citations", json={"answer": "Nothing."}, headers={"X-Evigraph-Session": f"x{i}"}
+                )
+                assert response.status_code == 200
+        assert cited(await call_tool(dana, "check_citations", {"answer": f"Marta Oliveira founded it [{n}]."}), n)
+
+
+@pytest.mark.parametrize(
+    ("setting", "cause"),
+    [
+        ({"EVIGRAPH_SESSION_IDLE_MINUTES": "0"}, "sessions idle for 0 s are forgotten"),
+        ({"EVIGRAPH_SESSION_MEMORY_MB": "0.01"}, "least recently used"),
+    ],
+    ids=["idle", "memory"],
+)
+async def test_a_forgotten_sessions_numbers_say_it_expired(
+    sample_db: Path, tmp_path: Path, setting: dict[str, str], cause: str
+) -> None:
+    db = copy_db(sample_db, tmp_path)
+    with serving(tmp_path, "--db", str(db), env=setting) as server:
+        async with rest_client(server, session="erin") as erin, rest_client(server, session="finn") as finn:
+            old = numbers(await call_tool(erin, "retrieve", {"question": QUESTION}))
+            await call_tool(finn, "retrieve", {"question": OTHER})  # erin is forgotten meanwhile
+            check = await call_tool(erin, "check_citations", {"answer": f"Marta Oliveira founded it [{old[0]}]."})
+            assert not cited(check, old[0])
+            assert f"[{old[0]}] was evidence of this session before it expired" in check["hint"]
+            assert cause in check["hint"] and "run the reads again" in check["hint"]
+            refused = error_of(await erin.post("/api/tools/read_passages", json={"passages": [old[0]]}), 400)
+            assert "before it expired: the server forgot it after" in refused["error"] and cause in refused["error"]
+            assert "run the reads again (retrieve" in refused["error"]  # the hint, in the same line
+            again = numbers(await call_tool(erin, "retrieve", {"question": QUESTION}))
+            assert min(again) > max(old)  # new numbers, never an old one pointing at other evidence

@@ -38,6 +38,7 @@ def test_off_loopback_without_a_token_it_does_not_start(tmp_path: Path) -> None:
         (["--cors-origin", "*"], ["is not an origin", "http://localhost:5173"]),
         (["--cors-origin", "http://localhost:5173/app"], ["is not an origin"]),
         (["--read-only", "--allow-writes"], ["--read-only conflicts with --allow-writes"]),
+        (["--db-dir", "{tmp}", "--max-open", "0"], ["--max-open '0' is not a number of knowledge bases of 1 or more"]),
     ],
 )
 def test_contradictions_are_refused(tmp_path: Path, args: list[str], words: list[str]) -> None:
@@ -56,3 +57,18 @@ def test_a_busy_port_is_said_in_one_line(tmp_path: Path) -> None:
 def test_db_and_db_dir_are_one_choice(tmp_path: Path) -> None:
     result = serve(tmp_path, "--db", "kb.db", "--db-dir", str(tmp_path))
     assert result.code == 2 and "not allowed with argument" in result.err
+
+
+@pytest.mark.parametrize(
+    ("variable", "words"),
+    [
+        ("EVIGRAPH_SERVE_MAX_OPEN", "EVIGRAPH_SERVE_MAX_OPEN 'many' is not a number of knowledge bases"),
+        ("EVIGRAPH_SESSION_IDLE_MINUTES", "EVIGRAPH_SESSION_IDLE_MINUTES='many' is not a number of minutes"),
+        ("EVIGRAPH_SESSION_MEMORY_MB", "EVIGRAPH_SESSION_MEMORY_MB='many' is not a number of megabytes"),
+    ],
+)
+def test_a_bad_bound_in_the_environment_is_refused_at_start(tmp_path: Path, variable: str, words: str) -> None:
+    port = str(free_port())
+    env = {**NO_TOKEN, variable: "many"}
+    result = run_cli("serve", "--db-dir", str(tmp_path), "--port", port, cwd=tmp_path, env=env, timeout=60)
+    refused(result, words)

@@ -9,7 +9,9 @@ import pytest
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem, Source
 from evigraph.evidence.ledger import (
+    RECORD_BYTES,
     EvidenceLedger,
+    Forgotten,
     entity_content,
     passage_content,
     passage_digest,
@@ -159,3 +161,34 @@ def test_a_passage_read_whole_keeps_the_digest_of_what_was_shown() -> None:
         passage_digest(snippet)
     ledger.drop([whole.n])
     assert ledger.read_digest(whole.ref) is None
+
+
+def test_bytes_follow_what_the_ledger_holds_and_the_meter_sees_every_change() -> None:
+    """The estimate a server bounds its sessions' memory by: records, re-records, evictions, drops."""
+    seen: list[int] = []
+    ledger = EvidenceLedger(capacity=3)
+    assert ledger.meter(seen.append) == 0
+    for i in range(3):
+        ledger.record(f"c{i}", "retrieve", "passage", "x" * 1000)
+    three = ledger.bytes
+    assert 3 * (RECORD_BYTES + 1000) < three < 3 * (RECORD_BYTES + 1300)
+    ledger.record("c3", "retrieve", "passage", "y" * 1000)  # evicts c0: the same size again
+    assert ledger.bytes == three
+    ledger.record("c3", "retrieve", "passage", "short")  # re-recorded with less text
+    ledger.drop([2])
+    assert 0 < ledger.bytes < three and sum(seen) == ledger.bytes
+    assert ledger.meter(None) == ledger.bytes
+    ledger.drop([3, 4])
+    assert ledger.bytes == 0 and sum(seen) > 0  # no longer reported
+
+
+def test_a_forgotten_sessions_numbers_are_never_reused_and_say_why() -> None:
+    forgotten = Forgotten(last=40, idle_s=3 * 3600, cause="idle", idle_limit_s=2 * 3600)
+    ledger = EvidenceLedger(forgotten=forgotten)
+    assert ledger.record("c", "retrieve", "passage", "text") == 41
+    note = ledger.forgotten_numbers([3, 40, 41, 99])
+    assert note == (
+        "[3], [40] were evidence of this session before it expired: the server forgot it after 3 h idle "
+        "(sessions idle for 2 h are forgotten)"
+    )
+    assert ledger.forgotten_numbers([41, 99]) is None and EvidenceLedger().forgotten_numbers([1]) is None

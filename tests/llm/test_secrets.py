@@ -118,10 +118,9 @@ def test_secret_wrapper_hides_its_value() -> None:
 
 def test_mcp_masks_the_llm_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tool results and the MCP server's stderr mask EVIGRAPH_LLM_API_KEY like the other keys."""
-    from evigraph.masking import mask_secrets
-    from evigraph.mcp.backend import secrets_from_env
+    from evigraph.masking import env_secrets, mask_secrets
 
     monkeypatch.setenv("EVIGRAPH_LLM_API_KEY", "plainkeywithoutshape42")
-    secrets = secrets_from_env()
+    secrets = env_secrets()
     assert "plainkeywithoutshape42" in secrets
     assert mask_secrets("failed with plainkeywithoutshape42", secrets) == "failed with ***"

@@ -206,3 +206,45 @@ async def test_a_compact_file_is_left_alone(deleted_from: Path) -> None:
         inode = db.stat().st_ino
         again = await kb.compact()
     assert not again.replaced and again.bytes_after == again.bytes_before and db.stat().st_ino == inode
+
+
+async def test_a_process_opening_the_compacted_file_first_leaves_the_compaction_done(
+    deleted_from: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swap is the point of no return: the report says replaced, and why the store is closed;
+    the knowledge base opens the file again on its next call once the other process is gone."""
+    from evigraph.store.embedded import compaction
+
+    db = deleted_from
+    rows, inode = snapshot(db), db.stat().st_ino
+    holders: list[subprocess.Popen[str]] = []
+
+    def open_once_replaced(stage: str, path: Path) -> None:
+        if stage == "replaced" and not holders:
+            holders.append(hold(path))
+
+    monkeypatch.setattr(compaction, "swap_hook", open_once_replaced)
+    async with KnowledgeBase(db) as kb:
+        try:
+            report = await kb.compact()
+        finally:
+            for holder in holders:
+                holder.kill()
+                holder.wait()
+        assert report.replaced and report.bytes_after < report.bytes_before
+        assert "another process is using" in report.reopen_error
+        assert (await kb.status()).documents == 3  # opened again, on the compacted file
+    assert holders and db.stat().st_ino != inode and snapshot(db) == rows
+
+
+async def test_the_sizes_reported_are_those_of_the_file_on_disk_after_writes_in_the_same_session(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Writes of this session sit in the write-ahead log until a checkpoint, and the file grows when
+    they are folded in: the sizes said are the file's after that, not a few MB before it."""
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        assert (await kb.ingest([corpus])).ok
+        report = await kb.compact()
+    assert abs(report.bytes_after - os.path.getsize(db)) <= 4096, report  # what it said is what is on disk
+    assert report.bytes_after <= report.bytes_before

@@ -9,17 +9,21 @@ EVIGRAPH_MCP_TOKEN), as with --with-mcp one server answers both.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from evigraph.api.catalog import MAX_OPEN
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError
 from evigraph.mcp.main import McpConfig
+from evigraph.mcp.sessions import bounds_from_env
 from evigraph.mcp.transports import MCP_PATH
 
 DEFAULT_PORT = 8471
+MAX_OPEN_ENV = "EVIGRAPH_SERVE_MAX_OPEN"
 _SHOWN_NAMES = 10
 
 
@@ -31,6 +35,8 @@ class ServeConfig:
     """With --db-dir: the folder whose NAME.db files are served."""
     cors_origins: tuple[str, ...] = ()
     with_mcp: bool = False
+    max_open: int = MAX_OPEN
+    """With --db-dir: knowledge bases kept open at once (`evigraph.api.catalog`)."""
 
     @property
     def host(self) -> str:
@@ -52,6 +58,7 @@ class ServeConfig:
         token: str | None = None,
         cors_origins: tuple[str, ...] | list[str] = (),
         with_mcp: bool = False,
+        max_open: int | None = None,
         **toolkit: Any,
     ) -> ServeConfig:
         """`toolkit` are `McpConfig.from_env`'s options (db, read_only, allow_writes, files_root, host,
@@ -64,6 +71,7 @@ class ServeConfig:
                 "--with-mcp serves one knowledge base, and --db-dir serves a folder of them",
                 hint="use --with-mcp with --db FILE, or run `evigraph mcp --db FILE` beside this server",
             )
+        bounds_from_env()  # refused at start, not at the first request that opens a knowledge base
         folder = _folder(db_dir) if db_dir is not None else None
         if folder is not None:
             toolkit["db"] = str(folder)
@@ -71,13 +79,14 @@ class ServeConfig:
         options = McpConfig.from_env(**toolkit, transport="http")
         if token:
             options = dataclasses.replace(options, token=token)
-        return cls(options, folder, tuple(_origin(o) for o in cors_origins), with_mcp)
+        return cls(options, folder, tuple(_origin(o) for o in cors_origins), with_mcp, _max_open(max_open))
 
     def describe(self, names: list[str]) -> str:
         """The line said on stderr at start: what is served, and what the tools may do to it."""
         if self.folder is not None:
             shown = ", ".join(names[:_SHOWN_NAMES]) + (", ..." if len(names) > _SHOWN_NAMES else "")
-            where = f"{display_name(str(self.folder))} ({len(names)} knowledge bases: {shown or 'none yet'})"
+            kbs = f"{len(names)} knowledge bases: {shown or 'none yet'}; at most {self.max_open} open at once"
+            where = f"{display_name(str(self.folder))} ({kbs})"
         else:
             db = self.toolkit.db
             where = display_name(str(db)) if isinstance(db, Path) else db.display
@@ -89,6 +98,24 @@ class ServeConfig:
         base = f"http://{host}:{self.port}"
         line = f"serving the REST API at {base}/api (OpenAPI: {base}/api/openapi.json), the web UI at {base}/"
         return line + (f", MCP (streamable HTTP) at {base}{MCP_PATH}" if self.with_mcp else "")
+
+
+def _max_open(flag: int | None) -> int:
+    """--max-open, else EVIGRAPH_SERVE_MAX_OPEN, else MAX_OPEN; at least 1."""
+    text = str(flag) if flag is not None else os.environ.get(MAX_OPEN_ENV, "").strip()
+    if not text:
+        return MAX_OPEN
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        source = "--max-open" if flag is not None else MAX_OPEN_ENV
+        raise ConfigurationError(
+            f"{source} {text!r} is not a number of knowledge bases of 1 or more",
+            hint=f"e.g. {MAX_OPEN} (the default); each open one holds its page cache and indexes in memory",
+        )
+    return value
 
 
 def _folder(text: str) -> Path:

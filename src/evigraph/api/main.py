@@ -19,7 +19,9 @@ async def serve(config: ServeConfig) -> None:
     """Until SIGINT or SIGTERM; every knowledge base opened is closed before this returns."""
     check_network(config.host, config.token, served="the REST API", token_from=TOKEN_SOURCES)
     check_port_free(config.host, config.port)
-    catalog = Catalog(config.toolkit, config.folder, secrets=(config.token,) if config.token else ())
+    catalog = Catalog(
+        config.toolkit, config.folder, secrets=(config.token,) if config.token else (), max_open=config.max_open
+    )
     try:
         single = None if catalog.multi else await catalog.open(catalog.names()[0])
         print(config.describe(catalog.names()), file=sys.stderr)  # stderr, as `evigraph mcp` says it

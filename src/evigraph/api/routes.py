@@ -60,22 +60,22 @@ class Routes:
         return JsonBody(DbList(dbs=entries, default=self.catalog.default()).model_dump())
 
     async def tools(self, request: Request) -> Response:
-        db, backend = await self.catalog.select(request)
-        return JsonBody(ToolList(db=db, tools=backend.specs()).model_dump())
+        async with self.catalog.select(request) as (db, backend):
+            return JsonBody(ToolList(db=db, tools=backend.specs()).model_dump())
 
     async def openapi(self, request: Request) -> Response:
-        _, backend = await self.catalog.select(request)
-        return JsonBody(openapi_document(backend.toolkit.tools(), backend.specs(), token=self.token))
+        async with self.catalog.select(request) as (_, backend):
+            return JsonBody(openapi_document(backend.toolkit.tools(), backend.specs(), token=self.token))
 
     async def call(self, request: Request) -> Response:
-        _, backend = await self.catalog.select(request)
-        tool = _offered(backend, request.path_params["name"])
-        args = _arguments(await _body(request))
-        try:
-            tool.input.model_validate(args)
-        except ValidationError as exc:
-            raise ApiProblem(422, _invalid(tool, exc)) from None
-        reply = await backend.call(client_key(request), tool.name, args)
+        async with self.catalog.select(request) as (_, backend):
+            tool = _offered(backend, request.path_params["name"])
+            args = _arguments(await _body(request))
+            try:
+                tool.input.model_validate(args)
+            except ValidationError as exc:
+                raise ApiProblem(422, _invalid(tool, exc)) from None
+            reply = await backend.call(client_key(request), tool.name, args)
         if reply.error:
             raise ApiProblem(FAILURE_STATUS.get(reply.failure or "", 500), _failed(reply))
         if _wants_text(request):

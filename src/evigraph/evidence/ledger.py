@@ -10,9 +10,11 @@ at different evidence than the one the agent saw.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +25,51 @@ from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem,
 # What a number can point at: the evidence kinds, plus "fact" (a relation returned as a fact);
 # checked so a typo cannot create a kind no reader expects.
 EVIDENCE_KINDS = frozenset({*KINDS, "fact"})
+
+RECORD_BYTES = 1_300
+"""Memory one record takes beyond its id, content and line strings (the model, its field dicts,
+the ledger's two entries). Measured with tracemalloc over 2,000 records of real `retrieve`
+results: 1,308 B on musique and on 2wikimultihopqa, whose records took 2,095 and 2,014 B in all
+(a full ledger: about 4.2 MB)."""
+
+REREAD_HINT = (
+    "run the reads again (retrieve, search_passages, read_passages, ...) to get new numbers for the evidence, "
+    "and cite those"
+)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """Why a session's numbers up to `last` point at nothing: the server forgot the session that
+    handed them out (`evigraph.mcp.sessions`), and its client is now in a new one."""
+
+    last: int
+    """The highest number the forgotten session had handed out; the new one numbers after it."""
+    idle_s: float
+    """How long the session had been idle when it was forgotten."""
+    cause: str
+    """"idle" (idle past `idle_limit_s`), "memory" (the least recently used, when the sessions
+    held more than the server's memory bound) or "closed" (its knowledge base was closed)."""
+    idle_limit_s: float = 0.0
+
+    def message(self, numbers: Sequence[int]) -> str:
+        cited = ", ".join(f"[{n}]" for n in numbers)
+        why = {
+            "idle": f"sessions idle for {_duration(self.idle_limit_s)} are forgotten",
+            "memory": "it was the least recently used when the sessions outgrew the server's memory bound",
+            "closed": "its knowledge base was closed to keep the number open within the server's bound",
+        }.get(self.cause, self.cause)
+        return (
+            f"{cited} {'was' if len(numbers) == 1 else 'were'} evidence of this session before it expired: "
+            f"the server forgot it after {_duration(self.idle_s)} idle ({why})"
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{round(minutes / 60, 1):g} h"
 
 
 class EvidenceRecord(BaseModel):
@@ -110,16 +157,21 @@ class EvidenceLedger:
     fact is one piece of evidence and gets one number.
     """
 
-    def __init__(self, capacity: int = 2000) -> None:
+    def __init__(self, capacity: int = 2000, *, forgotten: Forgotten | None = None) -> None:
+        """`forgotten`: the session this one replaces was forgotten; numbering goes on after its
+        last number, so none of its numbers can point at other evidence, and citing one says why."""
         if capacity < 1:
             raise ConfigurationError(
                 f"ledger capacity must be at least 1, got {capacity}", "pass a positive ledger_capacity"
             )
         self.capacity = capacity
+        self.forgotten = forgotten
         self._lock = threading.Lock()
         self._records: OrderedDict[int, EvidenceRecord] = OrderedDict()  # oldest first
         self._numbers: dict[str, int] = {}  # evidence_id -> live number
-        self._last = 0
+        self._last = forgotten.last if forgotten is not None else 0
+        self._bytes = 0
+        self._meter: Callable[[int], None] | None = None
 
     def cite(self, tool: str, items: Sequence[Item], kind: str | None = None) -> None:
         """Number `items` in place; an item with nothing to check a citation against gets 0.
@@ -154,7 +206,7 @@ class EvidenceLedger:
                 n = self._last
                 self._numbers[evidence_id] = n
             before = self._records.get(n)
-            self._records[n] = EvidenceRecord(
+            record = EvidenceRecord(
                 n=n,
                 evidence_id=evidence_id,
                 tool=tool,
@@ -164,10 +216,14 @@ class EvidenceLedger:
                 read_in_full=before is not None and before.read_in_full,
                 read_digest=before.read_digest if before is not None else None,
             )
+            self._records[n] = record
+            change = _size(record) - (_size(before) if before is not None else 0)
             self._records.move_to_end(n)
             while len(self._records) > self.capacity:
                 _, old = self._records.popitem(last=False)
                 del self._numbers[old.evidence_id]
+                change -= _size(old)
+            self._count(change)
             return n
 
     def mark_read(self, passages: Iterable[PassageItem]) -> None:
@@ -181,7 +237,9 @@ class EvidenceLedger:
             for n, evidence_id, digest in marks:
                 rec = self._records.get(n)
                 if rec is not None and rec.evidence_id == evidence_id:
-                    self._records[n] = rec.model_copy(update={"read_in_full": True, "read_digest": digest})
+                    marked = rec.model_copy(update={"read_in_full": True, "read_digest": digest})
+                    self._records[n] = marked
+                    self._count(_size(marked) - _size(rec))
 
     def was_read(self, evidence_id: EvidenceId | str) -> bool:
         """Whether `evidence_id` is live and a reply of this session showed it whole."""
@@ -207,10 +265,47 @@ class EvidenceLedger:
         sit, now invalid, in a draft.
         """
         with self._lock:
+            change = 0
             for n in numbers:
                 rec = self._records.pop(n, None)
                 if rec is not None:
                     del self._numbers[rec.evidence_id]
+                    change -= _size(rec)
+            self._count(change)
+
+    def forgotten_numbers(self, numbers: Iterable[int]) -> str | None:
+        """Why these numbers point at nothing, when a forgotten session of this client gave some of
+        them; None when none was (never given, dropped, or another session's)."""
+        if self.forgotten is None:
+            return None
+        with self._lock:
+            old = sorted({n for n in numbers if 0 < n <= self.forgotten.last and n not in self._records})
+        return self.forgotten.message(old) if old else None
+
+    @property
+    def last(self) -> int:
+        """The highest number handed out (0 before the first)."""
+        with self._lock:
+            return self._last
+
+    @property
+    def bytes(self) -> int:
+        """An estimate of the memory the records hold (`RECORD_BYTES` each, plus their strings)."""
+        with self._lock:
+            return self._bytes
+
+    def meter(self, count: Callable[[int], None] | None) -> int:
+        """Report every change of `bytes` to `count` from now on (None: stop); returns `bytes`, so
+        an owner summing several ledgers adds it when it starts counting one, subtracts it when it stops."""
+        with self._lock:
+            self._meter = count
+            return self._bytes
+
+    def _count(self, change: int) -> None:
+        """With the lock held."""
+        self._bytes += change
+        if change and self._meter is not None:
+            self._meter(change)
 
     def records(self) -> list[EvidenceRecord]:
         """A snapshot of the live records, oldest first."""
@@ -232,3 +327,8 @@ class EvidenceLedger:
             return False
         with self._lock:
             return n in self._records
+
+
+def _size(record: EvidenceRecord) -> int:
+    strings = (record.evidence_id, record.content, record.line, record.read_digest)
+    return RECORD_BYTES + sum(sys.getsizeof(s) for s in strings if s is not None)

@@ -23,6 +23,9 @@ class MaintenanceOps(KnowledgeBaseCore):
         running `evigraph mcp` or an ingest) has it open it raises `DatabaseLockedError`, and on
         any failure the old file is left as it was. `progress(stage, done, total)` is called from
         a worker thread as it goes. A path that holds no knowledge base raises and creates nothing.
+        When another process opens the compacted file before this one can open it again, the
+        compaction is still done: the report's `reopen_error` says so, and the next call here
+        opens the file again (or says which process holds it).
         """
         try:
             store = await self._open(for_write=True, create=False)
@@ -32,4 +35,7 @@ class MaintenanceOps(KnowledgeBaseCore):
                 hint="stop the process that has it open (a running `evigraph mcp` or ingest), then compact again",
             ) from exc
         async with self._gate.exclusive():  # no write of this process runs during the copy
-            return await store.compact(progress)
+            report = await store.compact(progress)
+        if report.reopen_error:
+            self._opened = False  # the store let go of the file: the next call opens it afresh
+        return report

@@ -7,13 +7,12 @@ The MCP server, and a second `evigraph mcp` process forwarding to this one, both
 from __future__ import annotations
 
 import logging
-import os
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
 from evigraph.errors import ToolError
-from evigraph.masking import mask_secrets
+from evigraph.masking import env_secrets, mask_secrets
 from evigraph.mcp.sessions import Sessions
 from evigraph.mcp.shaping import MAX_RESULT_CHARS, failure_kind, truncate
 from evigraph.tools.registry import ToolSpec
@@ -21,8 +20,6 @@ from evigraph.tools.results import ToolResult
 from evigraph.tools.toolkit import Toolkit
 
 log = logging.getLogger("evigraph.mcp")
-
-SECRET_ENV = ("EVIGRAPH_MCP_TOKEN", "OPENAI_API_KEY", "EVIGRAPH_EMBED_API_KEY", "EVIGRAPH_LLM_API_KEY")
 
 
 @dataclass
@@ -55,12 +52,6 @@ class Reply:
         )
 
 
-def secrets_from_env() -> tuple[str, ...]:
-    # The embedder's key lives in the variable EVIGRAPH_EMBED_API_KEY_ENV names, when it names one.
-    names = (*SECRET_ENV, os.environ.get("EVIGRAPH_EMBED_API_KEY_ENV", ""))
-    return tuple(v for k in names if k and (v := os.environ.get(k)))
-
-
 class LocalBackend:
     """Tool calls against this process's toolkit, one evidence session per client key."""
 
@@ -68,12 +59,21 @@ class LocalBackend:
         self.toolkit = toolkit
         self.sessions = Sessions(toolkit)
         self.max_chars = max_chars
-        self.secrets = secrets_from_env()
+        self.secrets = env_secrets()
+        self.calls_in_flight = 0
+        """Calls running now, from any surface: a server bounding its open knowledge bases closes none with one."""
 
     def specs(self) -> list[ToolSpec]:
         return self.toolkit.tool_specs()
 
     async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
+        self.calls_in_flight += 1
+        try:
+            return await self._call(client, name, args)
+        finally:
+            self.calls_in_flight -= 1
+
+    async def _call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
         session = self.sessions.get(client)
         try:
             result = await session.call(name, args or {})

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
+from evigraph.masking import credential_secrets
 from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options
 
@@ -209,7 +210,10 @@ async def local_backend(config: McpConfig) -> LocalBackend:
         agent=config.agent,
         allow_reject=config.allow_reject,
     )
-    return LocalBackend(toolkit)
+    backend = LocalBackend(toolkit)
+    if not isinstance(config.db, Path):  # a falkordb://user:password@ URL given as --db
+        backend.secrets = (*backend.secrets, *credential_secrets(config.db.username, config.db.password))
+    return backend
 
 
 async def serve(config: McpConfig) -> None:

@@ -7,6 +7,15 @@ from __future__ import annotations
 
 from evigraph.store.base import GraphStore
 from evigraph.store.location import DEFAULT_DB, SCHEMES, StoreLocation, resolve_db_path
-from evigraph.store.opening import connect, knowledge_bases
+from evigraph.store.opening import connect, embedded_files, knowledge_bases
 
-__all__ = ["DEFAULT_DB", "SCHEMES", "GraphStore", "StoreLocation", "connect", "knowledge_bases", "resolve_db_path"]
+__all__ = [
+    "DEFAULT_DB",
+    "SCHEMES",
+    "GraphStore",
+    "StoreLocation",
+    "connect",
+    "embedded_files",
+    "knowledge_bases",
+    "resolve_db_path",
+]

@@ -206,7 +206,8 @@ class GraphStore(ABC):
         Whole-graph maintenance for the operator, never an agent's tool. A store that must take its
         data offline to do it refuses while another process uses the knowledge base, and on any
         failure leaves it as it was; one whose engine reclaims space itself reports `replaced=False`.
-        The store stays open (on the compacted data) afterwards.
+        The store stays open (on the compacted data) afterwards, unless another process opened the
+        replaced file first: then it is closed and `reopen_error` says why.
         """
 
     # -- reads -------------------------------------------------------------------------------

@@ -31,6 +31,12 @@ class CompactReport(BaseModel):
         description="whether the knowledge base was replaced; false when the rewrite was not smaller "
         "(the old file is kept) or the store has nothing to compact",
     )
+    reopen_error: str = Field(
+        "",
+        description="set when the knowledge base was replaced but this process could not open it again "
+        "(another process opened the compacted file first): why; the store is then closed. The "
+        "compaction itself is done and the file intact",
+    )
 
     @property
     def saved(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from evigraph.errors import ConfigurationError
 from evigraph.store.base import GraphStore
@@ -71,3 +72,12 @@ def knowledge_bases(location: StoreLocation | str) -> list[str]:
         return conn.knowledge_bases()
     finally:
         conn.close()
+
+
+def embedded_files(path: Path) -> list[Path]:
+    """The files the engine opens for an embedded knowledge base at `path`: the database file and
+    the ones it keeps beside it (write-ahead log, checkpoint shadow). Whoever confines a knowledge
+    base to a folder must check them all: a log linked elsewhere is read back into the database."""
+    from evigraph.store.embedded.creation import sidecars
+
+    return [path, *sidecars(path)]

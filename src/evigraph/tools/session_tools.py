@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from evigraph.evidence.citations import check_citations as run_check
+from evigraph.evidence.ledger import REREAD_HINT
 from evigraph.evidence.pack import Section, pack_sections
 from evigraph.evidence.render import numbers_shown
 from evigraph.models import SourceState
@@ -66,7 +67,10 @@ async def get_context(tk: Toolkit, args: GetContextInput) -> ContextResult:
     omitted = [n for n in live if n not in shown]
     result = ContextResult(context=text, included=included, omitted=omitted, missing=missing)
     hints = []
-    if missing:
+    expired = tk.ledger.forgotten_numbers(missing)
+    if expired is not None:
+        hints.append(f"{expired}; they were skipped: {REREAD_HINT}")
+    elif missing:
         hints.append("some numbers are not evidence of this session (never given, or dropped); they were skipped")
     if omitted:
         hints.append(f"{len(omitted)} item(s) did not fit in max_tokens: raise it or pick fewer numbers")
@@ -139,6 +143,9 @@ class CitationResult(ToolResult):
 async def check_citations(tk: Toolkit, args: CheckCitationsInput) -> CitationResult:
     check = run_check(args.answer, tk.ledger)
     result = CitationResult(**check.model_dump())
-    if not result.grounded:
+    expired = tk.ledger.forgotten_numbers(result.invalid)
+    if expired is not None:
+        result.hint = f"{expired}: {REREAD_HINT}"
+    elif not result.grounded:
         result.hint = "cite evidence numbers returned in this session, or say what the knowledge base does not hold"
     return result

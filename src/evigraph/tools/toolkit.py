@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from evigraph.errors import EngineError, EvigraphError, KnowledgeBaseMissingError, ReadOnlyViolation, ToolError
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
-from evigraph.evidence.ledger import EvidenceLedger
+from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, Forgotten
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.strict import validation_errors
 from evigraph.tools.plans import PlanLimits, plan_limits_from
@@ -108,11 +108,14 @@ class Toolkit:
 
     # -- sessions and specs ------------------------------------------------------------------
 
-    def new_session(self) -> Toolkit:
-        """A toolkit for another conversation: same knowledge base and options, its own numbering."""
+    def new_session(self, forgotten: Forgotten | None = None) -> Toolkit:
+        """A toolkit for another conversation: same knowledge base and options, its own numbering.
+
+        `forgotten`: this conversation's earlier session, which a server forgot; the new one
+        numbers after it and tells a client citing its numbers why they stopped working."""
         session = object.__new__(Toolkit)
         session._shared = self._shared
-        session.ledger = EvidenceLedger(self._shared.ledger_capacity)
+        session.ledger = EvidenceLedger(self._shared.ledger_capacity, forgotten=forgotten)
         return session
 
     @property
@@ -220,6 +223,9 @@ class Toolkit:
         if isinstance(ref, int):
             rec = self.ledger.get(ref)
             if rec is None:
+                expired = self.ledger.forgotten_numbers([ref])
+                if expired is not None:
+                    raise ToolError(expired, hint=REREAD_HINT)
                 raise ToolError(
                     f"[{ref}] is not evidence of this session", hint="use a number a tool returned in this session"
                 )

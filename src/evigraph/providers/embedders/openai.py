@@ -10,7 +10,7 @@ from typing import Any
 
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
-from evigraph.masking import mask_credentials, protect_logs
+from evigraph.masking import mask_credentials, protect_logs, url_secrets
 from evigraph.providers.embedders.base import Embedder, _chunks, _normalise
 from evigraph.providers.http import RETRY_STATUS, RetryPolicy, error_message, is_local_url, retry_after
 
@@ -46,9 +46,10 @@ class OpenAIEmbedder(Embedder):
         self.timeout = timeout
         self._dimension = dimension
         self._api_key = os.environ.get(api_key_env) or None
+        self._url_secrets = url_secrets(self.base_url)  # httpx sends them as a Basic header, a server may echo it
         if self._api_key is None and not is_local_url(self.base_url):
             raise ConfigurationError(
-                f"no API key for {self.endpoint}: environment variable {api_key_env} is not set",
+                f"no API key for {self._mask(self.endpoint)}: environment variable {api_key_env} is not set",
                 f"export {api_key_env}=<your key>, or name another variable with EVIGRAPH_EMBED_API_KEY_ENV",
             )
         self._client: Any = None
@@ -74,14 +75,13 @@ class OpenAIEmbedder(Embedder):
                 except ImportError as exc:
                     raise ConfigurationError("httpx is not installed", install_hint("embed-remote")) from exc
                 headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                if self._api_key:
-                    protect_logs(self._api_key)
+                protect_logs(*((self._api_key,) if self._api_key else ()), *self._url_secrets)
                 self._client = httpx.Client(timeout=self.timeout, headers=headers)
             return self._client
 
     def _mask(self, text: str) -> str:
         """Servers echo a rejected key in their message; it must not reach logs or terminals."""
-        return mask_credentials(text, (self._api_key,) if self._api_key else ())
+        return mask_credentials(text, (*((self._api_key,) if self._api_key else ()), *self._url_secrets))
 
     @property
     def spec(self) -> str:
@@ -158,7 +158,7 @@ class OpenAIEmbedder(Embedder):
                 return response.json()
             except ValueError:
                 raise ConfigurationError(
-                    f"{self.endpoint} did not return JSON", "check that base_url ends with /v1"
+                    self._mask(f"{self.endpoint} did not return JSON"), "check that base_url ends with /v1"
                 ) from None
 
     def _hint_for(self, status: int) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evigraph.errors import ConfigurationError, LLMConfigurationError, LLMError, LLMResponseError, LLMTimeoutError
 from evigraph.extras import install_hint
-from evigraph.masking import MASK, Secret, mask_credentials, protect_logs
+from evigraph.masking import MASK, Secret, mask_credentials, protect_logs, url_secrets
 from evigraph.providers.http import RETRY_STATUS, RetryPolicy, error_message, retry_after
 from evigraph.providers.llms.base import LLM, ChatRequest, ChatResult, StreamPart, Usage, estimate_usage
 from evigraph.providers.llms.endpoint import Endpoint
@@ -107,7 +107,9 @@ class OpenAICompatibleLLM(LLM):
             raise LLMConfigurationError(
                 f"no API key for {self.endpoint.display}", f"set {ENV_API_KEY}, or {ENV_BASE_URL} for a local server"
             )
-        protect_logs(*(s.reveal() for s in self._secrets))
+        # httpx sends the URL's user:password as a Basic header, which a server may echo
+        self._masked = (*self._secrets, *(Secret(s) for s in url_secrets(self.endpoint.base_url)))
+        protect_logs(*(s.reveal() for s in self._masked))
         self.timeout = float(timeout or env.timeout or DEFAULT_TIMEOUT)
         self.concurrency = int(concurrency or env.concurrency or DEFAULT_CONCURRENCY)
         if self.timeout <= 0 or self.concurrency <= 0 or max_retries < 0:
@@ -137,7 +139,7 @@ class OpenAICompatibleLLM(LLM):
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.endpoint.display!r}, api_key={key})"
 
     def _mask(self, text: str) -> str:
-        return mask_credentials(text, (s.reveal() for s in self._secrets))
+        return mask_credentials(text, (s.reveal() for s in self._masked))
 
     def _hosted(self) -> bool:
         host = (self.endpoint.base_url.split("//", 1)[-1].split("/", 1)[0]).lower()
