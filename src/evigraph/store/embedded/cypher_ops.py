@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ class CypherOps:
         a worker may (`cypher_run.MemoryWatch`)."""
         guarded = guard(cypher, check_params(params), row_cap=limit)
         executor = self.executor
-        workers = self._workers() if self.read_only else None
+        workers = self._workers() if self.read_only and os.name == "posix" else None  # pipes and select
         watch = None if workers is not None else cypher_run.MemoryWatch(memory_allowance_mb() << 20)
 
         def work() -> QueryRows:
