@@ -97,7 +97,7 @@ def serve(db: str, log: Path, *extra: str) -> Iterator[tuple[str, int]]:
     port = free_port()
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "evigraph", "serve", "--db", db, "--port", str(port), "--embedder", "none", *extra],
+            [sys.executable, "-m", "evigraph", "serve", "--db", db, "--port", str(port), *extra],
             stdout=err,
             stderr=err,
             stdin=subprocess.DEVNULL,

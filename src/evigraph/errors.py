@@ -75,6 +75,11 @@ class UnknownLabel(CypherRefused):
     bookkeeping and agents' tables free-form Cypher does not read."""
 
 
+class QueryAborted(ReadOnlyQueryError):
+    """Free-form Cypher stopped for what it did rather than what it says: it needed more memory than
+    a query may use, or it ended the process running it. Its hint says what to change."""
+
+
 class QueryTimeout(ReadOnlyQueryError):
     """Free-form Cypher stopped by the engine because it ran out of its time limit."""
 

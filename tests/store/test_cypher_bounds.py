@@ -49,7 +49,7 @@ def test_ordinary_queries_pass(query: str) -> None:
 def test_every_kind_of_nesting_counts_and_siblings_do_not() -> None:
     assert depth("RETURN lower(upper('x'))") == 2
     assert depth("RETURN [[1]], {a: {b: 1}}") == 2
-    assert depth("RETURN CASE WHEN true THEN CASE WHEN false THEN 1 END END") == 2
+    assert depth("RETURN CASE WHEN true THEN CASE WHEN false THEN 1 END END") == 4  # a CASE counts two
     assert depth("RETURN NOT NOT NOT true") == 3
     assert depth("RETURN - - 1") == 2
     assert depth("RETURN NOT (NOT (true))") == 4  # a prefix operator and its bracket each count

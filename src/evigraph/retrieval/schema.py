@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evigraph.errors import CypherRefused, QueryTimeout, ReadOnlyQueryError, UnknownLabel
+from evigraph.errors import CypherRefused, QueryAborted, QueryTimeout, ReadOnlyQueryError, UnknownLabel
 from evigraph.models import Ontology, StoreCounts, TableInfo
 from evigraph.store.base import GraphStore
 
@@ -85,7 +85,7 @@ async def cypher_query(store: GraphStore, query: str, params: dict[str, Any], li
         rows = await store.query(query, params, limit=limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
     except UnknownLabel as exc:
         raise UnknownLabel(exc.message, hint=f"{await _schema_hint(store)}; {exc.hint}") from exc
-    except (CypherRefused, QueryTimeout) as exc:
+    except (CypherRefused, QueryTimeout, QueryAborted) as exc:
         raise type(exc)(exc.message, hint=exc.hint or CYPHER_HINT) from exc
     except ReadOnlyQueryError as exc:
         raise ReadOnlyQueryError(exc.message, hint=await _schema_hint(store)) from exc

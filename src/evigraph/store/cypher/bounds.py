@@ -10,7 +10,8 @@ engine limit found by bisection (bench/cypher_bounds.py re-measures them), kept 
   4-9 s, 24 negations 35 s, during which a server thread serves nobody. Kuzu doubles per nested
   CASE (12: 0.2-0.4 s, 20: 16 s), grows cubically with nested lists (200: 3.9 s, 300: 30 s, holding
   the interpreter lock) and overflows its stack near 800 nested calls (SIGSEGV, taking the server
-  down). MAX_DEPTH = 10 keeps every engine under 20 ms.
+  down). MAX_DEPTH = 10, a CASE counting two, keeps both engines' parse to milliseconds (FalkorDB
+  3-12 ms at 10 levels on a busy machine, Kuzu 1 ms for 5 nested CASEs).
 - Size. Kuzu parses a flat chain of 4,000 `+` in 1.2 s (quadratic); 2,000 tokens take under 0.1 s.
 - Relationship patterns. Kuzu plans a star of 15 relationships in 1.1 s and of 20 in 4.6 s, holding
   the interpreter lock (FalkorDB: milliseconds); 10 take 0.26 s.
@@ -30,6 +31,9 @@ from evigraph.store.cypher.lexer import Kind, Token, refuse
 
 MAX_TOKENS = 2_000
 MAX_DEPTH = 10
+CASE_LEVELS = 2
+"""A CASE counts as two levels: in one warm process Kuzu planned 5 nested CASEs in 1 ms, 10 in 11 ms,
+12 in 52 ms and 14 in 144 ms, where 14 nested brackets take 0.4 ms."""
 MAX_RELATIONSHIPS = 10
 MAX_HOPS = 10
 MAX_COPIES = 16
@@ -77,7 +81,7 @@ def nesting_depth(tokens: list[Token]) -> int:
     for i, t in enumerate(tokens):
         if (t.kind is Kind.PUNCT and t.value in "([{") or t.is_word("CASE"):
             stack.append(level)
-            level += prefix + 1
+            level += prefix + (CASE_LEVELS if t.is_word("CASE") else 1)
             prefix = 0
         elif (t.kind is Kind.PUNCT and t.value in ")]}") or t.is_word("END"):
             level = stack.pop() if stack else 0

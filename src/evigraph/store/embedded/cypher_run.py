@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from evigraph.errors import CypherRefused, EngineError, QueryTimeout, ReadOnlyQueryError
+from evigraph.errors import CypherRefused, EngineError, QueryAborted, QueryTimeout, ReadOnlyQueryError
 from evigraph.store.cypher.rows import TIMEOUT_HINT, Budget, QueryRows
 from evigraph.store.cypher.statement import Guarded
 from evigraph.store.embedded.cypher_plan import check_plan
@@ -87,7 +87,7 @@ MEMORY_HINT = "aggregate or filter earlier, return fewer or smaller values, or w
 
 
 def memory_failure(allowance: int) -> ReadOnlyQueryError:
-    return ReadOnlyQueryError(
+    return QueryAborted(
         f"the query needed more than the {allowance >> 20} MB free-form Cypher may use, so it was stopped",
         hint=MEMORY_HINT,
     )
@@ -107,9 +107,7 @@ def query_failure(exc: EngineError) -> ReadOnlyQueryError:
     if "read-only" in lowered:
         return CypherRefused(message, hint="only read queries run here: use MATCH ... RETURN")
     if "buffer pool is full" in lowered or "bad_alloc" in lowered:
-        return ReadOnlyQueryError(
-            f"the query needed more memory than free-form Cypher may use ({message})", hint=MEMORY_HINT
-        )
+        return QueryAborted(f"the query needed more memory than free-form Cypher may use ({message})", hint=MEMORY_HINT)
     return ReadOnlyQueryError(message, hint="check the query against the schema")
 
 

@@ -41,9 +41,11 @@ from evigraph.errors import (
     ConfigurationError,
     CypherRefused,
     EngineError,
+    QueryAborted,
     QueryTimeout,
     ReadOnlyQueryError,
     StoreError,
+    UnknownLabel,
 )
 from evigraph.store.cypher.rows import QueryRows
 from evigraph.store.cypher.statement import Guarded
@@ -52,11 +54,14 @@ if TYPE_CHECKING:
     from evigraph.store.embedded.executor import Tx
 
 MEMORY_ENV = "EVIGRAPH_CYPHER_MEMORY_MB"
-MEMORY_MB = 1024
-"""Memory a worker may take beyond what its engine reserved at open: the address space it may
-map (`RLIMIT_AS`), so an allocation past it fails inside the engine (`std::bad_alloc`, reported as a
-query needing too much memory) instead of growing the machine's use. A list doubled 20 times
-stopped at 1.7 GB resident under a 1.5 GB allowance and the worker answered the next query."""
+MEMORY_MB = 512
+"""Memory a query may take: in a worker, beyond what its engine reserved at open, the address space
+it may map (`RLIMIT_AS`), so an allocation past it fails inside the engine (`std::bad_alloc`,
+reported as a query needing too much memory) instead of growing the machine's use; in a process
+holding the file for writing, its growth while the query runs (`cypher_run.MemoryWatch`). A list
+doubled 20 times stopped at 1.7 GB resident under a 1.5 GB allowance and the worker answered the
+next query; collecting a 3.8-million-row product stopped a writable server of 546 MB at 1.6 GB under
+1,024 MB, so 512 MB keeps such a server near 1 GB."""
 PAGE_CACHE_MB = 256
 """The worker's page cache: Kuzu keeps query state there too (variable-length walks filled 256 MB
 and stopped with "buffer pool is full" rather than growing); the operating system's file cache
@@ -70,7 +75,8 @@ milliseconds (`store/cypher/bounds.py`)."""
 
 _HEADER = struct.Struct("!Q")
 _ERRORS: dict[str, type[StoreError]] = {
-    cls.__name__: cls for cls in (CypherRefused, QueryTimeout, ReadOnlyQueryError, EngineError, StoreError)
+    cls.__name__: cls
+    for cls in (CypherRefused, UnknownLabel, QueryAborted, QueryTimeout, ReadOnlyQueryError, EngineError, StoreError)
 }
 CRASH_HINT = "the server is unaffected; simplify the query (fewer rows, smaller values) and retry"
 
@@ -109,7 +115,7 @@ class CypherWorkers:
                 worker.kill()
                 if exc.args and exc.args[0] == "idle" and attempt == 0:
                     continue  # it had exited while idle: nothing ran, so ask a fresh one
-                raise ReadOnlyQueryError(
+                raise QueryAborted(
                     f"the query stopped the process running it ({worker.ending()})", hint=CRASH_HINT
                 ) from None
             self._give_back(worker)
