@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evigraph.store.cypher.lexer import Kind, Token, refuse
+from evigraph.store.cypher.statement import CLAUSES, VALUE_WORDS, after_operand, is_keyword
 
 MAX_TOKENS = 2_000
 MAX_DEPTH = 10
@@ -45,7 +46,6 @@ each item may hold at most this many copies, and a list of such lists is refused
 HINT = "write a smaller query: fewer nested brackets, CASEs and NOTs, fewer relationship patterns, bounded hops"
 _HOP_WORDS = frozenset({"SHORTEST", "ALL", "TRAIL", "ACYCLIC", "WSHORTEST"})
 _OPERAND_END = frozenset({Kind.WORD, Kind.QUOTED, Kind.STRING, Kind.NUMBER, Kind.PARAM})
-_VALUE_WORDS = frozenset({"NULL", "TRUE", "FALSE"})
 
 
 def check_bounds(tokens: list[Token]) -> None:
@@ -86,24 +86,12 @@ def nesting_depth(tokens: list[Token]) -> int:
         elif (t.kind is Kind.PUNCT and t.value in ")]}") or t.is_word("END"):
             level = stack.pop() if stack else 0
             prefix = 0
-        elif t.is_word("NOT") or (t.kind is Kind.PUNCT and t.value in "-+" and not _after_operand(tokens, i)):
+        elif t.is_word("NOT") or (t.kind is Kind.PUNCT and t.value in "-+" and not after_operand(tokens, i)):
             prefix += 1
         elif t.kind in _OPERAND_END:
             prefix = 0
         deepest = max(deepest, level + prefix)
     return deepest
-
-
-def _after_operand(tokens: list[Token], i: int) -> bool:
-    """Whether a `-` or `+` at i is binary: it follows a value or a closing bracket."""
-    if i == 0:
-        return False
-    before = tokens[i - 1]
-    if before.kind is Kind.PUNCT:
-        return before.value in ")]}"
-    if before.kind is Kind.WORD:
-        return before.value.upper() in _VALUE_WORDS or before.value.upper() == "END" or not _is_keyword(before)
-    return True
 
 
 def _check_hops(tokens: list[Token]) -> None:
@@ -144,24 +132,10 @@ def _in_relationship(tokens: list[Token], i: int) -> bool:
 
 # -- growth ------------------------------------------------------------------------------------
 
-_CLAUSES = frozenset(
-    {"MATCH", "OPTIONAL", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SKIP", "LIMIT", "UNION", "CALL", "YIELD"}
-)
-_KEYWORDS = _CLAUSES | frozenset(
-    {
-        *("AND", "OR", "XOR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE", "CASE", "WHEN", "THEN", "ELSE", "END"),
-        *("DISTINCT", "AS", "STARTS", "ENDS", "CONTAINS", "ASC", "DESC", "ASCENDING", "DESCENDING", "BY"),
-        *("ALL", "ANY", "NONE", "SINGLE", "EXISTS", "COUNT", "SHORTEST", "WSHORTEST", "TRAIL", "ACYCLIC"),
-    }
-)
 _LISTS = frozenset({"collect", "range", "nodes", "rels", "relationships", "string_split", "split", "keys"})
 """Functions whose value is a list of unknown length: each item counts, the list is one more level."""
 _SCALARS = frozenset({"count", "size", "length", "id", "typeof", "label", "labels", "type", "exists"})
 """Functions whose value is small whatever their arguments hold."""
-
-
-def _is_keyword(t: Token) -> bool:
-    return t.kind is Kind.WORD and t.value.upper() in _KEYWORDS
 
 
 @dataclass(frozen=True)
@@ -218,7 +192,7 @@ class _Growth:
             if t.kind is Kind.PUNCT and t.value in "([{":
                 i = self.close[i] + 1
                 continue
-            if (t.kind is Kind.PUNCT and t.value == ",") or (t.kind is Kind.WORD and t.value.upper() in _CLAUSES):
+            if (t.kind is Kind.PUNCT and t.value == ",") or (t.kind is Kind.WORD and t.value.upper() in CLAUSES):
                 self._segment(start, i)
                 start = i + 1
             i += 1
@@ -269,10 +243,10 @@ class _Growth:
 
     def _atom(self, i: int) -> Weight:
         t = self.t[i]
-        literal = t.kind is Kind.WORD and t.value.upper() in _VALUE_WORDS
+        literal = t.kind is Kind.WORD and t.value.upper() in VALUE_WORDS
         if literal or t.kind in (Kind.STRING, Kind.NUMBER, Kind.PARAM):
             return _BASE
-        if not t.is_name or _is_keyword(t):
+        if not t.is_name or is_keyword(t):
             return _NOTHING
         before = self.t[i - 1] if i > 0 else None
         after = self.t[i + 1] if i + 1 < len(self.t) else None

@@ -159,6 +159,35 @@ def closing(tokens: list[Token], open_at: int) -> int:
     raise refuse("a bracket is never closed", HINT)
 
 
+CLAUSES = frozenset(
+    {"MATCH", "OPTIONAL", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SKIP", "LIMIT", "UNION", "CALL", "YIELD"}
+)
+KEYWORDS = CLAUSES | frozenset(
+    {
+        *("AND", "OR", "XOR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE", "CASE", "WHEN", "THEN", "ELSE", "END"),
+        *("DISTINCT", "AS", "STARTS", "ENDS", "CONTAINS", "ASC", "DESC", "ASCENDING", "DESCENDING", "BY"),
+        *("ALL", "ANY", "NONE", "SINGLE", "EXISTS", "COUNT", "SHORTEST", "WSHORTEST", "TRAIL", "ACYCLIC"),
+    }
+)
+VALUE_WORDS = frozenset({"NULL", "TRUE", "FALSE"})
+
+
+def is_keyword(t: Token) -> bool:
+    return t.kind is Kind.WORD and t.value.upper() in KEYWORDS
+
+
+def after_operand(tokens: list[Token], i: int) -> bool:
+    """Whether token i follows a value or a closing bracket: a `-` there is binary, a `[` indexes."""
+    if i == 0:
+        return False
+    before = tokens[i - 1]
+    if before.kind is Kind.PUNCT:
+        return before.value in ")]}"
+    if before.kind is Kind.WORD:
+        return before.value.upper() in VALUE_WORDS or before.value.upper() == "END" or not is_keyword(before)
+    return True
+
+
 def after_dot(tokens: list[Token], i: int) -> bool:
     """A property key (`n.set`), which is never a keyword or a function to the engine."""
     return i > 0 and tokens[i - 1].kind is Kind.PUNCT and tokens[i - 1].value == "."

@@ -27,6 +27,7 @@ from evigraph.store.cypher.statement import (
     Edit,
     Guarded,
     after_dot,
+    after_operand,
     check_hidden,
     check_keywords,
     check_labels,
@@ -102,24 +103,12 @@ def _numeric_subscripts(tokens: list[Token]) -> list[Edit]:
     stack: list[tuple[int, bool]] = []
     for i, t in enumerate(tokens):
         if t.kind is Kind.PUNCT and t.value in "([{":
-            stack.append((i, t.value == "[" and _indexes(tokens, i)))
+            stack.append((i, t.value == "[" and after_operand(tokens, i)))
         elif t.kind is Kind.PUNCT and t.value in ")]}" and stack:
             opened, subscript = stack.pop()
             if subscript:
                 edits.extend(_wrapped(tokens, opened + 1, i))
     return edits
-
-
-def _indexes(tokens: list[Token], i: int) -> bool:
-    """Whether the `[` at i subscripts the value before it (not a list literal or a relationship)."""
-    if i == 0:
-        return False
-    before = tokens[i - 1]
-    if before.kind is Kind.PUNCT:
-        return before.value in ")]}"
-    if before.kind is Kind.WORD:
-        return before.value.upper() not in NOT_FUNCTIONS | {"IN", "RETURN", "WITH", "UNWIND", "WHERE", "AND", "OR"}
-    return before.kind in (Kind.QUOTED, Kind.PARAM, Kind.STRING)
 
 
 def _wrapped(tokens: list[Token], a: int, b: int) -> list[Edit]:
