@@ -1,7 +1,8 @@
 """Reads on FalkorDB: documents, passages, entities, full-text and vector search.
 
 Every passage read keeps to `live` passages (see `documents.py`), so a version being written or
-abandoned by a crashed writer is never returned.
+abandoned by a crashed writer is never returned. Entity and relation reads need no such filter:
+a version's entities, mentions and relation sources are written by the query that switches it in.
 """
 
 from __future__ import annotations

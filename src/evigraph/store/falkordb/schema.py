@@ -9,7 +9,9 @@ entities are searched in process (`bm25`); the vector index is created once the 
 model's dimension is known (`vector_index`).
 
 A passage is `live` once its document's version switch has committed (`documents.py`): readers
-filter on it, so a version being written is never half visible.
+filter on it, so a version being written is never half visible. Until then it carries `_writer`,
+the lease of the write that put it aside (`leases.py`). Entities, mentions and relations need no
+mark: the switch writes them.
 """
 
 from __future__ import annotations
