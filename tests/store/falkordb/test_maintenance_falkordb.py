@@ -115,6 +115,8 @@ async def test_agent_cypher_is_guarded_and_clean(store: FalkorStore) -> None:
         "MATCH (n) RETURN n",
         "MATCH (t:TraceTask) RETURN t.id",
         "MATCH (c:Chunk) WHERE c.live RETURN c.id",
+        "MATCH (c:PendingChunk) RETURN c.text",
+        "MATCH (c:pendingchunk) RETURN count(c)",
         "MATCH (c:Chunk) RETURN c.embedding",
         "MATCH (e:Entity) RETURN toJSON(e)",
         "MATCH (e:Entity) RETURN properties(e)",

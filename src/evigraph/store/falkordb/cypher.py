@@ -27,9 +27,12 @@ from evigraph.store.embedded.cypher_guard import (
 from evigraph.store.embedded.cypher_lexer import Kind, Token, refuse, tokenize
 from evigraph.store.embedded.cypher_rules import HIDDEN_PROPERTIES, HIDDEN_TABLES, HINT, NOT_FUNCTIONS, TRACE_HINT
 from evigraph.store.embedded.cypher_run import TIMEOUT_HINT, QueryRows, Slots, _Budget
+from evigraph.store.falkordb.schema import PENDING_CHUNK
 
 HIDDEN = HIDDEN_PROPERTIES | {"live"}
 """Properties free-form Cypher may not name and never gets back (`live` is FalkorDB's own)."""
+HIDDEN_LABELS = frozenset({PENDING_CHUNK.casefold()})
+"""Labels free-form Cypher may not name: passages written aside are not read until switched in."""
 
 
 # -- agent Cypher ------------------------------------------------------------------------------
@@ -84,6 +87,11 @@ def _check_hidden(tokens: list[Token], params: Mapping[str, Any]) -> None:
     names |= {_folded(v) for v in _strings(list(params.values()))}
     if names & HIDDEN_TABLES:
         raise refuse("free-form Cypher does not read task records (tasks, events, steps, decisions)", TRACE_HINT)
+    if names & HIDDEN_LABELS:
+        raise refuse(
+            f"free-form Cypher does not read {PENDING_CHUNK}: passages being written, not switched in yet",
+            "read the passages of the knowledge base as Chunk",
+        )
     hidden = sorted(names & HIDDEN)
     if hidden:
         raise refuse(

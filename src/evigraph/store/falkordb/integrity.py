@@ -4,13 +4,13 @@ The server runs each query whole, so the embedded engine's damage (ghost edges, 
 deletes) cannot happen here; what can is a writer stopping between the queries of a document
 write (`documents.py`) or a merge (`merging.py`):
 
-- abandoned passages: written aside (`live = false`) and never switched in. Those of a version
-  older than the document's current one can never be switched in and go at once; those a
-  writer marked with its lease (`leases.py`) once that writer is dead (its lease lapsed or its
-  connection closed), however recent; unmarked ones (an older evigraph wrote them) only once
-  they have been seen pending for longer than `PENDING_GRACE_S` (passages carry no time, so
-  `check` notes when it first sees each, in a hash beside the graph). A live writer's are never
-  reported, nor removed;
+- abandoned passages: written aside (`PendingChunk`) and never switched in. Those of a version
+  older than the document's current one can never be switched in and go at once; those of a
+  writer whose lease (`leases.py`) is gone (lapsed, or its connection closed) too, however recent.
+  A live writer's are never reported, nor removed. Passages an earlier evigraph put aside (`Chunk`
+  with `live = false`, unmarked) only once they have been seen pending for longer than
+  `PENDING_GRACE_S` (they carry no time, so `check` notes when it first sees each, in a hash
+  beside the graph);
 - stray passages: live, but not part of their document's current version (the document is
   gone, its version differs, or the PART_OF edge is missing);
 - miscounted documents (reported, and marked changed on repair, as the embedded store does);
@@ -43,6 +43,7 @@ from evigraph.store.falkordb.documents import delete_orphans, prune_relation_sou
 from evigraph.store.falkordb.leases import live_writers
 from evigraph.store.falkordb.schema import (
     FULLTEXT,
+    PENDING_CHUNK,
     SCHEMA_VERSION,
     fulltext_statement,
     index_statements,
@@ -50,7 +51,7 @@ from evigraph.store.falkordb.schema import (
 from evigraph.store.merging import EntityMerge
 
 PENDING_GRACE_S = 3600.0
-"""How long a passage no writer's lease marks may stay written aside (`live = false`), or an
+"""How long a passage an earlier evigraph put aside (no writer's lease marks it) may stay so, or an
 extracted entity stay unmentioned while some writer is live, before `check` calls it abandoned:
 far longer than any one document write takes."""
 _EXAMPLES = 5
@@ -149,11 +150,17 @@ def _pending_key(conn: Connection) -> str:
 
 
 def _abandoned_chunks(conn: Connection, note_pending: bool, grace_s: float) -> list[str]:
-    rows = conn.read_sync(
-        """MATCH (c:Chunk) WHERE NOT coalesce(c.live, false)
-           OPTIONAL MATCH (d:Document {key: c.document})
-           RETURN c.id AS id, c.version AS v, d.version AS dv, c._writer AS w"""
-    )
+    rows = [
+        *conn.read_sync(
+            f"""MATCH (c:{PENDING_CHUNK}) OPTIONAL MATCH (d:Document {{key: c.document}})
+                RETURN c.id AS id, c.version AS v, d.version AS dv, c._writer AS w"""
+        ),
+        *conn.read_sync(  # aside as an earlier evigraph put passages aside
+            """MATCH (c:Chunk) WHERE NOT coalesce(c.live, false)
+               OPTIONAL MATCH (d:Document {key: c.document})
+               RETURN c.id AS id, c.version AS v, d.version AS dv, null AS w"""
+        ),
+    ]
     superseded = {r["id"] for r in rows if r["dv"] is not None and int(r["v"] or 0) <= int(r["dv"])}
     marked = {r["id"]: str(r["w"]) for r in rows if r["w"] is not None and r["id"] not in superseded}
     live = live_writers(conn, set(marked.values()))
@@ -181,10 +188,7 @@ def _still_pending(conn: Connection, ids: Sequence[str]) -> set[str]:
     passages and that of the leases was switched in or deleted meanwhile."""
     if not ids:
         return set()
-    rows = conn.read_sync(
-        "UNWIND $ids AS i MATCH (c:Chunk {id: i}) WHERE NOT coalesce(c.live, false) RETURN c.id AS id",
-        {"ids": list(ids)},
-    )
+    rows = conn.read_sync(f"UNWIND $ids AS i MATCH (c:{PENDING_CHUNK} {{id: i}}) RETURN c.id AS id", {"ids": list(ids)})
     return {r["id"] for r in rows}
 
 
@@ -278,12 +282,10 @@ def repair(conn: Connection, found: Findings, *, renew: Callable[[], None], grac
     gone: list[str] = []
     mentioned: set[str] = set()
     if found.abandoned_chunks:
-        ids, holders = _delete_ids(
-            conn,
-            "MATCH (c:Chunk {id: i}) WHERE NOT coalesce(c.live, false)",
-            found.abandoned_chunks,
-        )
-        gone, mentioned = gone + ids, mentioned | holders
+        aside = "MATCH (c:Chunk {id: i}) WHERE NOT coalesce(c.live, false)"  # as an earlier evigraph left them
+        for match in (f"MATCH (c:{PENDING_CHUNK} {{id: i}})", aside):
+            ids, holders = _delete_ids(conn, match, found.abandoned_chunks)
+            gone, mentioned = gone + ids, mentioned | holders
         fixed["abandoned_chunks"] = len(found.abandoned_chunks)
     if found.stray_chunks:
         ids, holders = _delete_ids(
