@@ -45,7 +45,7 @@ CYPHER_GUIDE = EMBEDDED_GUIDE.replace(
 """The embedded guide but for `source_chunks`: lists on relationships cost FalkorDB nothing, while
 the embedded engine keeps them as text (`store/embedded/packed.py`)."""
 PENDING_CHUNK = "PendingChunk"
-"""The label of a passage written aside (`documents.py`): its switch relabels it `Chunk`, so no
+"""The label of a passage written aside (`documents.py`): its switch copies it into a `Chunk`, so no
 reader, agent Cypher included, meets a passage of a version not switched in."""
 VERSION_SEQ = "EvigraphVersionSeq"
 """Per document key, the last version number handed out: two writers of one key never share one."""
