@@ -48,7 +48,7 @@ query is found by its index later in it (`MATCH (c:Chunk {id: ...})`). The entit
 passages mention are read by an `OPTIONAL MATCH` in a `CALL`: read by a pattern comprehension
 (`reduce(a = [], x IN stale | a + [(e:Entity)-[:MENTIONED_IN]->(x) | e.id])`), the switch crashed
 the server (a segfault freeing the query's plan, or reading a freed list) in 9 of 9 runs of 60 to
-90 one-document writes; with the `CALL`, in none of 15 runs (nor under 50 SIGKILLs of a client
+90 one-document writes; with the `CALL`, in none of 21 runs (nor under 65 SIGKILLs of a client
 mid-write).
 """
 
