@@ -75,15 +75,18 @@ sys.exit(code)
 after its STOP-th write query of a document write, or before its switch when STOP is `switch`."""
 
 BEFORE = {
-    "lab.md": "# Lab\n\nAda Lovelace met Charles Babbage in London.\n",
+    "lab.md": "# Lab\n\nAda Lovelace met Charles Babbage in London.\n\nParis was quiet.\n",
 }
 AFTER = {  # what the stopped ingest adds: a new relation source, new mentions and new entities
     "visit.md": "# Visit\n\nAda Lovelace met Charles Babbage in London.\n\n"
     "## Later\n\nGrace Hopper visited Ada Lovelace.\n",
     "notes.md": "# Notes\n\nAlan Turing wrote to Grace Hopper from Manchester.\n",
 }
-QUESTION = "Who did Ada Lovelace and Grace Hopper meet in London and Manchester?"
-NAMES = ("Ada Lovelace", "Grace Hopper", "Alan Turing", "Manchester")
+CHANGED = {  # the first document again, without the sentence that alone names Paris
+    "lab.md": "# Lab\n\nAda Lovelace met Charles Babbage in London.\n",
+}
+QUESTION = "Who did Ada Lovelace and Grace Hopper meet in London, Paris and Manchester?"
+NAMES = ("Ada Lovelace", "Grace Hopper", "Alan Turing", "Manchester", "Paris")
 CYPHER = (
     "MATCH (e:Entity) RETURN e.name AS name, e.label AS label, e.description AS d, e.aliases AS a ORDER BY name",
     "MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk) RETURN e.name AS e, c.text AS t, m.span_starts AS s ORDER BY e, t",
@@ -214,44 +217,54 @@ def check(db: str, repair: bool = False) -> tuple[dict[str, list[str]], dict[str
 
 
 def test_a_client_killed_between_any_two_writes_shows_nothing_unswitched_and_check_finds_its_leftovers(
-    falkordb_server: FalkorServer, corpus: tuple[Path, Path]
+    falkordb_server: FalkorServer, tmp_path: Path
 ) -> None:
-    before_docs, after_docs = corpus
-    reference = falkordb_server.url("killed_reference")
-    ingest(reference, before_docs)
+    """The ingest writes two new documents and a new version of one already there (which drops an
+    entity), so each of its writes, cleanup included, is a point to stop it at."""
+
+    def prepared(name: str) -> tuple[str, Path]:
+        db, folder = falkordb_server.url(name), write(tmp_path / name, BEFORE)
+        ingest(db, folder)
+        write(folder, {**AFTER, **CHANGED})
+        return db, folder
+
+    reference, folder = prepared("killed_reference")
     before = visible(reference)
-    whole = Child(reference, after_docs, 0)
-    out, _ = whole.finish()
+    out, _ = Child(reference, folder, 0).finish()
     writes = int(out.split()[-1])
     after = visible(reference)
     assert before["status"][0] == 1 and after["status"][0] == 3
-    assert writes >= 3, out  # allocate, the passages aside, the switch; then cleanup, if any
+    assert before["search Paris"] and not after["search Paris"]
+    assert writes >= 5, out  # allocate, the passages aside, the switch, then the cleanup of the old version
 
     for stop in range(1, writes + 1):
-        db = falkordb_server.url(f"killed_at_{stop}")
-        ingest(db, before_docs)
-        child = Child(db, after_docs, stop)
+        db, folder = prepared(f"killed_at_{stop}")
+        child = Child(db, folder, stop)
         assert child.stopped(), f"the ingest ended before its write {stop}"
         left = pending(db)
         # A live writer's work in progress is neither reported nor removed.
-        assert check(db)[0] == {}
-        assert check(db, repair=True)[1] == {} and pending(db) == left
+        found, _ = check(db)
+        assert "abandoned_chunks" not in found and "orphan_entities" not in found
+        check(db, repair=True)
+        assert pending(db) == left
         child.kill()
 
         shown = visible(db)
         switched = shown["status"][0] == 3
-        assert shown == (after if switched else before), f"killed after write {stop} of {writes}"
+        if not switched:
+            assert shown == before, f"killed after write {stop} of {writes}"
         left = pending(db)
         found, _ = check(db)  # at once: no grace period to wait out
-        assert found == ({"abandoned_chunks": left[:5]} if left else {}), f"killed after write {stop}"
+        assert found.get("abandoned_chunks", []) == left[:5], f"killed after write {stop}"
         assert left == [] or not switched
+        assert switched or set(found) <= {"abandoned_chunks"}
 
         _, repaired = check(db, repair=True)
-        assert repaired == ({"abandoned_chunks": len(left)} if left else {})
+        assert repaired.get("abandoned_chunks", 0) == len(left)
         assert pending(db) == [] and check(db)[0] == {}
-        assert visible(db) == shown
+        assert visible(db) == (after if switched else before)
 
-        Child(db, after_docs, 0).finish()  # the same ingest again
+        Child(db, folder, 0).finish()  # the same ingest again
         assert check(db)[0] == {}
         assert visible(db) == after
 
@@ -361,3 +374,23 @@ def _ttl_renewed(db: str, key: str) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_ctrl_c_during_a_write_keeps_what_the_client_says(
+    falkordb_server: FalkorServer, corpus: tuple[Path, Path]
+) -> None:
+    """Ctrl-C while a write is under way: the client says the step in progress ends and what is
+    written is kept; after it stops, the batch is switched in whole and `check` is clean at once."""
+    before_docs, after_docs = corpus
+    reference = falkordb_server.url("ctrl_c_reference")
+    ingest(reference, before_docs)
+    Child(reference, after_docs, 0).finish()
+    db = falkordb_server.url("ctrl_c")
+    ingest(db, before_docs)
+    child = Child(db, after_docs, "switch")
+    assert child.stopped()
+    os.kill(child.proc.pid, signal.SIGINT)
+    _, err = child.proc.communicate("go\n", timeout=300)
+    assert "stopping after the step in progress" in err and "documents already written are kept" in err, err
+    assert pending(db) == [] and check(db)[0] == {}
+    assert visible(db) == visible(reference)

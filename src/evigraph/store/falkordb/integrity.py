@@ -184,7 +184,7 @@ def _abandoned_chunks(conn: Connection, note_pending: bool, grace_s: float) -> l
 
 
 def _still_pending(conn: Connection, ids: Sequence[str]) -> set[str]:
-    """Of `ids`, the passages still not live: one whose writer finished between the read of the
+    """Of `ids`, the passages still aside: one whose writer finished between the read of the
     passages and that of the leases was switched in or deleted meanwhile."""
     if not ids:
         return set()
