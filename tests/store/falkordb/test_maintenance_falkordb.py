@@ -6,15 +6,18 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from tests.store.contract.conftest import ADA, ALPHA, BETA, build_library
 
+from evigraph import KnowledgeBase
 from evigraph.errors import CypherRefused, ReadOnlyQueryError
 from evigraph.store import connect
 from evigraph.store.falkordb import maintenance
+from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.schema import VERSION_SEQ
 from evigraph.store.falkordb.store import FalkorStore
 
@@ -122,6 +125,8 @@ async def test_agent_cypher_is_guarded_and_clean(store: FalkorStore) -> None:
         "MATCH (n) RETURN n",
         "MATCH (t:TraceTask) RETURN t.id",
         "MATCH (c:Chunk) WHERE c.live RETURN c.id",
+        "MATCH (c:PendingChunk) RETURN c.text",
+        "MATCH (c:pendingchunk) RETURN count(c)",
         "MATCH (c:Chunk) RETURN c.embedding",
         "MATCH (e:Entity) RETURN toJSON(e)",
         "MATCH (e:Entity) RETURN properties(e)",
@@ -185,3 +190,33 @@ async def test_another_process_writing_makes_the_change_feed_start_over(store: F
     quiet = await store.ranking_changes(theirs.token)
     assert not quiet.full and quiet.documents == ()
     assert (await store.ranking_changes("nonsense")).full
+
+
+async def test_replacing_or_deleting_a_document_leaves_no_entity_only_it_mentioned(location: str) -> None:
+    """Entities in no relation used to stay behind, unmentioned, until the grace period let `check`
+    see them; the write that unmentions them now deletes them."""
+    async with KnowledgeBase(location, extractor="rules") as kb:
+        await kb.ingest(text="Grace Hopper built compilers.\n\nAda Lovelace met Charles Babbage.", key="a")
+        await kb.ingest(text="Ada Lovelace met Charles Babbage.", key="a")  # Grace Hopper gone from it
+        await kb.ingest(text="Alan Turing broke codes.", key="b")
+        await kb.delete("b")
+        store = kb.store
+        assert isinstance(store, FalkorStore)
+        names = {e.name for e in await store.search_entities("Grace Hopper Alan Turing Ada Lovelace")}
+        assert names == {"Ada Lovelace"}
+        assert (await kb.check()).ok
+
+
+async def test_an_unmentioned_entity_is_reported_at_once_unless_a_writer_is_live(store: FalkorStore) -> None:
+    await build_library(store)
+    store.conn.write_sync(
+        "CREATE (:Entity {id: 'e:left', name: 'Left', label: 'Thing', _source: 'extraction', _created_at: $at})",
+        {"at": datetime.now(UTC).isoformat()},
+    )
+    store.cache.bump()
+    with WriterLease(store.conn):  # a writer may be about to delete what it unmentioned
+        assert (await store.check()).found == []
+    report = await store.check()
+    assert [(p.kind, p.examples) for p in report.found] == [("orphan_entities", ["e:left"])]
+    assert (await store.check(repair=True)).remaining == []
+    assert await store.entities_by_ids(["e:left"]) == []

@@ -125,6 +125,22 @@ class Connection:
                 raise _Unreachable(str(exc), self._primary_name) from exc
             raise
 
+    def dedicated_client(self) -> Any:
+        """A client of the primary with one connection of its own, which its holder alone uses: a
+        writer's lease (`leases.py`) is live while that connection is open."""
+        import redis
+
+        host, port = self.location.host or "localhost", self.location.port or 6379
+        return redis.Redis(
+            host=host,
+            port=port,
+            username=self.location.username,
+            password=self.location.password,
+            socket_timeout=60,
+            socket_connect_timeout=5,
+            single_connection_client=True,
+        )
+
     # -- queries -----------------------------------------------------------------------------
 
     def write_sync(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:

@@ -4,17 +4,21 @@ The server runs each query whole, so the embedded engine's damage (ghost edges, 
 deletes) cannot happen here; what can is a writer stopping between the queries of a document
 write (`documents.py`) or a merge (`merging.py`):
 
-- abandoned passages: written aside (`live = false`) and never switched in. Those of a version
-  older than the document's current one can never be switched in and go at once; others only
-  once they have been seen pending for longer than `PENDING_GRACE_S` (passages carry no time,
-  so `check` notes when it first sees each pending passage, in a hash beside the graph), since
-  a writer may still be working on them;
+- abandoned passages: written aside (`PendingChunk`) and never switched in. Those of a version
+  older than the document's current one can never be switched in and go at once; those of a
+  writer whose lease (`leases.py`) is gone (lapsed, or its connection closed) too, however recent.
+  A live writer's are never reported, nor removed. Passages an earlier evigraph put aside (`Chunk`
+  with `live = false`, unmarked) only once they have been seen pending for longer than
+  `PENDING_GRACE_S` (they carry no time, so `check` notes when it first sees each, in a hash
+  beside the graph);
 - stray passages: live, but not part of their document's current version (the document is
   gone, its version differs, or the PART_OF edge is missing);
 - miscounted documents (reported, and marked changed on repair, as the embedded store does);
 - relations citing passages that no longer exist;
-- orphan extracted entities: no passage mentions them, and created longer ago than the grace
-  period (a document write creates its entities one query before their mentions);
+- orphan extracted entities: no passage mentions them. A document write creates its entities
+  with their mentions in one query, but deletes the ones it leaves unmentioned a few queries
+  later, so while any writer holds a lease only those older than the grace period are reported;
+  with none, every one is;
 - unfinished merges: a merged-away entity still beside its redirect (`merging.py`);
 - missing indexes and a missing schema mark.
 
@@ -36,8 +40,10 @@ from evigraph.store.embedded.schema import EXTRACTION_SOURCE, META_TABLE
 from evigraph.store.falkordb import merging
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import delete_orphans, prune_relation_sources
+from evigraph.store.falkordb.leases import live_writers
 from evigraph.store.falkordb.schema import (
     FULLTEXT,
+    PENDING_CHUNK,
     SCHEMA_VERSION,
     fulltext_statement,
     index_statements,
@@ -45,8 +51,9 @@ from evigraph.store.falkordb.schema import (
 from evigraph.store.merging import EntityMerge
 
 PENDING_GRACE_S = 3600.0
-"""How long a passage may stay written aside (`live = false`), or an extracted entity stay
-unmentioned, before `check` calls it abandoned: far longer than any one document write takes."""
+"""How long a passage an earlier evigraph put aside (no writer's lease marks it) may stay so, or an
+extracted entity stay unmentioned while some writer is live, before `check` calls it abandoned:
+far longer than any one document write takes."""
 _EXAMPLES = 5
 
 
@@ -101,7 +108,7 @@ def inspect(conn: Connection, *, note_pending: bool, grace_s: float = PENDING_GR
         if int(r["n"] or 0) != per_doc.get(r["key"], 0)
     )
     found.dangling_relations = _dangling_relations(conn)
-    cutoff = (datetime.now(UTC) - timedelta(seconds=grace_s)).isoformat()
+    cutoff = _orphan_cutoff(conn, grace_s)
     found.orphan_entities = sorted(
         r["id"]
         for r in conn.read_sync(
@@ -131,18 +138,34 @@ def missing_indexes(conn: Connection) -> list[str]:
     return out
 
 
+def _orphan_cutoff(conn: Connection, grace_s: float) -> str:
+    """Unmentioned entities created before this time are orphans: now when no writer is live (none
+    is about to delete the ones it left), else the grace period ago."""
+    ago = grace_s if live_writers(conn) else 0.0
+    return (datetime.now(UTC) - timedelta(seconds=ago)).isoformat()
+
+
 def _pending_key(conn: Connection) -> str:
     return f"evigraph:pending-seen:{conn.graph_name}"
 
 
 def _abandoned_chunks(conn: Connection, note_pending: bool, grace_s: float) -> list[str]:
-    rows = conn.read_sync(
-        """MATCH (c:Chunk) WHERE NOT coalesce(c.live, false)
-           OPTIONAL MATCH (d:Document {key: c.document})
-           RETURN c.id AS id, c.version AS v, d.version AS dv"""
-    )
+    rows = [
+        *conn.read_sync(
+            f"""MATCH (c:{PENDING_CHUNK}) OPTIONAL MATCH (d:Document {{key: c.document}})
+                RETURN c.id AS id, c.version AS v, d.version AS dv, c._writer AS w"""
+        ),
+        *conn.read_sync(  # aside as an earlier evigraph put passages aside
+            """MATCH (c:Chunk) WHERE NOT coalesce(c.live, false)
+               OPTIONAL MATCH (d:Document {key: c.document})
+               RETURN c.id AS id, c.version AS v, d.version AS dv, null AS w"""
+        ),
+    ]
     superseded = {r["id"] for r in rows if r["dv"] is not None and int(r["v"] or 0) <= int(r["dv"])}
-    waiting = sorted({r["id"] for r in rows} - superseded)
+    marked = {r["id"]: str(r["w"]) for r in rows if r["w"] is not None and r["id"] not in superseded}
+    live = live_writers(conn, set(marked.values()))
+    dead = _still_pending(conn, [cid for cid, w in marked.items() if w not in live])
+    waiting = sorted({r["id"] for r in rows} - superseded - set(marked))
     key = _pending_key(conn)
     now = time.time()
     seen: dict[str, float] = {}
@@ -157,7 +180,16 @@ def _abandoned_chunks(conn: Connection, note_pending: bool, grace_s: float) -> l
         gone = [cid for cid in seen if cid not in pending]
         if gone:
             conn.command("HDEL", key, *gone)
-    return sorted(superseded | stale)
+    return sorted(superseded | dead | stale)
+
+
+def _still_pending(conn: Connection, ids: Sequence[str]) -> set[str]:
+    """Of `ids`, the passages still aside: one whose writer finished between the read of the
+    passages and that of the leases was switched in or deleted meanwhile."""
+    if not ids:
+        return set()
+    rows = conn.read_sync(f"UNWIND $ids AS i MATCH (c:{PENDING_CHUNK} {{id: i}}) RETURN c.id AS id", {"ids": list(ids)})
+    return {r["id"] for r in rows}
 
 
 def _hash_items(reply: Any) -> list[tuple[str, str]]:
@@ -250,12 +282,10 @@ def repair(conn: Connection, found: Findings, *, renew: Callable[[], None], grac
     gone: list[str] = []
     mentioned: set[str] = set()
     if found.abandoned_chunks:
-        ids, holders = _delete_ids(
-            conn,
-            "MATCH (c:Chunk {id: i}) WHERE NOT coalesce(c.live, false)",
-            found.abandoned_chunks,
-        )
-        gone, mentioned = gone + ids, mentioned | holders
+        aside = "MATCH (c:Chunk {id: i}) WHERE NOT coalesce(c.live, false)"  # as an earlier evigraph left them
+        for match in (f"MATCH (c:{PENDING_CHUNK} {{id: i}})", aside):
+            ids, holders = _delete_ids(conn, match, found.abandoned_chunks)
+            gone, mentioned = gone + ids, mentioned | holders
         fixed["abandoned_chunks"] = len(found.abandoned_chunks)
     if found.stray_chunks:
         ids, holders = _delete_ids(
@@ -276,7 +306,7 @@ def repair(conn: Connection, found: Findings, *, renew: Callable[[], None], grac
         _prune_sources(conn, found.dangling_relations)
         fixed["dangling_relation_sources"] = len(found.dangling_relations)
     if found.orphan_entities:
-        cutoff = (datetime.now(UTC) - timedelta(seconds=grace_s)).isoformat()
+        cutoff = _orphan_cutoff(conn, grace_s)
         conn.write_sync(
             """UNWIND $ids AS i MATCH (e:Entity {id: i})
                WHERE e._source = $src AND NOT (e)-[:MENTIONED_IN]->(:Chunk)

@@ -42,7 +42,8 @@ _BATCH = 2000
 
 
 def entity_records(conn: Connection) -> list[EntityRecord]:
-    """Every entity with its names, label and the passages (live or being written) mentioning it."""
+    """Every entity with its names, label and the passages mentioning it (only switched-in passages
+    are ever mentioned: a version's mentions are written by its switch, `documents.py`)."""
     counts = {
         r["id"]: int(r["n"])
         for r in conn.read_sync("MATCH (e:Entity)-[:MENTIONED_IN]->(:Chunk) RETURN e.id AS id, count(*) AS n")

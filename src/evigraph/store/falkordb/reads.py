@@ -1,7 +1,9 @@
 """Reads on FalkorDB: documents, passages, entities, full-text and vector search.
 
-Every passage read keeps to `live` passages (see `documents.py`), so a version being written or
-abandoned by a crashed writer is never returned.
+A version being written, or abandoned by a crashed writer, is made of `PendingChunk` nodes no read
+here names (see `documents.py`); passage reads also keep to `live` ones, as an earlier evigraph
+put passages aside as `Chunk`s. Entity and relation reads need no filter: a version's entities,
+mentions and relation sources are written by the query that switches it in.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ entities are searched in process (`bm25`); the vector index is created once the 
 model's dimension is known (`vector_index`).
 
 A passage is `live` once its document's version switch has committed (`documents.py`): readers
-filter on it, so a version being written is never half visible.
+filter on it, so a version being written is never half visible. Until then it is a
+`PendingChunk` (`PENDING_CHUNK`), carrying `_writer`, the lease of the write that put it aside
+(`leases.py`). Entities, mentions and relations need no mark: the switch writes them.
 """
 
 from __future__ import annotations
@@ -43,12 +45,17 @@ CYPHER_GUIDE = EMBEDDED_GUIDE.replace(
 )
 """The embedded guide but for `source_chunks`: lists on relationships cost FalkorDB nothing, while
 the embedded engine keeps them as text (`store/embedded/packed.py`)."""
+PENDING_CHUNK = "PendingChunk"
+"""The label of a passage written aside (`documents.py`): its switch copies it into a `Chunk`, so no
+reader, agent Cypher included, meets a passage of a version not switched in."""
 
 RANGE_INDEXES: tuple[tuple[str, str], ...] = (
     (META_TABLE, "key"),
     ("Document", "key"),
     ("Chunk", "id"),
     ("Chunk", "document"),
+    (PENDING_CHUNK, "id"),
+    (PENDING_CHUNK, "document"),
     ("Entity", "id"),
     ("Entity", "name"),
     ("SourceLog", "key"),
@@ -97,7 +104,8 @@ VECTOR_EF_RUNTIME = 200
 a probe; vector search must match the embedded store's exact scan on the bench."""
 
 NODE_LABELS = frozenset(
-    {META_TABLE, "Document", "Chunk", "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ}
+    {META_TABLE, "Document", "Chunk", PENDING_CHUNK, "Entity", "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT}
+    | {VERSION_SEQ}
     | TRACE_TABLES
     | CODE_NODE_TABLES
 )
@@ -109,7 +117,7 @@ so `schema_tables` lists these (and `NODE_LABELS`) whether or not one exists yet
 store lists its empty tables: an agent reading the ontology before any code is ingested still
 sees the code tables the Cypher guide names."""
 INTERNAL_LABELS = frozenset(
-    {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ} | TRACE_TABLES
+    {META_TABLE, "SourceLog", "Theme", EXTRACTION_CACHE, ENTITY_REDIRECT, VERSION_SEQ, PENDING_CHUNK} | TRACE_TABLES
 )
 
 

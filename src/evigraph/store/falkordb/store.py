@@ -47,6 +47,7 @@ from evigraph.store.falkordb.caches import Generation, VectorMoments, build_grap
 from evigraph.store.falkordb.code import FalkorCodeOps
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.decisions import FalkorDecisionOps
+from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.maintenance import FalkorMaintenanceOps
 from evigraph.store.falkordb.ranking import FalkorRankingOps
 from evigraph.store.falkordb.schema import (
@@ -194,12 +195,14 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
 
     async def delete_document(self, key: str) -> bool:
         def work() -> bool:
-            candidates = documents.delete_document(self.conn, key)
-            if candidates is None:
-                return False
-            self.flag_documents({key: None})
-            documents.delete_orphans(self.conn, candidates)
-            return True
+            with WriterLease(self.conn):  # while it runs, `check` leaves the entities it unmentions to it
+                mentioned = documents.mentioned_by(self.conn, key)
+                candidates = documents.delete_document(self.conn, key)
+                if candidates is None:
+                    return False
+                self.flag_documents({key: None})
+                documents.delete_orphans(self.conn, {*candidates, *mentioned})
+                return True
 
         try:
             return await self._write(work)
