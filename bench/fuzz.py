@@ -10,6 +10,9 @@ tricks, evidence numbers that do not exist, Cypher and glob syntax; and, at ever
 chance of the wrong type, a missing or unknown field, or nested junk. Results are shaped the
 way the MCP server shapes them (JSON data and LLM text, both encoded as UTF-8).
 
+Every tool of the registry is offered: `answer` with the tests' replay server as its LLM, the task
+and decision tools under a project and an agent.
+
 Prints per-tool counts, writes DIR/fuzz.json (and DIR/fuzz.png with matplotlib). The baseline
 in the same run is the harness itself: the same calls, each answered by validation alone
 (`model_validate`, no handler), so the time column shows what the tools add.
@@ -45,6 +48,11 @@ from evigraph.tools.results import ToolResult
 from evigraph.tools.toolkit import Toolkit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the replay server lives with the tests
+
+from tests.llm.replay_server import ReplayServer, chat_reply  # noqa: E402
 
 # -- the knowledge base -------------------------------------------------------------------------
 
@@ -546,10 +554,21 @@ def plot(report: FuzzReport, path: Path) -> None:
 
 
 async def main_async(calls: int, seed: int, timeout: float, out: Path) -> FuzzReport:
+    from evigraph.providers.llms import OpenAICompatibleLLM
+
+    # Every tool is offered: an LLM for `answer` (the tests' replay server, answering each question
+    # with a cited sentence), and a project, an agent and rejections for the task and decision tools.
+    with ReplayServer(answer=lambda request: chat_reply("It is stated there [1].")) as server:
+        llm = OpenAICompatibleLLM("stand-in", base_url=server.url, api_key="sk-fuzz", timeout=60)
+        async with llm:
+            return await fuzz_all(calls, seed, timeout, out, llm)
+
+
+async def fuzz_all(calls: int, seed: int, timeout: float, out: Path, llm: Any) -> FuzzReport:
     with tempfile.TemporaryDirectory() as tmp:
         db, corpus = await build_kb(Path(tmp))
-        async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:
-            toolkit = Toolkit(kb, read_only=False, files_root=corpus)
+        async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder(), llm=llm) as kb:
+            toolkit = Toolkit(kb, read_only=False, files_root=corpus, project="fuzz", agent="fuzzer", allow_reject=True)
             missing = sorted(set(load_tools()) - {s.name for s in toolkit.tool_specs()})
             if missing:
                 raise SystemExit(f"the toolkit does not offer {missing}; every tool must be fuzzed")
