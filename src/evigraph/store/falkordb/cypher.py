@@ -193,9 +193,17 @@ def check_plan(plan: str) -> None:
             raise refuse(f"the server plans {op} for this query, which is not a read", HINT)
 
 
+MEMORY_HINT = (
+    "return less: add or lower a LIMIT, count or aggregate instead of collecting lists, filter earlier, "
+    "or walk fewer hops"
+)
+
+
 def query_failure(exc: Exception) -> ReadOnlyQueryError:
     message = str(exc)
     lowered = message.lower()
+    if "mem consumption exceeded capacity" in lowered:  # FalkorDB's QUERY_MEM_CAPACITY
+        return CypherRefused(f"the query needed more memory than the server allows: {message}", hint=MEMORY_HINT)
     if "timed out" in lowered or "timeout" in lowered:
         return QueryTimeout(message, hint=TIMEOUT_HINT)
     if "read-only" in lowered or "read only" in lowered:

