@@ -15,7 +15,7 @@ from tests.conftest import FalkorServer, free_port
 from evigraph import KnowledgeBase
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.store.falkordb.schema import SCHEMA_VERSION
-from evigraph.store.falkordb.server import LocalServer, binaries
+from evigraph.store.falkordb.server import binaries
 
 
 async def test_a_server_nobody_runs_is_named_with_how_to_start_one() -> None:

@@ -8,16 +8,23 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from falkordb import FalkorDB
 from tests.conftest import FalkorServer, free_port
 
-from evigraph.errors import ConfigurationError, StoreError
+from evigraph import KnowledgeBase
+from evigraph.errors import ConfigurationError, CypherRefused, StoreError
 from evigraph.extras import install_hint
-from evigraph.store.falkordb.server import PIDFILE, LocalServer, ServerNotRunning
+from evigraph.store.falkordb.cypher import MEMORY_HINT
+from evigraph.store.falkordb.server import PIDFILE, LoadProgress, LocalServer, ServerNotRunning
+from evigraph.store.falkordb.server_config import QUERY_MEMORY_MB, QUERY_TIMEOUT_S
+from evigraph.store.falkordb.server_loading import LOAD_WAIT_MIN_S, REWRITE_REPLAYED_BYTES
 
 pytestmark = pytest.mark.slow
 
@@ -87,8 +94,11 @@ def test_start_waits_for_a_server_reading_its_data_back(server: LocalServer) -> 
     server.stop()
 
     timeout = 0.5
-    status = server.start(timeout=timeout)
+    reports: list[LoadProgress] = []
+    status = server.start(timeout=timeout, progress=reports.append)
     assert status.running and status.graphs == 1
+    assert reports, "start said nothing while the server read its data back"
+    assert all(r.bound_s >= LOAD_WAIT_MIN_S and f"waiting up to {r.bound_s:.0f} s" in r.describe() for r in reports)
     loaded = [
         float(line.rsplit(":", 1)[1].split()[0])
         for line in server.logfile.read_text().splitlines()
@@ -97,6 +107,68 @@ def test_start_waits_for_a_server_reading_its_data_back(server: LocalServer) -> 
     assert loaded and loaded[-1] > timeout, "the data loaded faster than the timeout: make it larger"
     count = _db(server).select_graph("big").query("MATCH (n:N) RETURN count(n)")
     assert count.result_set == [[2_000_000]]
+
+
+def _settled(client: redis.Redis) -> dict[str, Any]:
+    """The server's persistence fields once no log rewrite is running or waiting to."""
+    deadline = time.monotonic() + 120
+    while True:
+        info: dict[str, Any] = client.info("persistence")
+        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+            return info
+        assert time.monotonic() < deadline, "the log rewrite never finished"
+        time.sleep(0.1)
+
+
+def _log_tail(local: LocalServer) -> bytes:
+    """The commands a restart would replay: the log's parts after its snapshot."""
+    return b"".join(p.read_bytes() for p in sorted((local.dir / "appendonlydir").glob("*.incr.aof")))
+
+
+async def test_a_knowledge_base_s_indexes_are_in_the_snapshot_a_restart_reads_first(server: LocalServer) -> None:
+    """Indexes created in the log's replayed tail are unusable during the replay, so every write
+    replayed after them scans: the store has the log rewritten once it created them."""
+    server.start()
+    async with KnowledgeBase(server.url("kb"), extractor="rules") as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
+    client = redis.Redis(port=server.port, password=server.password())
+    assert _settled(client)["aof_rewrites"] >= 1
+    tail = _log_tail(server)
+    assert b"Ada Lovelace" in tail  # the document came after the indexes
+    assert b"CREATE INDEX" not in tail and b"createNodeIndex" not in tail
+
+
+def test_a_start_rewrites_a_long_log_tail_it_replayed(server: LocalServer) -> None:
+    server.start()
+    graph = _db(server).select_graph("tail")
+    for i in range(3):  # 1.5 MB of log: over REWRITE_REPLAYED_BYTES, under Redis's own rewrite threshold
+        graph.query("CREATE (:Blob {i: $i, text: $text})", {"i": i, "text": "x" * 500_000})
+    server.stop()
+    assert len(_log_tail(server)) > REWRITE_REPLAYED_BYTES
+
+    server.start()
+    client = redis.Redis(port=server.port, password=server.password())
+    assert _settled(client)["aof_rewrites"] >= 1
+    assert len(_log_tail(server)) < REWRITE_REPLAYED_BYTES
+    assert graph.query("MATCH (b:Blob) RETURN count(b)").result_set == [[3]]
+
+
+async def test_the_server_caps_a_query_s_memory_and_time(falkordb_server: FalkorServer) -> None:
+    client = redis.Redis(port=falkordb_server.port, password=falkordb_server.password)
+    assert client.execute_command("GRAPH.CONFIG", "GET", "QUERY_MEM_CAPACITY") == [
+        b"QUERY_MEM_CAPACITY",
+        QUERY_MEMORY_MB << 20,
+    ]
+    for name in ("TIMEOUT_DEFAULT", "TIMEOUT_MAX"):
+        assert client.execute_command("GRAPH.CONFIG", "GET", name) == [name.encode(), QUERY_TIMEOUT_S * 1000]
+
+    async with KnowledgeBase(falkordb_server.url("capped"), extractor="rules") as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
+        with pytest.raises(CypherRefused) as refused:  # ~800 MB of list: over the cap
+            await kb.cypher_query("RETURN size(range(1, 50000000)) AS n")
+        assert (await kb.cypher_query("RETURN size(range(1, 1000)) AS n")).rows == [{"n": 1000}]
+    assert refused.value.message.startswith("the query needed more memory than the server allows: ")
+    assert refused.value.hint == MEMORY_HINT
 
 
 def test_persistence_off_keeps_nothing(server: LocalServer) -> None:
