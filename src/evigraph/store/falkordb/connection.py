@@ -125,20 +125,6 @@ class Connection:
                 out.append(name)
         return out
 
-    def compact_log(self) -> None:
-        """Have a persistent local evigraph server rewrite its append-only log into a snapshot now,
-        in the background: called once a knowledge base's indexes were created, so they are in the
-        snapshot a restart reads first. A graph whose indexes are created in the log's replayed
-        tail has them unusable during the replay, so every write scans (1,000 passages of a second
-        graph: 121 s to replay, against 2.8 s once its indexes were in the snapshot). Servers this
-        user did not start are left alone: their operator owns their persistence."""
-        if self._local.get(self._primary_name) is None:
-            return
-        redis = self._db.connection
-        with contextlib.suppress(Exception):  # a rewrite already under way, or refused: the next start does it
-            if int(redis.info("persistence").get("aof_enabled", 0) or 0):
-                redis.bgrewriteaof()
-
     def command(self, *args: Any) -> Any:
         """A plain server command on the primary (the generation counter, locks)."""
         try:

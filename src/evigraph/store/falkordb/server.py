@@ -32,7 +32,6 @@ from evigraph.store.falkordb import local_servers
 from evigraph.store.falkordb.local_servers import PASSWORD_FILE, PIDFILE
 from evigraph.store.falkordb.server_client import (
     command,
-    compact_replayed,
     connect,
     describe_listener,
     has_save_points,
@@ -245,8 +244,6 @@ class LocalServer:
             self.pidfile.unlink(missing_ok=True)
             local_servers.unregister(self.port, self.dir)
             raise
-        if persist:
-            compact_replayed(self.host, self.port, secret)
         return self.status()
 
     def _prepare_dir(self) -> None:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
 from evigraph.store.falkordb import local_servers
-from evigraph.store.falkordb.server_loading import REWRITE_REPLAYED_BYTES
 
 if TYPE_CHECKING:
     import redis
@@ -45,22 +44,6 @@ def connect(host: str, port: int, password: str | None, timeout: float = 2.0) ->
         retry=Retry(NoBackoff(), 0),
     )
     return client
-
-
-def compact_replayed(host: str, port: int, secret: str) -> None:
-    """Rewrite the log's tail the start replayed into a snapshot, in the background, when it is
-    `REWRITE_REPLAYED_BYTES` or more: the next start reads it at snapshot speed, whatever made
-    the tail slow (see `server_config.AOF_POLICY`)."""
-    client = connect(host, port, secret)
-    try:
-        info = client.info("persistence")
-        tail = int(info.get("aof_current_size", 0) or 0) - int(info.get("aof_base_size", 0) or 0)
-        if int(info.get("aof_enabled", 0) or 0) and tail >= REWRITE_REPLAYED_BYTES:
-            client.bgrewriteaof()
-    except Exception:  # a rewrite already under way, or refused: the next start tries again
-        pass
-    finally:
-        client.close()
 
 
 def command(client: redis.Redis, *args: str) -> Any:

@@ -2,10 +2,11 @@
 
 A server with data listens at once but answers nothing but `LOADING` until it has read its log
 back, and while it replays the log's commands it answers nothing at all between batches of 1,024
-of them (Redis serves clients that often; at ~11 ms a replayed evigraph write, that is ~11 s of
-silence). So progress comes from the server's own account (`INFO persistence`: `loading_*`) when
-it answers, else from the bytes the process has read (`/proc/PID/io`, Linux), against the size of
-its files; and the wait is bounded by that size, at a rate well below the slowest measured.
+of them (Redis serves clients that often: ~11 s of silence for a log of evigraph's queries, which
+a log written before its writes were logged as effects holds). So progress comes from the
+server's own account (`INFO persistence`: `loading_*`) when it answers, else from the bytes the
+process has read (`/proc/PID/io`, Linux), against the size of its files; and the wait is bounded
+by that size, at a rate well below the slowest measured.
 """
 
 from __future__ import annotations
@@ -17,16 +18,13 @@ from pathlib import Path
 from typing import Any
 
 LOAD_FLOOR_BYTES_PER_S = 1 << 20
-"""The slowest loading `start` waits for: 1 MiB/s, a fifth of the slowest rate measured (a log
-tail of evigraph writes replayed on a 61,000-passage graph: 73.5 MB in 14.5 s, 5.1 MB/s, against
-15-31 MB/s for the snapshot that starts the log), so only a log replayed pathologically (see
-`server.AOF_POLICY`) outlasts the wait."""
+"""The slowest loading `start` waits for: 1 MiB/s, a tenth of the slowest rate measured for what
+the server writes (its snapshot, 13-31 MB/s; its log of effects, ~50 MB/s; see
+`server_config.EFFECTS`). A log of queries an earlier evigraph left (0.6-5 MB/s, and far slower
+from an empty log) can outlast the wait: `start` then says so and the server carries on."""
 LOAD_WAIT_MIN_S = 120.0
 """The least `start` waits for a server reading its data back: a log replays queries, not their
 effects, so a few bytes can take long (four 100-byte queries creating 2,000,000 nodes in all)."""
-REWRITE_REPLAYED_BYTES = 1 << 20
-"""A log tail of this many bytes or more that a start replayed is rewritten into a snapshot in the
-background once the server answers, so the next start reads it at snapshot speed."""
 
 Progress = Callable[["LoadProgress"], None]
 

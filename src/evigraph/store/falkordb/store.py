@@ -156,16 +156,13 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
                     have.add((r["label"], prop))
                 if "FULLTEXT" in kinds:
                     fulltext.add((r["label"], prop))
-        statements = [
-            *index_statements(have),
-            *(fulltext_statement(label, prop) for label, prop in FULLTEXT if (label, prop) not in fulltext),
-        ]
-        for statement in statements:
+        for statement in index_statements(have):
             _ignore_existing(conn, statement)
+        for label, prop in FULLTEXT:
+            if (label, prop) not in fulltext:
+                _ignore_existing(conn, fulltext_statement(label, prop))
         for label in {label for label, _ in fulltext} & set(RETIRED_FULLTEXT):
             _ignore_existing(conn, f"CALL db.idx.fulltext.drop('{label}')")
-        if statements:
-            conn.compact_log()  # a local server's restart then reads the indexes from its snapshot
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -292,7 +289,6 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
                 self.conn.write_sync("MERGE (m:EvigraphMeta {key: $k}) SET m.value = $v", {"k": key, "v": value})
             if name is not None and dimension > 0:
                 _ignore_existing(self.conn, vector_index(dimension))
-                self.conn.compact_log()
 
         try:
             await self._write(work)
