@@ -13,14 +13,16 @@ persistence off): one with evigraph's limits, the baseline with them switched of
    query through /proc/PID/clear_refs) and its resident memory a second after.
 2. A normal workload on each server: the scale corpus (N records, bench/scale.py's generator)
    ingested with the rules extractor and a deterministic 384-dimension hash embedder (vectors are
-   evigraph's largest write parameters), then finalized; seconds, the capped against the baseline.
+   evigraph's largest write parameters), finalized, asked one question (which builds the search
+   and ranking indexes) and checked (`check`); seconds, the capped against the baseline.
 3. The margin of evigraph's own queries on the capped server:
    - time: the slowest queries the server logged during the workload (GRAPH.SLOWLOG), against the limit;
    - memory of the workload: the same corpus ingested and finalized into new graphs with the cap
      lowered (GRAPH.CONFIG SET) to each of --ladder MB in turn, until one fails: the lowest that
      passed bounds the workload's largest query;
-   - memory of the whole-graph reads the store makes (search indexes, graph ranking, vectors): the
-     lowest cap each passes (bisection), per row, and extrapolated linearly to 100,000 passages.
+   - memory of the whole-graph reads the store makes (search indexes, graph ranking, graph index,
+     resolution, vectors): the lowest cap each passes (bisection), per row, and extrapolated in
+     proportion to passages to 100,000 (an upper bound: entities and relations grow slower).
 
 Prints tables and writes DIR/server_caps.json and DIR/server_caps.png.
 """
@@ -33,6 +35,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -100,6 +103,10 @@ def phase_work(corpus: Path, db: str, dimension: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             await kb.finalize()
             out["finalize_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            await kb.retrieve("Who directed the film?", top_k=5)  # builds the search and ranking indexes
+            await kb.check()  # the integrity check's whole-graph reads
+            out["retrieve_and_check_s"] = time.perf_counter() - t0
             out["passages"] = (await kb.status()).passages
 
     asyncio.run(run())
@@ -178,8 +185,17 @@ def runaway(server: Any, pid: int) -> dict[str, dict[str, Any]]:
 
 
 def work(corpus: Path, url: str, dimension: int) -> dict[str, Any]:
-    got = run_child([__file__, "--phase", "work", "--corpus", str(corpus), "--db", url, "--dimension", str(dimension)])
-    return {**got.data, "ok": got.ok, "error": got.error[-300:] if not got.ok else None, "wall_s": got.seconds}
+    argv = [__file__, "--phase", "work", "--corpus", str(corpus), "--db", url, "--dimension", str(dimension)]
+    got = run_child(argv, tail=20_000)
+    return {**got.data, "ok": got.ok, "error": failed_at(got.error) if not got.ok else None, "wall_s": got.seconds}
+
+
+def failed_at(error: str) -> str:
+    """Where a workload failed: the last evigraph functions of its traceback, and the error."""
+    frames = re.findall(r'File ".*?/evigraph/([^"]+)", line \d+, in (\w+)', error)
+    frames = [(f, fn) for f, fn in frames if not f.endswith("falkordb/connection.py")]
+    last = [line for line in error.splitlines() if line.strip() and not line.startswith("[child")][-1:]
+    return " < ".join(f"{f}:{fn}" for f, fn in reversed(frames[-3:])) + (f": {last[0]}" if last else "")
 
 
 def slowest(server: Any, graph: str) -> dict[str, Any]:
@@ -218,7 +234,8 @@ def ladder(server: Any, corpus: Path, steps: Sequence[float], dimension: int, ca
 
 def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]:
     """Each whole-graph read of the store: the lowest cap it passes (bisection), and its rows."""
-    from evigraph.store.falkordb import ranking, reads
+    from evigraph.store.falkordb import merging, ranking, reads
+    from evigraph.store.falkordb.caches import build_graph_index
     from evigraph.store.falkordb.connection import Connection
     from evigraph.store.location import StoreLocation
 
@@ -232,6 +249,8 @@ def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]
         "vectors (exact scan)": lambda: reads.vector_rows(conn),
         "graph ranking rows": lambda: ranking.ranking_rows(conn, None),
         "entity vectors": lambda: ranking.entity_vectors(conn, None),
+        "graph index (walks)": lambda: build_graph_index(conn).edges,
+        "entity records (resolution)": lambda: merging.entity_records(conn),
     }
     out = {}
     try:
@@ -390,7 +409,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--passages", type=int, default=10_000, help="records of the scale corpus")
     parser.add_argument("--dimension", type=int, default=384, help="the hash embedder's vector size")
-    parser.add_argument("--ladder", type=float, nargs="+", default=[16, 4, 1], help="lower caps to try, MB")
+    parser.add_argument("--ladder", type=float, nargs="+", default=[64, 32, 16], help="lower caps to try, MB")
     parser.add_argument("--data", type=Path, default=Path("../shared/bench"))
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     parser.add_argument("--phase", choices=["work"], help=argparse.SUPPRESS)

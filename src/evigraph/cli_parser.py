@@ -336,7 +336,7 @@ def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     options.add_argument(
         "--dir",
         default=None,
-        help="the server's folder: data, log, pidfile (default: $EVIGRAPH_SERVER_DIR, else "
+        help="the server's private folder: data, log, pidfile, password (default: $EVIGRAPH_SERVER_DIR, else "
         "~/.local/share/evigraph/falkordb)",
     )
     options.add_argument("--json", action="store_true", help="print machine-readable JSON")

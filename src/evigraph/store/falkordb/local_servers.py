@@ -139,8 +139,15 @@ def read_password(folder: Path) -> str | None:
 def register(port: int, folder: Path) -> None:
     """List the server run from `folder` as the one on `port`, for this user's clients."""
     where = registry_dir()
-    make_private_dir(where)
-    write_private(where / f"{port}.json", json.dumps({"port": port, "dir": str(folder)}) + "\n")
+    try:
+        make_private_dir(where)
+        write_private(where / f"{port}.json", json.dumps({"port": port, "dir": str(folder)}) + "\n")
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot list the server in {where}, where this user's clients look for its password: "
+            f"{exc.strerror or exc}",
+            hint="make that folder writable, or set XDG_STATE_HOME to a folder of yours",
+        ) from exc
 
 
 def unregister(port: int, folder: Path) -> None:

