@@ -391,7 +391,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
             width=0.4,
             color="black",
             alpha=0.35,
-            label=f"{server}: 1 s after" if server == "capped" else None,
+            label="both: 1 s after (dark)" if server == "capped" else None,
         )
     a.set_xticks(range(len(names)), names)
     a.set_ylabel("server resident memory, MB")

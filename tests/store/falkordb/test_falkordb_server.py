@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,8 @@ async def test_a_knowledge_base_s_writes_are_logged_as_their_effects(server: Loc
     started = server.status()
     assert started.pid is not None
     os.kill(started.pid, signal.SIGKILL)
+    while server.status().running:  # until the kernel has taken the process down
+        time.sleep(0.05)
     server.start()
     async with KnowledgeBase(server.url("kb"), read_only=True) as kb:
         assert [d.key for d in await kb.documents()] == ["ada"]
