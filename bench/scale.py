@@ -301,14 +301,24 @@ def measure(args: argparse.Namespace, n: int, db: str, work: Path) -> dict[str, 
     return r
 
 
-def drop_graph(db: str) -> None:
-    """A fresh knowledge base on the server: the graph of an earlier run is deleted first."""
+def server_client(db: str) -> tuple[Any, Any]:
+    """A raw client of the server `db` names and the parsed location: with the URL's password,
+    else the one of this user's local server on that port, as evigraph's own clients find it."""
     import redis
 
+    from evigraph.store.falkordb.local_servers import local_access
     from evigraph.store.location import StoreLocation
 
     where = StoreLocation.parse(db)
-    client = redis.Redis(host=where.host or "localhost", port=where.port or 6379, password=where.password)
+    host, port = where.host or "localhost", where.port or 6379
+    found = local_access(host, port) if where.password is None else None
+    password = found.password if found is not None else where.password
+    return redis.Redis(host=host, port=port, username=where.username, password=password), where
+
+
+def drop_graph(db: str) -> None:
+    """A fresh knowledge base on the server: the graph of an earlier run is deleted first."""
+    client, where = server_client(db)
     if where.graph in {g.decode() for g in client.execute_command("GRAPH.LIST")}:
         client.execute_command("GRAPH.DELETE", where.graph)
 
@@ -316,12 +326,7 @@ def drop_graph(db: str) -> None:
 def server_memory(db: str) -> dict[str, float]:
     """What the server holds for the knowledge base: the graph's own memory (`GRAPH.MEMORY USAGE`,
     in MB) and the server process's resident memory, which is what a machine must have."""
-    import redis
-
-    from evigraph.store.location import StoreLocation
-
-    where = StoreLocation.parse(db)
-    client = redis.Redis(host=where.host or "localhost", port=where.port or 6379, password=where.password)
+    client, where = server_client(db)
     usage = client.execute_command("GRAPH.MEMORY", "USAGE", where.graph)
     fields = usage if isinstance(usage, dict) else dict(zip(usage[::2], usage[1::2], strict=False))
     graph_mb = float(fields.get(b"total_graph_sz_mb", fields.get("total_graph_sz_mb", 0)))

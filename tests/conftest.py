@@ -96,13 +96,28 @@ def free_port() -> int:
         return port
 
 
+@pytest.fixture(scope="session", autouse=True)
+def local_server_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """This test process's own registry of local FalkorDB servers (`$XDG_STATE_HOME`), which the
+    `evigraph` commands it runs inherit: the servers tests start are never listed in the user's."""
+    state = tmp_path_factory.mktemp("state")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_STATE_HOME", str(state))
+    try:
+        yield state
+    finally:
+        patch.undo()
+
+
 @dataclass(frozen=True)
 class FalkorServer:
-    """A running FalkorDB server the tests may write to: where it listens and its folder."""
+    """A running FalkorDB server the tests may write to: where it listens, its folder and the
+    password it was started with (evigraph finds it by itself; raw clients are handed it)."""
 
     host: str
     port: int
     dir: Path
+    password: str
 
     def url(self, graph: str) -> str:
         """The `falkordb://` location of `graph` on this server, for `--db` or `KnowledgeBase(...)`."""
@@ -131,6 +146,8 @@ def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Falkor
             if attempt == 2:
                 raise
     try:
-        yield FalkorServer(server.host, server.port, folder)
+        password = server.password()
+        assert password is not None
+        yield FalkorServer(server.host, server.port, folder, password)
     finally:
         server.stop()

@@ -344,7 +344,7 @@ def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     options.add_argument(
         "--dir",
         default=None,
-        help="the server's folder: data, log, pidfile (default: $EVIGRAPH_SERVER_DIR, else "
+        help="the server's private folder: data, log, pidfile, password (default: $EVIGRAPH_SERVER_DIR, else "
         "~/.local/share/evigraph/falkordb)",
     )
     options.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -353,10 +353,26 @@ def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "start",
         parents=[options],
         help="start the server in the background and print the --db location to use",
-        description="Start the server detached (it keeps running after this command) and wait until it answers. "
+        description="Start the server detached (it keeps running after this command) and wait until it answers; "
+        "a server with data answers once it has read it back, and the wait's bound and progress are printed. "
+        "Its password is generated at the first start and kept in the folder; this user's commands find it. "
         "Refused if the folder's server already runs or the port is taken.",
     )
     start.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default 6379)")
+    start.add_argument(
+        "--query-memory",
+        type=int,
+        default=None,
+        metavar="MB",
+        help="memory one query may take on the server; a query over it fails (default 512, 0: no cap)",
+    )
+    start.add_argument(
+        "--query-timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="time one query may take on the server, writes included (default 30, at least 10, 0: no limit)",
+    )
     for name, text in (
         ("stop", "stop the folder's server; its data is saved first"),
         ("status", "say whether the folder's server runs: pid, port, graphs, memory (exit code 1 if not)"),

