@@ -363,17 +363,21 @@ def _leases(db: str) -> list[str]:
 
 def _ttl_renewed(db: str, key: str) -> bool:
     """Whether the lease's time to live goes back up (it is renewed) within a few renewals."""
-    import redis
+    from evigraph.store.falkordb.connection import Connection
+    from evigraph.store.location import StoreLocation
 
-    host, port = db.removeprefix("falkordb://").split("/")[0].split(":")
-    client = redis.Redis(host=host, port=int(port))
-    first = int(client.pttl(key))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if int(client.pttl(key)) > first:
-            return True
-        time.sleep(0.05)
-    return False
+    conn = Connection(StoreLocation.parse(db), read_only=True)  # finds the local server's password
+    conn.open()
+    try:
+        first = int(conn.command("PTTL", key))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if int(conn.command("PTTL", key)) > first:
+                return True
+            time.sleep(0.05)
+        return False
+    finally:
+        conn.close()
 
 
 def test_ctrl_c_during_a_write_keeps_what_the_client_says(

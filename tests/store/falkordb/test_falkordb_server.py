@@ -145,10 +145,10 @@ async def test_the_server_caps_a_query_s_memory_and_time(falkordb_server: Falkor
 
     async with KnowledgeBase(falkordb_server.url("capped"), extractor="rules") as kb:
         await kb.ingest(text="Ada Lovelace wrote the first program.", key="ada")
-        with pytest.raises(QueryAborted) as refused:  # 50 million numbers collected: over the cap
+        with pytest.raises(QueryAborted) as refused:  # a million strings of 1,000 characters: over the cap
             await kb.cypher_query(
-                "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b UNWIND range(1, 50) AS c "
-                "RETURN size(collect(a + b + c)) AS n"
+                f"WITH '{'x' * 1000}' AS s UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b "
+                "RETURN size(collect(s + a)) AS n"
             )
         assert (await kb.cypher_query("RETURN size(range(1, 1000)) AS n")).rows == [{"n": 1000}]
     assert refused.value.message.startswith("the query needed more memory than the server allows: ")
