@@ -236,7 +236,7 @@ async def through_mcp(base: str) -> dict[str, Any]:
     return out
 
 
-def parse_times(db: Path, falkor_url: str) -> dict[str, Any]:
+def parse_times(db: Path, falkor_url: str, password: str | None) -> dict[str, Any]:
     """EXPLAIN time of nesting at MAX_DEPTH and past it, on both engines, straight to the engine."""
     import kuzu
     import redis
@@ -253,7 +253,7 @@ def parse_times(db: Path, falkor_url: str) -> dict[str, Any]:
     shutil.copyfile(db, copy)
     conn = kuzu.Connection(kuzu.Database(str(copy), read_only=True))
     host, port, graph = falkor_url.removeprefix("falkordb://").replace("/", ":").split(":")
-    server = redis.Redis(host=host, port=int(port), socket_timeout=60)
+    server = redis.Redis(host=host, port=int(port), password=password, socket_timeout=60)
     out: dict[str, Any] = {}
     for name, build in shapes.items():
         for depth in (MAX_DEPTH, MAX_DEPTH + 4, MAX_DEPTH + 6):
@@ -317,8 +317,8 @@ def main() -> None:
             ingest(args.corpus, beta, min(args.records, 200), work)
             writable = work / "rw.db"
             shutil.copyfile(embedded, writable)
-            results["parse"] = parse_times(embedded, alpha)
-            other = beta_query(beta)
+            results["parse"] = parse_times(embedded, alpha, falkor.password())
+            other = beta_query(beta, falkor.password())
             servers = {
                 "embedded, read-only (worker)": (str(embedded), ()),
                 "embedded, --allow-writes": (str(writable), ("--allow-writes",)),
@@ -341,12 +341,12 @@ def main() -> None:
     print(f"wrote {args.out / 'cypher_attacks.json'} and {args.out / 'cypher_attacks.png'}")
 
 
-def beta_query(url: str) -> Any:
+def beta_query(url: str, password: str | None) -> Any:
     """A timed read on the second graph, straight to the server: does the attack hold its threads?"""
     import redis
 
     host, port, graph = url.removeprefix("falkordb://").replace("/", ":").split(":")
-    server = redis.Redis(host=host, port=int(port), socket_timeout=120)
+    server = redis.Redis(host=host, port=int(port), password=password, socket_timeout=120)
 
     def once() -> float:
         t0 = time.perf_counter()
