@@ -156,6 +156,18 @@ def corpus(p: Paths) -> list[Case]:
         Case("exists_write", "MATCH (n) WHERE EXISTS { MATCH (n) SET n.name = 'x' } RETURN n", must_refuse=True),
         Case("count_subquery_load", f"RETURN COUNT {{ LOAD FROM '{csv}' RETURN * }} AS n", must_refuse=True),
         Case("quantifier_range", "RETURN all(x IN range(1, 100000000) WHERE x > 0)", must_refuse=True),
+        # issue 31: what crashed, stalled or swelled a server, and what read past the knowledge graph
+        Case("nested_calls_800", "RETURN " + "lower(" * 800 + "'x'" + ")" * 800 + " AS x", must_refuse=True),
+        Case("nested_lists_300", "RETURN " + "[" * 300 + "1" + "]" * 300 + " AS x", must_refuse=True),
+        Case("nested_case_20", "RETURN " + "CASE WHEN true THEN " * 20 + "1" + " END" * 20, must_refuse=True),
+        Case("string_doubled", "WITH 'x' AS s " + "WITH s + s AS s " * 26 + "RETURN size(s)", must_refuse=True),
+        Case("list_doubled", "WITH [1] AS l " + "WITH list_concat(l, l) AS l " * 17 + "RETURN l", must_refuse=True),
+        Case("whole_node_print", "MATCH (c:Chunk) RETURN list_to_string(',', [c]) AS x", must_refuse=True),
+        Case("computed_table_name", "CALL table_info('Trace' + 'Decision') RETURN *", must_refuse=True),
+        Case("computed_key", "MATCH (c:Chunk) RETURN struct_extract(c, 'embed' + 'ding') AS x", must_refuse=True),
+        Case("label_less_scan", "MATCH (n) WHERE n.goal IS NOT NULL RETURN n", must_refuse=True),
+        Case("bookkeeping", "MATCH (s:SourceLog) RETURN s", must_refuse=True),
+        Case("unbounded_hops", "MATCH (a:Entity)-[:RELATES*]->(b:Entity) RETURN b", must_refuse=True),
         Case("read_control", "MATCH (e:Entity) RETURN e.name AS name ORDER BY name LIMIT 5"),
         Case("param_control", "MATCH (e:Entity) WHERE e.label = $l RETURN e.name", {"l": "Person"}),
         Case("procedure_control", "CALL show_tables() RETURN name"),
@@ -172,5 +184,6 @@ FRAGMENTS = [
     *("EXPORT DATABASE 'x'", "ATTACH", "CREATE (:Entity {id: 'x'})", "DETACH DELETE n", "SET n.name = 'x'"),
     *("DROP TABLE Theme", "current_setting('threads')", "`current_setting`", "show_functions()", "range(1, 9999999)"),
     *("ＣＲＥＡＴＥ", "\u0421REATE", "\\u0043REATE", "c.embedding", "CAST(n AS STRING)", "UNION", "EXISTS {", "}"),
+    *("list_to_string(',', [n])", "n['embed' + 'ding']", "CASE WHEN true THEN", "END", "NOT", "-", "s + s AS s"),
 ]
 """Pieces the property test glues together at random."""
