@@ -165,7 +165,6 @@ def corpus(p: Paths) -> list[Case]:
         Case("whole_node_print", "MATCH (c:Chunk) RETURN list_to_string(',', [c]) AS x", must_refuse=True),
         Case("computed_table_name", "CALL table_info('Trace' + 'Decision') RETURN *", must_refuse=True),
         Case("computed_key", "MATCH (c:Chunk) RETURN struct_extract(c, 'embed' + 'ding') AS x", must_refuse=True),
-        Case("label_less_scan", "MATCH (n) WHERE n.goal IS NOT NULL RETURN n", must_refuse=True),
         Case("bookkeeping", "MATCH (s:SourceLog) RETURN s", must_refuse=True),
         Case("unbounded_hops", "MATCH (a:Entity)-[:RELATES*]->(b:Entity) RETURN b", must_refuse=True),
         Case("read_control", "MATCH (e:Entity) RETURN e.name AS name ORDER BY name LIMIT 5"),
