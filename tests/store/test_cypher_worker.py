@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evigraph.errors import ConfigurationError, QueryTimeout, ReadOnlyQueryError
+from evigraph.errors import ConfigurationError, QueryAborted, QueryTimeout, ReadOnlyQueryError
 from evigraph.models import DocumentVersion, ExtractedEntity, GraphData, Mention, Span, TextChunk
 from evigraph.store.cypher.statement import Guarded
 from evigraph.store.embedded.cypher_worker import MEMORY_ENV, CypherWorkers
@@ -134,7 +134,8 @@ def test_a_writable_store_interrupts_a_query_that_grows_its_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rows collected into one value grow by batches, which the engine interrupts between: a query
-    the guard lets through (one collected list) is stopped once this process grew past the cap."""
+    the guard lets through (one collected list) is stopped once this process grew past the cap, and
+    since the engine keeps what it took, free-form Cypher then stays refused in this process."""
     text = "a passage of about a hundred characters, repeated to give the cross product some weight. " * 2
     chunks = tuple(TextChunk(index=i, text=f"{i} {text}", start=0, end=len(text)) for i in range(300))
     doc = DocumentVersion(
@@ -146,8 +147,12 @@ def test_a_writable_store_interrupts_a_query_that_grows_its_process(
     async def go() -> None:
         async with EmbeddedStore(tmp_path / "kb.db") as store:
             await store.write_versions([doc])
-            with pytest.raises(ReadOnlyQueryError, match="more than the 150 MB"):
+            with pytest.raises(QueryAborted, match="more than the 150 MB"):
                 await store.query(heavy, timeout_ms=60_000)
             assert (await store.counts()).chunks == 300  # the store goes on
+            # The engine keeps what a stopped query took: the budget is the process's, not the query's.
+            with pytest.raises(QueryAborted, match="until the server restarts") as spent:
+                await store.query("MATCH (c:Chunk) RETURN count(c) AS n")
+            assert "read-only" in spent.value.hint
 
     asyncio.run(go())

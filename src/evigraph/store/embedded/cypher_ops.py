@@ -23,6 +23,7 @@ class CypherOps:
     read_only: bool
     _cypher_slots: Slots
     _cypher_workers: CypherWorkers | None
+    _cypher_budget: cypher_run.MemoryBudget | None
 
     @property
     def executor(self) -> Executor:
@@ -39,7 +40,7 @@ class CypherOps:
         guarded = guard(cypher, check_params(params), row_cap=limit)
         executor = self.executor
         workers = self._workers() if self.read_only and os.name == "posix" else None  # pipes and select
-        watch = None if workers is not None else cypher_run.MemoryWatch(memory_allowance_mb() << 20)
+        watch = None if workers is not None else self._cypher_memory().watch()  # refused once spent
 
         def work() -> QueryRows:
             with self._cypher_slots:
@@ -51,8 +52,13 @@ class CypherOps:
             return await asyncio.to_thread(work)
         except EngineError as exc:
             if watch is not None and watch.fired:
-                raise cypher_run.memory_failure(watch.allowance) from exc
+                raise watch.failure() from exc
             raise cypher_run.query_failure(exc) from exc
+
+    def _cypher_memory(self) -> cypher_run.MemoryBudget:
+        if self._cypher_budget is None:
+            self._cypher_budget = cypher_run.MemoryBudget(memory_allowance_mb() << 20)
+        return self._cypher_budget
 
     def _workers(self) -> CypherWorkers:
         if self._cypher_workers is None:

@@ -34,20 +34,58 @@ def run(tx: Tx, guarded: Guarded, limit: int) -> QueryRows:
         result.close()
 
 
+class MemoryBudget:
+    """What free-form Cypher may grow a process holding the file for writing by, over its life: no
+    worker process can read such a file (`cypher_worker`), so queries run in the serving process.
+
+    Per process, not per query, because the engine does not give back what an interrupted query
+    took: four queries collecting a 4-million-row product, each interrupted, took a writable store
+    from 415 MB to 760, 1,300, 1,840 and 2,370 MB (`malloc_trim` gave nothing back), where the same
+    query run to its end four times reused its memory (2,292, 2,308, 2,325, 2,325 MB). A bound per
+    query would let a client ratchet the process up to the page cache (a quarter of the machine);
+    once this budget is spent, free-form Cypher is refused until the process restarts. Queries that
+    reuse what the engine holds grow nothing and cost nothing.
+    """
+
+    def __init__(self, allowance: int) -> None:
+        self.allowance = allowance
+        self.spent = 0
+        self._lock = threading.Lock()
+
+    def watch(self) -> MemoryWatch:
+        if self.spent >= self.allowance:
+            raise QueryAborted(
+                f"free-form Cypher has taken the {self.allowance >> 20} MB it may add to this server, which holds "
+                "the knowledge base for writing (the engine does not give back what a stopped query took), so "
+                "it is refused until the server restarts",
+                hint="serve the knowledge base read-only (no --allow-writes) to run each query in a worker "
+                "process of its own, or restart this server",
+            )
+        return MemoryWatch(self)
+
+    def charge(self, grown: int) -> None:
+        with self._lock:
+            self.spent += max(0, grown)
+
+    @property
+    def room(self) -> int:
+        return max(0, self.allowance - self.spent)
+
+
 class MemoryWatch:
-    """Interrupts a query while this process grows by more than `allowance` bytes, for a file held
-    for writing, where no worker process can read it (`cypher_worker`).
+    """Interrupts one query once the process grew past what its budget has left.
 
     The engine checks for an interrupt between batches of rows, so what grows by rows (collecting,
-    sorting, joining) stops within a batch; what grows inside one row is refused before it runs
+    sorting, joining) stops within a batch (a collect of a 4-million-row product stopped 40 MB past
+    a 512 MB budget, polled every 20 ms); what grows inside one row is refused before it runs
     (`store/cypher/bounds.py`). Resident memory is read from /proc every POLL_S, so it watches on
     Linux only; elsewhere the time limit and the page cache still bound the query.
     """
 
     POLL_S = 0.02
 
-    def __init__(self, allowance: int) -> None:
-        self.allowance = allowance
+    def __init__(self, budget: MemoryBudget) -> None:
+        self.budget = budget
         self.fired = False
 
     @contextlib.contextmanager
@@ -56,12 +94,13 @@ class MemoryWatch:
         if start is None:
             yield
             return
+        room = self.budget.room
         done = threading.Event()
 
         def poll() -> None:
             while not done.wait(self.POLL_S):
                 now = _resident()
-                if now is not None and now - start > self.allowance:
+                if now is not None and now - start > room:
                     self.fired = True
                     conn.interrupt()
                     return
@@ -73,6 +112,15 @@ class MemoryWatch:
         finally:
             done.set()
             watcher.join()
+            end = _resident()
+            self.budget.charge((end or start) - start)
+
+    def failure(self) -> ReadOnlyQueryError:
+        return QueryAborted(
+            f"the query needed more than the {self.budget.allowance >> 20} MB free-form Cypher may use, so it "
+            "was stopped",
+            hint=MEMORY_HINT,
+        )
 
 
 def _resident() -> int | None:
@@ -84,13 +132,6 @@ def _resident() -> int | None:
 
 
 MEMORY_HINT = "aggregate or filter earlier, return fewer or smaller values, or walk fewer hops"
-
-
-def memory_failure(allowance: int) -> ReadOnlyQueryError:
-    return QueryAborted(
-        f"the query needed more than the {allowance >> 20} MB free-form Cypher may use, so it was stopped",
-        hint=MEMORY_HINT,
-    )
 
 
 def query_failure(exc: EngineError) -> ReadOnlyQueryError:

@@ -30,7 +30,7 @@ from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorS
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.cypher.rows import Slots
-from evigraph.store.embedded import compaction, integrity, merging, ranking_io, reads, records, writes
+from evigraph.store.embedded import compaction, cypher_run, integrity, merging, ranking_io, reads, records, writes
 from evigraph.store.embedded.caches import (
     Cached,
     NameIndex,
@@ -115,6 +115,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
         self._cypher_slots = Slots()
         self._cypher_workers: CypherWorkers | None = None
+        self._cypher_budget: cypher_run.MemoryBudget | None = None
 
     @property
     def executor(self) -> Executor:
