@@ -100,8 +100,9 @@ def test_a_query_past_the_memory_cap_fails_and_the_next_one_runs(
     workers: CypherWorkers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(MEMORY_ENV, "200")
-    with pytest.raises(ReadOnlyQueryError, match="more memory"):
+    with pytest.raises(QueryAborted, match="more memory"):
         workers.run(Guarded(DOUBLED_LIST + " RETURN size(l) AS n", {}), 5, 60_000)
+    assert not workers._idle  # the engine keeps what it took: that worker is not used again
     assert names(workers) == ["Alice"]
 
 

@@ -78,6 +78,9 @@ _ERRORS: dict[str, type[StoreError]] = {
     cls.__name__: cls
     for cls in (CypherRefused, UnknownLabel, QueryAborted, QueryTimeout, ReadOnlyQueryError, EngineError, StoreError)
 }
+_SPENT = frozenset({"QueryAborted", "QueryTimeout"})
+"""Replies after which a worker is not used again: the engine does not give back what a query it
+interrupted took (`cypher_run.MemoryBudget`), so a worker kept after one would fail ever sooner."""
 CRASH_HINT = "the server is unaffected; simplify the query (fewer rows, smaller values) and retry"
 
 
@@ -118,7 +121,10 @@ class CypherWorkers:
                 raise QueryAborted(
                     f"the query stopped the process running it ({worker.ending()})", hint=CRASH_HINT
                 ) from None
-            self._give_back(worker)
+            if reply.get("error") in _SPENT:
+                worker.kill()  # the engine keeps what an interrupted query took: start the next afresh
+            else:
+                self._give_back(worker)
             return _rows_or_raise(reply)
         raise ReadOnlyQueryError("the Cypher worker could not be started", hint=CRASH_HINT)
 
