@@ -7,7 +7,7 @@ served read-only (Cypher in a worker process), the same served with `--allow-wri
 the serving process), and a FalkorDB graph on a server `evigraph server` would start (its query
 memory cap and time limit), beside a second graph. For each: `retrieve` p50 alone (the baseline,
 measured in the same run), then each attack sent while `retrieve` runs in a loop; the table gives
-the attack's answer and time (one client sends it again as soon as it is answered, for 5 s),
+the attack's answer and time (one client sends it every 0.5 s, or on each answer when slower, for 5 s),
 `retrieve`'s p50 meanwhile as a ratio of the baseline, and the peak
 resident memory of the server (its worker included) and of the FalkorDB server. The MCP rows send
 the two deepest queries through `/mcp` of the read-only server. Also re-measures the engines'
@@ -55,6 +55,7 @@ MCP_ATTACKS = ("nested calls 800", "nested calls 10,000")
 QUESTION = "Which country is the home of the author of the novel?"
 BASELINE_CALLS = 30
 WINDOW_S = 5.0
+PACE_S = 0.5
 
 
 def psutil_module() -> Any:
@@ -163,8 +164,9 @@ def attack(client: Any, base: str, pid: int, query: str, other: Any | None, falk
     peaks = {"server": 0.0, "falkordb": 0.0}
 
     def send() -> None:
-        """The attack, sent again as soon as it is answered, for WINDOW_S: one client's sustained
-        attack, so a quick refusal is measured under load and a slow query at least once."""
+        """The attack, sent again every PACE_S (or as soon as it is answered, when slower) for
+        WINDOW_S: one client repeating it, so a quick refusal is measured over many retrieves and a
+        slow query at least once; not a flood, which any route would feel."""
         with httpx.Client(base_url=base, timeout=120, headers={"X-Evigraph-Session": "attacker"}) as mine:
             started, sent = time.perf_counter(), 0
             while sent == 0 or time.perf_counter() < started + WINDOW_S:
@@ -177,6 +179,7 @@ def attack(client: Any, base: str, pid: int, query: str, other: Any | None, falk
                     shown = body.get("error") or json.dumps(body.get("rows", []))[:80]
                     result["answer"] = shown.splitlines()[0][:110]
                 sent += 1
+                time.sleep(max(0.0, PACE_S - (time.perf_counter() - t0)))
             result["sent"] = sent
         done.set()
 
