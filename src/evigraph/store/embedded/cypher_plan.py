@@ -16,7 +16,7 @@ every label the query writes against the same allow-list.
 
 The plan is the engine's box drawing: each operator is a box whose first line is `NAME[id]`,
 followed by its parameters (`Function: SHOW_TABLES`). Box-drawing characters are refused in
-queries (cypher_lexer), so query text printed in a box cannot fake a frame.
+queries (`store/cypher/lexer.py`), so query text printed in a box cannot fake a frame.
 """
 
 from __future__ import annotations
