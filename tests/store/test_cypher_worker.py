@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.store.test_cypher_guard import store_db as store_db  # the fixture
 
 from evigraph.errors import ConfigurationError, QueryAborted, QueryTimeout, ReadOnlyQueryError
-from evigraph.models import DocumentVersion, ExtractedEntity, GraphData, Mention, Span, TextChunk
+from evigraph.models import DocumentVersion, GraphData, TextChunk
 from evigraph.store.cypher.statement import Guarded
 from evigraph.store.embedded.cypher_worker import MEMORY_ENV, CypherWorkers
 from evigraph.store.embedded.store import EmbeddedStore
@@ -29,28 +30,9 @@ ran 23 s), and its page cache does not bound them (6 GB beside a 512 MB cache)."
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("worker") / "kb.db"
-
-    async def build() -> None:
-        alice = ExtractedEntity.create("Alice", "Person")
-        doc = DocumentVersion(
-            key="a",
-            title="a",
-            path="a",
-            content_hash="h",
-            loader="text",
-            chunks=(TextChunk(index=0, text="Alice met Bob.", start=0, end=14),),
-            graph=GraphData(
-                entities=(alice,),
-                mentions=(Mention(entity_id=alice.id, chunk_index=0, spans=(Span(start=0, end=5),)),),
-            ),
-        )
-        async with EmbeddedStore(path) as store:
-            await store.write_versions([doc])
-
-    asyncio.run(build())
-    return path
+def db(store_db: Path) -> Path:
+    """The guard tests' one-document knowledge base (Alice met Bob)."""
+    return store_db
 
 
 @pytest.fixture
