@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING
 from evigraph.api.bodies import ApiError, ApiProblem
 from evigraph.errors import EvigraphError
 from evigraph.evidence.ledger import Forgotten
+from evigraph.kb import embedded_files
 from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.forwarding import ForwardingListener, pointer_path
 from evigraph.mcp.main import McpConfig, local_backend
-from evigraph.store import embedded_files
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -14,8 +14,18 @@ from evigraph.kb.reads import ReadOps
 from evigraph.kb.traces import TraceOps, Traces
 from evigraph.kb.writes import WriteOps
 from evigraph.store.location import DEFAULT_DB, StoreLocation, resolve_db_path
+from evigraph.store.opening import embedded_files
 
-__all__ = ["DEFAULT_DB", "FinalizeReport", "KnowledgeBase", "Status", "StoreLocation", "Traces", "resolve_db_path"]
+__all__ = [
+    "DEFAULT_DB",
+    "FinalizeReport",
+    "KnowledgeBase",
+    "Status",
+    "StoreLocation",
+    "Traces",
+    "embedded_files",
+    "resolve_db_path",
+]
 
 
 class KnowledgeBase(ReadOps, WriteOps, CodeOps, MaintenanceOps, TraceOps):

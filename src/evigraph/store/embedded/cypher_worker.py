@@ -104,7 +104,10 @@ class CypherWorkers:
         is reported as such, and one past its deadline as a timeout."""
         request = {"text": guarded.text, "params": guarded.params, "limit": limit, "timeout_ms": timeout_ms}
         for attempt in range(2):
-            worker = self._take()
+            try:
+                worker = self._take()
+            except OSError as exc:  # no process could be started (limits, a frozen program)
+                raise QueryAborted(f"the Cypher worker process could not be started: {exc}", hint=CRASH_HINT) from exc
             started = time.monotonic()
             try:
                 reply = worker.ask(request, deadline=started + timeout_ms / 1000 + GRACE_S)
