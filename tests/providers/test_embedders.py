@@ -27,6 +27,7 @@ from evigraph.extras import install_hint
 from evigraph.providers.embedders import (
     MINILM_NAME,
     FastEmbedEmbedder,
+    MiniLMEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     embedder_by_name,
@@ -369,8 +370,10 @@ def test_embedder_by_name_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     assert embedder_by_name("none") is None
     assert embedder_by_name(" None ") is None
 
-    minilm = embedder_by_name("minilm")
-    assert isinstance(minilm, SentenceTransformerEmbedder) and minilm.name == MINILM_NAME
+    minilm = embedder_by_name("minilm")  # the torch-free copy shipped with evigraph
+    assert isinstance(minilm, MiniLMEmbedder) and minilm.name == MINILM_NAME and minilm.spec == "minilm"
+    on_torch = embedder_by_name("st")  # the same model through sentence-transformers, by choice
+    assert isinstance(on_torch, SentenceTransformerEmbedder) and on_torch.name == MINILM_NAME
 
     st = embedder_by_name("sentence-transformers:BAAI/bge-small-en-v1.5")
     assert isinstance(st, SentenceTransformerEmbedder) and st.name == "BAAI/bge-small-en-v1.5"

@@ -16,6 +16,7 @@ from evigraph.providers.embedders.registry import EMBEDDER_FORMS, EMBEDDERS, emb
 if TYPE_CHECKING:
     from evigraph.providers.embedders.base import MINILM_NAME, Embedder
     from evigraph.providers.embedders.fastembed import FastEmbedEmbedder
+    from evigraph.providers.embedders.minilm import MiniLMEmbedder
     from evigraph.providers.embedders.openai import DEFAULT_OPENAI_BASE_URL, OpenAIEmbedder
     from evigraph.providers.embedders.sentence_transformers import SentenceTransformerEmbedder
 
@@ -26,6 +27,7 @@ __getattr__ = lazy_exports(
         "MINILM_NAME": "evigraph.providers.embedders.base",
         "Embedder": "evigraph.providers.embedders.base",
         "FastEmbedEmbedder": "evigraph.providers.embedders.fastembed",
+        "MiniLMEmbedder": "evigraph.providers.embedders.minilm",
         "OpenAIEmbedder": "evigraph.providers.embedders.openai",
         "SentenceTransformerEmbedder": "evigraph.providers.embedders.sentence_transformers",
     },
@@ -38,6 +40,7 @@ __all__ = [
     "MINILM_NAME",
     "Embedder",
     "FastEmbedEmbedder",
+    "MiniLMEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "embedder_by_name",

@@ -62,9 +62,9 @@ EMBEDDERS.register(
 )
 EMBEDDERS.register(
     "minilm",
-    _SENTENCE_TRANSFORMERS,
-    check=_needs("sentence_transformers", "sentence-transformers", "embed-st"),
-    description="all-MiniLM-L6-v2 through sentence-transformers; local, 384 dimensions, small and quick",
+    lazy_callable("evigraph.providers.embedders.minilm", "MiniLMEmbedder"),
+    check=_needs("tokenizers", "tokenizers", "embed"),
+    description="all-MiniLM-L6-v2, shipped with evigraph and run without torch; local, 384 dimensions",
 )
 EMBEDDERS.register(
     "sentence-transformers",
@@ -72,7 +72,7 @@ EMBEDDERS.register(
     argument="model or folder",
     aliases=("st",),
     check=_needs("sentence_transformers", "sentence-transformers", "embed-st"),
-    description="any sentence-transformers model name or local folder; local, runs on torch",
+    description="any sentence-transformers model name or local folder (`st` alone: MiniLM on torch); local",
 )
 EMBEDDERS.register(
     "fastembed",

@@ -1,0 +1,154 @@
+"""all-MiniLM-L6-v2 shipped inside evigraph and run in numpy: semantic search with no torch.
+
+The weights (float16, 45 MB) are package data, so the model works offline from the first run
+and nothing is ever downloaded; the tokenizer is Hugging Face's `tokenizers` (Rust, 12 MB).
+Loading maps the weights and parses the tokenizer (about 0.1 s), against 3-5 s to import
+torch and sentence-transformers. Its vectors are the sentence-transformers model's (cosine
+>= 0.999 per text, checked by the tests), so knowledge bases embedded either way mix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evigraph.errors import ConfigurationError
+from evigraph.extras import install_hint
+from evigraph.providers.embedders.base import MINILM_NAME, Embedder, _load_once
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+MODEL_DIR = Path(__file__).resolve().parent / "models" / "all-MiniLM-L6-v2"
+
+
+class _Model:
+    """The tokenizer and encoder, loaded together once per process."""
+
+    def __init__(self, folder: Path) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ConfigurationError("the tokenizers package is not installed", install_hint("embed")) from exc
+        from evigraph.providers.embedders.bert_numpy import BertEncoder, read_safetensors
+
+        try:
+            config = json.loads((folder / "config.json").read_text())
+            self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            self.encoder = BertEncoder(read_safetensors(folder / "model.safetensors"), config["heads"], config["eps"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigurationError(
+                f"the MiniLM model files in {folder} cannot be read: {exc}",
+                "reinstall evigraph (the weights are part of the package)",
+            ) from exc
+        self.max_tokens = int(config["max_tokens"])
+        self.dimension = int(config["dimension"])
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(self.max_tokens)
+
+
+class MiniLMEmbedder(Embedder):
+    """The default local embedder: all-MiniLM-L6-v2, 384 dimensions, mean-pooled, normalised.
+
+    Texts are sorted by token count and batched so each batch pads to its own longest text:
+    a corpus mixes names of three tokens with passages of two hundred, and padding every
+    batch to the longest costs quadratic attention on tokens that are thrown away.
+    """
+
+    name = MINILM_NAME
+    dimension = 384
+
+    def __init__(self, batch_size: int = 32, folder: Path | None = None) -> None:
+        self.batch_size = batch_size
+        self._folder = folder or MODEL_DIR
+
+    @property
+    def spec(self) -> str:
+        return "minilm"
+
+    def _model(self) -> _Model:
+        model: _Model = _load_once(("minilm-numpy", str(self._folder)), lambda: _Model(self._folder))
+        return model
+
+    def embed_array(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Normalised vectors as one float32 array, for the bulk paths that never need lists."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for rows, tokens, mask in self._batches(texts):
+            pooled = (tokens * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            out[rows] = pooled
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        result: list[list[float]] = self.embed_array(texts).tolist()
+        return result
+
+    def embed_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[list[list[float]], list[list[list[float]]]]:
+        """One pass per text: the text's vector pools all its tokens, each span's the tokens
+        inside the span (read in the text's context). A span cut off by the input limit is
+        embedded on its own."""
+        import numpy as np
+
+        if not texts:
+            return [], []
+        vectors: list[list[float]] = [[] for _ in texts]
+        pooled: list[list[list[float] | None]] = [[] for _ in texts]
+        for rows, tokens, mask, offsets in self._batches(texts, with_offsets=True):
+            for k, i in enumerate(rows):
+                n = int(mask[k].sum())
+                matrix = tokens[k, :n]
+                vectors[i] = _unit(matrix.mean(axis=0))
+                starts = np.asarray([a for a, _ in offsets[k]])
+                ends = np.asarray([b for _, b in offsets[k]])
+                real = ends > starts  # special tokens map to (0, 0)
+                mine: list[list[float] | None] = []
+                for a, b in spans[i]:
+                    inside = real & (starts < b) & (ends > a)
+                    mine.append(_unit(matrix[inside].mean(axis=0)) if inside.any() else None)
+                pooled[i] = mine
+        missing = [(i, j) for i, row in enumerate(pooled) for j, v in enumerate(row) if v is None]
+        if missing:
+            alone = self.embed([texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing])
+            for (i, j), vec in zip(missing, alone, strict=True):
+                pooled[i][j] = vec
+        return vectors, [[v for v in row if v is not None] for row in pooled]
+
+    def _batches(self, texts: Sequence[str], with_offsets: bool = False) -> Any:
+        """(rows, token vectors, mask[, offsets]) per batch of texts of similar token count."""
+        import numpy as np
+
+        model = self._model()
+        encodings = model.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), max(1, self.batch_size)):
+            rows = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for k, i in enumerate(rows):
+                n = len(encodings[i].ids)
+                ids[k, :n] = encodings[i].ids
+                mask[k, :n] = 1
+            tokens = model.encoder(ids, mask)
+            if with_offsets:
+                yield rows, tokens, mask, [encodings[i].offsets for i in rows]
+            else:
+                yield rows, tokens, mask
+
+
+def _unit(vector: Any) -> list[float]:
+    import numpy as np
+
+    norm = float(np.linalg.norm(vector))
+    out: list[float] = (vector / norm if norm > 0 else vector).astype(np.float32).tolist()
+    return out
