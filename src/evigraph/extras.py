@@ -10,6 +10,8 @@ one, the package name otherwise. pip records which it was in the distribution's
 from __future__ import annotations
 
 import json
+import os
+import sys
 from functools import cache
 from importlib import metadata
 from urllib.parse import unquote, urlparse
@@ -25,6 +27,24 @@ def install_hint(extra: str) -> str:
     if source is None:
         return f"pip install 'evigraph[{extra}]'"
     return f"pip install -e '{source}[{extra}]'"
+
+
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's own index of CPU-only wheels: PyPI's Linux torch wheel carries about 2.8 GB of CUDA
+libraries a machine without an NVIDIA GPU never uses (CPU build: about 750 MB)."""
+
+
+def torch_install_hint(extra: str) -> str:
+    """The install of an extra that brings torch: on Linux without an NVIDIA GPU, CPU torch first,
+    so the extra's `torch` requirement is met by it instead of the CUDA wheel."""
+    if sys.platform != "linux" or has_nvidia_gpu():
+        return install_hint(extra)
+    return f"pip install torch --index-url {TORCH_CPU_INDEX} && {install_hint(extra)}"
+
+
+def has_nvidia_gpu() -> bool:
+    """Whether an NVIDIA driver is loaded (its /proc entry exists only then)."""
+    return os.path.isdir("/proc/driver/nvidia/gpus") and bool(os.listdir("/proc/driver/nvidia/gpus"))
 
 
 @cache

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from evigraph.errors import ConfigurationError
-from evigraph.extras import install_hint
+from evigraph.extras import install_hint, torch_install_hint
 from evigraph.providers.embedders import (
     MINILM_NAME,
     FastEmbedEmbedder,
@@ -146,7 +146,8 @@ def test_sentence_transformers_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = SentenceTransformerEmbedder("evigraph-tests/not-cached-anywhere")
     with pytest.raises(ConfigurationError) as info:
         embedder.embed(["hello"])
-    assert info.value.hint == install_hint("embed-st")
+    assert info.value.hint == torch_install_hint("embed-st")  # CPU torch first where there is no GPU
+    assert info.value.hint.endswith(install_hint("embed-st"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,7 +373,7 @@ def test_embedder_by_name_forms(monkeypatch: pytest.MonkeyPatch) -> None:
 
     minilm = embedder_by_name("minilm")  # the torch-free copy shipped with evigraph
     assert isinstance(minilm, MiniLMEmbedder) and minilm.name == MINILM_NAME and minilm.spec == "minilm"
-    on_torch = embedder_by_name("st")  # the same model through sentence-transformers, by choice
+    on_torch = embedder_by_name("st:all-MiniLM-L6-v2")  # the same model on torch, by choice
     assert isinstance(on_torch, SentenceTransformerEmbedder) and on_torch.name == MINILM_NAME
 
     st = embedder_by_name("sentence-transformers:BAAI/bge-small-en-v1.5")

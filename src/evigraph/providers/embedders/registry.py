@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from evigraph.errors import ConfigurationError
-from evigraph.extras import install_hint
+from evigraph.extras import install_hint, torch_install_hint
 from evigraph.lazy import lazy_callable
 from evigraph.strategies import Registry
 
@@ -29,13 +29,13 @@ def _no_embedder() -> None:
     return None
 
 
-def _needs(module: str, package: str, extra: str) -> Callable[[], None]:
+def _needs(module: str, package: str, extra: str, hint: Callable[[str], str] = install_hint) -> Callable[[], None]:
     """A registry check: asking for an embedder whose library is missing fails at once, naming
     the install, instead of when the first text is embedded (or, worse, never)."""
 
     def check() -> None:
         if importlib.util.find_spec(module) is None:
-            raise ConfigurationError(f"{package} is not installed", hint=install_hint(extra))
+            raise ConfigurationError(f"{package} is not installed", hint=hint(extra))
 
     return check
 
@@ -71,8 +71,8 @@ EMBEDDERS.register(
     _SENTENCE_TRANSFORMERS,
     argument="model or folder",
     aliases=("st",),
-    check=_needs("sentence_transformers", "sentence-transformers", "embed-st"),
-    description="any sentence-transformers model name or local folder (`st` alone: MiniLM on torch); local",
+    check=_needs("sentence_transformers", "sentence-transformers", "embed-st", torch_install_hint),
+    description="any sentence-transformers model name or local folder, on torch; local",
 )
 EMBEDDERS.register(
     "fastembed",

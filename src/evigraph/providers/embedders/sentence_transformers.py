@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigurationError
-from evigraph.extras import install_hint
+from evigraph.extras import torch_install_hint
 from evigraph.providers.embedders.base import (
     _MINILM_ALIASES,
     _OFFLINE_HINT,
@@ -90,7 +90,7 @@ class SentenceTransformerEmbedder(Embedder):
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise ConfigurationError("sentence-transformers is not installed", install_hint("embed-st")) from exc
+            raise ConfigurationError("sentence-transformers is not installed", torch_install_hint("embed-st")) from exc
         if os.path.isdir(self._source):
             try:
                 return SentenceTransformer(self._source, device=self.device)
