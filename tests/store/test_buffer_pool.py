@@ -32,3 +32,28 @@ def test_the_variable_sets_it_and_a_bad_value_names_the_fix(monkeypatch: pytest.
     with pytest.raises(StoreError, match="not a number of megabytes") as refused:
         default_buffer_pool_mb()
     assert BUFFER_POOL_ENV in (refused.value.hint or "")
+
+
+async def test_a_reader_is_sized_from_its_file_and_still_reads_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A long-lived reader's pool fills and is never evicted, so it is sized from the file."""
+    monkeypatch.delenv(BUFFER_POOL_ENV, raising=False)
+    from evigraph import KnowledgeBase
+    from evigraph.store.embedded.engine import MIN_READER_POOL_MB
+
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        await kb.ingest(text="Ana Costa leads ReefWatch, a camera network near the Berlengas.", key="reef")
+    writer_pool = EmbeddedStore(db).buffer_pool_mb
+    reader = EmbeddedStore(db, read_only=True)
+    assert writer_pool == default_buffer_pool_mb()  # writers keep the machine's cap: ingests grow files
+    assert reader.buffer_pool_mb == min(writer_pool, MIN_READER_POOL_MB)  # a small file: the floor
+    padding = tmp_path / "big.db"
+    with padding.open("wb") as handle:  # a sparse 600 MB file: its size is what the rule reads
+        handle.truncate(600 << 20)
+    assert default_buffer_pool_mb(padding, read_only=True) == min(writer_pool, 600 * 3 // 2 + 128)
+    assert default_buffer_pool_mb(padding) == writer_pool
+    async with KnowledgeBase(db, read_only=True) as kb:  # and the reader works within it
+        result = await kb.retrieve("Who leads ReefWatch?")
+        assert any("Ana Costa" in p.text for p in result.passages)

@@ -143,15 +143,21 @@ BUFFER_POOL_ENV = "EVIGRAPH_BUFFER_POOL_MB"
 MAX_BUFFER_POOL_MB = 16_384
 
 
-def default_buffer_pool_mb() -> int:
+def default_buffer_pool_mb(path: Path | None = None, *, read_only: bool = False) -> int:
     """The engine's page cache: a quarter of the machine's memory, within 512 MB and 16 GB, or
-    `EVIGRAPH_BUFFER_POOL_MB`.
+    `EVIGRAPH_BUFFER_POOL_MB`; a read-only open takes no more than its file needs.
 
     It was a fixed 512 MB, and a knowledge base outgrew it: ingesting 100,000 generated passages
     (1.3 million relations with the rules extractor) failed once the file passed 1.2 GB, a
     checkpoint at COMMIT finding "the buffer pool is full", after which the engine crashed. The
     pool is address space the engine fills as it needs pages, not memory taken up front, so a
     larger cap costs a small knowledge base nothing (the engine's own default is 80% of memory).
+
+    But the engine evicts nothing until the pool is full, so a long-lived reader (`evigraph
+    serve`, `mcp`) of a large file grew toward the whole cap as queries touched pages. A reader
+    never writes pages, so it is sized from the file (and its write-ahead log): every page of it
+    once, half as much again for query intermediates (joins, sorts), plus 128 MB, within 256 MB
+    and the machine's cap.
     """
     if configured := os.environ.get(BUFFER_POOL_ENV, "").strip():
         try:
@@ -164,8 +170,21 @@ def default_buffer_pool_mb() -> int:
         total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the floor
         return MIN_BUFFER_POOL_MB
-    return int(min(max(total_mb // 4, MIN_BUFFER_POOL_MB), MAX_BUFFER_POOL_MB))
+    cap = int(min(max(total_mb // 4, MIN_BUFFER_POOL_MB), MAX_BUFFER_POOL_MB))
+    if not read_only or path is None:
+        return cap
+    file_mb = sum(_size(candidate) for candidate in (path, path.with_name(path.name + ".wal"))) // (1 << 20)
+    return int(min(cap, max(MIN_READER_POOL_MB, file_mb * 3 // 2 + 128)))
 
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    except OSError:
+        return 0
+
+
+MIN_READER_POOL_MB = 256
 
 MIN_BUFFER_POOL_MB = 512
 """The page cache's floor; the file's size does not depend on it. The engine's

@@ -105,7 +105,9 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self.engine = engine
-        self.buffer_pool_mb = buffer_pool_mb if buffer_pool_mb is not None else default_buffer_pool_mb()
+        self.buffer_pool_mb = (
+            buffer_pool_mb if buffer_pool_mb is not None else default_buffer_pool_mb(self.path, read_only=read_only)
+        )
         self.read_connections = read_connections
         self._refusal: StoreError | None = None  # why writes wait (`upgrades`), found at open
         self._exec: Executor | None = None
