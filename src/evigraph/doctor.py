@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from evigraph.errors import ConfigurationError
-from evigraph.extras import install_hint, provides
+from evigraph.extras import TORCH_CPU_INDEX, has_nvidia_gpu, install_hint, provides
 
 if TYPE_CHECKING:
     from evigraph.providers.llms import OpenAICompatibleLLM
@@ -58,6 +58,8 @@ def _checks() -> Iterator[Check]:
     yield from _engines()
     yield from _registry_checks("extractor")
     yield from _registry_checks("embedder")
+    if (torch := _torch()) is not None:
+        yield torch
     yield _module("mcp", "mcp", "MCP server (evigraph mcp)", "mcp", extra="")
     yield _module("api", "uvicorn", "REST API and web UI server (evigraph serve)", "uvicorn", extra="")
     yield from _code_grammars()
@@ -87,6 +89,32 @@ def _registry_checks(kind: Literal["extractor", "embedder"]) -> Iterator[Check]:
             yield Check(area=kind, name=entry.form, ok=False, detail=exc.message, hint=exc.hint or "")
         else:
             yield Check(area=kind, name=entry.form, ok=True, detail=entry.description)
+
+
+def _torch() -> Check | None:
+    """Whether an installed torch fits the machine: PyPI's Linux wheel is the CUDA build, whose
+    libraries (about 2.8 GB, the `nvidia-*` packages) only an NVIDIA GPU uses. Read from the
+    installed packages, so torch is never imported here."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+    cuda = sorted(
+        name
+        for dist in metadata.distributions()
+        if (name := (dist.metadata["Name"] or "")).lower().startswith("nvidia-")
+    )
+    if not cuda or has_nvidia_gpu():
+        return Check(area="embedder", name="torch", ok=True, detail=f"torch {version} fits this machine")
+    return Check(
+        area="embedder",
+        name="torch",
+        ok=False,
+        detail=f"torch {version} is the CUDA build ({len(cuda)} nvidia-* packages) on a machine without an NVIDIA GPU",
+        hint=f"pip uninstall -y torch {' '.join(cuda)} && pip install torch --index-url {TORCH_CPU_INDEX}",
+    )
 
 
 def _module(area: Area, name: str, what: str, module: str, *, extra: str) -> Check:
