@@ -10,6 +10,7 @@ bundled MiniLM model, the rules extractor.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -147,3 +148,20 @@ async def test_a_name_spelled_otherwise_seeds_its_nearest_entity(kb: KnowledgeBa
     result = await kb.retrieve(question, top_k=5, ranking="graph", paths=["passages"])
     graph = [p.source.document_key for p in result.passages]
     assert ANSWER_DOC in graph[:2], graph
+
+
+def test_the_walk_without_scipy_gives_the_same_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The light install has no scipy: its edge-array product must equal the CSR product."""
+    import numpy as np
+
+    from evigraph.retrieval.ranking_index import EdgeWalk, _walks
+
+    rng = np.random.default_rng(7)
+    n_passages, n_entities, m = 40, 25, 160
+    args = (rng.integers(0, n_entities, m), rng.integers(0, n_passages, m), rng.integers(1, 4, m).astype(float))
+    with_scipy = _walks(*args, n_passages, n_entities)
+    monkeypatch.setitem(sys.modules, "scipy.sparse", None)  # as if scipy were not installed
+    without = _walks(*args, n_passages, n_entities)
+    assert isinstance(without, EdgeWalk) and not isinstance(with_scipy, EdgeWalk)
+    x = rng.random(n_passages + n_entities)
+    assert np.allclose(without @ x, with_scipy @ x, atol=1e-12)

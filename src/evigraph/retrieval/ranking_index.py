@@ -239,10 +239,11 @@ def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int
 
     A sparse matrix, because PageRank multiplies by it twenty times per question: on MuSiQue's
     dev knowledge base (25,514 nodes, 73,504 directed edges) twenty CSR products take 1.4 ms
-    where gathering and `bincount`-summing the edge arrays took 6.4 ms.
+    where gathering and `bincount`-summing the edge arrays took 6.4 ms. scipy is optional (145 MB,
+    a third of the light install): without it the same product runs as one `bincount` over the
+    edges, the same numbers (measured 0.53 against 0.73 ms a product on a busy machine).
     """
     import numpy as np
-    from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
 
     per_passage = np.bincount(edge_passage, weights=edge_count, minlength=n_passages)
     weight = edge_count / np.where(per_passage[edge_passage] > 0, per_passage[edge_passage], 1.0)
@@ -253,4 +254,21 @@ def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int
     degree = np.bincount(walk_from, weights=both, minlength=n_passages + n_entities)
     prob = both / np.where(degree[walk_from] > 0, degree[walk_from], 1.0)
     n = n_passages + n_entities
+    try:
+        from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        return EdgeWalk(walk_to, walk_from, prob, n)
     return csr_matrix((prob, (walk_to, walk_from)), shape=(n, n))
+
+
+class EdgeWalk:
+    """`walk @ x` over edge arrays, for installs without scipy (see `_walks`)."""
+
+    def __init__(self, to: Any, source: Any, prob: Any, n: int) -> None:
+        self.to, self.source, self.prob, self.n = to, source, prob, n
+        self.shape = (n, n)
+
+    def __matmul__(self, x: Any) -> Any:
+        import numpy as np
+
+        return np.bincount(self.to, weights=self.prob * x[self.source], minlength=self.n)
