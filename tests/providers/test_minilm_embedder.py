@@ -10,6 +10,7 @@ this repository's own prose (README and docstrings), which a clean clone always 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import subprocess
@@ -20,7 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evigraph.errors import ConfigurationError
 from evigraph.providers.embedders import MINILM_NAME, MiniLMEmbedder, SentenceTransformerEmbedder
+from evigraph.providers.embedders.bert_ort import OrtEncoder, _atomic
+from evigraph.providers.embedders.minilm import MODEL_DIR, Runtime, onnx_available
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO.parent / "shared" / "bench"
@@ -79,16 +83,21 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)))
 
 
-def test_edge_cases_match_sentence_transformers(reference: SentenceTransformerEmbedder) -> None:
-    mine = MiniLMEmbedder().embed_array(EDGE_CASES)
+RUNTIMES = ["numpy", pytest.param("onnx", marks=pytest.mark.skipif(not onnx_available(), reason="no onnxruntime"))]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_edge_cases_match_sentence_transformers(reference: SentenceTransformerEmbedder, runtime: Runtime) -> None:
+    mine = MiniLMEmbedder(runtime=runtime).embed_array(EDGE_CASES)
     theirs = reference.embed_array(EDGE_CASES)
     assert mine.shape == theirs.shape == (len(EDGE_CASES), 384)
     assert _cosines(mine, theirs).min() >= 0.999
     assert np.allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
 
 
-def test_batches_give_each_text_its_own_vector() -> None:
-    embedder = MiniLMEmbedder(batch_size=3)
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_batches_give_each_text_its_own_vector(runtime: Runtime) -> None:
+    embedder = MiniLMEmbedder(batch_size=3, runtime=runtime)
     texts = ["short", "a much longer text about reef cameras and where their data goes", "mid length one"]
     together = embedder.embed_array(texts)
     alone = np.vstack([embedder.embed_array([t]) for t in texts])
@@ -96,10 +105,11 @@ def test_batches_give_each_text_its_own_vector() -> None:
     assert embedder.embed([]) == [] and embedder.embed_array([]).shape == (0, 384)
 
 
-def test_span_vectors_match_sentence_transformers(reference: SentenceTransformerEmbedder) -> None:
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_span_vectors_match_sentence_transformers(reference: SentenceTransformerEmbedder, runtime: Runtime) -> None:
     texts = ["Harbor Lab\nMarta Oliveira founded it in 2014. She later moved to Porto.", "ReefWatch films reefs."]
     spans = [[(11, 45), (46, len(texts[0]))], [(0, 9)]]
-    mine, mine_spans = MiniLMEmbedder().embed_with_spans(texts, spans)
+    mine, mine_spans = MiniLMEmbedder(runtime=runtime).embed_with_spans(texts, spans)
     theirs, their_spans = reference.embed_with_spans(texts, spans)
     assert [len(s) for s in mine_spans] == [len(s) for s in their_spans] == [2, 1]
     flat = [v for row in mine_spans for v in row], [v for row in their_spans for v in row]
@@ -117,6 +127,122 @@ def test_registry_builds_it_without_loading_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == [MINILM_NAME, "384", "False", "False"]
+
+
+onnx_only = pytest.mark.skipif(not onnx_available(), reason="onnxruntime and onnx are not installed")
+PROBE = np.asarray([[101, 7592, 2088, 2003, 2307, 102]])
+
+
+def _encoder(cache: Path, sha: str | None = None) -> OrtEncoder:
+    config = json.loads((MODEL_DIR / "config.json").read_text())
+    if sha:
+        config["weights_sha256"] = sha
+    return OrtEncoder(MODEL_DIR / "model.safetensors", config, cache)
+
+
+def test_the_recorded_weights_hash_is_the_shipped_files() -> None:
+    """The ONNX cache is keyed by config.json's hash: it must name the weights beside it."""
+    config = json.loads((MODEL_DIR / "config.json").read_text())
+    assert config["weights_sha256"] == hashlib.sha256((MODEL_DIR / "model.safetensors").read_bytes()).hexdigest()
+
+
+@onnx_only
+def test_onnx_and_numpy_runtimes_agree_on_bench_passages() -> None:
+    texts = passages()[:40]
+    onnx, plain = MiniLMEmbedder(runtime="onnx"), MiniLMEmbedder(runtime="numpy")
+    assert (onnx.runtime, plain.runtime, MiniLMEmbedder().runtime) == ("onnx", "numpy", "onnx")
+    assert _cosines(onnx.embed_array(texts), plain.embed_array(texts)).min() >= 0.99999
+
+
+@onnx_only
+def test_the_onnx_model_is_built_once_into_the_cache_then_reopened(tmp_path: Path) -> None:
+    first = _encoder(tmp_path)
+    assert first.rebuilt
+    assert sorted((tmp_path / "minilm-onnx").iterdir()) == sorted([first.data_path, first.graph_path])  # no temporaries
+    assert first.graph_path.stat().st_size < 1_000_000 < 80_000_000 < first.data_path.stat().st_size
+    again = _encoder(tmp_path)
+    assert not again.rebuilt
+    assert np.abs(first(PROBE, np.ones_like(PROBE)) - again(PROBE, np.ones_like(PROBE))).max() < 1e-6
+
+
+@onnx_only
+@pytest.mark.parametrize("damage", ["garbage graph", "truncated data", "zeroed weights", "another model's graph"])
+def test_a_damaged_cached_model_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    built = _encoder(tmp_path)
+    expected = built(PROBE, np.ones_like(PROBE))
+    if damage == "garbage graph":
+        built.graph_path.write_bytes(b"not an onnx model")
+    elif damage == "truncated data":
+        with built.data_path.open("r+b") as handle:
+            handle.truncate(built.data_path.stat().st_size // 2)
+    elif damage == "zeroed weights":  # same size, the last layer's weights zeroed: only the probe sees it
+        with built.data_path.open("r+b") as handle:
+            handle.seek(-4_000_000, os.SEEK_END)
+            handle.write(bytes(4_000_000))
+    else:
+        other = _encoder(tmp_path, sha="0" * 64)
+        os.replace(other.graph_path, built.graph_path)
+    again = _encoder(tmp_path)
+    assert again.rebuilt
+    assert np.abs(again(PROBE, np.ones_like(PROBE)) - expected).max() < 1e-5
+
+
+@onnx_only
+def test_an_unwritable_cache_still_embeds_from_memory(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("the cache folder would have to be inside this file")
+    encoder = _encoder(blocker)
+    assert encoder.rebuilt and not encoder.graph_path.exists()
+    assert encoder(PROBE, np.ones_like(PROBE)).shape == (1, PROBE.shape[1], 384)
+
+
+def test_cache_files_are_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "model.data"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError), _atomic(target) as handle:
+        handle.write(b"half of the new")
+        raise RuntimeError("crash mid-write")
+    assert target.read_bytes() == b"old" and list(tmp_path.iterdir()) == [target]
+    with _atomic(target) as handle:
+        handle.write(b"new")
+    assert target.read_bytes() == b"new" and list(tmp_path.iterdir()) == [target]
+
+
+_BLOCK = (
+    "import importlib.machinery, sys\n"
+    "class Block(importlib.machinery.PathFinder):\n"
+    "    @classmethod\n"
+    "    def find_spec(cls, name, path=None, target=None):\n"
+    "        if name.split('.')[0] == {blocked!r}:\n"
+    "            return None\n"
+    "        return super().find_spec(name, path, target)\n"
+    "sys.meta_path = [Block if f is importlib.machinery.PathFinder else f for f in sys.meta_path]\n"
+)
+
+
+@pytest.mark.parametrize("blocked", ["onnxruntime", "onnx"])
+def test_without_onnx_packages_auto_falls_back_and_onnx_says_how_to_install(blocked: str) -> None:
+    code = _BLOCK.format(blocked=blocked) + (
+        "from evigraph.errors import ConfigurationError\n"
+        "from evigraph.providers.embedders.minilm import MiniLMEmbedder\n"
+        "auto = MiniLMEmbedder()\n"
+        "print(auto.runtime, len(auto.embed(['Who leads ReefWatch?'])[0]))\n"
+        "try:\n"
+        "    MiniLMEmbedder(runtime='onnx').embed(['x'])\n"
+        "except ConfigurationError as exc:\n"
+        "    print(exc.message)\n"
+        "    print(exc.hint)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "numpy 384"
+    assert blocked in lines[1] and "not installed" in lines[1]
+    assert "pip install" in lines[2] and "[embed-onnx]" in lines[2]
+
+
+def test_an_unknown_runtime_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="runtime"):
+        MiniLMEmbedder(runtime="tpu")  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
@@ -159,9 +285,11 @@ def test_fresh_install_of_the_embed_extra_has_no_torch_and_the_same_vectors(
         f"texts = json.load(open({str(source)!r}, encoding='utf-8'))\n"
         f"np.save({str(out)!r}, embedder_by_name('minilm').embed_array(texts))\n"
         "assert 'torch' not in sys.modules\n"
+        "assert embedder_by_name('minilm').runtime == 'onnx'\n"
     )
+    fresh_cache = {**clean, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # the ONNX model is built here
     ran = subprocess.run(
-        [str(python), "-c", embed], capture_output=True, text=True, env=clean, timeout=900, cwd=tmp_path
+        [str(python), "-c", embed], capture_output=True, text=True, env=fresh_cache, timeout=900, cwd=tmp_path
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
     cosines = _cosines(np.load(out), reference.embed_array(texts))
