@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -89,8 +89,8 @@ class TextIndex:
     often; rows are numbered by their position in `ids`. `norms` is BM25's length term per row,
     k1 (1 - b + b length / mean length), computed once."""
 
-    ids: list[str]
-    stems: dict[str, int]
+    ids: Sequence[str]
+    stems: Mapping[str, int]  # a dict when built, sorted mapped keys when read from disk (`saved_indexes`)
     starts: Any  # numpy int64, one more than there are stems
     docs: Any  # numpy int32
     counts: Any  # numpy float64
@@ -117,7 +117,7 @@ class TextIndex:
         if held.size > limit:  # keep every row tied with the limit-th: ties are broken by id below
             cut = np.partition(scores[held], held.size - limit)[held.size - limit]
             held = held[scores[held] >= cut]
-        best = sorted((-float(scores[i]), self.ids[i]) for i in held)[:limit]
+        best = sorted((-float(scores[i]), self.ids[int(i)]) for i in held)[:limit]
         return [(cid, -negative) for negative, cid in best]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from evigraph.store.base import TermCounts, VectorSearch, passage_terms
 
 @dataclass(frozen=True)
 class VectorMatrix:
-    ids: list[str]
+    ids: Sequence[str]
     matrix: Any  # numpy float32 array, one L2-normalised row per id
 
     def search(self, vector: Iterable[float], limit: int) -> list[tuple[str, float]]:
@@ -70,7 +70,7 @@ class TermIndex:
     """Term -> passages containing it, over every current passage (see `passage_terms`)."""
 
     passages: int
-    frequencies: Counter[str]
+    frequencies: Mapping[str, int]
 
     def counts(self, terms: Iterable[str]) -> TermCounts:
         return TermCounts(self.passages, {t: self.frequencies.get(t, 0) for t in terms})
@@ -89,7 +89,7 @@ def build_term_index(texts: Iterable[str]) -> TermIndex:
 class NameIndex:
     """Normalised name or alias -> entity ids."""
 
-    by_name: dict[str, list[str]]
+    by_name: Mapping[str, list[str]]
     longest: int  # tokens in the longest name, to bound question n-grams
 
     def lookup(self, names: Iterable[str]) -> dict[str, list[str]]:
@@ -102,7 +102,7 @@ class NameIndex:
 
 
 def build_name_index(rows: list[tuple[str, str, list[str]]]) -> NameIndex:
-    by_name: dict[str, list[str]] = defaultdict(list)
+    by_name: Mapping[str, list[str]] = defaultdict(list)
     longest = 1
     for eid, name, aliases in rows:
         for form in {name, *(aliases or [])}:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.models import (
@@ -30,7 +31,17 @@ from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorS
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.cypher.rows import Slots
-from evigraph.store.embedded import compaction, cypher_run, integrity, merging, ranking_io, reads, records, writes
+from evigraph.store.embedded import (
+    compaction,
+    cypher_run,
+    generation,
+    integrity,
+    merging,
+    ranking_io,
+    reads,
+    records,
+    writes,
+)
 from evigraph.store.embedded.caches import (
     Cached,
     NameIndex,
@@ -58,6 +69,7 @@ from evigraph.store.embedded.engine import (
     open_database,
 )
 from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
@@ -69,8 +81,16 @@ from evigraph.store.embedded.schema import (
     TABLES,
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
+from evigraph.store.index_files import SUFFIX, IndexFiles
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes
+
+R = TypeVar("R")
+Index = TypeVar("Index")
+
+
+log = logging.getLogger(__name__)
 
 
 class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
@@ -110,6 +130,8 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         self._refusal: StoreError | None = None  # why writes wait (`upgrades`), found at open
         self._exec: Executor | None = None
         self._cache = Cached()
+        self._saved = SavedIndexes(None)  # the folder beside the file, once open
+        self._opened_at: str | None = None  # the write generation at open
         self._journal = ChangeJournal()
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
@@ -128,6 +150,8 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
             return
 
         self._exec = await asyncio.to_thread(self._open_sync)
+        self._saved = SavedIndexes(IndexFiles(self.path.with_name(self.path.name + SUFFIX)))
+        self._opened_at = await self._exec.read(generation.current)
 
     def _open_sync(self) -> Executor:
         module = import_engine(self.engine)
@@ -224,7 +248,39 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         ).close()
 
     async def close(self) -> None:
-        self._release()
+        try:
+            await self._save_indexes()
+        finally:
+            self._release()
+
+    async def _save_indexes(self) -> None:
+        """After writes, have every derived index saved at the new generation, so the next open
+        reads them instead of rebuilding (what one already built and saved is not built again)."""
+        if self._exec is None or self.read_only:
+            return
+        try:
+            if await self._exec.read(generation.current) in (None, self._opened_at):
+                return
+            await self._text_index(reads.passage_texts)
+            await self._text_index(reads.entity_texts)
+            await self._names()
+            await self._graph()
+            await self.term_counts([])
+            await self._titles()
+            if await self.embedding_model() is not None:
+                await self._vectors()
+        except Exception:  # the next open rebuilds what is missing; a close must not fail for it
+            log.exception("could not save the retrieval indexes of %s", self.path)
+
+    def _derived(self, name: str, codec: Codec[Index], read: Callable[[Tx], R], build: Callable[[R], Index]) -> Index:
+        """An index read from the folder beside the file at the current generation, or built
+        from `read`'s rows (read with the generation, in one transaction) and saved there."""
+
+        def built() -> tuple[str | None, Index]:
+            at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read(tx)))
+            return at, build(rows)
+
+        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built)
 
     def _release(self) -> None:
         self._close_workers()
@@ -284,7 +340,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
             ]
 
         try:
-            return await self.executor.write(work)
+            return await self.executor.write(bumping(work))
         finally:
             self._cache.invalidate()
             self._journal.documents([v.key for v in versions])
@@ -297,7 +353,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
                 flag_documents(tx, {key: None} if deleted else {})
                 return deleted
 
-            return await self.executor.write(work)
+            return await self.executor.write(bumping(work))
         finally:
             self._cache.invalidate()
             self._journal.documents([key])
@@ -313,7 +369,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         try:
             if found.needs_schema:  # first: the graph checks need every table
                 await asyncio.to_thread(self.executor.raw, self._create_schema)
-            report.repaired = await self.executor.write(integrity.repair)
+            report.repaired = await self.executor.write(bumping(integrity.repair))
             if found.needs_schema:
                 report.repaired["schema"] = 1
         finally:
@@ -334,8 +390,9 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
 
     async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
         """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
+        name = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25"}[texts.__name__]
         index: TextIndex = await self._cache.fetch(
-            texts.__name__, lambda: build_text_index(self.executor.read_sync(texts))
+            texts.__name__, lambda: self._derived(name, TEXT, texts, build_text_index)
         )
         return index
 
@@ -353,7 +410,9 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs, self._context_column))
 
     async def _titles(self) -> reads.Titles:
-        docs: reads.Titles = await self._cache.fetch("titles", lambda: self.executor.read_sync(reads.titles))
+        docs: reads.Titles = await self._cache.fetch(
+            "titles", lambda: self._derived("titles", TITLES, reads.titles, lambda rows: rows)
+        )
         return docs
 
     async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
@@ -370,14 +429,19 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
 
     async def _graph(self) -> GraphIndex:
-        index: GraphIndex = await self._cache.fetch("graph", lambda: self.executor.read_sync(build_graph_index))
+        index: GraphIndex = await self._cache.fetch(
+            "graph", lambda: self._derived("graph", GRAPH, build_graph_index, lambda index: index)
+        )
+        return index
+
+    async def _names(self) -> NameIndex:
+        index: NameIndex = await self._cache.fetch(
+            "names", lambda: self._derived("names", NAMES, reads.name_rows, build_name_index)
+        )
         return index
 
     async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
-        index: NameIndex = await self._cache.fetch(
-            "names", lambda: build_name_index(self.executor.read_sync(reads.name_rows))
-        )
-        return index.lookup(phrases)
+        return (await self._names()).lookup(phrases)
 
     async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
         if not chunk_ids:
@@ -413,7 +477,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
                 tx.execute(f"MERGE (m:{META_TABLE} {{key: $k}}) SET m.value = $v", {"k": key, "v": value}).close()
 
         try:
-            await self.executor.write(work)
+            await self.executor.write(bumping(work))
         finally:
             self._cache.invalidate()
             self._journal.reset()
@@ -428,10 +492,12 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         payload = [{"id": cid, "v": [float(x) for x in vec]} for cid, vec in rows]
         try:
             await self.executor.write(
-                lambda tx: tx.run_batched(
-                    "UNWIND $rows AS r WITH r.id AS cid, r.v AS v "
-                    "MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
-                    payload,
+                bumping(
+                    lambda tx: tx.run_batched(
+                        "UNWIND $rows AS r WITH r.id AS cid, r.v AS v "
+                        "MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
+                        payload,
+                    )
                 )
             )
         finally:
@@ -445,14 +511,16 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
 
     async def _vectors(self) -> VectorMatrix:
         matrix: VectorMatrix = await self._cache.fetch(
-            "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
+            "vectors", lambda: self._derived("vectors", VECTORS, reads.vector_rows, build_matrix)
         )
         return matrix
 
     async def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        # A read-only open of a file from before contextual chunks reads passages without context.
+        name = "terms" if self._context_column else "terms_without_context"
         index: TermIndex = await self._cache.fetch(
             "terms",
-            lambda: build_term_index(self.executor.read_sync(lambda tx: reads.term_texts(tx, self._context_column))),
+            lambda: self._derived(name, TERMS, lambda tx: reads.term_texts(tx, self._context_column), build_term_index),
         )
         return index.counts(terms)
 
@@ -516,7 +584,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         if not merges:
             return MergeOutcome()
         try:
-            return await self.executor.write(lambda tx: merging.merge_entities(tx, merges))
+            return await self.executor.write(bumping(lambda tx: merging.merge_entities(tx, merges)))
         finally:
             self._cache.invalidate()
             self._journal.reset()  # mentions moved in documents anywhere: graph ranking reloads
@@ -578,6 +646,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
     async def _write(self, fn: Callable[[Tx], object]) -> None:
         """A write that changes what the read caches hold."""
         try:
-            await self.executor.write(fn)
+            await self.executor.write(bumping(fn))
         finally:
             self._cache.invalidate()

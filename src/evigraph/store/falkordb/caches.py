@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evigraph.store.embedded.graph_index import GraphIndex, _Rel
+from evigraph.store.embedded.graph_index import GraphIndex, GraphLists, _Rel
 from evigraph.store.falkordb.connection import Connection
 
 OWN_KEPT = 100_000
@@ -123,29 +123,25 @@ def build_moments(rows: list[tuple[str, list[float]]]) -> VectorMoments:
 
 def build_graph_index(conn: Connection) -> GraphIndex:
     """The adjacency retrieval walks, from two reads (the embedded store's `GraphIndex`)."""
-    index = GraphIndex()
+    index = GraphLists()
     for r in conn.read_sync(
         """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
            RETURN r.id AS id, a.id AS a, b.id AS b, a.name AS an, b.name AS bn, r.type AS type, r.fact AS fact,
                   r.confidence AS conf, r.source_chunks AS chunks"""
     ):
-        rel = _Rel(
-            r["id"],
-            r["a"],
-            r["b"],
-            r["an"],
-            r["bn"],
-            r["type"],
-            r["fact"],
-            float(r["conf"] or 0.0),
-            tuple(r["chunks"] or ()),
+        index.relation(
+            _Rel(
+                r["id"],
+                r["a"],
+                r["b"],
+                r["an"],
+                r["bn"],
+                r["type"],
+                r["fact"],
+                float(r["conf"] or 0.0),
+                tuple(r["chunks"] or ()),
+            )
         )
-        index.edges[rel.source].append(rel)
-        if rel.target != rel.source:
-            index.edges[rel.target].append(rel)
-        for cid in dict.fromkeys(rel.chunks):
-            index.stated[cid].append(rel)
     for r in conn.read_sync("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) WHERE c.live RETURN e.id AS e, c.id AS c"):
-        index.mentions[r["e"]].append(r["c"])
-        index.mentioned[r["c"]].append(r["e"])
-    return index
+        index.mention(r["e"], r["c"])
+    return index.done()
