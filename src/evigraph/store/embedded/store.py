@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.models import (
     ChunkHit,
     DocumentVersion,
     EntityHit,
-    Exploration,
     ExtractedEntity,
     ExtractedRelation,
     IntegrityReport,
-    Neighbour,
     SourceRecord,
     StoreCounts,
     StoredDocument,
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store import bm25
-from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
-from evigraph.store.bm25 import TextIndex, build_text_index
+from evigraph.store.base import EXTRACTION_KIND, GraphStore
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.cypher.rows import Slots
 from evigraph.store.embedded import (
@@ -44,12 +39,6 @@ from evigraph.store.embedded import (
 )
 from evigraph.store.embedded.caches import (
     Cached,
-    NameIndex,
-    TermIndex,
-    VectorMatrix,
-    build_matrix,
-    build_name_index,
-    build_term_index,
 )
 from evigraph.store.embedded.code import CodeOps
 from evigraph.store.embedded.creation import (
@@ -70,7 +59,7 @@ from evigraph.store.embedded.engine import (
 )
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.generation import bumping
-from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
+from evigraph.store.embedded.index_ops import IndexOps
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
@@ -84,16 +73,10 @@ from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_colum
 from evigraph.store.index_files import SUFFIX, IndexFiles
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
-from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes
-
-R = TypeVar("R")
-Index = TypeVar("Index")
+from evigraph.store.saved_indexes import SavedIndexes
 
 
-log = logging.getLogger(__name__)
-
-
-class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
+class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
@@ -253,35 +236,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         finally:
             self._release()
 
-    async def _save_indexes(self) -> None:
-        """After writes, have every derived index saved at the new generation, so the next open
-        reads them instead of rebuilding (what one already built and saved is not built again)."""
-        if self._exec is None or self.read_only:
-            return
-        try:
-            if await self._exec.read(generation.current) in (None, self._opened_at):
-                return
-            await self._text_index(reads.passage_texts)
-            await self._text_index(reads.entity_texts)
-            await self._names()
-            await self._graph()
-            await self.term_counts([])
-            await self._titles()
-            if await self.embedding_model() is not None:
-                await self._vectors()
-        except Exception:  # the next open rebuilds what is missing; a close must not fail for it
-            log.exception("could not save the retrieval indexes of %s", self.path)
-
-    def _derived(self, name: str, codec: Codec[Index], read: Callable[[Tx], R], build: Callable[[R], Index]) -> Index:
-        """An index read from the folder beside the file at the current generation, or built
-        from `read`'s rows (read with the generation, in one transaction) and saved there."""
-
-        def built() -> tuple[str | None, Index]:
-            at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read(tx)))
-            return at, build(rows)
-
-        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built)
-
     def _release(self) -> None:
         self._close_workers()
         if self._exec is not None:
@@ -385,22 +339,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         found: StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(reads.counts))
         return found.model_copy(deep=True)
 
-    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)
-
-    async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
-        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
-        name = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25"}[texts.__name__]
-        index: TextIndex = await self._cache.fetch(
-            texts.__name__, lambda: self._derived(name, TEXT, texts, build_text_index)
-        )
-        return index
-
-    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
-        if not entity_ids:
-            return []
-        return (await self._graph()).neighbours(entity_ids, hops, limit)
-
     # -- retrieval ---------------------------------------------------------------------------
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
@@ -409,49 +347,10 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         docs = await self._titles()
         return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs, self._context_column))
 
-    async def _titles(self) -> reads.Titles:
-        docs: reads.Titles = await self._cache.fetch(
-            "titles", lambda: self._derived("titles", TITLES, reads.titles, lambda rows: rows)
-        )
-        return docs
-
-    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
-        if not entity_ids:
-            return []
-        return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
-
-    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
-        return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
-
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         if not ids:
             return []
         return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
-
-    async def _graph(self) -> GraphIndex:
-        index: GraphIndex = await self._cache.fetch(
-            "graph", lambda: self._derived("graph", GRAPH, build_graph_index, lambda index: index)
-        )
-        return index
-
-    async def _names(self) -> NameIndex:
-        index: NameIndex = await self._cache.fetch(
-            "names", lambda: self._derived("names", NAMES, reads.name_rows, build_name_index)
-        )
-        return index
-
-    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
-        return (await self._names()).lookup(phrases)
-
-    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
-        if not chunk_ids:
-            return []
-        return (await self._graph()).entities_for_chunks(chunk_ids)
-
-    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
-        if not chunk_ids:
-            return []
-        return (await self._graph()).relations_for_chunks(chunk_ids, limit)
 
     # -- embeddings --------------------------------------------------------------------------
 
@@ -503,27 +402,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         finally:
             self._cache.invalidate()
 
-    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
-        return (await self._vectors()).search(vector, limit)
-
-    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
-        return (await self._vectors()).search_stats(vector, limit)
-
-    async def _vectors(self) -> VectorMatrix:
-        matrix: VectorMatrix = await self._cache.fetch(
-            "vectors", lambda: self._derived("vectors", VECTORS, reads.vector_rows, build_matrix)
-        )
-        return matrix
-
-    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
-        # A read-only open of a file from before contextual chunks reads passages without context.
-        name = "terms" if self._context_column else "terms_without_context"
-        index: TermIndex = await self._cache.fetch(
-            "terms",
-            lambda: self._derived(name, TERMS, lambda tx: reads.term_texts(tx, self._context_column), build_term_index),
-        )
-        return index.counts(terms)
-
     # -- graph ranking's inputs -------------------------------------------------------------
 
     async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
@@ -555,19 +433,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
 
     async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
         return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit, self._context_column))
-
-    async def explore(
-        self,
-        entity_id: str,
-        depth: int = 1,
-        relation_types: Sequence[str] | None = None,
-        max_nodes: int = 25,
-        max_edges: int = 50,
-    ) -> Exploration:
-        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
-
-    async def relation_weights(self) -> dict[tuple[str, str], float]:
-        return (await self._graph()).weighted_pairs()
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
         await self._write(lambda tx: writes.upsert_entities(tx, merging.redirect_entities(tx, entities), source))
