@@ -34,7 +34,7 @@ def saved_files(db: Path) -> set[str]:
     return {p.name for p in folder(db).iterdir()}
 
 
-async def answers(store: GraphStore) -> dict[str, Any]:
+async def answers(store: GraphStore, vectors: bool = True) -> dict[str, Any]:
     """What retrieval asks the derived indexes, over the whole of the small corpus."""
     entities = await store.entity_records()
     ids = sorted(e.id for e in entities)
@@ -46,8 +46,9 @@ async def answers(store: GraphStore) -> dict[str, Any]:
         out[f"chunks {q}"] = [(h.id, round(h.score, 9), h.title, h.path) for h in hits]
         out[f"entities {q}"] = [(h.id, round(h.score, 9)) for h in await store.search_entities(q, 10)]
         chunk_ids += [h.id for h in hits]
-        vector = HashEmbedder().embed([q])[0]
-        out[f"vectors {q}"] = [(cid, round(s, 6)) for cid, s in await store.vector_search(vector, 5)]
+        if vectors:
+            vector = HashEmbedder().embed([q])[0]
+            out[f"vectors {q}"] = [(cid, round(s, 6)) for cid, s in await store.vector_search(vector, 5)]
     chunk_ids = sorted(set(chunk_ids))
     out["named"] = await store.entities_named(names)
     out["neighbours"] = [n.model_dump() for n in await store.neighbours(ids, hops=2, limit=200)]

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import hashlib
 import json
 import logging
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,6 +40,17 @@ FORMAT = 1
 
 SUFFIX = ".indexes"
 """The folder beside an embedded knowledge base's file: `kb.db` keeps its indexes in `kb.db.indexes/`."""
+
+
+def user_cache_folder(*names: str) -> Path:
+    """A folder in this user's cache (`$XDG_CACHE_HOME`, else ~/.cache) for indexes of a knowledge
+    base that is not a file here (a server's graph); each name made safe for a file system and
+    told apart from the others it could have become by a short hash."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evigraph" / "indexes"
+    for name in names:
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:60]
+        root /= f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return root
 
 
 class IndexFiles:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ class Generation:
     def __init__(self, conn: Connection, keep: int = OWN_KEPT) -> None:
         self._conn = conn
         self._key = f"evigraph:generation:{conn.graph_name}"
+        self._identity_key = f"evigraph:identity:{conn.graph_name}"
+        self._identity_set = False
         self._lock = threading.Lock()
         self._values: dict[str, tuple[int, Any]] = {}
         self._building: dict[str, threading.Lock] = {}  # one builder per key at a time
@@ -46,6 +49,9 @@ class Generation:
 
     def bump(self) -> int:
         value = int(self._conn.command("INCR", self._key))
+        if not self._identity_set:
+            self._conn.command("SET", self._identity_key, uuid.uuid4().hex, "NX")
+            self._identity_set = True
         with self._lock:
             bisect.insort(self._own, value)
             if len(self._own) > self._keep:
@@ -53,6 +59,17 @@ class Generation:
                 del self._own[: len(dropped)]
                 self._floor = max(self._floor, dropped[-1])
         return value
+
+    def saved(self) -> str | None:
+        """The generation as indexes saved on disk name it (`store/index_files.py`): the counter
+        with the graph's identity, a random id its first write through this release set, so a
+        graph dropped and made again, whose counter starts over, never matches the old indexes.
+        None before that first write: indexes are then built, not saved."""
+        counter, identity = self._conn.command("MGET", self._key, self._identity_key)
+        if not counter or not identity:
+            return None
+        as_text = [v.decode() if isinstance(v, bytes) else str(v) for v in (identity, counter)]
+        return ":".join(as_text)
 
     def foreign(self, since: int, now: int) -> bool:
         """Whether a generation in (since, now] came from another process (or cannot be told)."""
