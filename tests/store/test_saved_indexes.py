@@ -180,3 +180,13 @@ def test_sorted_keys_find_every_key_in_byte_order() -> None:
         assert word in keys
     assert "alph" not in keys and "zz" not in keys and keys.get("nope") is None
     assert list(PackedStrings(*pack_strings(words))) == words
+
+
+async def test_a_compacted_file_answers_as_built(kb: Path) -> None:
+    store = EmbeddedStore(kb)
+    await store.open()
+    try:
+        await store.compact()
+    finally:
+        await store.close()
+    assert await read(kb) == await built(kb)
