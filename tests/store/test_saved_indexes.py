@@ -18,6 +18,7 @@ import pytest
 from tests.tools.conftest import HashEmbedder, write_corpus
 
 from evigraph import KnowledgeBase
+from evigraph.retrieval.ranking_index import RankingIndex, Snapshot
 from evigraph.store.base import GraphStore
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.index_files import SUFFIX, IndexFiles, PackedStrings, SortedKeys, pack_strings, sorted_keys
@@ -190,3 +191,47 @@ async def test_a_compacted_file_answers_as_built(kb: Path) -> None:
     finally:
         await store.close()
     assert await read(kb) == await built(kb)
+
+
+def same_snapshot(a: Snapshot, b: Snapshot) -> None:
+    import numpy as np
+
+    assert list(a.passages) == list(b.passages) and list(a.entity_keys) == list(b.entity_keys)
+    assert list(a.entity_names) == list(b.entity_names)
+    for name in ("alive", "entity_vectors", "entity_usable", "passage_count", "sentence_vectors", "edge_count"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert list(a.sentence_entities) == list(b.sentence_entities)
+    assert list(a.entity_sentences) == list(b.entity_sentences)
+    assert (a.walk != b.walk).nnz == 0
+    assert dict(a.row_of) == dict(b.row_of) and dict(a.node_of) == dict(b.node_of)
+
+
+async def test_the_ranking_snapshot_is_saved_and_read_until_a_write(kb: Path) -> None:
+    async with KnowledgeBase(kb, extractor="rules", embedder=HashEmbedder(), read_only=True) as opened:
+        await opened.open()
+        store = opened.store
+        assert store is not None
+        first = RankingIndex()
+        built_snapshot = await first.snapshot(store)
+        assert first.loads == 1 and not built_snapshot.empty
+        second = RankingIndex()
+        read_snapshot = await second.snapshot(store)
+        assert second.loads == 0  # read from disk
+        same_snapshot(read_snapshot, built_snapshot)
+        plan = await opened.retrieve("Who founded Acme Robotics?", top_k=3, ranking="graph")
+        assert plan.passages
+    async with KnowledgeBase(kb, extractor="rules", embedder=HashEmbedder()) as opened:
+        await opened.ingest(text=NEW_DOC, key="zephyrine")
+        store = opened.store
+        assert store is not None
+        after = RankingIndex()
+        grown = await after.snapshot(store)
+        assert after.loads == 1  # the saved one is of an older generation
+        assert len(grown.passages) > len(built_snapshot.passages)
+        again = RankingIndex()
+        same_snapshot(await again.snapshot(store), grown)
+        assert again.loads == 0
+        # A snapshot read from disk follows a write by loading in full: it holds no rows to update.
+        await opened.ingest(text="Halvard Quillborough Corp sells nets in Vardø.", key="halvard")
+        followed = await again.snapshot(store)
+        assert again.loads == 1 and len(followed.passages) == len(grown.passages) + 1

@@ -288,3 +288,47 @@ def items(array: Any) -> Any:
     import numpy as np
 
     return np.ascontiguousarray(array).data
+
+
+class ListsByRow(Sequence[list[int]]):
+    """Row -> list of ints, saved as offsets and one flat run of numbers (`rows_arrays`)."""
+
+    def __init__(self, offsets: Any, flat: Any) -> None:
+        self._offsets = items(offsets)
+        self._flat = items(flat)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return self._flat[self._offsets[i] : self._offsets[i + 1]].tolist()
+
+
+def rows_arrays(prefix: str, rows: Sequence[Sequence[int]]) -> dict[str, Any]:
+    import numpy as np
+
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    if rows:
+        np.cumsum([len(r) for r in rows], out=offsets[1:])
+    flat = np.fromiter((x for r in rows for x in r), dtype=np.int64, count=int(offsets[-1]))
+    return {f"{prefix}_offsets": offsets, f"{prefix}_flat": flat}
+
+
+def rows_of(arrays: Mapping[str, Any], prefix: str) -> ListsByRow:
+    return ListsByRow(arrays[f"{prefix}_offsets"], arrays[f"{prefix}_flat"])
+
+
+def keyed_arrays(prefix: str, mapping: Mapping[str, int]) -> dict[str, Any]:
+    """A str -> int mapping as `keyed_of` reads it back (a `SortedKeys` with values)."""
+    import numpy as np
+
+    keys, _ = sorted_keys(list(mapping))
+    return {**strings_arrays(prefix, keys), f"{prefix}_values": np.asarray([mapping[k] for k in keys], dtype=np.int64)}
+
+
+def keyed_of(arrays: Mapping[str, Any], prefix: str) -> SortedKeys:
+    return SortedKeys(strings_of(arrays, prefix), arrays[f"{prefix}_values"])

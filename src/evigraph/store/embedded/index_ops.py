@@ -31,6 +31,7 @@ from evigraph.store.embedded.caches import (
 )
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
+from evigraph.store.index_files import IndexFiles
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,12 @@ class IndexOps:
             return at, build(rows)
 
         return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built)
+
+    def saved_index_files(self) -> IndexFiles | None:
+        return self._saved.files
+
+    async def write_generation(self) -> str | None:
+        return await self.executor.read(generation.current)
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
         return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)

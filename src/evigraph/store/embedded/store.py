@@ -412,7 +412,9 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
         if not rows:
             return
-        documents: list[str] = await self.executor.write(lambda tx: ranking_io.write_ranking_vectors(tx, rows))
+        documents: list[str] = await self.executor.write(
+            bumping(lambda tx: ranking_io.write_ranking_vectors(tx, rows))  # the saved ranking snapshot is stale
+        )
         self._journal.documents(documents)
         self._journal.entities(t.id for t, _ in rows if t.kind == "entity")
 

@@ -199,6 +199,12 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         except Exception:  # the next process builds what is missing; a close must not fail for it
             log.exception("could not save the retrieval indexes of %s", self.location.display)
 
+    def saved_index_files(self) -> IndexFiles | None:
+        return self._saved.files
+
+    async def write_generation(self) -> str | None:
+        return await asyncio.to_thread(self.cache.saved)
+
     def _derived(self, name: str, codec: Codec[Index], build: Callable[[], Index]) -> Index:
         """An index read from this user's cache at the graph's generation, or built from the graph
         and saved there when no write moved the generation while it was read."""
