@@ -99,11 +99,12 @@ class TextIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int, stem: Stemmer | None = None) -> list[tuple[str, float]]:
         """The `limit` best rows for `query` and their BM25 scores, best first, ties by id."""
         import numpy as np
 
-        rows = sorted({self.stems[s] for s in porter_stems(query_words(query)).values() if s in self.stems})
+        stems = porter_stems(query_words(query), stem).values()
+        rows = sorted({t for t in (self.stems.get(s) for s in stems) if t is not None})
         if not rows or limit <= 0:
             return []
         n = len(self.ids)
@@ -162,17 +163,22 @@ def build_text_index(rows: Iterable[tuple[str, str]]) -> TextIndex:
     )
 
 
+Stemmer = Callable[[list[str]], dict[str, str]]
+"""Porter stems of words by the engine's own `stem` function (`_stem`, or a store's connection)."""
+
 _STEMS: dict[str, str] = {}  # the words of queries asked in this process
 _STEMMER: list[Any] = []  # the in-memory Kuzu connection that stems, made on first use
 _STEM_LOCK = threading.Lock()
 
 
-def porter_stems(words: Sequence[str]) -> dict[str, str]:
+def porter_stems(words: Sequence[str], stem: Stemmer | None = None) -> dict[str, str]:
     """Each query word's Porter stem by the embedded engine's own stemmer (Kuzu's `stem`), so a
-    word counts for the stem it counts for in Kuzu's index; remembered per process."""
+    word counts for the stem it counts for in Kuzu's index; remembered per process. `stem` is
+    an open embedded store's, which asks its own connection: making the in-memory database
+    `_stem` uses and loading its full-text extension took 170-280 ms of a first question."""
     missing = [w for w in dict.fromkeys(words) if w not in _STEMS]
     if missing:
-        _STEMS.update(_stem(missing))
+        _STEMS.update((stem or _stem)(missing))
     return {w: _STEMS.get(w, w) for w in words}
 
 
@@ -195,12 +201,16 @@ def _stem(words: list[str]) -> dict[str, str]:
 
 
 async def search(
-    index: TextIndex, query: str, limit: int, read: Callable[[Sequence[str]], Awaitable[list[Hit]]]
+    index: TextIndex,
+    query: str,
+    limit: int,
+    read: Callable[[Sequence[str]], Awaitable[list[Hit]]],
+    stem: Stemmer | None = None,
 ) -> list[Hit]:
     """The `limit` best rows for `query`, read whole by `read` (a store's `chunks_by_ids` or
     `entities_by_ids`) and scored; a row gone since the index was built (deleted by a write the
     index has not seen yet) is left out."""
-    ranked = index.search(query, limit)
+    ranked = index.search(query, limit, stem)
     if not ranked:
         return []
     found = {h.id: h for h in await read([cid for cid, _ in ranked])}

@@ -100,7 +100,9 @@ class IndexOps:
         return await self.executor.read(generation.current)
 
     async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)
+        return await bm25.search(
+            await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids, self._stem
+        )
 
     async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
         """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
@@ -127,7 +129,16 @@ class IndexOps:
         return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
-        return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
+        return await bm25.search(
+            await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids, self._stem
+        )
+
+    def _stem(self, words: list[str]) -> dict[str, str]:
+        """Porter stems by this file's own connection, which has the full-text extension loaded."""
+        rows = self.executor.read_sync(
+            lambda tx: tx.rows("UNWIND $w AS w RETURN w AS w, stem(w, 'porter') AS s", {"w": words})
+        )
+        return {r["w"]: r["s"] for r in rows}
 
     async def _graph(self) -> GraphIndex:
         index: GraphIndex = await self._cache.fetch(
