@@ -115,17 +115,22 @@ class IndexFiles:
                     path.unlink()
             log.debug("could not save the %s index in %s: %s", name, self.folder, exc)
             return False
-        self._sweep(name, token)
+        self._sweep(name)
         return True
 
-    def _sweep(self, name: str, keep: str) -> None:
-        """Remove this index's files of earlier saves (a process that mapped them keeps reading them)."""
-        with contextlib.suppress(OSError):
+    def _sweep(self, name: str) -> None:
+        """Remove this index's files the manifest does not name: earlier saves' (a process that
+        mapped them keeps reading them), and a concurrent save's, whose manifest then names
+        missing files: that index reads as missing and is built again, never mixed with this one."""
+        try:
+            listed = json.loads(self._manifest(name).read_text(encoding="utf-8"))["arrays"]
+            keep = {file for file, _ in listed.values()}
             for path in self.folder.glob(f"{name}.*"):
-                parts = path.name.split(".")
-                if len(parts) > 2 and parts[1] != keep and path.name != self._manifest(name).name:
+                if path.name != self._manifest(name).name and path.name not in keep:
                     with contextlib.suppress(OSError):
                         path.unlink()
+        except (OSError, ValueError, KeyError, TypeError):
+            return
 
     def _manifest(self, name: str) -> Path:
         return self.folder / f"{name}.json"
