@@ -10,7 +10,8 @@ word: thousands of ids per question, sent to the client and scored there.
 
 So a store builds a `TextIndex` from one scan of a table's full-text column (`search_text`:
 `fts_text` of a passage's `searchable_text`, or `entity_search_text`) when a search first needs
-it, and keeps it until its next write, like its graph and name indexes. It scores exactly as
+it, saves it for the next open (`saved_indexes`) and keeps it until its next write, like its
+graph and name indexes. It scores exactly as
 Kuzu's full-text index does (Okapi BM25 with k1 = 1.2, b = 0.75 and a base-10 logarithm, Kuzu's
 Porter stemmer and its English stopwords), so both stores rank the same rows the same way; a
 test holds the scores to the engine's own. Postings are numpy arrays (compressed sparse rows by

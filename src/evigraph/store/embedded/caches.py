@@ -1,10 +1,11 @@
-"""In-process indexes the embedded store rebuilds from the graph after each write.
+"""Indexes the embedded store derives from the graph, and the in-process cache that holds them.
 
 Three look-ups need structures the engine lacks: passages by vector similarity (exact cosine over
 a matrix is faster than an approximate index below a few hundred thousand passages, and never
 misses), entities by any of their names (the engine indexes only primary keys), and how many
 passages hold a term (the full-text index keeps its document frequencies to itself). Each is
-built lazily from one query and dropped when a write changes the graph.
+built from one query, saved beside the file (`store/saved_indexes.py`) so the next open reads it
+instead, and dropped from the cache when a write changes the graph.
 """
 
 from __future__ import annotations

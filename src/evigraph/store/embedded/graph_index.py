@@ -2,9 +2,10 @@
 
 The engine answers a look-up from a list of ids with a join over the whole relationship table
 (about 130 ms per hop on 60k relations), while retrieval walks a few hops from a handful of
-entities per question. Adjacency lists in dictionaries answer the same walk in microseconds;
-they are built with two scans after a write and dropped by the next write. Texts stay in the
-database except the fact sentences, which every traversal returns.
+entities per question. Adjacency lists answer the same walk in microseconds: dictionaries when
+built with two scans after a write, or look-ups over the arrays saved beside the knowledge base
+(`store/saved_indexes.py`) when an open reads them. Texts stay in the database except the fact
+sentences, which every traversal returns.
 """
 
 from __future__ import annotations
