@@ -70,7 +70,7 @@ from evigraph.store.embedded.schema import (
     TABLES,
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
-from evigraph.store.index_files import SUFFIX, IndexFiles
+from evigraph.store.index_files import SUFFIX, IndexFiles, prefetch_numpy
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.store.saved_indexes import SavedIndexes
@@ -132,6 +132,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
         if self._exec is not None:
             return
 
+        prefetch_numpy()
         self._exec = await asyncio.to_thread(self._open_sync)
         self._saved = SavedIndexes(IndexFiles(self.path.with_name(self.path.name + SUFFIX)))
         self._opened_at = await self._exec.read(generation.current)

@@ -60,7 +60,7 @@ from evigraph.store.falkordb.schema import (
     index_statements,
     vector_index,
 )
-from evigraph.store.index_files import IndexFiles, user_cache_folder
+from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, Codec, SavedIndexes
@@ -101,6 +101,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
 
     async def open(self) -> None:
         if self._conn is None:
+            prefetch_numpy()
             await asyncio.to_thread(self._open_sync)
 
     def _open_sync(self) -> None:
