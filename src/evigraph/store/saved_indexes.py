@@ -260,8 +260,8 @@ class SavedIndexes:
             return index
         try:
             arrays, values = codec.save(index)
-        except Exception:  # an index that cannot be saved is still the right answer
-            log.exception("could not save the %s index", name)
+        except Exception as exc:  # an index that cannot be saved is still the right answer
+            log.warning("could not save the %s index (%s): it is built again at the next open", name, exc)
             return index
         if not self.files.save(name, built_at, arrays, values):
             return index

@@ -80,8 +80,9 @@ class IndexOps:
             await self._titles()
             if await self.embedding_model() is not None:
                 await self._vectors()
-        except Exception:  # the next open rebuilds what is missing; a close must not fail for it
-            log.exception("could not save the retrieval indexes of %s", self.path)
+        except Exception as exc:  # the next open rebuilds what is missing; a close must not fail for it
+            # One line, no traceback: a close after a lost engine already ends with its error.
+            log.warning("could not save the retrieval indexes of %s (%s): the next open builds them", self.path, exc)
 
     def _derived(self, name: str, codec: Codec[Index], read: Callable[[Tx], R], build: Callable[[R], Index]) -> Index:
         """An index read from the folder beside the file at the current generation, or built

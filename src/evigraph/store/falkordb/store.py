@@ -198,8 +198,11 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             await self.entities_named([])
             await self.term_counts([])
             await self._graph()
-        except Exception:  # the next process builds what is missing; a close must not fail for it
-            log.exception("could not save the retrieval indexes of %s", self.location.display)
+        except Exception as exc:  # the next process builds what is missing; a close must not fail for it
+            # One line, no traceback: a close after a lost server already ends with its error.
+            log.warning(
+                "could not save the retrieval indexes of %s (%s): the next open builds them", self.location.display, exc
+            )
 
     def saved_index_files(self) -> IndexFiles | None:
         return self._saved.files
