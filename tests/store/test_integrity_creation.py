@@ -80,7 +80,8 @@ async def test_a_stale_build_of_a_dead_process_is_removed(tmp_path: Path) -> Non
     mine = tmp_path / f".kb.db.{os.getpid()}.abcd1234.creating"  # a live process's build stays
     mine.write_bytes(b"in progress")
     await assert_usable(db)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["kb.db", mine.name])
+    # kb.db.indexes: the derived indexes the knowledge base's close saved (`store/index_files.py`)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["kb.db", "kb.db.indexes", mine.name])
 
 
 def raw(db: Path, statements: tuple[str, ...], *, read_only: bool = False) -> list[Any]:

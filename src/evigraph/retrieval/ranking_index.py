@@ -14,7 +14,7 @@ reads, and the numeric work can run in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,22 +31,22 @@ COMPACT_SHARE = 0.25
 class Snapshot:
     """Arrays one question reads; node ids: passages 0..P-1, then entities P..P+E-1."""
 
-    passages: list[str]  # chunk id per passage row
+    passages: Sequence[str]  # chunk id per passage row
     alive: Any  # bool[P]
-    entity_keys: list[str]  # normalised name per entity node
-    entity_names: list[str]
+    entity_keys: Sequence[str]  # normalised name per entity node
+    entity_names: Sequence[str]
     entity_vectors: Any  # float32[E, d], zero rows for entities without a vector
     entity_usable: Any  # bool[E]: has a vector and a live passage
     passage_count: Any  # float[E]: live passages mentioning the entity
     sentence_vectors: Any  # float32[S, d]
-    sentence_entities: list[list[int]]  # entity rows per sentence
-    entity_sentences: list[list[int]]  # sentence rows per entity (live passages only)
+    sentence_entities: Sequence[list[int]]  # entity rows per sentence
+    entity_sentences: Sequence[list[int]]  # sentence rows per entity (live passages only)
     edge_entity: Any  # int[M] entity row of each passage-entity edge
     edge_passage: Any  # int[M]
     edge_count: Any  # float[M] mentions of the entity in the passage
     walk: Any  # scipy CSR [N, N]: walk[to, from] = probability of stepping from `from` to `to`
-    row_of: dict[str, int]
-    node_of: dict[str, int]  # normalised entity name -> entity node
+    row_of: Mapping[str, int]
+    node_of: Mapping[str, int]  # normalised entity name -> entity node
 
     @property
     def empty(self) -> bool:
@@ -77,20 +77,34 @@ class RankingIndex:
     _entity_vectors: dict[int, Any] = field(default_factory=dict)
     _dead: int = 0
     _snapshot: Snapshot | None = None
+    _saved_only: bool = False  # the snapshot was read from disk: no rows are held to update it with
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     loads: int = 0
     """Full loads so far (tests check that an added document does not cause one)."""
 
     async def snapshot(self, store: GraphStore) -> Snapshot:
+        from evigraph.retrieval.ranking_files import save_snapshot, saved_snapshot
+
         async with self._lock:
             changes = await store.ranking_changes(self._token)
-            if changes.full or self._token is None:
+            if self._token is None:
+                # Read after the token: a write in between shows as a change at the next question.
+                saved = await saved_snapshot(store)
+                if saved is not None:
+                    self._token, self._snapshot, self._saved_only = changes.token, saved, True
+                    return saved
+            loaded_at: str | None = None
+            if changes.full or self._token is None or (self._saved_only and (changes.documents or changes.entities)):
+                loaded_at = await store.write_generation()
                 await self._load(store)
+                self._saved_only = False
             elif changes.documents or changes.entities:
                 await self._apply(store, changes.documents, changes.entities)
             self._token = changes.token
             if self._snapshot is None:
                 self._snapshot = await asyncio.to_thread(self._compile)
+                if loaded_at is not None and not self._snapshot.empty:
+                    await save_snapshot(store, self._snapshot, loaded_at)
             return self._snapshot
 
     async def _load(self, store: GraphStore) -> None:

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.models import (
@@ -52,6 +52,9 @@ from evigraph.trace_records import (
     TaskRecord,
     TraceRequest,
 )
+
+if TYPE_CHECKING:
+    from evigraph.store.index_files import IndexFiles
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -337,6 +340,17 @@ class GraphStore(ABC):
     @abstractmethod
     async def ranking_changes(self, since: str | None) -> StoreChanges:
         """Documents and entity vectors changed since the token `since`, or `full` to reload all."""
+
+    def saved_index_files(self) -> IndexFiles | None:
+        """Where indexes retrieval derives from this store are kept between opens
+        (`store/index_files.py`), labelled with `write_generation`; None: nowhere (a scoped view,
+        whose reads differ from the whole knowledge base's)."""
+        return None
+
+    async def write_generation(self) -> str | None:
+        """The label of the data as it is now: every write that changes what retrieval derives
+        moves it on. None when not known: nothing is saved or read then."""
+        return None
 
     # -- graph navigation and agent writes ---------------------------------------------------
 

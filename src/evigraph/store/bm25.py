@@ -10,7 +10,8 @@ word: thousands of ids per question, sent to the client and scored there.
 
 So a store builds a `TextIndex` from one scan of a table's full-text column (`search_text`:
 `fts_text` of a passage's `searchable_text`, or `entity_search_text`) when a search first needs
-it, and keeps it until its next write, like its graph and name indexes. It scores exactly as
+it, saves it for the next open (`saved_indexes`) and keeps it until its next write, like its
+graph and name indexes. It scores exactly as
 Kuzu's full-text index does (Okapi BM25 with k1 = 1.2, b = 0.75 and a base-10 logarithm, Kuzu's
 Porter stemmer and its English stopwords), so both stores rank the same rows the same way; a
 test holds the scores to the engine's own. Postings are numpy arrays (compressed sparse rows by
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -89,8 +90,8 @@ class TextIndex:
     often; rows are numbered by their position in `ids`. `norms` is BM25's length term per row,
     k1 (1 - b + b length / mean length), computed once."""
 
-    ids: list[str]
-    stems: dict[str, int]
+    ids: Sequence[str]
+    stems: Mapping[str, int]  # a dict when built, sorted mapped keys when read from disk (`saved_indexes`)
     starts: Any  # numpy int64, one more than there are stems
     docs: Any  # numpy int32
     counts: Any  # numpy float64
@@ -99,11 +100,12 @@ class TextIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int, stem: Stemmer | None = None) -> list[tuple[str, float]]:
         """The `limit` best rows for `query` and their BM25 scores, best first, ties by id."""
         import numpy as np
 
-        rows = sorted({self.stems[s] for s in porter_stems(query_words(query)).values() if s in self.stems})
+        stems = porter_stems(query_words(query), stem).values()
+        rows = sorted({t for t in (self.stems.get(s) for s in stems) if t is not None})
         if not rows or limit <= 0:
             return []
         n = len(self.ids)
@@ -117,7 +119,7 @@ class TextIndex:
         if held.size > limit:  # keep every row tied with the limit-th: ties are broken by id below
             cut = np.partition(scores[held], held.size - limit)[held.size - limit]
             held = held[scores[held] >= cut]
-        best = sorted((-float(scores[i]), self.ids[i]) for i in held)[:limit]
+        best = sorted((-float(scores[i]), self.ids[int(i)]) for i in held)[:limit]
         return [(cid, -negative) for negative, cid in best]
 
 
@@ -162,18 +164,31 @@ def build_text_index(rows: Iterable[tuple[str, str]]) -> TextIndex:
     )
 
 
+Stemmer = Callable[[list[str]], dict[str, str]]
+"""Porter stems of words by the engine's own `stem` function (`_stem`, or a store's connection)."""
+
 _STEMS: dict[str, str] = {}  # the words of queries asked in this process
 _STEMMER: list[Any] = []  # the in-memory Kuzu connection that stems, made on first use
 _STEM_LOCK = threading.Lock()
 
 
-def porter_stems(words: Sequence[str]) -> dict[str, str]:
+def porter_stems(words: Sequence[str], stem: Stemmer | None = None) -> dict[str, str]:
     """Each query word's Porter stem by the embedded engine's own stemmer (Kuzu's `stem`), so a
-    word counts for the stem it counts for in Kuzu's index; remembered per process."""
+    word counts for the stem it counts for in Kuzu's index; remembered per process. `stem` is
+    an open embedded store's, which asks its own connection: making the in-memory database
+    `_stem` uses and loading its full-text extension took 170-280 ms of a first question."""
     missing = [w for w in dict.fromkeys(words) if w not in _STEMS]
     if missing:
-        _STEMS.update(_stem(missing))
+        _STEMS.update((stem or _stem)(missing))
     return {w: _STEMS.get(w, w) for w in words}
+
+
+def prefetch_stemmer() -> None:
+    """Make the stemmer's in-memory database in a background thread, for a store whose questions
+    are stemmed by it (a server's): importing the engine and loading its full-text extension
+    took 170-280 ms of a first question."""
+    if not _STEMMER:
+        threading.Thread(target=porter_stems, args=(["evigraph"],), name="evigraph-stemmer", daemon=True).start()
 
 
 def _stem(words: list[str]) -> dict[str, str]:
@@ -195,12 +210,16 @@ def _stem(words: list[str]) -> dict[str, str]:
 
 
 async def search(
-    index: TextIndex, query: str, limit: int, read: Callable[[Sequence[str]], Awaitable[list[Hit]]]
+    index: TextIndex,
+    query: str,
+    limit: int,
+    read: Callable[[Sequence[str]], Awaitable[list[Hit]]],
+    stem: Stemmer | None = None,
 ) -> list[Hit]:
     """The `limit` best rows for `query`, read whole by `read` (a store's `chunks_by_ids` or
     `entities_by_ids`) and scored; a row gone since the index was built (deleted by a write the
     index has not seen yet) is left out."""
-    ranked = index.search(query, limit)
+    ranked = index.search(query, limit, stem)
     if not ranked:
         return []
     found = {h.id: h for h in await read([cid for cid, _ in ranked])}

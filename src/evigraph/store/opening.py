@@ -75,9 +75,11 @@ def knowledge_bases(location: StoreLocation | str) -> list[str]:
 
 
 def embedded_files(path: Path) -> list[Path]:
-    """The files the engine opens for an embedded knowledge base at `path`: the database file and
-    the ones it keeps beside it (write-ahead log, checkpoint shadow). Whoever confines a knowledge
-    base to a folder must check them all: a log linked elsewhere is read back into the database."""
+    """The files opened for an embedded knowledge base at `path`: the database file, the ones the
+    engine keeps beside it (write-ahead log, checkpoint shadow) and the folder of saved indexes
+    (`index_files`). Whoever confines a knowledge base to a folder must check them all: a log
+    linked elsewhere is read back into the database, and indexes are written where the folder leads."""
     from evigraph.store.embedded.creation import sidecars
+    from evigraph.store.index_files import SUFFIX
 
-    return [path, *sidecars(path)]
+    return [path, *sidecars(path), path.with_name(path.name + SUFFIX)]

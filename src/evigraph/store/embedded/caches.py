@@ -1,10 +1,11 @@
-"""In-process indexes the embedded store rebuilds from the graph after each write.
+"""Indexes the embedded store derives from the graph, and the in-process cache that holds them.
 
 Three look-ups need structures the engine lacks: passages by vector similarity (exact cosine over
 a matrix is faster than an approximate index below a few hundred thousand passages, and never
 misses), entities by any of their names (the engine indexes only primary keys), and how many
 passages hold a term (the full-text index keeps its document frequencies to itself). Each is
-built lazily from one query and dropped when a write changes the graph.
+built from one query, saved beside the file (`store/saved_indexes.py`) so the next open reads it
+instead, and dropped from the cache when a write changes the graph.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from evigraph.store.base import TermCounts, VectorSearch, passage_terms
 
 @dataclass(frozen=True)
 class VectorMatrix:
-    ids: list[str]
+    ids: Sequence[str]
     matrix: Any  # numpy float32 array, one L2-normalised row per id
 
     def search(self, vector: Iterable[float], limit: int) -> list[tuple[str, float]]:
@@ -70,7 +71,7 @@ class TermIndex:
     """Term -> passages containing it, over every current passage (see `passage_terms`)."""
 
     passages: int
-    frequencies: Counter[str]
+    frequencies: Mapping[str, int]
 
     def counts(self, terms: Iterable[str]) -> TermCounts:
         return TermCounts(self.passages, {t: self.frequencies.get(t, 0) for t in terms})
@@ -89,7 +90,7 @@ def build_term_index(texts: Iterable[str]) -> TermIndex:
 class NameIndex:
     """Normalised name or alias -> entity ids."""
 
-    by_name: dict[str, list[str]]
+    by_name: Mapping[str, list[str]]
     longest: int  # tokens in the longest name, to bound question n-grams
 
     def lookup(self, names: Iterable[str]) -> dict[str, list[str]]:
@@ -102,7 +103,7 @@ class NameIndex:
 
 
 def build_name_index(rows: list[tuple[str, str, list[str]]]) -> NameIndex:
-    by_name: dict[str, list[str]] = defaultdict(list)
+    by_name: Mapping[str, list[str]] = defaultdict(list)
     longest = 1
     for eid, name, aliases in rows:
         for form in {name, *(aliases or [])}:

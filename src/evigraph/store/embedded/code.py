@@ -36,6 +36,7 @@ from evigraph.store.code_rows import (
 )
 from evigraph.store.embedded.caches import Cached
 from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.reads import each_key
 from evigraph.store.embedded.schema import CODE_FTS, fts_text
 
@@ -195,7 +196,7 @@ class CodeOps:
         if change.empty:
             return
         try:
-            await self.executor.write(lambda tx: write_code(tx, change))
+            await self.executor.write(bumping(lambda tx: write_code(tx, change)))
         finally:
             self._cache.invalidate()
 

@@ -2,15 +2,16 @@
 
 The engine answers a look-up from a list of ids with a join over the whole relationship table
 (about 130 ms per hop on 60k relations), while retrieval walks a few hops from a handful of
-entities per question. Adjacency lists in dictionaries answer the same walk in microseconds;
-they are built with two scans after a write and dropped by the next write. Texts stay in the
-database except the fact sentences, which every traversal returns.
+entities per question. Adjacency lists answer the same walk in microseconds: dictionaries when
+built with two scans after a write, or look-ups over the arrays saved beside the knowledge base
+(`store/saved_indexes.py`) when an open reads them. Texts stay in the database except the fact
+sentences, which every traversal returns.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evigraph.models import Exploration, Neighbour
@@ -50,10 +51,12 @@ class _Rel:
 
 @dataclass
 class GraphIndex:
-    edges: dict[str, list[_Rel]] = field(default_factory=lambda: defaultdict(list))  # both directions
-    mentions: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # entity -> chunks
-    mentioned: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # chunk -> entities
-    stated: dict[str, list[_Rel]] = field(default_factory=lambda: defaultdict(list))  # chunk -> its relations
+    """Dicts when built from the graph; look-ups over mapped arrays when read from disk (`saved_indexes`)."""
+
+    edges: Mapping[str, Sequence[_Rel]] = field(default_factory=dict)  # both directions
+    mentions: Mapping[str, Sequence[str]] = field(default_factory=dict)  # entity -> chunks
+    mentioned: Mapping[str, Sequence[str]] = field(default_factory=dict)  # chunk -> entities
+    stated: Mapping[str, Sequence[_Rel]] = field(default_factory=dict)  # chunk -> its relations
 
     def neighbours(self, entity_ids: Sequence[str], hops: int, limit: int) -> list[Neighbour]:
         """Breadth-first over relations in either direction, nearest hop first.
@@ -158,7 +161,7 @@ class GraphIndex:
 
 
 def build_graph_index(tx: Tx) -> GraphIndex:
-    index = GraphIndex()
+    index = GraphLists()
     result = tx.execute(
         """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
            RETURN r.id, a.id, b.id, a.name, b.name, r.type, r.fact, r.confidence, r.source_chunks"""
@@ -166,20 +169,37 @@ def build_graph_index(tx: Tx) -> GraphIndex:
     try:
         while result.has_next():
             rid, a, b, a_name, b_name, rtype, fact, conf, chunks = result.get_next()
-            rel = _Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(unpack_ids(chunks)))
-            index.edges[a].append(rel)
-            if b != a:
-                index.edges[b].append(rel)
-            for cid in dict.fromkeys(rel.chunks):
-                index.stated[cid].append(rel)
+            index.relation(_Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(unpack_ids(chunks))))
     finally:
         result.close()
     result = tx.execute("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) RETURN e.id, c.id")
     try:
         while result.has_next():
-            eid, cid = result.get_next()
-            index.mentions[eid].append(cid)
-            index.mentioned[cid].append(eid)
+            index.mention(*result.get_next())
     finally:
         result.close()
-    return index
+    return index.done()
+
+
+@dataclass
+class GraphLists:
+    """A `GraphIndex` being built, relation by relation and mention by mention."""
+
+    edges: defaultdict[str, list[_Rel]] = field(default_factory=lambda: defaultdict(list))
+    mentions: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    mentioned: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    stated: defaultdict[str, list[_Rel]] = field(default_factory=lambda: defaultdict(list))
+
+    def relation(self, rel: _Rel) -> None:
+        self.edges[rel.source].append(rel)
+        if rel.target != rel.source:
+            self.edges[rel.target].append(rel)
+        for cid in dict.fromkeys(rel.chunks):
+            self.stated[cid].append(rel)
+
+    def mention(self, entity: str, chunk: str) -> None:
+        self.mentions[entity].append(chunk)
+        self.mentioned[chunk].append(entity)
+
+    def done(self) -> GraphIndex:
+        return GraphIndex(dict(self.edges), dict(self.mentions), dict(self.mentioned), dict(self.stated))

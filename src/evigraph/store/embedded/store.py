@@ -14,31 +14,31 @@ from evigraph.models import (
     ChunkHit,
     DocumentVersion,
     EntityHit,
-    Exploration,
     ExtractedEntity,
     ExtractedRelation,
     IntegrityReport,
-    Neighbour,
     SourceRecord,
     StoreCounts,
     StoredDocument,
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store import bm25
-from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
-from evigraph.store.bm25 import TextIndex, build_text_index
+from evigraph.store.base import EXTRACTION_KIND, GraphStore
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.cypher.rows import Slots
-from evigraph.store.embedded import compaction, cypher_run, integrity, merging, ranking_io, reads, records, writes
+from evigraph.store.embedded import (
+    compaction,
+    cypher_run,
+    generation,
+    integrity,
+    merging,
+    ranking_io,
+    reads,
+    records,
+    writes,
+)
 from evigraph.store.embedded.caches import (
     Cached,
-    NameIndex,
-    TermIndex,
-    VectorMatrix,
-    build_matrix,
-    build_name_index,
-    build_term_index,
 )
 from evigraph.store.embedded.code import CodeOps
 from evigraph.store.embedded.creation import (
@@ -58,7 +58,8 @@ from evigraph.store.embedded.engine import (
     open_database,
 )
 from evigraph.store.embedded.executor import Executor, Tx
-from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
+from evigraph.store.embedded.generation import bumping
+from evigraph.store.embedded.index_ops import IndexOps
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
@@ -69,11 +70,13 @@ from evigraph.store.embedded.schema import (
     TABLES,
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
+from evigraph.store.index_files import SUFFIX, IndexFiles, prefetch_numpy
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.saved_indexes import SavedIndexes
 
 
-class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
+class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
@@ -112,6 +115,8 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         self._refusal: StoreError | None = None  # why writes wait (`upgrades`), found at open
         self._exec: Executor | None = None
         self._cache = Cached()
+        self._saved = SavedIndexes(None)  # the folder beside the file, once open
+        self._opened_at: str | None = None  # the write generation at open
         self._journal = ChangeJournal()
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
@@ -129,7 +134,10 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         if self._exec is not None:
             return
 
+        prefetch_numpy()
         self._exec = await asyncio.to_thread(self._open_sync)
+        self._saved = SavedIndexes(IndexFiles(self.path.with_name(self.path.name + SUFFIX)))
+        self._opened_at = await self._exec.read(generation.current)
 
     def _open_sync(self) -> Executor:
         module = import_engine(self.engine)
@@ -226,7 +234,10 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         ).close()
 
     async def close(self) -> None:
-        self._release()
+        try:
+            await self._save_indexes()
+        finally:
+            self._release()
 
     def _release(self) -> None:
         self._close_workers()
@@ -286,7 +297,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
             ]
 
         try:
-            return await self.executor.write(work)
+            return await self.executor.write(bumping(work))
         finally:
             self._cache.invalidate()
             self._journal.documents([v.key for v in versions])
@@ -299,7 +310,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
                 flag_documents(tx, {key: None} if deleted else {})
                 return deleted
 
-            return await self.executor.write(work)
+            return await self.executor.write(bumping(work))
         finally:
             self._cache.invalidate()
             self._journal.documents([key])
@@ -315,7 +326,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         try:
             if found.needs_schema:  # first: the graph checks need every table
                 await asyncio.to_thread(self.executor.raw, self._create_schema)
-            report.repaired = await self.executor.write(integrity.repair)
+            report.repaired = await self.executor.write(bumping(integrity.repair))
             if found.needs_schema:
                 report.repaired["schema"] = 1
         finally:
@@ -331,21 +342,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         found: StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(reads.counts))
         return found.model_copy(deep=True)
 
-    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)
-
-    async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
-        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
-        index: TextIndex = await self._cache.fetch(
-            texts.__name__, lambda: build_text_index(self.executor.read_sync(texts))
-        )
-        return index
-
-    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
-        if not entity_ids:
-            return []
-        return (await self._graph()).neighbours(entity_ids, hops, limit)
-
     # -- retrieval ---------------------------------------------------------------------------
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
@@ -354,42 +350,10 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         docs = await self._titles()
         return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs, self._context_column))
 
-    async def _titles(self) -> reads.Titles:
-        docs: reads.Titles = await self._cache.fetch("titles", lambda: self.executor.read_sync(reads.titles))
-        return docs
-
-    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
-        if not entity_ids:
-            return []
-        return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
-
-    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
-        return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
-
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         if not ids:
             return []
         return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
-
-    async def _graph(self) -> GraphIndex:
-        index: GraphIndex = await self._cache.fetch("graph", lambda: self.executor.read_sync(build_graph_index))
-        return index
-
-    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
-        index: NameIndex = await self._cache.fetch(
-            "names", lambda: build_name_index(self.executor.read_sync(reads.name_rows))
-        )
-        return index.lookup(phrases)
-
-    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
-        if not chunk_ids:
-            return []
-        return (await self._graph()).entities_for_chunks(chunk_ids)
-
-    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
-        if not chunk_ids:
-            return []
-        return (await self._graph()).relations_for_chunks(chunk_ids, limit)
 
     # -- embeddings --------------------------------------------------------------------------
 
@@ -415,7 +379,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
                 tx.execute(f"MERGE (m:{META_TABLE} {{key: $k}}) SET m.value = $v", {"k": key, "v": value}).close()
 
         try:
-            await self.executor.write(work)
+            await self.executor.write(bumping(work))
         finally:
             self._cache.invalidate()
             self._journal.reset()
@@ -430,33 +394,16 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         payload = [{"id": cid, "v": [float(x) for x in vec]} for cid, vec in rows]
         try:
             await self.executor.write(
-                lambda tx: tx.run_batched(
-                    "UNWIND $rows AS r WITH r.id AS cid, r.v AS v "
-                    "MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
-                    payload,
+                bumping(
+                    lambda tx: tx.run_batched(
+                        "UNWIND $rows AS r WITH r.id AS cid, r.v AS v "
+                        "MATCH (c:Chunk {id: cid}) SET c.embedding = CAST(v AS FLOAT[])",
+                        payload,
+                    )
                 )
             )
         finally:
             self._cache.invalidate()
-
-    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
-        return (await self._vectors()).search(vector, limit)
-
-    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
-        return (await self._vectors()).search_stats(vector, limit)
-
-    async def _vectors(self) -> VectorMatrix:
-        matrix: VectorMatrix = await self._cache.fetch(
-            "vectors", lambda: build_matrix(self.executor.read_sync(reads.vector_rows))
-        )
-        return matrix
-
-    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
-        index: TermIndex = await self._cache.fetch(
-            "terms",
-            lambda: build_term_index(self.executor.read_sync(lambda tx: reads.term_texts(tx, self._context_column))),
-        )
-        return index.counts(terms)
 
     # -- graph ranking's inputs -------------------------------------------------------------
 
@@ -468,7 +415,9 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
         if not rows:
             return
-        documents: list[str] = await self.executor.write(lambda tx: ranking_io.write_ranking_vectors(tx, rows))
+        documents: list[str] = await self.executor.write(
+            bumping(lambda tx: ranking_io.write_ranking_vectors(tx, rows))  # the saved ranking snapshot is stale
+        )
         self._journal.documents(documents)
         self._journal.entities(t.id for t, _ in rows if t.kind == "entity")
 
@@ -490,19 +439,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
     async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
         return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit, self._context_column))
 
-    async def explore(
-        self,
-        entity_id: str,
-        depth: int = 1,
-        relation_types: Sequence[str] | None = None,
-        max_nodes: int = 25,
-        max_edges: int = 50,
-    ) -> Exploration:
-        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
-
-    async def relation_weights(self) -> dict[tuple[str, str], float]:
-        return (await self._graph()).weighted_pairs()
-
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
         await self._write(lambda tx: writes.upsert_entities(tx, merging.redirect_entities(tx, entities), source))
 
@@ -518,7 +454,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
         if not merges:
             return MergeOutcome()
         try:
-            return await self.executor.write(lambda tx: merging.merge_entities(tx, merges))
+            return await self.executor.write(bumping(lambda tx: merging.merge_entities(tx, merges)))
         finally:
             self._cache.invalidate()
             self._journal.reset()  # mentions moved in documents anywhere: graph ranking reloads
@@ -580,6 +516,6 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, GraphStore):
     async def _write(self, fn: Callable[[Tx], object]) -> None:
         """A write that changes what the read caches hold."""
         try:
-            await self.executor.write(fn)
+            await self.executor.write(bumping(fn))
         finally:
             self._cache.invalidate()

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import bisect
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evigraph.store.embedded.graph_index import GraphIndex, _Rel
+from evigraph.store.embedded.graph_index import GraphIndex, GraphLists, _Rel
 from evigraph.store.falkordb.connection import Connection
 
 OWN_KEPT = 100_000
@@ -34,6 +35,8 @@ class Generation:
     def __init__(self, conn: Connection, keep: int = OWN_KEPT) -> None:
         self._conn = conn
         self._key = f"evigraph:generation:{conn.graph_name}"
+        self._identity_key = f"evigraph:identity:{conn.graph_name}"
+        self._identity_set = False
         self._lock = threading.Lock()
         self._values: dict[str, tuple[int, Any]] = {}
         self._building: dict[str, threading.Lock] = {}  # one builder per key at a time
@@ -46,6 +49,9 @@ class Generation:
 
     def bump(self) -> int:
         value = int(self._conn.command("INCR", self._key))
+        if not self._identity_set:
+            self._conn.command("SET", self._identity_key, uuid.uuid4().hex, "NX")
+            self._identity_set = True
         with self._lock:
             bisect.insort(self._own, value)
             if len(self._own) > self._keep:
@@ -53,6 +59,17 @@ class Generation:
                 del self._own[: len(dropped)]
                 self._floor = max(self._floor, dropped[-1])
         return value
+
+    def saved(self) -> str | None:
+        """The generation as indexes saved on disk name it (`store/index_files.py`): the counter
+        with the graph's identity, a random id its first write through this release set, so a
+        graph dropped and made again, whose counter starts over, never matches the old indexes.
+        None before that first write: indexes are then built, not saved."""
+        counter, identity = self._conn.command("MGET", self._key, self._identity_key)
+        if not counter or not identity:
+            return None
+        as_text = [v.decode() if isinstance(v, bytes) else str(v) for v in (identity, counter)]
+        return ":".join(as_text)
 
     def foreign(self, since: int, now: int) -> bool:
         """Whether a generation in (since, now] came from another process (or cannot be told)."""
@@ -123,29 +140,25 @@ def build_moments(rows: list[tuple[str, list[float]]]) -> VectorMoments:
 
 def build_graph_index(conn: Connection) -> GraphIndex:
     """The adjacency retrieval walks, from two reads (the embedded store's `GraphIndex`)."""
-    index = GraphIndex()
+    index = GraphLists()
     for r in conn.read_sync(
         """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
            RETURN r.id AS id, a.id AS a, b.id AS b, a.name AS an, b.name AS bn, r.type AS type, r.fact AS fact,
                   r.confidence AS conf, r.source_chunks AS chunks"""
     ):
-        rel = _Rel(
-            r["id"],
-            r["a"],
-            r["b"],
-            r["an"],
-            r["bn"],
-            r["type"],
-            r["fact"],
-            float(r["conf"] or 0.0),
-            tuple(r["chunks"] or ()),
+        index.relation(
+            _Rel(
+                r["id"],
+                r["a"],
+                r["b"],
+                r["an"],
+                r["bn"],
+                r["type"],
+                r["fact"],
+                float(r["conf"] or 0.0),
+                tuple(r["chunks"] or ()),
+            )
         )
-        index.edges[rel.source].append(rel)
-        if rel.target != rel.source:
-            index.edges[rel.target].append(rel)
-        for cid in dict.fromkeys(rel.chunks):
-            index.stated[cid].append(rel)
     for r in conn.read_sync("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) WHERE c.live RETURN e.id AS e, c.id AS c"):
-        index.mentions[r["e"]].append(r["c"])
-        index.mentioned[r["c"]].append(r["e"])
-    return index
+        index.mention(r["e"], r["c"])
+    return index.done()

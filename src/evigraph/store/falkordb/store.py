@@ -10,6 +10,7 @@ write through any process increments.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -59,10 +60,14 @@ from evigraph.store.falkordb.schema import (
     index_statements,
     vector_index,
 )
+from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
+from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, Codec, SavedIndexes
 
 T = TypeVar("T")
+Index = TypeVar("Index")
+log = logging.getLogger(__name__)
 
 
 class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, GraphStore):
@@ -80,6 +85,8 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         self._conn: Connection | None = None
         self._generation: Generation | None = None
         self._journal = ChangeJournal()
+        self._saved = SavedIndexes(None)  # this user's cache folder for the graph, once open
+        self._opened_at: str | None = None
 
     @property
     def conn(self) -> Connection:
@@ -94,6 +101,8 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
 
     async def open(self) -> None:
         if self._conn is None:
+            prefetch_numpy()
+            bm25.prefetch_stemmer()
             await asyncio.to_thread(self._open_sync)
 
     def _open_sync(self) -> None:
@@ -106,6 +115,11 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             raise
         self._conn = conn
         self._generation = Generation(conn)
+        where = self.location
+        self._saved = SavedIndexes(
+            IndexFiles(user_cache_folder("falkordb", f"{where.host}:{where.port}", conn.graph_name))
+        )
+        self._opened_at = self._generation.saved()
 
     def _check_or_create(self, conn: Connection) -> None:
         """Accept an evigraph graph, refuse a foreign one, and mark a new one as ours.
@@ -166,6 +180,48 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             _ignore_existing(conn, f"CALL db.idx.fulltext.drop('{label}')")
 
     async def close(self) -> None:
+        try:
+            await self._save_indexes()
+        finally:
+            await self._release()
+
+    async def _save_indexes(self) -> None:
+        """After writes through this process, have the derived indexes saved at the graph's new
+        generation, so the next process on this machine reads them instead of pulling the graph."""
+        if self._conn is None or self.read_only:
+            return
+        try:
+            if await asyncio.to_thread(self.cache.saved) in (None, self._opened_at):
+                return
+            await self._text_index(reads.passage_texts)
+            await self._text_index(reads.entity_texts)
+            await self.entities_named([])
+            await self.term_counts([])
+            await self._graph()
+        except Exception as exc:  # the next process builds what is missing; a close must not fail for it
+            # One line, no traceback: a close after a lost server already ends with its error.
+            log.warning(
+                "could not save the retrieval indexes of %s (%s): the next open builds them", self.location.display, exc
+            )
+
+    def saved_index_files(self) -> IndexFiles | None:
+        return self._saved.files
+
+    async def write_generation(self) -> str | None:
+        return await asyncio.to_thread(self.cache.saved)
+
+    def _derived(self, name: str, codec: Codec[Index], build: Callable[[], Index]) -> Index:
+        """An index read from this user's cache at the graph's generation, or built from the graph
+        and saved there when no write moved the generation while it was read."""
+
+        def built() -> tuple[str | None, Index]:
+            before = self.cache.saved()
+            value = build()
+            return (before if before is not None and self.cache.saved() == before else None), value
+
+        return self._saved.get(name, codec, self.cache.saved, built)
+
+    async def _release(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await asyncio.to_thread(conn.close)
@@ -220,7 +276,10 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
 
     async def _text_index(self, texts: Callable[[Connection], list[tuple[str, str]]]) -> TextIndex:
         """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
-        index: TextIndex = await self.cache.fetch(texts.__name__, lambda: build_text_index(texts(self.conn)))
+        name = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25"}[texts.__name__]
+        index: TextIndex = await self.cache.fetch(
+            texts.__name__, lambda: self._derived(name, TEXT, lambda: build_text_index(texts(self.conn)))
+        )
         return index
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
@@ -236,15 +295,21 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         return await self._read(lambda: reads.entities_by_ids(self.conn, ids)) if ids else []
 
     async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
-        index: NameIndex = await self.cache.fetch("names", lambda: build_name_index(reads.name_rows(self.conn)))
+        index: NameIndex = await self.cache.fetch(
+            "names", lambda: self._derived("names", NAMES, lambda: build_name_index(reads.name_rows(self.conn)))
+        )
         return index.lookup(phrases)
 
     async def term_counts(self, terms: Sequence[str]) -> TermCounts:
-        index: TermIndex = await self.cache.fetch("terms", lambda: build_term_index(reads.term_texts(self.conn)))
+        index: TermIndex = await self.cache.fetch(
+            "terms", lambda: self._derived("terms", TERMS, lambda: build_term_index(reads.term_texts(self.conn)))
+        )
         return index.counts(terms)
 
     async def _graph(self) -> GraphIndex:
-        index: GraphIndex = await self.cache.fetch("graph", lambda: build_graph_index(self.conn))
+        index: GraphIndex = await self.cache.fetch(
+            "graph", lambda: self._derived("graph", GRAPH, lambda: build_graph_index(self.conn))
+        )
         return index
 
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
@@ -480,6 +545,12 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
         failed write may have changed part of what caches hold)."""
         if self.read_only:
             raise StoreError("the knowledge base is open read-only", hint="open it writable to change it")
+        # Bumped before as well: an index another process builds while the write runs is labelled
+        # with the first bump's value and no longer matches once the second lands, and one built
+        # before the write started is never labelled with the value after it. (A writer killed
+        # mid-write never makes the second bump: an index built meanwhile stays current until the
+        # next write, as the in-process caches of every reader always did.)
+        await asyncio.to_thread(self.cache.bump)
         try:
             return await asyncio.to_thread(fn)
         finally:

@@ -1,0 +1,201 @@
+"""The embedded store's reads over its derived indexes, and how they are kept beside the file.
+
+BM25 over passages and entities, the name index, the graph's adjacency, term counts, titles and
+vectors are each read from the folder beside the database file (`store/saved_indexes.py`) when
+they were saved at the file's current write generation, else built from the graph once and saved
+(a read-only open saves too when it can, and only builds when it cannot). A writable store that
+wrote saves every index as it closes, so the next open reads them all: at 100,000 passages the
+rebuild they replace took tens of seconds on the first question and gigabytes of memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from evigraph.models import ChunkHit, EntityHit, Exploration, Neighbour
+from evigraph.store import bm25
+from evigraph.store.base import TermCounts, VectorSearch
+from evigraph.store.bm25 import TextIndex, build_text_index
+from evigraph.store.embedded import generation, reads
+from evigraph.store.embedded.caches import (
+    Cached,
+    NameIndex,
+    TermIndex,
+    VectorMatrix,
+    build_matrix,
+    build_name_index,
+    build_term_index,
+)
+from evigraph.store.embedded.executor import Executor, Tx
+from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
+from evigraph.store.index_files import IndexFiles
+from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+Index = TypeVar("Index")
+
+
+class IndexOps:
+    """The derived-index section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
+
+    path: Path
+    read_only: bool
+    _cache: Cached
+    _saved: SavedIndexes
+    _opened_at: str | None
+    _exec: Executor | None
+    _context_column: bool
+
+    @property
+    def executor(self) -> Executor:
+        raise NotImplementedError  # EmbeddedStore's
+
+    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+        raise NotImplementedError  # EmbeddedStore's
+
+    async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+        raise NotImplementedError  # EmbeddedStore's
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        raise NotImplementedError  # EmbeddedStore's
+
+    async def _save_indexes(self) -> None:
+        """After writes, have every derived index saved at the new generation, so the next open
+        reads them instead of rebuilding (what one already built and saved is not built again)."""
+        if self._exec is None or self.read_only:
+            return
+        try:
+            if await self._exec.read(generation.current) in (None, self._opened_at):
+                return
+            await self._text_index(reads.passage_texts)
+            await self._text_index(reads.entity_texts)
+            await self._names()
+            await self._graph()
+            await self.term_counts([])
+            await self._titles()
+            if await self.embedding_model() is not None:
+                await self._vectors()
+        except Exception as exc:  # the next open rebuilds what is missing; a close must not fail for it
+            # One line, no traceback: a close after a lost engine already ends with its error.
+            log.warning("could not save the retrieval indexes of %s (%s): the next open builds them", self.path, exc)
+
+    def _derived(self, name: str, codec: Codec[Index], read: Callable[[Tx], R], build: Callable[[R], Index]) -> Index:
+        """An index read from the folder beside the file at the current generation, or built
+        from `read`'s rows (read with the generation, in one transaction) and saved there."""
+
+        def built() -> tuple[str | None, Index]:
+            at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read(tx)))
+            return at, build(rows)
+
+        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built)
+
+    def saved_index_files(self) -> IndexFiles | None:
+        return self._saved.files
+
+    async def write_generation(self) -> str | None:
+        return await self.executor.read(generation.current)
+
+    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+        return await bm25.search(
+            await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids, self._stem
+        )
+
+    async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
+        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
+        name = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25"}[texts.__name__]
+        index: TextIndex = await self._cache.fetch(
+            texts.__name__, lambda: self._derived(name, TEXT, texts, build_text_index)
+        )
+        return index
+
+    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
+        if not entity_ids:
+            return []
+        return (await self._graph()).neighbours(entity_ids, hops, limit)
+
+    async def _titles(self) -> reads.Titles:
+        docs: reads.Titles = await self._cache.fetch(
+            "titles", lambda: self._derived("titles", TITLES, reads.titles, lambda rows: rows)
+        )
+        return docs
+
+    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        if not entity_ids:
+            return []
+        return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
+
+    async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
+        return await bm25.search(
+            await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids, self._stem
+        )
+
+    def _stem(self, words: list[str]) -> dict[str, str]:
+        """Porter stems by this file's own connection, which has the full-text extension loaded."""
+        rows = self.executor.read_sync(
+            lambda tx: tx.rows("UNWIND $w AS w RETURN w AS w, stem(w, 'porter') AS s", {"w": words})
+        )
+        return {r["w"]: r["s"] for r in rows}
+
+    async def _graph(self) -> GraphIndex:
+        index: GraphIndex = await self._cache.fetch(
+            "graph", lambda: self._derived("graph", GRAPH, build_graph_index, lambda index: index)
+        )
+        return index
+
+    async def _names(self) -> NameIndex:
+        index: NameIndex = await self._cache.fetch(
+            "names", lambda: self._derived("names", NAMES, reads.name_rows, build_name_index)
+        )
+        return index
+
+    async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
+        return (await self._names()).lookup(phrases)
+
+    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+        if not chunk_ids:
+            return []
+        return (await self._graph()).entities_for_chunks(chunk_ids)
+
+    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+        if not chunk_ids:
+            return []
+        return (await self._graph()).relations_for_chunks(chunk_ids, limit)
+
+    async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
+        return (await self._vectors()).search(vector, limit)
+
+    async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
+        return (await self._vectors()).search_stats(vector, limit)
+
+    async def _vectors(self) -> VectorMatrix:
+        matrix: VectorMatrix = await self._cache.fetch(
+            "vectors", lambda: self._derived("vectors", VECTORS, reads.vector_rows, build_matrix)
+        )
+        return matrix
+
+    async def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        # A read-only open of a file from before contextual chunks reads passages without context.
+        name = "terms" if self._context_column else "terms_without_context"
+        index: TermIndex = await self._cache.fetch(
+            "terms",
+            lambda: self._derived(name, TERMS, lambda tx: reads.term_texts(tx, self._context_column), build_term_index),
+        )
+        return index.counts(terms)
+
+    async def explore(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        relation_types: Sequence[str] | None = None,
+        max_nodes: int = 25,
+        max_edges: int = 50,
+    ) -> Exploration:
+        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
+
+    async def relation_weights(self) -> dict[tuple[str, str], float]:
+        return (await self._graph()).weighted_pairs()

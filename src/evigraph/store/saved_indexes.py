@@ -1,0 +1,279 @@
+"""Each derived index as arrays to save (`index_files`) and back, read memory-mapped.
+
+The loaded forms answer exactly as the built ones: the same classes, their dict fields replaced
+by look-ups over sorted, mapped arrays (`SortedKeys`, `ListsByKey`), so an open builds no Python
+object per passage or entity. A test holds every loaded index's answers to the built one's.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from evigraph.store.bm25 import TextIndex
+from evigraph.store.embedded.caches import NameIndex, TermIndex, VectorMatrix
+from evigraph.store.embedded.graph_index import GraphIndex, _Rel
+from evigraph.store.index_files import (
+    IndexFiles,
+    ListsByKey,
+    SortedKeys,
+    items,
+    lists_arrays,
+    number_lists,
+    sorted_keys,
+    string_lists,
+    strings_arrays,
+    strings_of,
+)
+
+Index = TypeVar("Index")
+log = logging.getLogger(__name__)
+Arrays = dict[str, Any]
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Codec(Generic[Index]):
+    """How one kind of index is saved (`save`: its arrays and small values) and loaded."""
+
+    save: Callable[[Index], tuple[Arrays, Values]]
+    load: Callable[[Mapping[str, Any], Mapping[str, Any]], Index]
+
+
+# -- BM25 --------------------------------------------------------------------------------------
+
+
+def _save_text(index: TextIndex) -> tuple[Arrays, Values]:
+    stems, _ = sorted_keys(list(index.stems))
+    numbers = [index.stems[s] for s in stems]
+    arrays = {
+        **strings_arrays("ids", list(index.ids)),
+        **strings_arrays("stems", stems),
+        "stem_numbers": _int64(numbers),
+        "starts": index.starts,
+        "docs": index.docs,
+        "counts": index.counts,
+        "norms": index.norms,
+    }
+    return arrays, {}
+
+
+def _load_text(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> TextIndex:
+    return TextIndex(
+        ids=strings_of(arrays, "ids"),
+        stems=SortedKeys(strings_of(arrays, "stems"), arrays["stem_numbers"]),
+        starts=arrays["starts"],
+        docs=arrays["docs"],
+        counts=arrays["counts"],
+        norms=arrays["norms"],
+    )
+
+
+TEXT = Codec(_save_text, _load_text)
+
+
+# -- names and term counts ---------------------------------------------------------------------
+
+
+def _save_names(index: NameIndex) -> tuple[Arrays, Values]:
+    return lists_arrays("names", index.by_name, None), {"longest": index.longest}
+
+
+def _load_names(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> NameIndex:
+    return NameIndex(string_lists(arrays, "names"), int(values["longest"]))
+
+
+NAMES = Codec(_save_names, _load_names)
+
+
+def _save_terms(index: TermIndex) -> tuple[Arrays, Values]:
+    terms, _ = sorted_keys(list(index.frequencies))
+    counts = [index.frequencies[t] for t in terms]
+    return {**strings_arrays("terms", terms), "counts": _int64(counts)}, {"passages": index.passages}
+
+
+def _load_terms(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> TermIndex:
+    return TermIndex(int(values["passages"]), SortedKeys(strings_of(arrays, "terms"), arrays["counts"]))
+
+
+TERMS = Codec(_save_terms, _load_terms)
+
+
+# -- vectors -----------------------------------------------------------------------------------
+
+
+def _save_vectors(index: VectorMatrix) -> tuple[Arrays, Values]:
+    return {**strings_arrays("ids", list(index.ids)), "matrix": index.matrix}, {}
+
+
+def _load_vectors(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> VectorMatrix:
+    return VectorMatrix(strings_of(arrays, "ids"), arrays["matrix"])
+
+
+VECTORS = Codec(_save_vectors, _load_vectors)
+
+
+# -- titles ------------------------------------------------------------------------------------
+
+
+class SavedTitles(Mapping[str, tuple[str, str | None]]):
+    """Document key -> (title, path), as `reads.titles` gives it."""
+
+    def __init__(self, arrays: Mapping[str, Any]) -> None:
+        self._keys = SortedKeys(strings_of(arrays, "keys"))
+        self._titles = strings_of(arrays, "titles")
+        self._paths = strings_of(arrays, "paths")
+        self._has_path = arrays["has_path"]
+
+    def __getitem__(self, key: str) -> tuple[str, str | None]:
+        row = self._keys.position(key) if isinstance(key, str) else None
+        if row is None:
+            raise KeyError(key)
+        return self._titles[row], self._paths[row] if self._has_path[row] else None
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Any:
+        return iter(self._keys)
+
+
+def _save_titles(titles: Mapping[str, tuple[str, str | None]]) -> tuple[Arrays, Values]:
+    import numpy as np
+
+    keys, _ = sorted_keys(list(titles))
+    rows = [titles[k] for k in keys]
+    arrays = {
+        **strings_arrays("keys", keys),
+        **strings_arrays("titles", [t for t, _ in rows]),
+        **strings_arrays("paths", [p or "" for _, p in rows]),
+        "has_path": np.asarray([p is not None for _, p in rows], dtype=bool),
+    }
+    return arrays, {}
+
+
+TITLES: Codec[Mapping[str, tuple[str, str | None]]] = Codec(_save_titles, lambda arrays, values: SavedTitles(arrays))
+
+
+# -- the graph ---------------------------------------------------------------------------------
+
+RELATIONS_KEPT = 50_000
+"""Relations read from the mapped arrays are kept as objects, up to this many (a question reads a
+few hundred; each costs eight string reads)."""
+
+_REL_TEXTS = ("id", "source", "target", "source_name", "target_name", "type", "fact")
+
+
+def _save_graph(index: GraphIndex) -> tuple[Arrays, Values]:
+    import numpy as np
+
+    rels: dict[str, _Rel] = {}
+    for listed in (*index.edges.values(), *index.stated.values()):
+        for rel in listed:
+            rels.setdefault(rel.id, rel)
+    ordered = list(rels.values())
+    row = {rel.id: i for i, rel in enumerate(ordered)}
+    arrays: Arrays = {}
+    for name in _REL_TEXTS:
+        arrays.update(strings_arrays(f"rel_{name}", [getattr(r, name) for r in ordered]))
+    arrays["rel_confidence"] = np.asarray([r.confidence for r in ordered], dtype=np.float64)
+    chunk_offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
+    np.cumsum([len(r.chunks) for r in ordered], out=chunk_offsets[1:])
+    arrays["rel_chunk_offsets"] = chunk_offsets
+    arrays.update(strings_arrays("rel_chunks", [c for r in ordered for c in r.chunks]))
+    arrays.update(lists_arrays("edges", {k: [row[r.id] for r in v] for k, v in index.edges.items()}, np.int64))
+    arrays.update(lists_arrays("stated", {k: [row[r.id] for r in v] for k, v in index.stated.items()}, np.int64))
+    arrays.update(lists_arrays("mentions", index.mentions, None))
+    arrays.update(lists_arrays("mentioned", index.mentioned, None))
+    return arrays, {}
+
+
+def _load_graph(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> GraphIndex:
+    texts = {name: strings_of(arrays, f"rel_{name}") for name in _REL_TEXTS}
+    confidence = items(arrays["rel_confidence"])
+    chunk_offsets = items(arrays["rel_chunk_offsets"])
+    chunks = strings_of(arrays, "rel_chunks")
+
+    @functools.lru_cache(maxsize=RELATIONS_KEPT)
+    def rel(i: int) -> _Rel:
+        lo, hi = chunk_offsets[i], chunk_offsets[i + 1]
+        return _Rel(
+            texts["id"][i],
+            texts["source"][i],
+            texts["target"][i],
+            texts["source_name"][i],
+            texts["target_name"][i],
+            texts["type"][i],
+            texts["fact"][i],
+            confidence[i],
+            tuple(chunks[j] for j in range(lo, hi)),
+        )
+
+    edges: ListsByKey[_Rel] = number_lists(arrays, "edges", rel)
+    stated: ListsByKey[_Rel] = number_lists(arrays, "stated", rel)
+    return GraphIndex(
+        edges=edges,
+        mentions=string_lists(arrays, "mentions"),
+        mentioned=string_lists(arrays, "mentioned"),
+        stated=stated,
+    )
+
+
+GRAPH = Codec(_save_graph, _load_graph)
+
+
+def _int64(values: list[int]) -> Any:
+    import numpy as np
+
+    return np.asarray(values, dtype=np.int64)
+
+
+# -- loading, or building and saving -----------------------------------------------------------
+
+
+class SavedIndexes:
+    """A store's derived indexes, read from its folder when they match the store's generation,
+    else built from the graph and saved for the next open (`files` None: built, never saved)."""
+
+    def __init__(self, files: IndexFiles | None) -> None:
+        self.files = files
+
+    def get(
+        self,
+        name: str,
+        codec: Codec[Index],
+        generation: Callable[[], str | None],
+        build: Callable[[], tuple[str | None, Index]],
+    ) -> Index:
+        """`build` returns the index and the generation it was built at (read in the same
+        transaction as its rows, so the label is the data's)."""
+        if self.files is not None:
+            current = generation()
+            found = self._load(name, codec, current) if current is not None else None
+            if found is not None:
+                return found
+        built_at, index = build()
+        if self.files is None or built_at is None:
+            return index
+        try:
+            arrays, values = codec.save(index)
+        except Exception as exc:  # an index that cannot be saved is still the right answer
+            log.warning("could not save the %s index (%s): it is built again at the next open", name, exc)
+            return index
+        if not self.files.save(name, built_at, arrays, values):
+            return index
+        # Serve from the mapped copy: the built one's Python objects are then freed.
+        return self._load(name, codec, built_at) or index
+
+    def _load(self, name: str, codec: Codec[Index], generation: str) -> Index | None:
+        assert self.files is not None
+        found = self.files.load(name, generation)
+        if found is None:
+            return None
+        try:
+            return codec.load(*found)
+        except (KeyError, ValueError, TypeError, IndexError):  # a manifest that names other arrays
+            return None
