@@ -165,3 +165,6 @@ def test_the_walk_without_scipy_gives_the_same_products(monkeypatch: pytest.Monk
     assert isinstance(without, EdgeWalk) and not isinstance(with_scipy, EdgeWalk)
     x = rng.random(n_passages + n_entities)
     assert np.allclose(without @ x, with_scipy @ x, atol=1e-12)
+    csr = with_scipy.tocsr()  # the saved form is scipy's: the same three arrays
+    assert np.allclose(without.indptr, csr.indptr) and np.allclose(without.data, csr.data)
+    assert np.array_equal(without.indices, csr.indices)

@@ -44,10 +44,10 @@ def save_arrays(snap: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def load_arrays(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> Snapshot:
-    from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
+    from evigraph.retrieval.ranking_index import csr_walk
 
     n = int(values["nodes"])
-    walk = csr_matrix((arrays["walk_data"], arrays["walk_indices"], arrays["walk_indptr"]), shape=(n, n), copy=False)
+    walk = csr_walk(arrays["walk_data"], arrays["walk_indices"], arrays["walk_indptr"], n)
     return Snapshot(
         passages=strings_of(arrays, "passages"),
         entity_keys=strings_of(arrays, "entity_keys"),

@@ -268,21 +268,45 @@ def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int
     degree = np.bincount(walk_from, weights=both, minlength=n_passages + n_entities)
     prob = both / np.where(degree[walk_from] > 0, degree[walk_from], 1.0)
     n = n_passages + n_entities
+    return csr_walk(*EdgeWalk.csr_of(walk_to, walk_from, prob, n), n)
+
+
+def csr_walk(data: Any, indices: Any, indptr: Any, n: int) -> Any:
+    """The walk as a scipy CSR matrix where scipy is installed, else as an `EdgeWalk`."""
     try:
         from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
-        return EdgeWalk(walk_to, walk_from, prob, n)
-    return csr_matrix((prob, (walk_to, walk_from)), shape=(n, n))
+        return EdgeWalk(data, indices, indptr, n)
+    return csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
 
 
 class EdgeWalk:
-    """`walk @ x` over edge arrays, for installs without scipy (see `_walks`)."""
+    """`walk @ x` over compressed rows in numpy, for installs without scipy (see `_walks`).
 
-    def __init__(self, to: Any, source: Any, prob: Any, n: int) -> None:
-        self.to, self.source, self.prob, self.n = to, source, prob, n
-        self.shape = (n, n)
+    It keeps scipy's CSR arrays (`data`, `indices`, `indptr`), so a saved snapshot reads back
+    into either form.
+    """
+
+    def __init__(self, data: Any, indices: Any, indptr: Any, n: int) -> None:
+        import numpy as np
+
+        self.data, self.indices, self.indptr, self.shape = data, indices, indptr, (n, n)
+        self._rows = np.repeat(np.arange(n), np.diff(indptr))
+
+    @staticmethod
+    def csr_of(to: Any, source: Any, prob: Any, n: int) -> tuple[Any, Any, Any]:
+        """CSR arrays of the (to, source, prob) edges, rows in order."""
+        import numpy as np
+
+        order = np.lexsort((source, to))
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(to, minlength=n), out=indptr[1:])
+        return np.asarray(prob, dtype=np.float64)[order], np.asarray(source[order], dtype=np.int32), indptr
+
+    def tocsr(self) -> EdgeWalk:
+        return self
 
     def __matmul__(self, x: Any) -> Any:
         import numpy as np
 
-        return np.bincount(self.to, weights=self.prob * x[self.source], minlength=self.n)
+        return np.bincount(self._rows, weights=self.data * x[self.indices], minlength=self.shape[0])
