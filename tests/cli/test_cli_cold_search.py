@@ -25,9 +25,13 @@ NOT_FOR_A_SEARCH = (
     "httpx",
     "evigraph.tools.toolkit",  # the toolkit, and every tool's input model behind it
     "evigraph.mcp.backend",
+    "evigraph.ingest.pipeline",  # the ingest machinery came with the knowledge base class
+    "evigraph.ingest.loaders.pdf",
+    "evigraph.ingest.communities",
 )
 """What a search without an embedder used to import (the toolkit came with the check for a
-process holding the database) or must never import: the MCP SDK, the web stack, the models."""
+process holding the database, the ingest pipeline and file readers with `KnowledgeBase`) or must
+never import: the MCP SDK, the web stack, the models."""
 
 PROBE = """
 import gc, json, sys
