@@ -24,8 +24,8 @@ splits the same cold path into its stages, timed in order inside one process: im
 `evigraph search` imports, what `evigraph mcp` adds (its modules and the MCP SDK), opening the
 store, building the toolkit and the MCP server object, finding the question's names (the
 extractor, for graph ranking), loading the embedder (first text embedded), embedding the
-question (the order a retrieve meets them in), the first retrieve (the indexes built on first use), a second retrieve (warm, so first
-minus second is what the first one built) and closing.
+question (the order a retrieve meets them in), the first retrieve (the indexes built on first
+use), a second retrieve (warm, so first minus second is what the first one built) and closing.
 
 Prints a table, writes DIR/coldstart.json and DIR/coldstart.png.
 
