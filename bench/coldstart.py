@@ -214,13 +214,20 @@ def breakdown(data: Path, db: Path, repeats: int) -> dict[str, Any]:
 # -- the run -------------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    data: Path = args.data
+def knowledge_bases(args: argparse.Namespace) -> dict[str, Path]:
+    """Each embedder spec's knowledge base file; stops, saying where the data belongs, when one
+    is missing and so is the corpus to build it from (before anything is written)."""
     specs = [s.strip() for s in args.embedders.split(",") if s.strip()]
     db_dir: Path = args.db_dir or args.out / "coldstart_kb"
-    dbs = {spec: db_path(db_dir, data.name, spec) for spec in specs}
+    dbs = {spec: db_path(db_dir, args.data.name, spec) for spec in specs}
     for db in dbs.values():
-        require_dataset(data, db)
+        require_dataset(args.data, db)
+    return dbs
+
+
+def run(args: argparse.Namespace, dbs: dict[str, Path]) -> dict[str, Any]:
+    data: Path = args.data
+    specs = list(dbs)
     questions = [q["question"] for q in read_jsonl(data / "questions.jsonl")]
     report: dict[str, Any] = {"dataset": data.name, "repeats": args.repeats, "embedders": {}}
     for spec, db in dbs.items():
@@ -311,14 +318,15 @@ def plot(report: dict[str, Any], path: Path) -> None:
     left.set_title(f"cold start ({report['dataset']}): median and runs")
     left.legend()
     bottom = [0.0] * len(specs)
-    for stage in (*STAGES, "unaccounted"):
+    for i, stage in enumerate((*STAGES, "unaccounted")):
         values = [max(0.0, report["embedders"][s].get("breakdown_s", {}).get(stage, 0.0)) for s in specs]
         if any(values):
-            right.bar(specs, values, bottom=bottom, label=stage)
+            right.bar(specs, values, bottom=bottom, label=stage, color=plt.get_cmap("tab20")(i))
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     right.set_ylabel("seconds (median per stage)")
     right.set_title("where a cold answer's time goes (one process)")
-    right.legend(fontsize=7)
+    if any(bottom):  # no breakdown asked (--breakdown-repeats 0): an empty panel, no legend
+        right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -343,10 +351,11 @@ def main() -> None:
         breakdown_child(args)
         return
     args.data, args.out = args.data.resolve(), args.out.resolve()
-    args.out.mkdir(parents=True, exist_ok=True)
     if args.db_dir is not None:
         args.db_dir = args.db_dir.resolve()
-    report = run(args)
+    dbs = knowledge_bases(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = run(args, dbs)
     (args.out / "coldstart.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_table(report)
     plot(report, args.out / "coldstart.png")
