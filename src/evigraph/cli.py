@@ -50,12 +50,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("interrupted", file=sys.stderr)
             code = EXIT_INTERRUPTED
         sys.stdout.flush()  # a reader gone shows here, not as an error the interpreter prints at exit
+        if argv is None:  # the program itself, about to exit (not a caller going on in this process)
+            _skip_final_collection()
         return code
     except BrokenPipeError:
         # `evigraph status --documents | head -1`: the reader has what it wanted. Stop quietly as
         # tools killed by SIGPIPE do; stdout goes to /dev/null so the flush at exit has nowhere to fail.
         _drop_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _skip_final_collection() -> None:
+    """The interpreter's last garbage collection walks every object still alive (the embedder's
+    model, the retrieval indexes, every module) only to free memory the exit frees anyway: 2.7 s
+    after a cold `evigraph search` with MiniLM had answered, 0.26 s without an embedder (hotpotqa
+    dev corpus). Objects frozen here are not walked: 0.7 s and 0.06 s. The knowledge base is
+    closed and stdout flushed by now; atexit handlers still run."""
+    import gc
+
+    gc.freeze()
 
 
 def _drop_stdout() -> None:

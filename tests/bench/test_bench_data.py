@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.bench.loading import BENCH
 
-DATASET_SCRIPTS = ["retrieval", "tools", "mcp_load", "soak", "llm_cost", "serving_memory"]
+DATASET_SCRIPTS = ["retrieval", "tools", "mcp_load", "soak", "llm_cost", "serving_memory", "coldstart"]
 CORPUS_SCRIPTS = ["ingest", "crash"]
 
 

@@ -1,5 +1,5 @@
-"""An ingest raises the young-generation collection threshold while it runs, gives back the
-process's own setting when the last ingest ends, and never lowers a host's choice."""
+"""An ingest or a retrieve raises the young-generation collection threshold while it runs, gives
+back the process's own setting when the last one ends, and never lowers a host's choice."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from evigraph.ingest.gc_threshold import YOUNG_THRESHOLD, fewer_collections
 from evigraph.ingest.pipeline import text_document
 from evigraph.kb import KnowledgeBase
 from evigraph.models import GraphData, LoadedDocument, Ontology, TextChunk
+from evigraph.providers.embedders.base import Embedder
 
 HOST = (700, 10, 10)
 
@@ -134,3 +135,32 @@ async def test_the_extraction_worker_collects_rarely_for_good(monkeypatch: pytes
         if offload._worker is not None:
             offload._worker.close()
     assert gc.get_threshold() == HOST  # this process's own is untouched
+
+
+class WatchingEmbedder(Embedder):
+    """A one-hot embedder of the first letter, noting the threshold each question is embedded under."""
+
+    name = "test-first-letter"
+    dimension = 26
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, int]] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0 if i == (ord(t[:1].lower() or "a") - 97) % 26 else 0.0 for i in range(26)] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.seen.append(gc.get_threshold())
+        return super().embed_query(text)
+
+
+async def test_a_retrieve_runs_under_the_raised_threshold_and_gives_it_back(tmp_path: Path) -> None:
+    """The first retrieve of a process loads models and builds indexes that all live on."""
+    embedder = WatchingEmbedder()
+    async with KnowledgeBase(tmp_path / "kb.db", extractor=RuleBasedExtraction(), embedder=embedder) as kb:
+        assert (await kb.ingest_documents(_docs("a"))).ok
+        assert gc.get_threshold() == HOST
+        result = await kb.retrieve("Where did Ada Lovelace meet Charles Babbage?", top_k=2)
+        assert result.passages
+        assert embedder.seen and set(embedder.seen) == {(YOUNG_THRESHOLD, 10, 10)}
+        assert gc.get_threshold() == HOST

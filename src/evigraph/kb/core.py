@@ -16,14 +16,9 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
 from evigraph.gate import Gate
-from evigraph.ingest.chunking.base import ChunkingStrategy
-from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.graph_resolution.base import ResolutionReport
-from evigraph.ingest.loaders.base import LoaderStrategy
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
-from evigraph.ingest.pipeline import Strategies
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
-from evigraph.ingest.sources import SourceFile
 from evigraph.ingest.writing import InFlight
 from evigraph.kb.llm import LLMChoice
 from evigraph.models import LLMSpend, Ontology, SourceRecord, TextChunk
@@ -31,7 +26,12 @@ from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 from evigraph.store.location import StoreLocation
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ingest pipeline's parts, imported when an ingest asks for them (not by a search)
+    from evigraph.ingest.chunking.base import ChunkingStrategy
+    from evigraph.ingest.extraction.base import ExtractionStrategy
+    from evigraph.ingest.loaders.base import LoaderStrategy
+    from evigraph.ingest.pipeline import Strategies
+    from evigraph.ingest.sources import SourceFile
     from evigraph.providers.llms import LLM
     from evigraph.retrieval.graph_stage import GraphStage, NamedSpan
 
@@ -308,6 +308,7 @@ class KnowledgeBaseCore:
     def _strategies(self) -> Strategies:
         from evigraph.ingest.chunking import StructuralChunking, chunker_by_name
         from evigraph.ingest.loaders import loader_for
+        from evigraph.ingest.pipeline import Strategies
 
         if isinstance(self._chunker, str):
             self._chunker = chunker_by_name(self._chunker)

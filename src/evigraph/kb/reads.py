@@ -46,6 +46,7 @@ class ReadOps(KnowledgeBaseCore):
         1-50, default 10) and `expand_hops` (1-5, how far `links` walks from the named entities).
         Items are numbered by `ledger` (a session's), or by a fresh one so `[n]` starts at 1.
         """
+        from evigraph.ingest.gc_threshold import fewer_collections
         from evigraph.retrieval.retriever import MultiPathRetriever
 
         if isinstance(query, str):
@@ -53,7 +54,8 @@ class ReadOps(KnowledgeBaseCore):
         elif options:
             query = build(RetrieveQuery, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
         store = await self._open(for_write=False)
-        result = await MultiPathRetriever(store, self.embedder, graph=self.graph_stage()).search(query)
+        with fewer_collections():  # the first retrieve loads models and builds indexes (see gc_threshold)
+            result = await MultiPathRetriever(store, self.embedder, graph=self.graph_stage()).search(query)
         ledger = ledger if ledger is not None else EvidenceLedger(FRESH_LEDGER_CAPACITY)
         ledger.cite("retrieve", result.passages)
         ledger.cite("retrieve", result.entities)

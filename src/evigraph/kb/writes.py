@@ -23,20 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evigraph.errors import ConfigurationError, EvigraphError, NotFoundError
-from evigraph.ingest.cancel import Cancellation
-from evigraph.ingest.chunking.base import ChunkingStrategy
-from evigraph.ingest.communities import detect_themes
-from evigraph.ingest.extraction.base import ExtractionRun, ExtractionStrategy
-from evigraph.ingest.extraction.budget import TokenBudget
-from evigraph.ingest.graph_resolution import GraphResolver, graph_resolver_by_name, resolve_graph
-from evigraph.ingest.loaders.base import LoaderStrategy
-from evigraph.ingest.loaders.decoding import assumed_encoding
-from evigraph.ingest.ontology_merge import OntologyExtension, extend_ontology
-from evigraph.ingest.pipeline import IngestRun, text_document
-from evigraph.ingest.progress import IngestProgress, ProgressBar
-from evigraph.ingest.resolution import ResolutionStrategy
-from evigraph.ingest.sources import FileFilter, collect_sources
-from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
 from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
 from evigraph.kb.spend import record_spend
@@ -57,8 +43,17 @@ from evigraph.models import (
 )
 from evigraph.store.base import GraphStore
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ingest pipeline's parts are imported by the methods that write, not by a search
+    from evigraph.ingest.cancel import Cancellation
+    from evigraph.ingest.chunking.base import ChunkingStrategy
+    from evigraph.ingest.extraction.base import ExtractionStrategy
+    from evigraph.ingest.extraction.budget import TokenBudget
     from evigraph.ingest.files_root import FilesRoot
+    from evigraph.ingest.graph_resolution import GraphResolver
+    from evigraph.ingest.loaders.base import LoaderStrategy
+    from evigraph.ingest.ontology_merge import OntologyExtension
+    from evigraph.ingest.progress import IngestProgress
+    from evigraph.ingest.resolution import ResolutionStrategy
 
 REVIEW_STEP = 20
 """Flagged decisions whose dependents a document write examines before returning: the flags reach
@@ -101,6 +96,7 @@ class WriteOps(KnowledgeBaseCore):
         store = await self._open(for_write=True)
         async with self._gate.exclusive():
             from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+            from evigraph.ingest.ontology_merge import extend_ontology
 
             current = self.ontology
             replace = current == DEFAULT_ONTOLOGY and await store.get_setting(ONTOLOGY_SETTING) is None
@@ -174,6 +170,11 @@ class WriteOps(KnowledgeBaseCore):
         is sent that could pass it; the documents finished are written and the rest are listed in
         `report.left`. `report.llm` says what was spent (None without an LLM extractor).
         """
+        from evigraph.ingest.loaders.decoding import assumed_encoding
+        from evigraph.ingest.pipeline import text_document
+        from evigraph.ingest.progress import IngestProgress
+        from evigraph.ingest.sources import FileFilter, collect_sources
+
         if isinstance(sources, str | os.PathLike):
             sources = [sources]
         texts = []
@@ -291,6 +292,12 @@ class WriteOps(KnowledgeBaseCore):
         `documents` is stored already (its update prunes what only it mentioned), else beside others.
         `max_llm_tokens` is the LLM token ceiling (see `ingest`).
         """
+        from evigraph.ingest.cancel import Cancellation
+        from evigraph.ingest.extraction.base import ExtractionRun
+        from evigraph.ingest.extraction.budget import TokenBudget
+        from evigraph.ingest.pipeline import IngestRun
+        from evigraph.ingest.vectors import embed_ranking_texts
+
         if max_llm_tokens is not None and max_llm_tokens < 0:
             raise ConfigurationError("max_llm_tokens must not be negative", hint="e.g. max_llm_tokens=200000")
         if self._store is None and not self._exists():  # no LLM recorded yet: refuse before creating the file
@@ -381,6 +388,10 @@ class WriteOps(KnowledgeBaseCore):
         Themes are communities of entities (Louvain over the relations); they are recomputed
         whole, since one ingest can merge or split clusters anywhere in the graph.
         """
+        from evigraph.ingest.communities import detect_themes
+        from evigraph.ingest.graph_resolution import resolve_graph
+        from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
+
         judge = self._graph_resolver(resolver)  # an unknown name or a missing LLM fails before any work
         store = await self._open(for_write=True, create=False)  # a mistyped --db is said, not created
         report = FinalizeReport()
@@ -398,6 +409,8 @@ class WriteOps(KnowledgeBaseCore):
         return report
 
     def _graph_resolver(self, resolver: GraphResolver | str | None) -> GraphResolver:
+        from evigraph.ingest.graph_resolution import graph_resolver_by_name
+
         if resolver is None or isinstance(resolver, str):
             return graph_resolver_by_name(resolver or "exact", llm=self.llm if resolver == "llm" else None)
         return resolver
@@ -511,6 +524,8 @@ def _progress(progress: bool | IngestProgress | None) -> tuple[IngestProgress, b
 
     The default bar is on only when stderr is a terminal, so logs and pipes get no bar.
     """
+    from evigraph.ingest.progress import IngestProgress, ProgressBar
+
     if isinstance(progress, IngestProgress):
         return progress, False
     if progress is None:

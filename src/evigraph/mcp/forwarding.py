@@ -32,16 +32,18 @@ import os
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evigraph import errors
 from evigraph.errors import ConfigurationError, DatabaseLockedError, EvigraphError
 from evigraph.kb.core import Status
-from evigraph.mcp.backend import LocalBackend, Reply
 from evigraph.models import StoredDocument
 from evigraph.retrieval.query import RetrieveQuery
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.tools.registry import ToolSpec
+
+if TYPE_CHECKING:  # the backend brings the toolkit and every tool's input model: `evigraph search` needs none
+    from evigraph.mcp.backend import LocalBackend, Reply
 
 log = logging.getLogger("evigraph.mcp")
 
@@ -268,6 +270,8 @@ class RemoteBackend:
             await self._local.toolkit.kb.close()
 
     async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
+        from evigraph.mcp.backend import Reply
+
         if self._local is not None:
             return await self._local.call(client, name, args)
         if self.read_only and name not in {s.name for s in self._specs}:
@@ -290,6 +294,8 @@ class RemoteBackend:
         return Reply.from_wire(raw)
 
     def _refused(self, name: str) -> Reply | None:
+        from evigraph.mcp.backend import Reply
+
         if self._served_read_only and name in {s.name for s in self._specs if not s.annotations.read_only}:
             return Reply(text=_held_read_only(self.db, self.served_pid, after_start=True), error=True, failure="tool")
         return None

@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 from evigraph.errors import NotFoundError
 from evigraph.evidence.ids import EvidenceId
 from evigraph.evidence.items import PassageText
-from evigraph.ingest.loaders.markdown import holds_table_rows
 from evigraph.models import ChunkHit
 from evigraph.retrieval.passages import passage_text
 from evigraph.store.base import GraphStore
@@ -51,6 +50,8 @@ def neighbourhood(anchor: ChunkHit, chunks: list[ChunkHit], relation: Relation) 
         exact = [c for c in chunks if c.breadcrumbs == up]
         return exact[:1] or [c for c in chunks if c.breadcrumbs[: len(up)] == up and c.id != anchor.id][:1]
     # table_context: around a table, its neighbours in the section; elsewhere, the section's tables
+    from evigraph.ingest.loaders.markdown import holds_table_rows  # the Markdown reader, for this relation only
+
     section = [c for c in chunks if c.breadcrumbs == crumbs and c.id != anchor.id]
     if holds_table_rows(anchor.text):
         near = sorted(section, key=lambda c: abs(c.index - anchor.index))
