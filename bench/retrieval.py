@@ -33,9 +33,10 @@ passages; their distractors stay, chosen by the datasets to resemble the questio
 harder test than an off-topic question.
 
 Prints a table, writes DIR/retrieval.json ({dataset: {floor: {p50_ms, p95_ms}, system: {recall@1..10,
-p50_ms, p95_ms, p50_vs_floor, p50_vs_dense, ingest_seconds, ingest_per_s, embeddings_per_passage,
-peak_rss_mb, weak_match_answerable, weak_match_no_answer}}}), DIR/retrieval_details.json (everything
-the children reported) and DIR/retrieval.png (recall@k curves).
+p50_ms, p95_ms, p50_vs_floor, p50_vs_dense, ingest_seconds, ingest_per_s, ingest_vs_dense (passages/s
+against dense's), embeddings_per_passage, peak_rss_mb, ingest_peak_rss_mb (when the ingest ended),
+weak_match_answerable, weak_match_no_answer}}}), DIR/retrieval_details.json (everything the children
+reported) and DIR/retrieval.png (recall@k curves).
 
 Stores (--store): `embedded` (the default) builds each evigraph knowledge base as a file in a
 scratch folder; `falkordb` builds it as a graph `<dataset>_<system>` on a FalkorDB server, the one
@@ -80,6 +81,8 @@ WARMUPS = 3  # untimed questions per system before timing: first calls pay lazy 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 LATENCY_KEYS = ("p50_ms", "p95_ms", "p50_vs_floor", "p50_vs_dense")
 INGEST_KEYS = ("ingest_seconds", "ingest_per_s", "embeddings_per_passage", "embed_seconds", "peak_rss_mb")
+"""`peak_rss_mb` is the child's whole life (ingest, recall questions, the no-answer copy); systems
+that build report `ingest_peak_rss_mb` too, the peak when the ingest or indexing ended."""
 WORK_KEYS = ("passage_embed_seconds", "ingest_embed_seconds", "embed_work_vs_passages", "names_per_passage")
 """Reported by systems that embed at ingest: their embedding work timed alone (`embedding_work`)."""
 MATCH_KEYS = ("weak_match_answerable", "weak_match_no_answer")
@@ -171,6 +174,7 @@ def open_dense(
             [doc_text(r) for r in corpus], batch_size=64, normalize_embeddings=True, convert_to_numpy=True
         ).astype(np.float32)
         info["ingest_seconds"] = time.perf_counter() - t0
+        info["ingest_peak_rss_mb"] = round(peak_rss_mb(), 1)
         info["embeddings"] = len(corpus)
         np.save(matrix_path, matrix)
     else:
@@ -241,6 +245,7 @@ async def open_evigraph(
         t0 = time.perf_counter()
         report = await kb.ingest([corpus_path], progress=False)
         info["ingest_seconds"] = time.perf_counter() - t0
+        info["ingest_peak_rss_mb"] = round(peak_rss_mb(), 1)  # before embedding_work and the questions
         info["embeddings"] = counter.texts if counter else 0
         info["embed_calls"] = counter.calls if counter else 0
         info["embed_seconds"] = round(counter.seconds, 2) if counter else 0.0
@@ -521,6 +526,9 @@ def merge(ingest: dict[str, dict[str, Any]], timing: dict[str, Any]) -> dict[str
         t = timing.get(system, {})
         row = {f"recall@{k}": r[f"recall@{k}"] for k in range(1, CURVE_K + 1)}
         row.update({k: r[k] for k in INGEST_KEYS})
+        row["ingest_peak_rss_mb"] = r.get("ingest_peak_rss_mb")
+        dense_rate = ingest.get("dense", {}).get("ingest_per_s")
+        row["ingest_vs_dense"] = ratio(r.get("ingest_per_s"), dense_rate) if system != "dense" else None
         row.update({k: r[k] for k in WORK_KEYS if k in r})
         row.update({k: r[k] for k in MATCH_KEYS if k in r})
         row["p50_ms"], row["p95_ms"] = t.get("p50_ms"), t.get("p95_ms")

@@ -34,6 +34,7 @@ from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.embedding import embed_all_with_spans, give_back_memory, on_embedding_thread
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.budget import CeilingReached
@@ -278,6 +279,7 @@ class IngestRun:
             if isinstance(outcome, BaseException):
                 raise outcome
         graphs, vectors = cast(tuple[list[GraphData | None], _Vectors | None], tuple(got))
+        await asyncio.to_thread(give_back_memory)  # the model's and the extractor's temporaries
         self.cancellation.check()
         ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]] = []
         for (p, chunks), graph in zip(chunked, graphs, strict=True):
@@ -390,7 +392,7 @@ class IngestRun:
             self.cancellation.check()  # between slices: one slice is the longest wait for a stop
             self._shares.credit(owners[j] for j in part)
 
-        vectors, pooled = await asyncio.to_thread(embed_all_with_spans, embedder, texts, spans, embedded)
+        vectors, pooled = await on_embedding_thread(embed_all_with_spans, embedder, texts, spans, embedded)
         by_span = [dict(zip(own, vecs, strict=True)) for own, vecs in zip(sentences, pooled, strict=True)]
         return _Vectors(vectors, by_span)
 
@@ -453,6 +455,7 @@ class IngestRun:
         try:
             async with self._write_turn():
                 stored = await self.store.write_versions([v for _, v in versions])
+            await asyncio.to_thread(give_back_memory)  # the statements' parameter rows
         except StoreUnavailableError:
             raise  # the server is gone: each document would fail alike; what was written stays
         except Exception as exc:
@@ -534,50 +537,3 @@ def text_document(text: str, key: str, title: str | None = None) -> LoadedDocume
     if not text.strip():
         raise InputError(f"the text for {key!r} is empty", hint="pass the document's text")
     return LoadedDocument(key=key, title=title or key, path=None, text=text, loader="text")
-
-
-def _length_slices(texts: Sequence[str], size: int) -> Iterator[list[int]]:
-    """Indexes of `texts` in slices of `size`, shortest texts first.
-
-    A slice then pads its short sentences to a short length rather than to the one long passage
-    that happened to land beside them; callers put the vectors back in the order of `texts`.
-    """
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for i in range(0, len(order), max(1, size)):
-        yield order[i : i + max(1, size)]
-
-
-def embed_all_with_spans(
-    embedder: Embedder,
-    texts: Sequence[str],
-    spans: Sequence[Sequence[tuple[int, int]]],
-    after_slice: Callable[[Sequence[int]], None] | None = None,
-) -> tuple[list[list[float]], list[list[list[float]]]]:
-    """`Embedder.embed_with_spans` in slices of the batch size, vectors in the order of `texts`.
-
-    `after_slice` gets the indexes of `texts` each slice embedded: the ingest moves its bar there,
-    and may raise there to stop, as a batch holds many slices.
-    """
-    vectors: list[list[float]] = [[] for _ in texts]
-    pooled: list[list[list[float]]] = [[] for _ in texts]
-    for part in _length_slices(texts, embedder.batch_size):
-        got, got_spans = embedder.embed_with_spans([texts[j] for j in part], [spans[j] for j in part])
-        if len(got) != len(part) or any(len(g) != len(spans[j]) for g, j in zip(got_spans, part, strict=True)):
-            raise ValueError("the embedder returned a different number of vectors than texts and spans")
-        for j, vec, span_vectors in zip(part, got, got_spans, strict=True):
-            vectors[j], pooled[j] = vec, span_vectors
-        if after_slice is not None:
-            after_slice(part)
-    return vectors, pooled
-
-
-def embed_all(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """Embed in slices of the embedder's batch size (memory stays bounded on big batches)."""
-    out: list[list[float]] = [[] for _ in texts]
-    for part in _length_slices(texts, embedder.batch_size):
-        vectors = embedder.embed([texts[j] for j in part])
-        if len(vectors) != len(part):
-            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(part)} texts")
-        for j, vec in zip(part, vectors, strict=True):
-            out[j] = vec
-    return out
