@@ -80,6 +80,48 @@ def _normalise(vector: Sequence[float]) -> list[float]:
     return [float(x) / norm for x in vector] if norm > 0 else [float(x) for x in vector]
 
 
+def pool_tokens(
+    matrix: Any, offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]], normalize: bool = True
+) -> tuple[list[float], list[list[float] | None]]:
+    """A text's vector (the mean of its token vectors) and each character span's (the mean of
+    the tokens inside it), from one pass of a mean-pooling model. None marks a span with no token
+    inside (cut off by the model's input limit): the caller embeds it on its own."""
+    import numpy as np
+
+    starts = np.asarray([a for a, _ in offsets])
+    ends = np.asarray([b for _, b in offsets])
+    real = ends > starts  # special tokens map to (0, 0)
+    pooled: list[list[float] | None] = []
+    for a, b in spans:
+        inside = real & (starts < b) & (ends > a)
+        pooled.append(unit(matrix[inside].mean(axis=0), normalize) if inside.any() else None)
+    return unit(matrix.mean(axis=0), normalize), pooled
+
+
+def fill_missing_spans(
+    embed: Callable[[Sequence[str]], list[list[float]]],
+    texts: Sequence[str],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    pooled: list[list[list[float] | None]],
+) -> list[list[list[float]]]:
+    """`pool_tokens`' None spans, embedded as texts of their own."""
+    missing = [(i, j) for i, row in enumerate(pooled) for j, v in enumerate(row) if v is None]
+    if missing:
+        alone = embed([texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing])
+        for (i, j), vec in zip(missing, alone, strict=True):
+            pooled[i][j] = vec
+    return [[v for v in row if v is not None] for row in pooled]
+
+
+def unit(vector: Any, normalize: bool = True) -> list[float]:
+    """A numpy vector as float32 values, L2-normalised unless `normalize` is False."""
+    import numpy as np
+
+    norm = float(np.linalg.norm(vector))
+    out: list[float] = (vector / norm if normalize and norm > 0 else vector).astype(np.float32).tolist()
+    return out
+
+
 def _hf_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
-from evigraph.providers.embedders.base import MINILM_NAME, Embedder, _load_once
+from evigraph.providers.embedders.base import MINILM_NAME, Embedder, _load_once, fill_missing_spans, pool_tokens
 
 if TYPE_CHECKING:
     import numpy as np
@@ -135,31 +135,14 @@ class MiniLMEmbedder(Embedder):
         """One pass per text: the text's vector pools all its tokens, each span's the tokens
         inside the span (read in the text's context). A span cut off by the input limit is
         embedded on its own."""
-        import numpy as np
-
         if not texts:
             return [], []
         vectors: list[list[float]] = [[] for _ in texts]
         pooled: list[list[list[float] | None]] = [[] for _ in texts]
         for rows, tokens, mask, offsets in self._batches(texts, with_offsets=True):
             for k, i in enumerate(rows):
-                n = int(mask[k].sum())
-                matrix = tokens[k, :n]
-                vectors[i] = _unit(matrix.mean(axis=0))
-                starts = np.asarray([a for a, _ in offsets[k]])
-                ends = np.asarray([b for _, b in offsets[k]])
-                real = ends > starts  # special tokens map to (0, 0)
-                mine: list[list[float] | None] = []
-                for a, b in spans[i]:
-                    inside = real & (starts < b) & (ends > a)
-                    mine.append(_unit(matrix[inside].mean(axis=0)) if inside.any() else None)
-                pooled[i] = mine
-        missing = [(i, j) for i, row in enumerate(pooled) for j, v in enumerate(row) if v is None]
-        if missing:
-            alone = self.embed([texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing])
-            for (i, j), vec in zip(missing, alone, strict=True):
-                pooled[i][j] = vec
-        return vectors, [[v for v in row if v is not None] for row in pooled]
+                vectors[i], pooled[i] = pool_tokens(tokens[k, : int(mask[k].sum())], offsets[k], spans[i])
+        return vectors, fill_missing_spans(self.embed, texts, spans, pooled)
 
     def _batches(self, texts: Sequence[str], with_offsets: bool = False) -> Any:
         """(rows, token vectors, mask[, offsets]) per batch of texts of similar token count."""
@@ -182,11 +165,3 @@ class MiniLMEmbedder(Embedder):
                 yield rows, tokens, mask, [encodings[i].offsets for i in rows]
             else:
                 yield rows, tokens, mask
-
-
-def _unit(vector: Any) -> list[float]:
-    import numpy as np
-
-    norm = float(np.linalg.norm(vector))
-    out: list[float] = (vector / norm if norm > 0 else vector).astype(np.float32).tolist()
-    return out

@@ -16,6 +16,8 @@ from evigraph.providers.embedders.base import (
     _hf_offline,
     _hub_reachable,
     _load_once,
+    fill_missing_spans,
+    pool_tokens,
 )
 
 if TYPE_CHECKING:
@@ -149,8 +151,6 @@ class SentenceTransformerEmbedder(Embedder):
         """One pass per text: the text's vector is the mean of its token vectors (as `embed`
         computes it), each span's the mean of the tokens inside the span. Models that pool
         otherwise (CLS token, max), and spans past the model's input limit, take the default."""
-        import numpy as np
-
         model = self._load()
         if not texts or not _pools_by_mean(model):
             return super().embed_with_spans(texts, spans)
@@ -163,22 +163,10 @@ class SentenceTransformerEmbedder(Embedder):
         vectors: list[list[float]] = []
         pooled: list[list[list[float] | None]] = []
         for token_vectors, offset, text_spans in zip(tokens, offsets, spans, strict=True):
-            matrix = token_vectors.float().cpu().numpy()
-            vectors.append(_unit(matrix.mean(axis=0), self.normalize))
-            starts = np.asarray([a for a, _ in offset])
-            ends = np.asarray([b for _, b in offset])
-            real = ends > starts  # special tokens map to (0, 0)
-            mine: list[list[float] | None] = []
-            for a, b in text_spans:
-                inside = real & (starts < b) & (ends > a)
-                mine.append(_unit(matrix[inside].mean(axis=0), self.normalize) if inside.any() else None)
+            vector, mine = pool_tokens(token_vectors.float().cpu().numpy(), offset, text_spans, self.normalize)
+            vectors.append(vector)
             pooled.append(mine)
-        missing = [(i, j) for i, row in enumerate(pooled) for j, v in enumerate(row) if v is None]
-        if missing:  # cut off by the input limit: embed those on their own
-            alone = self.embed([texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing])
-            for (i, j), vec in zip(missing, alone, strict=True):
-                pooled[i][j] = vec
-        return vectors, [[v for v in row if v is not None] for row in pooled]
+        return vectors, fill_missing_spans(self.embed, texts, spans, pooled)
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,11 +189,3 @@ def _pools_by_mean(model: Any) -> bool:
                 for flag in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_lasttoken")
             )
     return False
-
-
-def _unit(vector: Any, normalize: bool) -> list[float]:
-    import numpy as np
-
-    norm = float(np.linalg.norm(vector))
-    out: list[float] = (vector / norm if normalize and norm > 0 else vector).astype(np.float32).tolist()
-    return out
