@@ -1,0 +1,59 @@
+"""The write generation and the saved-index folder of the store contract.
+
+Retrieval's saved indexes are only as trustworthy as the label they are saved under: every write
+that changes what retrieval derives must move `write_generation`, a read must not, and a scoped
+view (whose reads differ from the whole knowledge base's) must neither label nor save anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.store.contract.conftest import StoreFactory, covers, version
+
+ONE = version("doc/one", ["Ada Lovelace wrote notes on the Analytical Engine."], [[("Ada Lovelace", "Person")]])
+TWO = version("doc/two", ["Charles Babbage designed the Difference Engine."], [[("Charles Babbage", "Person")]])
+
+
+@covers("write_generation", "saved_index_files")
+async def test_writes_move_the_generation_and_reads_do_not(factory: StoreFactory, location: str) -> None:
+    async with factory.connect(location) as store:
+        if factory.scope is not None:  # a scoped view labels nothing and keeps no indexes
+            assert await store.write_generation() is None and store.saved_index_files() is None
+            return
+        before = await store.write_generation()
+        await store.write_versions([ONE])
+        after_write = await store.write_generation()
+        assert after_write is not None and after_write != before
+        await store.search_chunks("Lovelace", limit=5)
+        await store.counts()
+        assert await store.write_generation() == after_write  # reads leave it alone
+        await store.delete_document("doc/one")
+        after_delete = await store.write_generation()
+        assert after_delete not in (after_write, before)  # a delete is a write too
+        assert store.saved_index_files() is not None
+    async with factory.connect(location) as again:  # and it is kept across opens
+        assert await again.write_generation() == after_delete
+        await again.write_versions([TWO])
+        assert await again.write_generation() != after_delete
+
+
+@covers("write_generation")
+async def test_two_knowledge_bases_written_alike_never_share_a_generation(
+    factory: StoreFactory, location: str, tmp_path: Path, empty_db: Path
+) -> None:
+    """The label names the data, not a count: a copy of one knowledge base's saved indexes must
+    never pass for another's, however alike their histories."""
+    folder = tmp_path / "other"
+    folder.mkdir()
+    other = await asyncio.to_thread(factory.fresh, folder, empty_db)  # FalkorDB's runs its own loop
+    labels = []
+    for where in (location, other):
+        async with factory.connect(where) as store:
+            await store.write_versions([ONE])
+            labels.append(await store.write_generation())
+    if factory.scope is not None:
+        assert labels == [None, None]
+    else:
+        assert None not in labels and labels[0] != labels[1]
