@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.store.contract.conftest import build_library
 
 from evigraph.store import connect
-from evigraph.store.base import passage_terms
+from evigraph.store.terms import passage_terms
 
 BABBAGE, HOPPER = (min(passage_terms(name)) for name in ("Babbage", "Hopper"))
 

@@ -38,7 +38,8 @@ from evigraph.gate import Gate
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import passage_item
-from evigraph.store.base import GraphStore, passage_terms, passage_words
+from evigraph.store.base import GraphStore
+from evigraph.store.terms import passage_terms, passage_words
 from evigraph.strict import StrictInput, build
 from evigraph.trace_records import (
     OPEN_STATES,

@@ -59,7 +59,8 @@ from statistics import NormalDist
 from pydantic import BaseModel, Field
 
 from evigraph.retrieval.analysis import _STOP
-from evigraph.store.base import TermCounts, VectorSearch, passage_terms
+from evigraph.store.base import TermCounts, VectorSearch
+from evigraph.store.terms import passage_terms
 
 LEXICAL_BAR = 0.5
 """The first passages match the question's words when they hold at least half of its information

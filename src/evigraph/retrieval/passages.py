@@ -22,7 +22,8 @@ from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import passage_item, source_of
 from evigraph.retrieval.match import MatchQuality, assess, question_terms
 from evigraph.retrieval.vectors import question_vector
-from evigraph.store.base import GraphStore, VectorSearch, searchable_text
+from evigraph.store.base import GraphStore, VectorSearch
+from evigraph.store.terms import searchable_text
 
 SearchMode = Literal["lexical", "semantic", "hybrid"]
 SNIPPET_CHARS = 400

@@ -25,7 +25,8 @@ from evigraph.retrieval.match import assess, question_terms
 from evigraph.retrieval.query import RetrieveQuery
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.vectors import question_vectors
-from evigraph.store.base import GraphStore, VectorSearch, searchable_text
+from evigraph.store.base import GraphStore, VectorSearch
+from evigraph.store.terms import searchable_text
 
 # How much each ranked list counts in passage fusion. Direct matches (words, meaning) lead;
 # passages reached through named entities or their relations break ties and fill the list, but

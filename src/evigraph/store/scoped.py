@@ -36,17 +36,11 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import (
-    EXTRACTION_KIND,
-    GraphStore,
-    TermCounts,
-    VectorSearch,
-    passage_terms,
-    searchable_text,
-)
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.terms import passage_terms, searchable_text
 from evigraph.trace_records import (
     DecisionRecord,
     DecisionState,

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
-from evigraph.store.base import searchable_text
 from evigraph.store.embedded.schema import fts_text
+from evigraph.store.terms import searchable_text
 
 
 def chunk_id(key: str, version: int, index: int) -> str:

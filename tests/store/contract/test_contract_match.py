@@ -6,7 +6,8 @@ import pytest
 from tests.store.contract.conftest import ALPHA, BETA, Library, covers
 
 from evigraph.store import GraphStore
-from evigraph.store.base import VectorSearch, passage_terms
+from evigraph.store.base import VectorSearch
+from evigraph.store.terms import passage_terms
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evigraph.models import normalize_name
-from evigraph.store.base import TermCounts, VectorSearch, passage_terms
+from evigraph.store.base import TermCounts, VectorSearch
+from evigraph.store.terms import passage_terms
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, embedding_text
-from evigraph.store.base import searchable_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CONTEXT_COLUMN, META_TABLE
+from evigraph.store.terms import searchable_text
 
 _DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
                  d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""

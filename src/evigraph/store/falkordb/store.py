@@ -48,6 +48,7 @@ from evigraph.store.falkordb.caches import Generation, VectorMoments, build_grap
 from evigraph.store.falkordb.code import FalkorCodeOps
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.decisions import FalkorDecisionOps
+from evigraph.store.falkordb.index_ops import FalkorIndexOps
 from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.maintenance import FalkorMaintenanceOps
 from evigraph.store.falkordb.ranking import FalkorRankingOps
@@ -63,14 +64,14 @@ from evigraph.store.falkordb.schema import (
 from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
-from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, Codec, SavedIndexes
+from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, SavedIndexes
 
 T = TypeVar("T")
 Index = TypeVar("Index")
 log = logging.getLogger(__name__)
 
 
-class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, GraphStore):
+class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMaintenanceOps, FalkorIndexOps, GraphStore):
     writes_on_this_machine = False
     """The server writes: the ingesting process is bound by its own interpreter lock, so extraction
     in a worker process pays (10k one-passage records, interleaved runs: 23.8 s against 29.3 s)."""
@@ -184,42 +185,6 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             await self._save_indexes()
         finally:
             await self._release()
-
-    async def _save_indexes(self) -> None:
-        """After writes through this process, have the derived indexes saved at the graph's new
-        generation, so the next process on this machine reads them instead of pulling the graph."""
-        if self._conn is None or self.read_only:
-            return
-        try:
-            if await asyncio.to_thread(self.cache.saved) in (None, self._opened_at):
-                return
-            await self._text_index(reads.passage_texts)
-            await self._text_index(reads.entity_texts)
-            await self.entities_named([])
-            await self.term_counts([])
-            await self._graph()
-        except Exception as exc:  # the next process builds what is missing; a close must not fail for it
-            # One line, no traceback: a close after a lost server already ends with its error.
-            log.warning(
-                "could not save the retrieval indexes of %s (%s): the next open builds them", self.location.display, exc
-            )
-
-    def saved_index_files(self) -> IndexFiles | None:
-        return self._saved.files
-
-    async def write_generation(self) -> str | None:
-        return await asyncio.to_thread(self.cache.saved)
-
-    def _derived(self, name: str, codec: Codec[Index], build: Callable[[], Index]) -> Index:
-        """An index read from this user's cache at the graph's generation, or built from the graph
-        and saved there when no write moved the generation while it was read."""
-
-        def built() -> tuple[str | None, Index]:
-            before = self.cache.saved()
-            value = build()
-            return (before if before is not None and self.cache.saved() == before else None), value
-
-        return self._saved.get(name, codec, self.cache.saved, built)
 
     async def _release(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,86 @@
+"""The FalkorDB store's derived indexes kept in this user's cache between processes.
+
+The server holds the graph; what retrieval derives from it (BM25 postings, names, terms, the
+graph's adjacency) is saved under the graph's write generation (`caches.Generation`), so a new
+process on this machine reads them instead of pulling the whole graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from evigraph.store.falkordb import reads
+
+if TYPE_CHECKING:
+    from evigraph.store.falkordb.caches import Generation
+    from evigraph.store.index_files import IndexFiles
+    from evigraph.store.location import StoreLocation
+    from evigraph.store.saved_indexes import Codec, SavedIndexes
+
+Index = TypeVar("Index")
+log = logging.getLogger(__name__)
+
+
+class FalkorIndexOps:
+    """Saving and reading the derived indexes; mixed into `FalkorStore`."""
+
+    _conn: Any
+    _saved: SavedIndexes
+    _opened_at: str | None
+    read_only: bool
+    location: StoreLocation
+
+    @property
+    def cache(self) -> Generation:
+        raise NotImplementedError  # FalkorStore's
+
+    async def _text_index(self, texts: Callable[..., Any]) -> Any:
+        raise NotImplementedError  # FalkorStore's
+
+    async def entities_named(self, phrases: Any) -> Any:
+        raise NotImplementedError  # FalkorStore's
+
+    async def term_counts(self, terms: Any) -> Any:
+        raise NotImplementedError  # FalkorStore's
+
+    async def _graph(self) -> Any:
+        raise NotImplementedError  # FalkorStore's
+
+    async def _save_indexes(self) -> None:
+        """After writes through this process, have the derived indexes saved at the graph's new
+        generation, so the next process on this machine reads them instead of pulling the graph."""
+        if self._conn is None or self.read_only:
+            return
+        try:
+            if await asyncio.to_thread(self.cache.saved) in (None, self._opened_at):
+                return
+            await self._text_index(reads.passage_texts)
+            await self._text_index(reads.entity_texts)
+            await self.entities_named([])
+            await self.term_counts([])
+            await self._graph()
+        except Exception as exc:  # the next process builds what is missing; a close must not fail for it
+            # One line, no traceback: a close after a lost server already ends with its error.
+            log.warning(
+                "could not save the retrieval indexes of %s (%s): the next open builds them", self.location.display, exc
+            )
+
+    def saved_index_files(self) -> IndexFiles | None:
+        return self._saved.files
+
+    async def write_generation(self) -> str | None:
+        return await asyncio.to_thread(self.cache.saved)
+
+    def _derived(self, name: str, codec: Codec[Index], build: Callable[[], Index]) -> Index:
+        """An index read from this user's cache at the graph's generation, or built from the graph
+        and saved there when no write moved the generation while it was read."""
+
+        def built() -> tuple[str | None, Index]:
+            before = self.cache.saved()
+            value = build()
+            return (before if before is not None and self.cache.saved() == before else None), value
+
+        return self._saved.get(name, codec, self.cache.saved, built)
