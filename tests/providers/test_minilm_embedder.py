@@ -245,6 +245,13 @@ def test_an_unknown_runtime_is_refused() -> None:
         MiniLMEmbedder(runtime="tpu")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("size", [0, -4])
+def test_a_batch_size_below_one_is_refused_with_the_fix(size: int) -> None:
+    with pytest.raises(ConfigurationError, match="at least 1") as refused:
+        MiniLMEmbedder(batch_size=size)
+    assert "batch_size=" in (refused.value.hint or "")
+
+
 @pytest.mark.slow
 def test_fresh_install_of_the_embed_extra_has_no_torch_and_the_same_vectors(
     tmp_path: Path, reference: SentenceTransformerEmbedder

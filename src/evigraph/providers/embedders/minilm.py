@@ -95,6 +95,8 @@ class MiniLMEmbedder(Embedder):
     ) -> None:
         if runtime not in ("auto", "onnx", "numpy"):
             raise ConfigurationError(f"unknown minilm runtime {runtime!r}", "use 'auto', 'onnx' or 'numpy'")
+        if batch_size < 1:  # a batch of none would embed nothing and fail on its first text
+            raise ConfigurationError(f"minilm batch_size must be at least 1, not {batch_size}", "use batch_size=32")
         self.batch_size = batch_size
         self._folder = folder or MODEL_DIR
         self.runtime: Literal["onnx", "numpy"] = (
@@ -151,7 +153,7 @@ class MiniLMEmbedder(Embedder):
         model = self._model()
         encodings = model.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), max(1, self.batch_size)):
+        for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
             width = max(len(encodings[i].ids) for i in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)
