@@ -65,6 +65,21 @@ class Embedder(ABC):
         return vectors, [[next(flat) for _ in ss] for ss in spans]
 
 
+class ArrayEmbedder(Embedder):
+    """An in-process model that computes all its vectors as one numpy array: `embed` is that
+    array as lists, and bulk paths (ingest, brute-force similarity) take the array itself."""
+
+    @abstractmethod
+    def embed_array(self, texts: Sequence[str]) -> Any:
+        """Vectors of `texts` as one float32 array, shape (len(texts), dimension)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        result: list[list[float]] = self.embed_array(texts).tolist()
+        return result
+
+
 # --------------------------------------------------------------------------------------------
 # Shared helpers
 # --------------------------------------------------------------------------------------------

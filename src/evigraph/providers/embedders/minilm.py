@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
-from evigraph.providers.embedders.base import MINILM_NAME, Embedder, _load_once, fill_missing_spans, pool_tokens
+from evigraph.providers.embedders.base import (
+    MINILM_NAME,
+    ArrayEmbedder,
+    _load_once,
+    fill_missing_spans,
+    pool_tokens,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,7 +78,7 @@ class _Model:
         self.tokenizer.enable_truncation(self.max_tokens)
 
 
-class MiniLMEmbedder(Embedder):
+class MiniLMEmbedder(ArrayEmbedder):
     """The default local embedder: all-MiniLM-L6-v2, 384 dimensions, mean-pooled, normalised.
 
     Texts are sorted by token count and batched so each batch pads to its own longest text:
@@ -124,12 +130,6 @@ class MiniLMEmbedder(Embedder):
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        result: list[list[float]] = self.embed_array(texts).tolist()
-        return result
 
     def embed_with_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]

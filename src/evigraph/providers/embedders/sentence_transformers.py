@@ -12,7 +12,7 @@ from evigraph.providers.embedders.base import (
     _MINILM_ALIASES,
     _OFFLINE_HINT,
     MINILM_NAME,
-    Embedder,
+    ArrayEmbedder,
     _hf_offline,
     _hub_reachable,
     _load_once,
@@ -39,7 +39,7 @@ def _bundled_minilm_path() -> str | None:
     return str(path) if (path / "modules.json").is_file() else None
 
 
-class SentenceTransformerEmbedder(Embedder):
+class SentenceTransformerEmbedder(ArrayEmbedder):
     """Any sentence-transformers model, by hub name or local folder, run in-process.
 
     The model loads on first use, not at construction, so building a knowledge base object or
@@ -138,12 +138,6 @@ class SentenceTransformerEmbedder(Embedder):
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        result: list[list[float]] = self.embed_array(texts).tolist()
-        return result
 
     def embed_with_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
