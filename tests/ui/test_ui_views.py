@@ -6,6 +6,7 @@ import re
 
 import httpx
 import pytest
+from playwright.sync_api import Route
 from tests.mcp.conftest import QUESTION
 from tests.ui.conftest import Ui
 
@@ -105,6 +106,31 @@ def test_double_click_expands_a_node(ui: Ui) -> None:
     assert "Harbor Lab" in names and "Kuzu" in names
     assert int(ui.page.get_attribute("#graph-status", "data-nodes") or 0) == len(names)
     ui.shot("graph-expanded")
+
+
+def test_a_late_first_drawing_does_not_undo_the_persons_search(ui: Ui) -> None:
+    """The page seeds the explorer from the most connected entity; if that reply comes after the
+    person has searched, their chips stay and the seed is not drawn over them."""
+    held: list[Route] = []
+    ui.page.route("**/api/tools/cypher_query", lambda route: held.append(route))  # the seed waits
+    ui.open()
+    for _ in range(600):  # the graph view asks for its seed once it opens
+        if held:
+            break
+        ui.page.wait_for_timeout(50)
+    assert held, "the page asked for no seed"
+    ui.page.fill("#entity-input", "Kuzu")
+    ui.page.press("#entity-input", "Enter")
+    ui.page.wait_for_selector("#entity-hits .chip:has-text('Kuzu')", state="visible")
+    for route in held:
+        route.continue_()
+    ui.page.unroute("**/api/tools/cypher_query")
+    # the seed's reply has arrived and been handled once its request is answered
+    ui.page.wait_for_load_state("networkidle")
+    assert ui.page.is_visible("#entity-hits .chip:has-text('Kuzu')")
+    assert ui.js("() => window.evigraph.graph.nodes().length") == 0
+    ui.page.click("#entity-hits .chip:has-text('Kuzu')")
+    ui.page.wait_for_selector("#inspector h3:has-text('Kuzu')")
 
 
 def test_documents_view_lists_versions_and_status(ui: Ui) -> None:

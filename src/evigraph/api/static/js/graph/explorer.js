@@ -59,6 +59,7 @@ export class Explorer {
       ] : [],
     });
     this.seeded = false;
+    this.asked = 0; // counts the person's own searches and picks, so a late seed cannot undo them
     byId("entity-form").addEventListener("submit", (e) => {
       e.preventDefault();
       this.find(byId("entity-input").value.trim());
@@ -78,9 +79,12 @@ export class Explorer {
     this.canvas.cy.resize();
     if (this.seeded || this.canvas.nodeCount) return;
     this.seeded = true;
+    const asked = this.asked;
     try {
       const found = await api.call("cypher_query", { query: MOST_CONNECTED, limit: 1 });
-      if (found.rows.length) await this.start(found.rows[0].id);
+      // the person searched or picked an entity while the seed was on its way: theirs wins
+      if (this.asked !== asked) return;
+      if (found.rows.length) await this.start(found.rows[0].id, false);
       else this.say("No relations yet: find an entity by name above.");
     } catch (err) {
       this.fail(err);
@@ -89,6 +93,7 @@ export class Explorer {
 
   async find(query) {
     if (!query) return;
+    this.asked += 1;
     try {
       const found = await api.call("search_entities", { query, limit: 12 });
       const chips = found.hits.map((e) =>
@@ -101,19 +106,23 @@ export class Explorer {
     }
   }
 
-  /** A fresh drawing around one entity. */
-  async start(entityId) {
+  /** A fresh drawing around one entity; `byPerson` is false only for the page's own first drawing. */
+  async start(entityId, byPerson = true) {
     this.seeded = true;
+    if (byPerson) this.asked += 1;
+    const asked = this.asked;
     this.canvas.clear();
     this.hits.hidden = true;
-    await this.expand(entityId, true);
+    await this.expand(entityId, true, asked);
+    if (this.asked !== asked) return;
     if (this.canvas.has(entityId)) {
       this.canvas.select(entityId);
       this.inspect("node", this.canvas.cy.getElementById(entityId).data());
     }
   }
 
-  async expand(entityId, seed = false) {
+  /** `asked`, when given, is the drawing this belongs to: a reply for a drawing since replaced is dropped. */
+  async expand(entityId, seed = false, asked = undefined) {
     let walk;
     try {
       walk = await api.call("explore_relationships", { entity: entityId, ...EXPAND });
@@ -121,6 +130,7 @@ export class Explorer {
       this.fail(err);
       return;
     }
+    if (asked !== undefined && asked !== this.asked) return;
     const nodes = walk.nodes.map(entityNode);
     const centre = nodes.find((n) => n.id === entityId) || nodes[0];
     if (centre && !this.canvas.has(centre.id)) this.canvas.add([centre], []);
