@@ -13,7 +13,7 @@ One thread. Run from the event loop's default executor, each batch's embedding l
 whichever worker thread was free, and glibc gives each thread that allocates under contention an
 arena of its own, which keeps its high-water mark: the ingesting process's RSS was 1.6 GB of
 malloc arenas on 2wikimultihopqa (1,417 passages), its Python objects 29 MB. One thread for all
-embedding reuses one arena, and `give_back_memory` returns what the batch freed. Three
+embedding reuses one arena, and `evigraph.memory.give_back_memory` returns what the batch freed. Three
 ingests of 2wikimultihopqa run side by side with MiniLM, about 25 minutes in on a loaded machine:
 peak RSS 2,424 MB as they were, 2,317 MB with glibc held to two arenas (`MALLOC_ARENA_MAX=2`),
 1,634 MB with `malloc_trim` called every second.
@@ -22,10 +22,7 @@ peak RSS 2,424 MB as they were, 2,317 MB with glibc held to two arenas (`MALLOC_
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import functools
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -101,12 +98,3 @@ async def on_embedding_thread(fn: Callable[..., T], *args: object) -> T:
     if _executor is None:
         _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evigraph-embed")
     return await asyncio.get_running_loop().run_in_executor(_executor, functools.partial(fn, *args))
-
-
-def give_back_memory() -> None:
-    """Return the memory freed since the last call to the system (glibc keeps freed blocks for
-    reuse, per arena). Elsewhere (musl, macOS, Windows) there is nothing to call, and nothing is lost."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)

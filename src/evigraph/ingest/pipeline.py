@@ -34,7 +34,7 @@ from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
-from evigraph.ingest.embedding import embed_all_with_spans, give_back_memory, on_embedding_thread
+from evigraph.ingest.embedding import embed_all_with_spans, on_embedding_thread
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.budget import CeilingReached
@@ -47,6 +47,7 @@ from evigraph.ingest.sentences import split_sentences
 from evigraph.ingest.sources import SourceFile, expand_sources
 from evigraph.ingest.subjects import with_subject
 from evigraph.ingest.writing import InFlight, WriteGroup
+from evigraph.memory import give_back_memory
 from evigraph.models import (
     DocumentOutcome,
     DocumentVersion,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evigraph.errors import StoreError
-from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.executor import Tx, value_batches
 from evigraph.store.embedded.packed import pack
 from evigraph.store.embedded.schema import RETYPED_COLUMNS
 
@@ -38,12 +38,6 @@ PAGE_ROWS = 2000
 """Node offsets per page read. A page of passages with sentence vectors is tens of
 MB of Python floats; reading a page costs about a twelfth of a full scan (20,000 rows of vectors:
 0.08 s a page, 0.68 s the whole table)."""
-
-BATCH_VALUES = 100_000
-"""Values (a list's elements each one) per UNWIND written. The engine holds a parameter as an
-object per value while it runs: batches of 2,000 rows, passages with their sentence vectors,
-took the hotpotqa copy to 2.4 GB of memory; batches of 100,000 values keep it to 0.6 GB (300,000:
-0.73 GB) in about the same time, 22-25 s (a statement costs milliseconds, a value microseconds)."""
 
 _LIST_SUFFIX = re.compile(r"\[\d*\]$")
 _SAMPLES: dict[str, Any] = {
@@ -152,7 +146,7 @@ def copy_table(source: Tx, target: Tx, table: Table, step: Callable[[int], None]
             for row in rows if packed else ():
                 for name in packed:
                     row[name] = None if row[name] is None else pack(row[name])
-            for batch in _batches(rows):
+            for batch in value_batches(rows, len(rows)):
                 target.execute(write, _columns(batch, keys, samples)).close()
                 copied += len(batch)
                 step(len(batch))
@@ -165,27 +159,6 @@ def retyped(table: str, column: Column) -> str:
         if (t, c) == (table, column.name) and column.type.endswith("]"):
             return kind
     return column.type
-
-
-def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """`rows` in batches of at most `BATCH_VALUES` values, a list's elements each counting as one."""
-    batch: list[dict[str, Any]] = []
-    weight = 0
-    for row in rows:
-        size = sum(_values(v) for v in row.values())
-        if batch and weight + size > BATCH_VALUES:
-            yield batch
-            batch, weight = [], 0
-        batch.append(row)
-        weight += size
-    if batch:
-        yield batch
-
-
-def _values(value: Any) -> int:
-    if isinstance(value, list):
-        return sum(_values(v) for v in value) if value and isinstance(value[0], list) else len(value) + 1
-    return 1
 
 
 _RANGE = "offset(id({0})) >= $lo AND offset(id({0})) < $hi"
