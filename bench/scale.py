@@ -180,7 +180,20 @@ def phase_ingest(corpus: Path, db: str) -> dict[str, Any]:
             report = await kb.ingest([corpus], progress=False)
             out["ingest_seconds"] = time.perf_counter() - t0
             status = await kb.status()
-            t0 = time.perf_counter()
+            out["peak_rss_before_close_mb"] = peak_rss_mb()  # where the peak is: the ingest, or the save at close
+            steps: dict[str, float] = {}
+            t0 = last = time.perf_counter()
+
+            def saving(name: str, done: int, total: int) -> None:  # each index's seconds, as the CLI shows them
+                nonlocal last
+                now = time.perf_counter()
+                if done:
+                    steps[previous[0]] = now - last
+                previous[0], last = name, now
+
+            previous = [""]
+            await kb.save_indexes(saving)
+            out["save_steps_seconds"] = steps
         out["close_seconds"] = time.perf_counter() - t0  # saving the derived indexes beside the file
         if not report.ok:
             raise SystemExit(f"ingest failed: {report.failed[:3]}")
