@@ -17,7 +17,6 @@ from tests.store.test_saved_indexes import NEW_DOC, answers
 from tests.tools.conftest import write_corpus
 
 from evigraph import KnowledgeBase
-from evigraph.store.embedded.graph_index import GraphLists
 from evigraph.store.falkordb import caches
 from evigraph.store.falkordb.caches import build_graph_index, read_graph
 from evigraph.store.falkordb.store import FalkorStore
@@ -92,14 +91,6 @@ async def test_the_graph_read_in_pages_answers_as_read_whole(
     await store.open()
     try:
         whole = walks(build_graph_index(store.conn))
-        each = GraphLists()  # a row per mention, as the graph was read before pages
-        for r in store.conn.read_sync(
-            "MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) WHERE c.live RETURN e.id AS e, c.id AS c"
-        ):
-            each.mention(r["e"], r["c"])
-        assert {k: whole[k] for k in ("mentions", "mentioned")} == {
-            k: v for k, v in walks(each.done()).items() if k in ("mentions", "mentioned")
-        }
         monkeypatch.setattr(caches, "PAGE_NODES", 2)  # an entity or two a read: many pages
         assert walks(build_graph_index(store.conn)) == whole
         assert walks(GRAPH.load(read_graph(store.conn, GraphArrays()).arrays(), {})) == whole

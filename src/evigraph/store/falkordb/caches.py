@@ -179,15 +179,10 @@ def read_graph(conn: Connection, into: S) -> S:
             )
             into.relation(rel)
     for lo in pages:
-        # One row per entity with its passages, in node order: the same mentions in the same order
-        # as a row per mention, in a fraction of the reply (most of the graph's rows are mentions).
         for r in conn.read_sync(
             """MATCH (e:Entity) WHERE id(e) >= $lo AND id(e) < $hi
-               MATCH (e)-[:MENTIONED_IN]->(c:Chunk) WHERE c.live
-               WITH id(e) AS n, e.id AS e, collect(c.id) AS cs RETURN e, cs ORDER BY n""",
+               MATCH (e)-[:MENTIONED_IN]->(c:Chunk) WHERE c.live RETURN e.id AS e, c.id AS c""",
             {"lo": lo, "hi": lo + PAGE_NODES},
         ):
-            entity = r["e"]
-            for chunk in r["cs"]:
-                into.mention(entity, chunk)
+            into.mention(r["e"], r["c"])
     return into
