@@ -153,7 +153,9 @@ class IndexOps:
             at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read_graph(tx, GraphArrays())))
             return at, rows.arrays(), {}
 
-        current = lambda: self.executor.read_sync(generation.current)  # noqa: E731
+        def current() -> str | None:
+            return self.executor.read_sync(generation.current)
+
         index: GraphIndex = await self._cache.fetch(
             "graph", lambda: self._saved.get_arrays("graph", GRAPH, current, built, arrays)
         )
