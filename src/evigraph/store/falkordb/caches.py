@@ -149,7 +149,7 @@ PAGE_NODES = 5_000
 """Entities (by node id) whose relations or mentions one read returns. The graph used to come in
 two replies, a row per relation and a row per mention, each held whole as Python dicts while the
 index was built from them; at 100,000 generated passages the save at close now adds 786 MB to a
-410 MB ingest (1,196 MB peak, `bench/scale.py`), where the whole save had peaked at 2,067 MB."""
+410 MB ingest (1,196 MB peak, `bench/scale.py`); an earlier session measured 2,067 MB before."""
 
 
 def read_graph(conn: Connection, into: S) -> S:
