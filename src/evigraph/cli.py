@@ -179,6 +179,7 @@ async def _ingest(kb: KnowledgeBase, args: argparse.Namespace, console: IngestCo
             )
         finally:
             console.close()
+    await kb.save_indexes(console.saving_indexes)  # what the close would do, with a progress line
     stopped = console.cancellation.cancelled
     if args.json:
         payload: dict[str, Any] = {

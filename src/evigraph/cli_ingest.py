@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ class IngestConsole(IngestProgress):
         self._bar = ProgressBar() if bar else None
         self._print_outcome = print_outcome
         self._serving: IngestServing | None = None
+        self._saving_since = 0.0
 
     @contextlib.contextmanager
     def interrupts(self) -> Iterator[None]:
@@ -79,6 +81,25 @@ class IngestConsole(IngestProgress):
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+    def saving_indexes(self, name: str, done: int, total: int) -> None:
+        """The retrieval indexes being saved after the ingest (`KnowledgeBase.save_indexes`): a
+        line that counts them, so minutes of saving at 100,000 passages are not a silent exit."""
+        if self._print_outcome is None:
+            return
+        now = time.perf_counter()
+        if done == 0:
+            self._saving_since = now
+        elapsed = now - self._saving_since
+        if done < total:
+            text = f"saving retrieval indexes {done + 1}/{total}: {name} ({elapsed:.0f} s)"
+        else:
+            text = f"saved retrieval indexes in {elapsed:.1f} s"
+        if sys.stderr.isatty():  # one line, redrawn in place
+            end = "\n" if done == total else ""
+            print(f"\r\033[K{text}", end=end, file=sys.stderr, flush=True)
+        elif done == total or elapsed >= 1.0:  # a log gets a line per index only once it takes a while
+            print(text, file=sys.stderr, flush=True)
 
     def _printing(self) -> contextlib.AbstractContextManager[None]:
         return self._bar.printing() if self._bar is not None else contextlib.nullcontext()

@@ -126,3 +126,27 @@ def test_head_reads_the_first_lines_and_nothing_is_printed_on_stderr(db: Path) -
     assert proc.returncode == 0
     assert proc.stdout.startswith("knowledge base") and proc.stdout.count("\n") == 1
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
+
+
+def test_ingest_says_it_saves_the_retrieval_indexes(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "docs")
+    path = tmp_path / "kb.db"
+    shown = run_cli("ingest", str(folder), "--db", str(path), "--extractor", "rules")
+    assert shown.code == 0, shown.err
+    assert any(line.startswith("saved retrieval indexes in ") for line in shown.err.splitlines()), shown.err
+    assert {"graph.json", "passages_bm25.json"} <= {p.name for p in (tmp_path / "kb.db.indexes").iterdir()}
+    (folder / "more.md").write_text("Zephyrine Quillborough opened a depot in Vardø.\n")
+    quiet = run_cli("ingest", str(folder), "--db", str(path), "--extractor", "rules", "-q")
+    assert quiet.code == 0, quiet.err
+    assert "retrieval indexes" not in quiet.err
+
+
+async def test_save_indexes_tells_each_index_then_the_end(tmp_path: Path) -> None:
+    told: list[tuple[str, int, int]] = []
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", embedder="none") as kb:
+        await kb.ingest([write_corpus(tmp_path / "docs")])
+        await kb.save_indexes(lambda name, done, total: told.append((name, done, total)))
+    names = [name for name, done, total in told if done < total]
+    assert {"passages_bm25", "entities_bm25", "names", "graph", "terms", "titles"} == set(names)
+    assert [done for _, done, _ in told] == list(range(len(told)))
+    assert told[-1] == ("", len(names), len(names))

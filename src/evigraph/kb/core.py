@@ -23,7 +23,7 @@ from evigraph.ingest.writing import InFlight
 from evigraph.kb.llm import LLMChoice
 from evigraph.models import LLMSpend, Ontology, SourceRecord, TextChunk
 from evigraph.providers.embedders import Embedder
-from evigraph.store.base import GraphStore
+from evigraph.store.base import GraphStore, IndexProgress
 from evigraph.store.location import StoreLocation
 
 if TYPE_CHECKING:  # the ingest pipeline's parts, imported when an ingest asks for them (not by a search)
@@ -143,6 +143,13 @@ class KnowledgeBaseCore:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+        """Save the indexes retrieval derives from the knowledge base beside it now, telling
+        `progress(name, done, total)` before each: a writer's `close` saves whatever is stale
+        anyway, which at 100,000 passages takes minutes a caller may want to show."""
+        if self._store is not None and self._opened and not self._store.read_only:
+            await self._store.save_indexes(progress)
 
     async def close(self) -> None:
         await self._llm.aclose()

@@ -9,7 +9,7 @@ worker thread.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -53,6 +53,9 @@ from evigraph.trace_records import (
 
 if TYPE_CHECKING:
     from evigraph.store.index_files import IndexFiles
+
+IndexProgress = Callable[[str, int, int], None]
+"""Told `(index name, indexes done, indexes in all)` as derived indexes are saved (`GraphStore.save_indexes`)."""
 
 EXTRACTION_KIND = "extraction"
 """The kind of cached LLM results the extraction cache held before it held others (`cached_extractions`)."""
@@ -306,6 +309,14 @@ class GraphStore(ABC):
     async def write_generation(self) -> str | None:
         """The label of the data as it is now: every write that changes what retrieval derives
         moves it on. None when not known: nothing is saved or read then."""
+        return None
+
+    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+        """Save what retrieval derives from the store beside it, at its write generation, when a
+        write since the open left them stale; a writer's `close` does it anyway. It takes about one
+        full rebuild (minutes at 100,000 passages), so a caller with someone watching says so:
+        `progress(name, done, total)` is told before each index and once with `done == total`.
+        A store that saves nothing has nothing to do."""
         return None
 
     # -- graph navigation and agent writes ---------------------------------------------------

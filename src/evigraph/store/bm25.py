@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import threading
+from array import array
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -137,8 +138,8 @@ def build_text_index(rows: Iterable[tuple[str, str]]) -> TextIndex:
 
     ids: list[str] = []
     numbered: dict[str, int] = {}
-    flat: list[int] = []  # every row's words, numbered, one row after another
-    lengths: list[int] = []
+    flat = array("q")  # every row's words, numbered, one row after another: 8 bytes a word, no list
+    lengths = array("q")
     for cid, text in rows:
         before = len(flat)
         flat.extend(numbered.setdefault(w, len(numbered)) for w in (text or "").split() if w not in STOPWORDS)
@@ -149,10 +150,12 @@ def build_text_index(rows: Iterable[tuple[str, str]]) -> TextIndex:
     stems: dict[str, int] = {}
     word_stem = np.fromiter((stems.setdefault(stem_of.get(w, w), len(stems)) for w in vocabulary), np.int64)
     n = max(len(ids), 1)
-    row_of = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-    pairs, tally = np.unique(word_stem[np.asarray(flat, dtype=np.int64)] * n + row_of, return_counts=True)
-    del flat, row_of  # pairs are sorted by stem, then row
-    length = np.asarray(lengths, dtype=np.float64)
+    length_of = np.frombuffer(lengths, dtype=np.int64) if lengths else np.zeros(0, dtype=np.int64)
+    row_of = np.repeat(np.arange(len(ids), dtype=np.int64), length_of)
+    words = np.frombuffer(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+    pairs, tally = np.unique(word_stem[words] * n + row_of, return_counts=True)
+    del flat, words, row_of  # pairs are sorted by stem, then row
+    length = length_of.astype(np.float64)
     mean = float(length.mean()) if ids else 0.0
     return TextIndex(
         ids=ids,

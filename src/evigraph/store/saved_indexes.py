@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from evigraph.store.bm25 import TextIndex
 from evigraph.store.embedded.caches import NameIndex, TermIndex, VectorMatrix
 from evigraph.store.embedded.graph_index import GraphIndex, _Rel
+from evigraph.store.graph_arrays import REL_TEXTS
 from evigraph.store.index_files import (
     IndexFiles,
     ListsByKey,
@@ -164,35 +165,9 @@ RELATIONS_KEPT = 50_000
 """Relations read from the mapped arrays are kept as objects, up to this many (a question reads a
 few hundred; each costs eight string reads)."""
 
-_REL_TEXTS = ("id", "source", "target", "source_name", "target_name", "type", "fact")
-
-
-def _save_graph(index: GraphIndex) -> tuple[Arrays, Values]:
-    import numpy as np
-
-    rels: dict[str, _Rel] = {}
-    for listed in (*index.edges.values(), *index.stated.values()):
-        for rel in listed:
-            rels.setdefault(rel.id, rel)
-    ordered = list(rels.values())
-    row = {rel.id: i for i, rel in enumerate(ordered)}
-    arrays: Arrays = {}
-    for name in _REL_TEXTS:
-        arrays.update(strings_arrays(f"rel_{name}", [getattr(r, name) for r in ordered]))
-    arrays["rel_confidence"] = np.asarray([r.confidence for r in ordered], dtype=np.float64)
-    chunk_offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
-    np.cumsum([len(r.chunks) for r in ordered], out=chunk_offsets[1:])
-    arrays["rel_chunk_offsets"] = chunk_offsets
-    arrays.update(strings_arrays("rel_chunks", [c for r in ordered for c in r.chunks]))
-    arrays.update(lists_arrays("edges", {k: [row[r.id] for r in v] for k, v in index.edges.items()}, np.int64))
-    arrays.update(lists_arrays("stated", {k: [row[r.id] for r in v] for k, v in index.stated.items()}, np.int64))
-    arrays.update(lists_arrays("mentions", index.mentions, None))
-    arrays.update(lists_arrays("mentioned", index.mentioned, None))
-    return arrays, {}
-
 
 def _load_graph(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> GraphIndex:
-    texts = {name: strings_of(arrays, f"rel_{name}") for name in _REL_TEXTS}
+    texts = {name: strings_of(arrays, f"rel_{name}") for name in REL_TEXTS}
     confidence = items(arrays["rel_confidence"])
     chunk_offsets = items(arrays["rel_chunk_offsets"])
     chunks = strings_of(arrays, "rel_chunks")
@@ -220,6 +195,10 @@ def _load_graph(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> GraphIn
         mentioned=string_lists(arrays, "mentioned"),
         stated=stated,
     )
+
+
+def _save_graph(index: GraphIndex) -> tuple[Arrays, Values]:
+    raise TypeError("the graph index is saved from the store's rows (`SavedIndexes.get_arrays`), not built first")
 
 
 GRAPH = Codec(_save_graph, _load_graph)
@@ -268,6 +247,30 @@ class SavedIndexes:
         # Serve from the mapped copy: the built one's Python objects are then freed.
         return self._load(name, codec, built_at) or index
 
+    def get_arrays(
+        self,
+        name: str,
+        codec: Codec[Index],
+        generation: Callable[[], str | None],
+        build: Callable[[], tuple[str | None, Index]],
+        arrays: Callable[[], tuple[str | None, Arrays, Values]],
+    ) -> Index:
+        """As `get`, for an index whose arrays are made from the store's rows without building its
+        objects first (`arrays`, with the generation read beside the rows); `build` is for a
+        store that saves nothing. When the arrays cannot be saved they are read from memory."""
+        if self.files is None:
+            return build()[1]
+        current = generation()
+        found = self._load(name, codec, current) if current is not None else None
+        if found is not None:
+            return found
+        built_at, made, values = arrays()
+        if built_at is not None and self.files.save(name, built_at, made, values):
+            loaded = self._load(name, codec, built_at)  # the mapped copy: the arrays made are freed
+            if loaded is not None:
+                return loaded
+        return codec.load(made, values)
+
     def _load(self, name: str, codec: Codec[Index], generation: str) -> Index | None:
         assert self.files is not None
         found = self.files.load(name, generation)
@@ -277,3 +280,16 @@ class SavedIndexes:
             return codec.load(*found)
         except (KeyError, ValueError, TypeError, IndexError):  # a manifest that names other arrays
             return None
+
+
+async def run_steps(
+    steps: Sequence[tuple[str, Callable[[], Awaitable[object]]]], progress: Callable[[str, int, int], None] | None
+) -> None:
+    """Build or read each named index in turn (each is saved as it is built), telling `progress`
+    `(name, done, total)` before each and once at the end (`GraphStore.save_indexes`)."""
+    for done, (name, step) in enumerate(steps):
+        if progress is not None:
+            progress(name, done, len(steps))
+        await step()
+    if progress is not None:
+        progress("", len(steps), len(steps))

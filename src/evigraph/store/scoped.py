@@ -36,7 +36,7 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, IndexProgress, TermCounts, VectorSearch
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
@@ -152,6 +152,9 @@ class ScopedStore(GraphStore):
 
     async def close(self) -> None:
         await self.inner.close()
+
+    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+        await self.inner.save_indexes(progress)  # the whole knowledge base's, as the inner close saves them
 
     async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
         outside = [v.key for v in versions if not self.allows(v.key)]

@@ -57,3 +57,30 @@ async def test_two_knowledge_bases_written_alike_never_share_a_generation(
         assert labels == [None, None]
     else:
         assert None not in labels and labels[0] != labels[1]
+
+
+@covers("save_indexes")
+async def test_save_indexes_tells_each_index_and_saves_it_at_the_generation(
+    factory: StoreFactory, location: str
+) -> None:
+    told: list[tuple[str, int, int]] = []
+
+    def progress(name: str, done: int, total: int) -> None:
+        told.append((name, done, total))
+
+    async with factory.connect(location) as store:
+        await store.save_indexes(progress)
+        assert told == []  # nothing written since the open: nothing to save
+        await store.write_versions([ONE])
+        await store.save_indexes(progress)
+        generation = await store.write_generation()
+        files = store.saved_index_files()
+    assert told and told[-1][1] == told[-1][2] and [done for _, done, _ in told] == list(range(len(told)))
+    names = {name for name, done, total in told if done < total}
+    assert {"passages_bm25", "entities_bm25", "names", "graph", "terms"} <= names
+    if factory.scope is not None:  # the whole knowledge base's are saved; the view keeps none itself
+        assert files is None and generation is None
+        return
+    assert files is not None and generation is not None
+    for name in names - {"terms"}:  # terms are saved under a name that says whether passages have context
+        assert files.load(name, generation) is not None, name

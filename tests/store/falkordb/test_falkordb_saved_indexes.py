@@ -12,13 +12,18 @@ from typing import Any
 
 import pytest
 from tests.conftest import FalkorServer
+from tests.store.test_graph_arrays import walks
 from tests.store.test_saved_indexes import NEW_DOC, answers
 from tests.tools.conftest import write_corpus
 
 from evigraph import KnowledgeBase
+from evigraph.store.falkordb import caches
+from evigraph.store.falkordb.caches import build_graph_index, read_graph
 from evigraph.store.falkordb.store import FalkorStore
+from evigraph.store.graph_arrays import GraphArrays
 from evigraph.store.index_files import user_cache_folder
 from evigraph.store.location import StoreLocation
+from evigraph.store.saved_indexes import GRAPH
 
 
 @pytest.fixture
@@ -75,3 +80,20 @@ async def test_a_new_process_reads_the_saved_indexes_and_a_write_makes_them_stal
     fresh = await built(db)
     assert fresh["terms"][1]["quillborough"] == 1
     assert await read(db) == fresh
+
+
+async def test_the_graph_read_in_pages_answers_as_read_whole(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with KnowledgeBase(db, extractor="rules", embedder="none") as kb:
+        await kb.ingest([write_corpus(tmp_path / "corpus")])
+    store = FalkorStore(StoreLocation.parse(db), read_only=True)
+    await store.open()
+    try:
+        whole = walks(build_graph_index(store.conn))
+        monkeypatch.setattr(caches, "PAGE_NODES", 2)  # an entity or two a read: many pages
+        assert walks(build_graph_index(store.conn)) == whole
+        assert walks(GRAPH.load(read_graph(store.conn, GraphArrays()).arrays(), {})) == whole
+    finally:
+        await store.close()
+    assert whole["neighbours"] and whole["mentions"]

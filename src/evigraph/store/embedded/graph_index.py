@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from evigraph.models import Exploration, Neighbour
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import unpack_ids
+
+S = TypeVar("S", bound="GraphSink")
 
 
 @dataclass(frozen=True)
@@ -160,8 +163,21 @@ class GraphIndex:
         return list(out.values())
 
 
+class GraphSink(Protocol):
+    """Where the graph's rows go as they are read: `GraphLists` (dicts) or `graph_arrays.GraphArrays`."""
+
+    def relation(self, rel: _Rel) -> None: ...
+
+    def mention(self, entity: str, chunk: str) -> None: ...
+
+
 def build_graph_index(tx: Tx) -> GraphIndex:
-    index = GraphLists()
+    return read_graph(tx, GraphLists()).done()
+
+
+def read_graph(tx: Tx, into: S) -> S:
+    """Every relation, then every mention, into `into`, a row at a time (the engine's cursor is
+    read as it goes, so only `into` grows)."""
     result = tx.execute(
         """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
            RETURN r.id, a.id, b.id, a.name, b.name, r.type, r.fact, r.confidence, r.source_chunks"""
@@ -169,16 +185,16 @@ def build_graph_index(tx: Tx) -> GraphIndex:
     try:
         while result.has_next():
             rid, a, b, a_name, b_name, rtype, fact, conf, chunks = result.get_next()
-            index.relation(_Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(unpack_ids(chunks))))
+            into.relation(_Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(unpack_ids(chunks))))
     finally:
         result.close()
     result = tx.execute("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) RETURN e.id, c.id")
     try:
         while result.has_next():
-            index.mention(*result.get_next())
+            into.mention(*result.get_next())
     finally:
         result.close()
-    return index.done()
+    return into
 
 
 @dataclass

@@ -11,13 +11,13 @@ rebuild they replace took tens of seconds on the first question and gigabytes of
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from evigraph.models import ChunkHit, EntityHit, Exploration, Neighbour
 from evigraph.store import bm25
-from evigraph.store.base import TermCounts, VectorSearch
+from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.embedded import generation, reads
 from evigraph.store.embedded.caches import (
@@ -30,9 +30,10 @@ from evigraph.store.embedded.caches import (
     build_term_index,
 )
 from evigraph.store.embedded.executor import Executor, Tx
-from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index
+from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index, read_graph
+from evigraph.store.graph_arrays import GraphArrays
 from evigraph.store.index_files import IndexFiles
-from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes
+from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes, run_steps
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class IndexOps:
     async def embedding_model(self) -> tuple[str, int] | None:
         raise NotImplementedError  # EmbeddedStore's
 
-    async def _save_indexes(self) -> None:
+    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
         """After writes, have every derived index saved at the new generation, so the next open
         reads them instead of rebuilding (what one already built and saved is not built again)."""
         if self._exec is None or self.read_only:
@@ -72,14 +73,17 @@ class IndexOps:
         try:
             if await self._exec.read(generation.current) in (None, self._opened_at):
                 return
-            await self._text_index(reads.passage_texts)
-            await self._text_index(reads.entity_texts)
-            await self._names()
-            await self._graph()
-            await self.term_counts([])
-            await self._titles()
+            steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+                ("passages_bm25", lambda: self._text_index(reads.passage_texts)),
+                ("entities_bm25", lambda: self._text_index(reads.entity_texts)),
+                ("names", self._names),
+                ("graph", self._graph),
+                ("terms", lambda: self.term_counts([])),
+                ("titles", self._titles),
+            ]
             if await self.embedding_model() is not None:
-                await self._vectors()
+                steps.append(("vectors", self._vectors))
+            await run_steps(steps, progress)
         except Exception as exc:  # the next open rebuilds what is missing; a close must not fail for it
             # One line, no traceback: a close after a lost engine already ends with its error.
             log.warning("could not save the retrieval indexes of %s (%s): the next open builds them", self.path, exc)
@@ -142,8 +146,18 @@ class IndexOps:
         return {r["w"]: r["s"] for r in rows}
 
     async def _graph(self) -> GraphIndex:
+        def built() -> tuple[str | None, GraphIndex]:
+            return self.executor.read_sync(lambda tx: (generation.current(tx), build_graph_index(tx)))
+
+        def arrays() -> tuple[str | None, dict[str, Any], dict[str, Any]]:
+            at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read_graph(tx, GraphArrays())))
+            return at, rows.arrays(), {}
+
+        def current() -> str | None:
+            return self.executor.read_sync(generation.current)
+
         index: GraphIndex = await self._cache.fetch(
-            "graph", lambda: self._derived("graph", GRAPH, build_graph_index, lambda index: index)
+            "graph", lambda: self._saved.get_arrays("graph", GRAPH, current, built, arrays)
         )
         return index
 

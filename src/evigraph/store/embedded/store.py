@@ -235,7 +235,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
 
     async def close(self) -> None:
         try:
-            await self._save_indexes()
+            await self.save_indexes()
         finally:
             self._release()
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evigraph.store.falkordb import reads
 
 if TYPE_CHECKING:
+    from evigraph.store.base import IndexProgress
     from evigraph.store.falkordb.caches import Generation
     from evigraph.store.index_files import IndexFiles
     from evigraph.store.location import StoreLocation
@@ -49,19 +50,26 @@ class FalkorIndexOps:
     async def _graph(self) -> Any:
         raise NotImplementedError  # FalkorStore's
 
-    async def _save_indexes(self) -> None:
+    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
         """After writes through this process, have the derived indexes saved at the graph's new
         generation, so the next process on this machine reads them instead of pulling the graph."""
         if self._conn is None or self.read_only:
             return
+        from evigraph.store.saved_indexes import run_steps
+
         try:
             if await asyncio.to_thread(self.cache.saved) in (None, self._opened_at):
                 return
-            await self._text_index(reads.passage_texts)
-            await self._text_index(reads.entity_texts)
-            await self.entities_named([])
-            await self.term_counts([])
-            await self._graph()
+            await run_steps(
+                [
+                    ("passages_bm25", lambda: self._text_index(reads.passage_texts)),
+                    ("entities_bm25", lambda: self._text_index(reads.entity_texts)),
+                    ("names", lambda: self.entities_named([])),
+                    ("terms", lambda: self.term_counts([])),
+                    ("graph", self._graph),
+                ],
+                progress,
+            )
         except Exception as exc:  # the next process builds what is missing; a close must not fail for it
             # One line, no traceback: a close after a lost server already ends with its error.
             log.warning(
@@ -84,3 +92,21 @@ class FalkorIndexOps:
             return (before if before is not None and self.cache.saved() == before else None), value
 
         return self._saved.get(name, codec, self.cache.saved, built)
+
+    def _derived_arrays(
+        self, name: str, codec: Codec[Index], build: Callable[[], Index], arrays: Callable[[], dict[str, Any]]
+    ) -> Index:
+        """As `_derived`, for an index whose arrays are made from the graph's rows directly
+        (`SavedIndexes.get_arrays`); `build` is for a process that saves nothing."""
+
+        def built() -> tuple[str | None, Index]:
+            before = self.cache.saved()
+            value = build()
+            return (before if before is not None and self.cache.saved() == before else None), value
+
+        def made() -> tuple[str | None, dict[str, Any], dict[str, Any]]:
+            before = self.cache.saved()
+            value = arrays()
+            return (before if before is not None and self.cache.saved() == before else None), value, {}
+
+        return self._saved.get_arrays(name, codec, self.cache.saved, built, made)

@@ -44,7 +44,7 @@ from evigraph.store.embedded.caches import (
 )
 from evigraph.store.embedded.graph_index import GraphIndex
 from evigraph.store.falkordb import documents, reads
-from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments
+from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments, read_graph
 from evigraph.store.falkordb.code import FalkorCodeOps
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.decisions import FalkorDecisionOps
@@ -61,6 +61,7 @@ from evigraph.store.falkordb.schema import (
     index_statements,
     vector_index,
 )
+from evigraph.store.graph_arrays import GraphArrays
 from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
@@ -182,7 +183,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
 
     async def close(self) -> None:
         try:
-            await self._save_indexes()
+            await self.save_indexes()
         finally:
             await self._release()
 
@@ -273,7 +274,13 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
 
     async def _graph(self) -> GraphIndex:
         index: GraphIndex = await self.cache.fetch(
-            "graph", lambda: self._derived("graph", GRAPH, lambda: build_graph_index(self.conn))
+            "graph",
+            lambda: self._derived_arrays(
+                "graph",
+                GRAPH,
+                lambda: build_graph_index(self.conn),
+                lambda: read_graph(self.conn, GraphArrays()).arrays(),
+            ),
         )
         return index
 

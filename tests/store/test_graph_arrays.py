@@ -1,0 +1,64 @@
+"""The graph index written straight from rows to arrays answers exactly as the one built as dicts.
+
+Saving used to build the dicts first and convert them; now the arrays are made from the rows
+(`store/graph_arrays.py`), so this holds the two to each other on a real knowledge base: every
+list in the same order, and every walk retrieval makes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.tools.conftest import write_corpus
+
+from evigraph import KnowledgeBase
+from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index, read_graph
+from evigraph.store.embedded.store import EmbeddedStore
+from evigraph.store.graph_arrays import GraphArrays
+from evigraph.store.saved_indexes import GRAPH
+
+
+def walks(index: GraphIndex) -> dict[str, Any]:
+    entities = sorted(index.edges)
+    chunks = sorted(index.mentioned)
+    return {
+        "edges": {k: [r.id for r in index.edges[k]] for k in entities},
+        "stated": {k: [r.id for r in index.stated[k]] for k in sorted(index.stated)},
+        "mentions": {k: list(index.mentions[k]) for k in sorted(index.mentions)},
+        "mentioned": {k: list(index.mentioned[k]) for k in chunks},
+        "neighbours": [n.model_dump() for n in index.neighbours(entities, 2, 500)],
+        "chunks_for_entities": index.chunks_for_entities(entities, 5),
+        "entities_for_chunks": index.entities_for_chunks(chunks),
+        "relations_for_chunks": [n.model_dump() for n in index.relations_for_chunks(chunks, 500)],
+        "explore": [index.explore(e, 2, None, 25, 50).model_dump() for e in entities[:5]],
+        "weights": sorted(index.weighted_pairs().items()),
+    }
+
+
+async def _ingest(db: Path, corpus: Path) -> None:
+    async with KnowledgeBase(db, extractor="rules", embedder="none") as kb:
+        report = await kb.ingest([corpus])
+        assert [d.error for d in report.failed] == []
+
+
+def test_arrays_from_rows_answer_as_the_built_graph(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    asyncio.run(_ingest(db, write_corpus(tmp_path / "corpus")))
+    store = EmbeddedStore(db, read_only=True)
+    asyncio.run(store.open())
+    try:
+        built, arrays = store.executor.read_sync(
+            lambda tx: (build_graph_index(tx), read_graph(tx, GraphArrays()).arrays())
+        )
+    finally:
+        asyncio.run(store.close())
+    expected = walks(built)
+    assert expected["neighbours"] and expected["stated"] and expected["mentions"]
+    assert walks(GRAPH.load(arrays, {})) == expected
+
+
+def test_an_empty_graph_makes_empty_arrays() -> None:
+    index = GRAPH.load(GraphArrays().arrays(), {})
+    assert walks(index) == walks(GraphIndex())
