@@ -19,13 +19,24 @@ ingested once into DB-DIR/<dataset>-<spec>.db (reused when it exists) with `evig
 Each repeat asks a different question of the dataset. Medians and every run are reported, and the
 ratios `search_vs_version` and `mcp_first_retrieve_vs_version` (medians).
 
+Before timing, the bytecode of the evigraph packages measured is compiled (`compileall`), as
+`pip install` does for a user: a process started with PYTHONDONTWRITEBYTECODE (as some sandboxes
+and CI set) otherwise compiles each of evigraph's modules from source on every start, 0.2 s of
+CPU in a cold search that no installed evigraph pays. --as-is skips it (`bytecode` in the JSON).
+
+With --baseline-src SRC (another checkout's `src`, e.g. the main branch's), `search` and `mcp` also
+run with PYTHONPATH=SRC, in the same rotation, reported under `baseline` with their ratios to the
+same `--version`: a before/after that shares the machine's load.
+
 The breakdown (one more fresh process per embedder, --breakdown-repeats times, median per stage)
 splits the same cold path into its stages, timed in order inside one process: importing what
 `evigraph search` imports, what `evigraph mcp` adds (its modules and the MCP SDK), opening the
 store, building the toolkit and the MCP server object, finding the question's names (the
 extractor, for graph ranking), loading the embedder (first text embedded), embedding the
-question (the order a retrieve meets them in), the first retrieve (the indexes built on first
-use), a second retrieve (warm, so first minus second is what the first one built) and closing.
+question (the order a retrieve meets them in; the process starts spaCy's worker and the
+knowledge base's `warm_up` as `evigraph search` does, so these stages show what is left to wait
+for), the first retrieve (the indexes built on first use), a second retrieve (warm, so first
+minus second is what the first one built) and closing.
 
 Prints a table, writes DIR/coldstart.json and DIR/coldstart.png.
 
@@ -69,13 +80,34 @@ STAGES = (
 )
 
 
-def child_env() -> dict[str, str]:
-    """This environment without any EVIGRAPH_* setting: a developer's own must not choose the embedder."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("EVIGRAPH_")}
+def child_env(src: Path | None = None) -> dict[str, str]:
+    """This environment without any EVIGRAPH_* setting: a developer's own must not choose the
+    embedder; with `src`, evigraph is imported from there (a baseline checkout)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVIGRAPH_")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    return env
 
 
 def db_path(db_dir: Path, dataset: str, spec: str) -> Path:
     return db_dir / f"{dataset}-{re.sub(r'[^0-9A-Za-z_.-]+', '_', spec)}.db"
+
+
+def compile_bytecode(src: Path | None) -> str:
+    """Compile the bytecode of the evigraph package under `src` (None: the one this process
+    imports), as an install does; its folder."""
+    import compileall
+    import importlib.util
+
+    if src is not None:
+        package = src / "evigraph"
+    else:
+        spec = importlib.util.find_spec("evigraph")
+        assert spec is not None and spec.submodule_search_locations
+        package = Path(next(iter(spec.submodule_search_locations)))
+    if not compileall.compile_dir(str(package), quiet=1):
+        raise SystemExit(f"compiling the bytecode of {package} failed")
+    return str(package)
 
 
 def ingest(corpus: Path, db: Path, spec: str) -> float | None:
@@ -91,11 +123,13 @@ def ingest(corpus: Path, db: Path, spec: str) -> float | None:
     return time.perf_counter() - t0
 
 
-def timed_process(argv: Sequence[str], cwd: Path, *, python_args: Sequence[str] = ("-m", "evigraph")) -> float:
+def timed_process(
+    argv: Sequence[str], cwd: Path, *, python_args: Sequence[str] = ("-m", "evigraph"), src: Path | None = None
+) -> float:
     """Wall seconds of `python -m evigraph argv...` from spawn to exit; a failure stops the bench."""
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, *python_args, *argv], capture_output=True, text=True, env=child_env(), cwd=cwd, check=False
+        [sys.executable, *python_args, *argv], capture_output=True, text=True, env=child_env(src), cwd=cwd, check=False
     )
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
@@ -105,13 +139,13 @@ def timed_process(argv: Sequence[str], cwd: Path, *, python_args: Sequence[str] 
     return seconds
 
 
-async def mcp_first_retrieve(db: Path, question: str, log: Path) -> tuple[float, float]:
+async def mcp_first_retrieve(db: Path, question: str, log: Path, src: Path | None = None) -> tuple[float, float]:
     """(spawn to `initialize` answered, spawn to the first `retrieve` answered) of a fresh stdio server."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "evigraph", "mcp", "--db", str(db)], env=child_env(), cwd=str(db.parent)
+        command=sys.executable, args=["-m", "evigraph", "mcp", "--db", str(db)], env=child_env(src), cwd=str(db.parent)
     )
     with log.open("a", encoding="utf-8") as err:
         t0 = time.perf_counter()
@@ -147,6 +181,12 @@ async def breakdown_stages(db: Path, questions: Sequence[str]) -> dict[str, floa
         stages[name] = now - t
         t = now
 
+    try:  # as `evigraph search` and `evigraph mcp` start (absent from a baseline that predates it)
+        from evigraph.ingest.extraction import spacy_process
+
+        spacy_process.start_if_a_core_is_idle()
+    except ImportError:
+        pass
     import evigraph.cli
     import evigraph.cli_serving
     import evigraph.mcp.forwarding
@@ -165,6 +205,8 @@ async def breakdown_stages(db: Path, questions: Sequence[str]) -> dict[str, floa
     lap("imports_mcp")
     kb = KnowledgeBase(db, read_only=True)
     await kb.open()
+    if hasattr(kb, "warm_up"):
+        kb.warm_up()
     lap("open_store")
     from evigraph.mcp.backend import LocalBackend
     from evigraph.mcp.server import build_server
@@ -194,12 +236,13 @@ def breakdown_child(args: argparse.Namespace) -> None:
     print(json.dumps(asyncio.run(breakdown_stages(args.db, questions))))
 
 
-def breakdown(data: Path, db: Path, repeats: int) -> dict[str, Any]:
+def breakdown(data: Path, db: Path, repeats: int, src: Path | None = None) -> dict[str, Any]:
     """Median seconds per stage over `repeats` fresh processes, with the process's own wall clock."""
     runs: list[dict[str, float]] = []
     walls: list[float] = []
     for _ in range(repeats):
-        child = run_child([__file__, "--child", "breakdown", "--data", str(data), "--db", str(db)], env=child_env())
+        argv = [__file__, "--child", "breakdown", "--data", str(data), "--db", str(db)]
+        child = run_child(argv, env=child_env(src))
         if not child.ok:
             raise SystemExit(f"breakdown failed:\n{child.error}")
         runs.append(child.data)
@@ -230,45 +273,59 @@ def run(args: argparse.Namespace, dbs: dict[str, Path]) -> dict[str, Any]:
     specs = list(dbs)
     questions = [q["question"] for q in read_jsonl(data / "questions.jsonl")]
     report: dict[str, Any] = {"dataset": data.name, "repeats": args.repeats, "embedders": {}}
+    if args.as_is:
+        report["bytecode"] = "as the environment gives it"
+    else:
+        compiled = [compile_bytecode(None)] + ([compile_bytecode(args.baseline_src)] if args.baseline_src else [])
+        report["bytecode"] = f"compiled before timing: {', '.join(compiled)}"
     for spec, db in dbs.items():
         seconds = ingest(data / "corpus.jsonl", db, spec)
         report["embedders"][spec] = {"db": str(db), "ingest_seconds": None if seconds is None else round(seconds, 1)}
         how = "reused" if seconds is None else f"built in {seconds:.0f} s"
         print(f"{spec}: knowledge base {how}: {db}", file=sys.stderr)
     log = args.out / "coldstart_mcp.log"
+    base: Path | None = args.baseline_src
+    variants = ["", "@base"] if base is not None else [""]
     times: dict[str, list[float]] = {"version": [], "sdk": []}
+    jobs = ["version", "sdk"]
     for spec in specs:
-        times |= {f"search:{spec}": [], f"mcp:{spec}": [], f"mcp_init:{spec}": []}
-    jobs = ["version", "sdk", *(f"{kind}:{spec}" for spec in specs for kind in ("search", "mcp"))]
+        for v in variants:
+            times |= {f"search:{spec}{v}": [], f"mcp:{spec}{v}": [], f"mcp_init:{spec}{v}": []}
+            jobs += [f"search:{spec}{v}", f"mcp:{spec}{v}"]
     for r in range(args.repeats):
         question = questions[r % len(questions)]
         shift = r % len(jobs)
         for job in jobs[shift:] + jobs[:shift]:  # rotated, so no job always runs after the same one
-            kind, _, spec = job.partition(":")
+            kind, _, rest = job.partition(":")
+            spec, _, variant = rest.partition("@")
+            src = base if variant else None
             if kind == "version":
                 times["version"].append(timed_process(["--version"], args.out))
             elif kind == "sdk":
                 times["sdk"].append(timed_process([SDK_IMPORT], args.out, python_args=("-c",)))
             elif kind == "search":
-                times[job].append(timed_process(["search", question, "--db", str(dbs[spec])], args.out))
+                times[job].append(timed_process(["search", question, "--db", str(dbs[spec])], args.out, src=src))
             else:
-                init, answered = asyncio.run(mcp_first_retrieve(dbs[spec], question, log))
-                times[f"mcp_init:{spec}"].append(init)
+                init, answered = asyncio.run(mcp_first_retrieve(dbs[spec], question, log, src))
+                times[f"mcp_init:{rest}"].append(init)
                 times[job].append(answered)
             print(f"  repeat {r + 1}/{args.repeats} {job}: {times[job][-1]:.2f} s", file=sys.stderr)
     version = statistics.median(times["version"])
     report["version"] = summary(times["version"])
     report["mcp_sdk_import"] = summary(times["sdk"])
     report["mcp_sdk_import_vs_version"] = ratio(report["mcp_sdk_import"]["median_s"], version)
+    if base is not None:
+        report["baseline"] = {"src": str(base), "embedders": {spec: {} for spec in specs}}
     for spec in specs:
-        row = report["embedders"][spec]
-        row["search"] = summary(times[f"search:{spec}"])
-        row["mcp_first_retrieve"] = summary(times[f"mcp:{spec}"])
-        row["mcp_initialize"] = summary(times[f"mcp_init:{spec}"])
-        row["search_vs_version"] = ratio(row["search"]["median_s"], version)
-        row["mcp_first_retrieve_vs_version"] = ratio(row["mcp_first_retrieve"]["median_s"], version)
-        if args.breakdown_repeats > 0:
-            row["breakdown_s"] = breakdown(data, dbs[spec], args.breakdown_repeats)
+        for v in variants:
+            row = report["embedders"][spec] if not v else report["baseline"]["embedders"][spec]
+            row["search"] = summary(times[f"search:{spec}{v}"])
+            row["mcp_first_retrieve"] = summary(times[f"mcp:{spec}{v}"])
+            row["mcp_initialize"] = summary(times[f"mcp_init:{spec}{v}"])
+            row["search_vs_version"] = ratio(row["search"]["median_s"], version)
+            row["mcp_first_retrieve_vs_version"] = ratio(row["mcp_first_retrieve"]["median_s"], version)
+            if args.breakdown_repeats > 0:
+                row["breakdown_s"] = breakdown(data, dbs[spec], args.breakdown_repeats, base if v else None)
     head = report["embedders"][specs[0]]
     report["headline_embedder"] = specs[0]
     report["search_s"] = head["search"]["median_s"]
@@ -289,13 +346,21 @@ def print_table(report: dict[str, Any]) -> None:
             f"{spec:<22}{version:>9.2f}{search:>9.2f} ({row['search_vs_version']:>4.1f}x)"
             f"{mcp:>11.2f} ({row['mcp_first_retrieve_vs_version']:>4.1f}x){row['mcp_initialize']['median_s']:>10.2f}"
         )
+    for spec, row in report.get("baseline", {}).get("embedders", {}).items():
+        search, mcp = row["search"]["median_s"], row["mcp_first_retrieve"]["median_s"]
+        print(
+            f"{'baseline ' + spec:<22}{version:>9.2f}{search:>9.2f} ({row['search_vs_version']:>4.1f}x)"
+            f"{mcp:>11.2f} ({row['mcp_first_retrieve_vs_version']:>4.1f}x){row['mcp_initialize']['median_s']:>10.2f}"
+        )
     sdk = report["mcp_sdk_import"]["median_s"]
     sdk_ratio = report["mcp_sdk_import_vs_version"]
     print(f"{'python -c import mcp':<22}{sdk:>9.2f} ({sdk_ratio:.1f}x): the SDK's own floor under `mcp`")
-    for spec, row in report["embedders"].items():
+    rows = [(spec, row) for spec, row in report["embedders"].items()]
+    rows += [(f"baseline {spec}", row) for spec, row in report.get("baseline", {}).get("embedders", {}).items()]
+    for name, row in rows:
         parts = row.get("breakdown_s")
         if parts:
-            print(f"breakdown {spec}: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
+            print(f"breakdown {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
@@ -344,6 +409,10 @@ def main() -> None:
     parser.add_argument(
         "--db-dir", type=Path, help="where the knowledge bases are built or reused (default OUT/coldstart_kb)"
     )
+    parser.add_argument(
+        "--baseline-src", type=Path, help="another checkout's src folder: its search and mcp run in the same rotation"
+    )
+    parser.add_argument("--as-is", action="store_true", help="do not compile evigraph's bytecode before timing")
     parser.add_argument("--child", choices=("breakdown",), help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -353,6 +422,8 @@ def main() -> None:
     args.data, args.out = args.data.resolve(), args.out.resolve()
     if args.db_dir is not None:
         args.db_dir = args.db_dir.resolve()
+    if args.baseline_src is not None:
+        args.baseline_src = args.baseline_src.resolve()
     dbs = knowledge_bases(args)
     args.out.mkdir(parents=True, exist_ok=True)
     report = run(args, dbs)
