@@ -6,9 +6,9 @@ high-water mark of every burst. An ingest of hotpotqa with MiniLM ended with 2,2
 which 763 MB was in use; `malloc_trim` then gave back 506 MB of 1,611 (2wikimultihopqa). Elsewhere
 (musl, macOS, Windows) there is nothing to call, and nothing is lost.
 
-A trim every second for the whole ingest did not lower that ingest's peak (2,334 -> 2,319 MB, the
-same run's machine): the peak is memory in use inside the write group's commit (`WriteGroup`), so
-callers trim at the points where a burst has ended instead.
+A trim every second for the whole ingest did not lower that ingest's peak (2,334 -> 2,319 MB):
+the peak was memory in use, a statement's parameter rows (`executor.BATCH_VALUES`), so callers
+trim where a burst has ended instead.
 """
 
 from __future__ import annotations

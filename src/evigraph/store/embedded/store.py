@@ -84,12 +84,14 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     written fails with a hint instead of leaving an empty database behind.
     """
 
-    write_group_passages = 8_192
+    write_group_passages = 4_096
     """Each checkpoint rewrites every relationship node group a transaction touched, so an ingest
     writes fewer, larger transactions as the file grows (`evigraph.ingest.writing.WriteGroup`). The cap bounds what
-    one transaction holds in memory until it commits. 30,000 generated passages with a cap of
-    16,384: transactions of 4,096, 8,192 and 16,384 passages took 14.1, 30.1 and 57.5 s, the same
-    ~3.5 ms a passage, while the ingest's peak memory reached 3.6 GB; half the cap costs no speed."""
+    one transaction holds in memory until it commits, which is where an ingest's peak is. 30,000
+    generated passages: transactions of 4,096, 8,192 and 16,384 passages took 14.1, 30.1 and 57.5 s,
+    the same ~3.5 ms a passage, so the smallest of them costs no speed; 20,000 passages (bench/scale.py,
+    same session): ingest peak 2,157 MB with a cap of 8,192, 1,758 MB (0.82x) with 4,096, at 30.1x and
+    30.9x the floor."""
 
     writes_on_this_machine = True
     """The engine's writes use this machine's cores: a worker process started for every ingest of
