@@ -43,7 +43,8 @@ def test_names_with_newlines_stay_on_their_own_line(tmp_path: Path) -> None:
     forged_line = next(line for line in out if "shadow" in line)
     assert "\\ncreated    file:shadow" in forged_line
     err = [line for line in ingest.err.splitlines() if line.strip()]
-    assert [line.split()[0] for line in err] == ["failed", "3"], err  # one failure line, then the summary
+    # one failure line, the saved retrieval indexes, then the summary
+    assert [line.split()[0] for line in err] == ["failed", "saved", "3"], err
     assert "\\nfailed     file:passwd" in err[0]
 
     status = run_cli("status", "--db", str(db), "--documents")
