@@ -9,6 +9,9 @@ from __future__ import annotations
 
 META_TABLE = "EvigraphMeta"
 
+EXTRACTION_SOURCE = "extraction"
+"""`_source` of entities and relations written by ingestion; only these are garbage-collected."""
+
 EXTRACTION_CACHE = "ExtractionCache"
 """LLM extraction results by passage content hash (`GraphStore.cached_extractions`)."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
+from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
 from evigraph.store.embedded.schema import fts_text
 from evigraph.store.terms import searchable_text
 
@@ -163,3 +163,16 @@ def add_relation(relations: Folded, r: ExtractedRelation, sources: Sequence[str]
     else:
         row["conf"] = max(row["conf"], float(r.confidence))
         relations.gather(rid, "src", sources)
+
+
+def stored_document(row: dict[str, Any]) -> StoredDocument:
+    """A document row (`DOC_FIELDS`' names) as the contract returns it; both stores read these names."""
+    return StoredDocument(
+        key=row["key"],
+        title=row["title"] or "",
+        path=row["path"],
+        content_hash=row["content_hash"] or "",
+        version=int(row["version"] or 0),
+        loader=row["loader"] or "",
+        chunks=int(row["chunks"] or 0),
+    )

@@ -9,23 +9,11 @@ from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, em
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CONTEXT_COLUMN, META_TABLE
 from evigraph.store.terms import searchable_text
+from evigraph.store.version_rows import stored_document
 
 _DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
                  d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
 _DOC_BY_KEY = f"MATCH (d:Document {{key: $key}}) RETURN {_DOC_FIELDS}"
-
-
-def stored_document(row: dict[str, Any]) -> StoredDocument:
-    """A document row (`DOC_FIELDS`' names) as the contract returns it; both stores read these names."""
-    return StoredDocument(
-        key=row["key"],
-        title=row["title"] or "",
-        path=row["path"],
-        content_hash=row["content_hash"] or "",
-        version=int(row["version"] or 0),
-        loader=row["loader"] or "",
-        chunks=int(row["chunks"] or 0),
-    )
 
 
 KEY_LOOKUP_MAX = 256

@@ -16,6 +16,7 @@ from evigraph.store.schema_names import (
     CONTEXT_COLUMN,
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
+    EXTRACTION_SOURCE,
     META_TABLE,
     TRACE_DECISION,
     TRACE_EVENT,
@@ -37,6 +38,7 @@ __all__ = [
     "CONTEXT_COLUMN",
     "ENTITY_REDIRECT",
     "EXTRACTION_CACHE",
+    "EXTRACTION_SOURCE",
     "META_TABLE",
     "TRACE_DECISION",
     "TRACE_EVENT",
@@ -201,9 +203,6 @@ entities have none: they are searched by the in-process index of `bm25`."""
 RETIRED_FTS_INDEXES = {CHUNK_FTS: "Chunk", ENTITY_FTS: "Entity"}
 """Full-text indexes an earlier release kept on passages and entities, dropped at a writable
 open: every write paid to keep them, and no read uses them any more."""
-
-EXTRACTION_SOURCE = "extraction"
-"""`_source` of entities and relations written by ingestion; only these are garbage-collected."""
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _DIGIT_LETTERS = str.maketrans("0123456789", "bcdfghklmn")

@@ -36,7 +36,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evigraph.models import IntegrityProblem
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, META_TABLE
 from evigraph.store.falkordb import merging
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import delete_orphans, prune_relation_sources
@@ -49,6 +48,7 @@ from evigraph.store.falkordb.schema import (
     index_statements,
 )
 from evigraph.store.merging import EntityMerge
+from evigraph.store.schema_names import EXTRACTION_SOURCE, META_TABLE
 
 PENDING_GRACE_S = 3600.0
 """How long a passage an earlier evigraph put aside (no writer's lease marks it) may stay so, or an

@@ -30,10 +30,10 @@ from typing import Any
 
 from evigraph.graphdata import redirect_graph, union
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData
-from evigraph.store.embedded.schema import ENTITY_REDIRECT, EXTRACTION_SOURCE
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import write_entities, write_relations
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
+from evigraph.store.schema_names import ENTITY_REDIRECT, EXTRACTION_SOURCE
 
 _BATCH = 2000
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument
 from evigraph.store.base import VectorSearch
-from evigraph.store.embedded.reads import stored_document
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.terms import searchable_text
+from evigraph.store.version_rows import stored_document
 
 DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
                 d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
