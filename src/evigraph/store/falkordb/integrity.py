@@ -39,14 +39,9 @@ from evigraph.models import IntegrityProblem
 from evigraph.store.falkordb import merging
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import delete_orphans, prune_relation_sources
+from evigraph.store.falkordb.index_changes import change_indexes, missing_indexes
 from evigraph.store.falkordb.leases import live_writers
-from evigraph.store.falkordb.schema import (
-    FULLTEXT,
-    PENDING_CHUNK,
-    SCHEMA_VERSION,
-    fulltext_statement,
-    index_statements,
-)
+from evigraph.store.falkordb.schema import PENDING_CHUNK, SCHEMA_VERSION
 from evigraph.store.merging import EntityMerge
 from evigraph.store.schema_names import EXTRACTION_SOURCE, META_TABLE
 
@@ -120,22 +115,6 @@ def inspect(conn: Connection, *, note_pending: bool, grace_s: float = PENDING_GR
     )
     found.unfinished_merges = merging.unfinished_merges(conn)
     return found
-
-
-def missing_indexes(conn: Connection) -> list[str]:
-    """The index statements the graph still lacks (range, edge and full-text)."""
-    have: set[tuple[str, str]] = set()
-    fulltext: set[tuple[str, str]] = set()
-    for r in conn.read_sync("CALL db.indexes() YIELD label, properties, types RETURN label, properties, types"):
-        for prop in r["properties"]:
-            kinds = r["types"].get(prop, [])
-            if "RANGE" in kinds:
-                have.add((r["label"], prop))
-            if "FULLTEXT" in kinds:
-                fulltext.add((r["label"], prop))
-    out = index_statements(have)
-    out += [fulltext_statement(label, prop) for label, prop in FULLTEXT if (label, prop) not in fulltext]
-    return out
 
 
 def _orphan_cutoff(conn: Connection, grace_s: float) -> str:
@@ -271,12 +250,7 @@ def repair(conn: Connection, found: Findings, *, renew: Callable[[], None], grac
             {"v": SCHEMA_VERSION},
         )
         fixed["missing_schema_mark"] = 1
-    for statement in found.missing_indexes:
-        try:
-            conn.write_sync(statement)
-        except Exception as exc:
-            if "already" not in str(exc).lower():
-                raise
+    change_indexes(conn, found.missing_indexes)
     if found.missing_indexes:
         fixed["missing_indexes"] = len(found.missing_indexes)
     gone: list[str] = []

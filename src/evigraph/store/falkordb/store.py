@@ -48,17 +48,14 @@ from evigraph.store.falkordb.caches import Generation, VectorMoments, build_grap
 from evigraph.store.falkordb.code import FalkorCodeOps
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.decisions import FalkorDecisionOps
+from evigraph.store.falkordb.index_changes import change_indexes, create_indexes
 from evigraph.store.falkordb.index_ops import FalkorIndexOps
 from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.maintenance import FalkorMaintenanceOps
 from evigraph.store.falkordb.ranking import FalkorRankingOps
 from evigraph.store.falkordb.schema import (
     CYPHER_GUIDE,
-    FULLTEXT,
-    RETIRED_FULLTEXT,
     SCHEMA_VERSION,
-    fulltext_statement,
-    index_statements,
     vector_index,
 )
 from evigraph.store.graph_arrays import GraphArrays
@@ -153,33 +150,13 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
                 hint="upgrade evigraph, or ingest into another graph",
             )
         if not self.read_only:
-            self._create_indexes(conn)
+            create_indexes(conn)
 
     def _foreign(self) -> NotAKnowledgeBaseError:
         return NotAKnowledgeBaseError(
             f"{self.location.display} is a FalkorDB graph, but not an evigraph knowledge base",
             hint="name another graph in the URL; evigraph does not modify foreign graphs",
         )
-
-    @staticmethod
-    def _create_indexes(conn: Connection) -> None:
-        rows = conn.read_sync("CALL db.indexes() YIELD label, properties, types RETURN label, properties, types")
-        have: set[tuple[str, str]] = set()
-        fulltext: set[tuple[str, str]] = set()
-        for r in rows:
-            for prop in r["properties"]:
-                kinds = r["types"].get(prop, [])
-                if "RANGE" in kinds:
-                    have.add((r["label"], prop))
-                if "FULLTEXT" in kinds:
-                    fulltext.add((r["label"], prop))
-        for statement in index_statements(have):
-            _ignore_existing(conn, statement)
-        for label, prop in FULLTEXT:
-            if (label, prop) not in fulltext:
-                _ignore_existing(conn, fulltext_statement(label, prop))
-        for label in {label for label, _ in fulltext} & set(RETIRED_FULLTEXT):
-            _ignore_existing(conn, f"CALL db.idx.fulltext.drop('{label}')")
 
     async def close(self) -> None:
         try:
@@ -328,7 +305,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
             for key, value in (("embedding_model", name), ("embedding_dimension", str(dimension) if name else None)):
                 self.conn.write_sync("MERGE (m:EvigraphMeta {key: $k}) SET m.value = $v", {"k": key, "v": value})
             if name is not None and dimension > 0:
-                _ignore_existing(self.conn, vector_index(dimension))
+                change_indexes(self.conn, [vector_index(dimension)])
 
         try:
             await self._write(work)
@@ -382,7 +359,7 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
                 raise
         model = await self.embedding_model()
         if model is not None and model[1] > 0 and not self.read_only:  # a graph that lost its index gets it back
-            await self._read(lambda: _ignore_existing(self.conn, vector_index(model[1])))
+            await self._read(lambda: change_indexes(self.conn, [vector_index(model[1])]))
         matrix: VectorMatrix = await self.cache.fetch("vectors", lambda: build_matrix(reads.vector_rows(self.conn)))
         return matrix.search(vector, limit)
 
@@ -548,15 +525,6 @@ def _source(row: dict[str, Any]) -> SourceRecord:
 
 def _cache_key(kind: str, key: str) -> str:
     return key if kind == EXTRACTION_KIND else f"{kind}:{key}"
-
-
-def _ignore_existing(conn: Connection, statement: str) -> None:
-    """Create or drop an index; one another process created or dropped meanwhile is not an error."""
-    try:
-        conn.write_sync(statement)
-    except Exception as exc:
-        if not any(said in str(exc).lower() for said in ("already", "no such index")):
-            raise
 
 
 _CLAIM = (
