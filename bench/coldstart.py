@@ -31,12 +31,12 @@ same `--version`: a before/after that shares the machine's load.
 The breakdown (one more fresh process per embedder, --breakdown-repeats times, median per stage)
 splits the same cold path into its stages, timed in order inside one process: importing what
 `evigraph search` imports, what `evigraph mcp` adds (its modules and the MCP SDK), opening the
-store, building the toolkit and the MCP server object, finding the question's names (the
-extractor, for graph ranking), loading the embedder (first text embedded), embedding the
-question (the order a retrieve meets them in; the process starts spaCy's worker and the
-knowledge base's `warm_up` as `evigraph search` does, so these stages show what is left to wait
-for), the first retrieve (the indexes built on first use), a second retrieve (warm, so first
-minus second is what the first one built) and closing.
+store, building the toolkit and the MCP server object, finding the question's names (graph
+ranking's snapshot read and its stored names looked up; a baseline from before
+`retrieval/question_names.py` runs the extractor here), loading the embedder (first text
+embedded), embedding the question (the order a retrieve meets them in), the first retrieve (the
+indexes built on first use), a second retrieve (warm, so first minus second is what the first one
+built) and closing.
 
 Prints a table, writes DIR/coldstart.json and DIR/coldstart.png.
 
@@ -181,12 +181,6 @@ async def breakdown_stages(db: Path, questions: Sequence[str]) -> dict[str, floa
         stages[name] = now - t
         t = now
 
-    try:  # as `evigraph search` and `evigraph mcp` start (absent from a baseline that predates it)
-        from evigraph.ingest.extraction import spacy_process
-
-        spacy_process.start_if_a_core_is_idle()
-    except ImportError:
-        pass
     import evigraph.cli
     import evigraph.cli_serving
     import evigraph.mcp.forwarding
@@ -216,7 +210,10 @@ async def breakdown_stages(db: Path, questions: Sequence[str]) -> dict[str, floa
     lap("toolkit_and_server")
     embedder = kb.embedder
     if embedder is not None:  # in retrieve's order: graph ranking finds the names, then the question is embedded
-        await kb._question_names(questions[0])  # the extractor graph ranking asks; private, bench only
+        if hasattr(kb, "_question_names"):  # a baseline that ran the extractor on the question; private
+            await kb._question_names(questions[0])
+        else:  # the stored-name finder, with the ranking snapshot it reads the names from
+            await kb.graph_stage().plan(kb.store, questions[0])
         lap("question_names")
         embedder.embed_query("warm up")
         lap("embedder_load")

@@ -52,9 +52,21 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def probe(db: Path, *, as_program: bool) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def embedded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Passages with vectors and entities from spaCy: graph ranking runs, and the question's names
+    once came from spaCy too."""
+    folder = tmp_path_factory.mktemp("cold-minilm")
+    db = folder / "kb.db"
+    argv = ["ingest", str(write_corpus(folder / "docs")), "--db", str(db), "-q", "--extractor", "spacy"]
+    done = run_cli(*argv, "--embedder", "minilm")
+    assert done.code == 0, done.err
+    return db
+
+
+def probe(db: Path, *, as_program: bool, heavy: tuple[str, ...] = NOT_FOR_A_SEARCH) -> dict[str, Any]:
     argv = ["search", "Who leads ReefWatch?", "--db", str(db), "--top-k", "2"]
-    code = PROBE.format(argv=argv, how="" if as_program else "sys.argv[1:]", heavy=NOT_FOR_A_SEARCH)
+    code = PROBE.format(argv=argv, how="" if as_program else "sys.argv[1:]", heavy=heavy)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=db.parent)
     assert "Ana Costa leads ReefWatch" in done.stdout, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -63,7 +75,14 @@ def probe(db: Path, *, as_program: bool) -> dict[str, Any]:
 
 
 def test_a_search_without_an_embedder_loads_no_toolkit_models_or_servers(db: Path) -> None:
-    assert probe(db, as_program=True)["loaded"] == []
+    assert probe(db, as_program=True, heavy=(*NOT_FOR_A_SEARCH, "evigraph.ingest.extraction.rules"))["loaded"] == []
+
+
+def test_graph_ranking_finds_the_questions_names_without_spacy(embedded_db: Path) -> None:
+    """The names come from the knowledge base's own entity names (`retrieval/question_names.py`):
+    the question's extractor is never loaded, though spaCy built the graph."""
+    shapes = "evigraph.ingest.extraction.rules"  # names by shape: imported once a plan looks for names
+    assert probe(embedded_db, as_program=True, heavy=(*NOT_FOR_A_SEARCH, shapes))["loaded"] == [shapes]
 
 
 def test_the_program_freezes_its_objects_before_exit_and_a_caller_keeps_them(db: Path) -> None:

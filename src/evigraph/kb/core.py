@@ -21,7 +21,7 @@ from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.writing import InFlight
 from evigraph.kb.llm import LLMChoice
-from evigraph.models import LLMSpend, Ontology, SourceRecord, TextChunk
+from evigraph.models import LLMSpend, Ontology, SourceRecord
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore, IndexProgress
 from evigraph.store.location import StoreLocation
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the ingest pipeline's parts, imported when an ingest asks f
     from evigraph.ingest.pipeline import Strategies
     from evigraph.ingest.sources import SourceFile
     from evigraph.providers.llms import LLM
-    from evigraph.retrieval.graph_stage import GraphStage, NamedSpan
+    from evigraph.retrieval.graph_stage import GraphStage
 
 
 STATUS_FAILED_LISTED = 100
@@ -282,26 +282,8 @@ class KnowledgeBaseCore:
         if self._graph_stage is None:
             from evigraph.retrieval.graph_stage import GraphStage
 
-            self._graph_stage = GraphStage(self._question_names)
+            self._graph_stage = GraphStage(self.ontology)
         return self._graph_stage
-
-    async def _question_names(self, question: str) -> list[NamedSpan]:
-        """The names the extractor finds in a question, as it would in a passage, with where.
-
-        A name the extractor reports without a span in the question is left out: graph ranking
-        reads an unknown name's vector from its place in the question.
-        """
-        from evigraph.retrieval.graph_stage import NamedSpan
-
-        chunk = TextChunk(index=0, text=question, start=0, end=len(question))
-        graph = await self._extraction().offline.extract([chunk], self.ontology)
-        where = {m.entity_id: m.spans[0] for m in graph.mentions if m.spans}
-        found: dict[str, NamedSpan] = {}
-        for entity in graph.entities:
-            span = where.get(entity.id)
-            if span is not None and 0 <= span.start < span.end <= len(question):
-                found.setdefault(entity.name, NamedSpan(entity.name, span.start, span.end))
-        return list(found.values())
 
     def _extraction(self) -> ExtractionStrategy:
         """The extractor, resolved from its name (or the default) on first use."""

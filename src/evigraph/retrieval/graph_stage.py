@@ -9,26 +9,14 @@ no entity named in the question), in which case fusion's order stands.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from evigraph.models import normalize_name
+from evigraph.models import Ontology, normalize_name
 from evigraph.retrieval.graph_ranking import rank
+from evigraph.retrieval.question_names import question_names
 from evigraph.retrieval.ranking_index import RankingIndex, Snapshot
 from evigraph.store.base import GraphStore
-
-
-class NamedSpan(NamedTuple):
-    """A name found in the question, and where: offsets into the question's text."""
-
-    name: str
-    start: int
-    end: int
-
-
-NameFinder = Callable[[str], Awaitable[list[NamedSpan]]]
-"""The names a question mentions, found by the knowledge base's own extractor."""
 
 
 @dataclass(frozen=True)
@@ -49,18 +37,18 @@ class GraphPlan:
 
 
 class GraphStage:
-    def __init__(self, names: NameFinder) -> None:
+    def __init__(self, ontology: Ontology) -> None:
         self.index = RankingIndex()
-        self._names = names
+        self._ontology = ontology
 
     async def plan(self, store: GraphStore, question: str) -> GraphPlan | None:
         """The question's names split into known entities and names to embed; None when the
         graph has nothing to rank with (no bridge sentences yet, or no name in the question)."""
-        names = await self._names(question)
-        if not names:
-            return None
         snap = await self.index.snapshot(store)
         if snap.empty:
+            return None
+        names = question_names(question, snap.node_of, lambda node: bool(snap.entity_usable[node]), self._ontology)
+        if not names:
             return None
         exact: dict[int, float] = {}
         unknown: list[tuple[int, int]] = []
