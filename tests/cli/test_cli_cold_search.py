@@ -78,11 +78,13 @@ def test_a_search_without_an_embedder_loads_no_toolkit_models_or_servers(db: Pat
     assert probe(db, as_program=True, heavy=(*NOT_FOR_A_SEARCH, "evigraph.ingest.extraction.rules"))["loaded"] == []
 
 
-def test_graph_ranking_finds_the_questions_names_without_spacy(embedded_db: Path) -> None:
+def test_graph_ranking_ranks_without_spacy_or_scipy(embedded_db: Path) -> None:
     """The names come from the knowledge base's own entity names (`retrieval/question_names.py`):
-    the question's extractor is never loaded, though spaCy built the graph."""
+    the question's extractor is never loaded, though spaCy built the graph; and one question's
+    walk repays no scipy import."""
     shapes = "evigraph.ingest.extraction.rules"  # names by shape: imported once a plan looks for names
-    assert probe(embedded_db, as_program=True, heavy=(*NOT_FOR_A_SEARCH, shapes))["loaded"] == [shapes]
+    heavy = (*NOT_FOR_A_SEARCH, shapes, "scipy")  # one question's walk multiplies in numpy (`ranking_index.Walk`)
+    assert probe(embedded_db, as_program=True, heavy=heavy)["loaded"] == [shapes]
 
 
 def test_the_program_freezes_its_objects_before_exit_and_a_caller_keeps_them(db: Path) -> None:

@@ -150,21 +150,36 @@ async def test_a_name_spelled_otherwise_seeds_its_nearest_entity(kb: KnowledgeBa
     assert ANSWER_DOC in graph[:2], graph
 
 
-def test_the_walk_without_scipy_gives_the_same_products(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The light install has no scipy: its edge-array product must equal the CSR product."""
+def test_the_walk_multiplies_alike_in_numpy_and_in_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk starts in numpy and moves to scipy's CSR product when asked; without scipy (the light
+    install) it stays in numpy. Every form gives the same products."""
     import numpy as np
+    from scipy.sparse import csr_matrix
 
-    from evigraph.retrieval.ranking_index import EdgeWalk, _walks
+    from evigraph.retrieval.ranking_index import _walks
 
     rng = np.random.default_rng(7)
     n_passages, n_entities, m = 40, 25, 160
     args = (rng.integers(0, n_entities, m), rng.integers(0, n_passages, m), rng.integers(1, 4, m).astype(float))
-    with_scipy = _walks(*args, n_passages, n_entities)
+    x = rng.random(n_passages + n_entities)
+    walk = _walks(*args, n_passages, n_entities)
+    assert not walk.in_scipy
+    in_numpy = walk @ x
+    walk.use_scipy()
+    assert walk.in_scipy
+    n = n_passages + n_entities
+    assert np.allclose(in_numpy, walk @ x, atol=1e-12)
+    assert np.allclose(in_numpy, csr_matrix((walk.data, walk.indices, walk.indptr), shape=(n, n)) @ x, atol=1e-12)
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)  # as if scipy were not installed
     without = _walks(*args, n_passages, n_entities)
-    assert isinstance(without, EdgeWalk) and not isinstance(with_scipy, EdgeWalk)
-    x = rng.random(n_passages + n_entities)
-    assert np.allclose(without @ x, with_scipy @ x, atol=1e-12)
-    csr = with_scipy.tocsr()  # the saved form is scipy's: the same three arrays
-    assert np.allclose(without.indptr, csr.indptr) and np.allclose(without.data, csr.data)
-    assert np.array_equal(without.indices, csr.indices)
+    without.use_scipy()
+    assert not without.in_scipy and np.allclose(without @ x, in_numpy, atol=1e-12)
+
+
+async def test_a_second_question_ranks_in_scipy_and_the_same(kb: KnowledgeBase) -> None:
+    stage = kb.graph_stage()
+    first = await _ranked(kb, "graph")
+    snap = await stage.index.snapshot(kb.store)
+    assert not snap.walk.in_scipy  # the first question did not import scipy for its twenty products
+    assert await _ranked(kb, "graph") == first
+    assert snap.walk.in_scipy

@@ -30,7 +30,7 @@ _ARRAYS = (
 
 
 def save_arrays(snap: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
-    walk = snap.walk.tocsr()
+    walk = snap.walk
     arrays: dict[str, Any] = {name: getattr(snap, name) for name in _ARRAYS}
     arrays.update(strings_arrays("passages", list(snap.passages)))
     arrays.update(strings_arrays("entity_keys", list(snap.entity_keys)))

@@ -44,7 +44,7 @@ class Snapshot:
     edge_entity: Any  # int[M] entity row of each passage-entity edge
     edge_passage: Any  # int[M]
     edge_count: Any  # float[M] mentions of the entity in the passage
-    walk: Any  # scipy CSR [N, N]: walk[to, from] = probability of stepping from `from` to `to`
+    walk: Walk  # [N, N] over compressed rows: walk[to, from] = probability of stepping from `from` to `to`
     row_of: Mapping[str, int]
     node_of: Mapping[str, int]  # normalised entity name -> entity node
 
@@ -244,18 +244,17 @@ class RankingIndex:
         )
 
 
-def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int, n_entities: int) -> Any:
+def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int, n_entities: int) -> Walk:
     """The transition matrix of the undirected passage-entity graph, column `from`, row `to`.
 
     An edge weighs the entity's share of the passage's mentions, so a passage that names one
     entity ten times leads there rather than to the one it names in passing; a node splits its
     step among its edges in proportion to those weights.
 
-    A sparse matrix, because PageRank multiplies by it twenty times per question: on MuSiQue's
-    dev knowledge base (25,514 nodes, 73,504 directed edges) twenty CSR products take 1.4 ms
-    where gathering and `bincount`-summing the edge arrays took 6.4 ms. scipy is optional (145 MB,
-    a third of the light install): without it the same product runs as one `bincount` over the
-    edges, the same numbers (measured 0.53 against 0.73 ms a product on a busy machine).
+    Compressed rows, because PageRank multiplies by it twenty times per question: on MuSiQue's
+    dev knowledge base (25,514 nodes, 73,504 directed edges) twenty CSR products took 1.4 ms
+    where gathering and `bincount`-summing the edge arrays took 6.4 ms; one `bincount` over the
+    rows (`Walk`, numpy) takes 0.64 ms a product there, scipy's 0.25 ms.
     """
     import numpy as np
 
@@ -268,30 +267,39 @@ def _walks(edge_entity: Any, edge_passage: Any, edge_count: Any, n_passages: int
     degree = np.bincount(walk_from, weights=both, minlength=n_passages + n_entities)
     prob = both / np.where(degree[walk_from] > 0, degree[walk_from], 1.0)
     n = n_passages + n_entities
-    return csr_walk(*EdgeWalk.csr_of(walk_to, walk_from, prob, n), n)
+    return csr_walk(*Walk.csr_of(walk_to, walk_from, prob, n), n)
 
 
-def csr_walk(data: Any, indices: Any, indptr: Any, n: int) -> Any:
-    """The walk as a scipy CSR matrix where scipy is installed, else as an `EdgeWalk`."""
-    try:
-        from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
-    except ImportError:
-        return EdgeWalk(data, indices, indptr, n)
-    return csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
+SCIPY_AT_ONCE_ENTRIES = 1_000_000
+"""A walk with this many entries imports scipy for its first product. Importing scipy.sparse costs a
+process about 0.11 s (it pulls numpy.f2py, testing, random and ma along); its CSR product saves
+about 4 ns per entry against the numpy one (2M entries: 4.4 against 13.2 ms a product), times the
+20 products of a question: from about 1.4M entries one question repays the import."""
 
 
-class EdgeWalk:
-    """`walk @ x` over compressed rows in numpy, for installs without scipy (see `_walks`).
+def csr_walk(data: Any, indices: Any, indptr: Any, n: int) -> Walk:
+    """The walk over compressed rows; a large one multiplies in scipy from the start."""
+    walk = Walk(data, indices, indptr, n)
+    if len(data) >= SCIPY_AT_ONCE_ENTRIES:
+        walk.use_scipy()
+    return walk
 
-    It keeps scipy's CSR arrays (`data`, `indices`, `indptr`), so a saved snapshot reads back
-    into either form.
+
+class Walk:
+    """`walk @ x` over compressed rows (scipy's CSR arrays: `data`, `indices`, `indptr`), in numpy
+    until `use_scipy`, then in scipy's CSR product, about three times faster.
+
+    Numpy first, because a process asking one question (a cold `evigraph search`) spends more on
+    importing scipy than the faster products save it on a walk below `SCIPY_AT_ONCE_ENTRIES`; a
+    process that asks again is a server or a script, and switches for the rest of its questions
+    (`GraphStage.rank`). scipy is optional (145 MB, a third of the light install): without it the
+    products stay in numpy, the same numbers.
     """
 
     def __init__(self, data: Any, indices: Any, indptr: Any, n: int) -> None:
-        import numpy as np
-
         self.data, self.indices, self.indptr, self.shape = data, indices, indptr, (n, n)
-        self._rows = np.repeat(np.arange(n), np.diff(indptr))
+        self._rows: Any = None
+        self._csr: Any = None
 
     @staticmethod
     def csr_of(to: Any, source: Any, prob: Any, n: int) -> tuple[Any, Any, Any]:
@@ -303,10 +311,25 @@ class EdgeWalk:
         np.cumsum(np.bincount(to, minlength=n), out=indptr[1:])
         return np.asarray(prob, dtype=np.float64)[order], np.asarray(source[order], dtype=np.int32), indptr
 
-    def tocsr(self) -> EdgeWalk:
-        return self
+    @property
+    def in_scipy(self) -> bool:
+        return self._csr is not None
+
+    def use_scipy(self) -> None:
+        """Multiply in scipy from now on, where it is installed."""
+        if self._csr is not None:
+            return
+        try:
+            from scipy.sparse import csr_matrix  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:
+            return
+        self._csr = csr_matrix((self.data, self.indices, self.indptr), shape=self.shape, copy=False)
 
     def __matmul__(self, x: Any) -> Any:
         import numpy as np
 
+        if self._csr is not None:
+            return self._csr @ x
+        if self._rows is None:
+            self._rows = np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
         return np.bincount(self._rows, weights=self.data * x[self.indices], minlength=self.shape[0])
