@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,14 @@ from tests.mcp.conftest import (
 from evigraph import KnowledgeBase, Toolkit
 from evigraph.errors import ConfigurationError
 from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options, pointer_path
+from evigraph.mcp.forwarding import (
+    ForwardingListener,
+    RemoteBackend,
+    forward_options,
+    pointer_path,
+    remove_dead_sockets,
+    socket_path,
+)
 
 pytestmark = pytest.mark.slow
 ZORBLAX = "Zorblax Institute is an observatory in Tromsø. Dr. Quentin Mirewood founded Zorblax Institute in 1999."
@@ -133,3 +143,33 @@ async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> N
             await remote.close()
         await listener.close()
         await kb.close()
+
+
+def _dead_pid() -> int:
+    """The number of a process that has ended (a finished child's, reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+async def test_a_server_clears_the_sockets_dead_servers_left(db_copy: Path, tmp_path: Path) -> None:
+    """A server killed outright leaves its socket; the next one on that database removes it, and
+    leaves a live process's socket and other databases' alone."""
+    dead = socket_path(db_copy, _dead_pid())
+    live = socket_path(db_copy, os.getppid())
+    elsewhere = socket_path(tmp_path / "other.db", _dead_pid())
+    for path in (dead, live, elsewhere):
+        path.touch()
+    kb = KnowledgeBase(db_copy)
+    await kb.open(for_write=True)
+    listener = ForwardingListener(db_copy, LocalBackend(Toolkit(kb)))
+    try:
+        await listener.start()
+        assert not dead.exists() and live.exists() and elsewhere.exists()
+        assert listener.socket.exists()  # its own, just made
+        assert remove_dead_sockets(db_copy) == []  # nothing more to clear
+    finally:
+        await listener.close()
+        await kb.close()
+        for path in (live, elsewhere):
+            path.unlink(missing_ok=True)

@@ -93,10 +93,34 @@ def backend_options(backend: LocalBackend) -> dict[str, Any]:
     return forward_options(toolkit.read_only, root, toolkit.kb.scope, project, agent, toolkit.shared.allow_reject)
 
 
-def _socket_path(db: Path) -> Path:
+def socket_path(db: Path, pid: int | None = None) -> Path:
     # Unix socket paths are limited to ~100 bytes, so the socket lives in the temp folder.
     digest = hashlib.sha1(str(db.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"evigraph-{digest}-{os.getpid()}.sock"
+    return Path(tempfile.gettempdir()) / f"evigraph-{digest}-{os.getpid() if pid is None else pid}.sock"
+
+
+def remove_dead_sockets(db: Path) -> list[Path]:
+    """The sockets earlier processes left for this database, removed when their process is gone.
+
+    A server killed outright (SIGKILL, or an agent client that ends a session that way) never
+    runs `close`, and its socket stayed in the temp folder for good: a test run left about 27.
+    A socket whose process still exists, or whose number another process now has, is left.
+    """
+    stem = socket_path(db, 0).name.removesuffix("0.sock")
+    removed: list[Path] = []
+    for path in Path(tempfile.gettempdir()).glob(f"{stem}*.sock"):
+        pid = path.name.removeprefix(stem).removesuffix(".sock")
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+        except PermissionError:  # another user's live process
+            continue
+    return removed
 
 
 class ForwardingListener:
@@ -118,12 +142,13 @@ class ForwardingListener:
         self.backend = backend
         self.role = role
         self._turn = turn
-        self.socket = _socket_path(db)
+        self.socket = socket_path(db)
         self._server: asyncio.AbstractServer | None = None
         self._connections = 0
         self._open: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
     async def start(self) -> None:
+        remove_dead_sockets(self.db)
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket), limit=_LIMIT)
