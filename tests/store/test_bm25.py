@@ -11,8 +11,8 @@ import pytest
 from evigraph import KnowledgeBase
 from evigraph.store.bm25 import STOPWORDS, build_text_index, porter_stems
 from evigraph.store.embedded import reads
-from evigraph.store.embedded.schema import fts_text
 from evigraph.store.embedded.store import EmbeddedStore
+from evigraph.store.search_text import fts_text
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
 

@@ -7,6 +7,8 @@ class joins them.
 
 from __future__ import annotations
 
+import asyncio
+
 from evigraph.kb.code import CodeOps
 from evigraph.kb.core import FinalizeReport, Status
 from evigraph.kb.maintenance import MaintenanceOps
@@ -24,8 +26,17 @@ __all__ = [
     "StoreLocation",
     "Traces",
     "embedded_files",
+    "list_knowledge_bases",
     "resolve_db_path",
 ]
+
+
+async def list_knowledge_bases(location: StoreLocation | str) -> list[str]:
+    """The knowledge bases a FalkorDB server holds, by name (`evigraph list --db falkordb://host:port`);
+    a file location is refused, with the fix: a file holds one knowledge base."""
+    from evigraph.store.opening import knowledge_bases
+
+    return await asyncio.to_thread(knowledge_bases, location)
 
 
 class KnowledgeBase(ReadOps, WriteOps, CodeOps, MaintenanceOps, TraceOps):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evigraph.models import ChunkHit, EntityHit
-from evigraph.store.embedded.schema import fts_text
+from evigraph.store.search_text import fts_text
 
 Hit = TypeVar("Hit", ChunkHit, EntityHit)
 

@@ -23,7 +23,7 @@ from evigraph.code_records import (
     kind_of,
     symbol_search_text,
 )
-from evigraph.store.embedded.schema import fts_text
+from evigraph.store.search_text import fts_text
 
 REF_COLUMNS: dict[SymbolKind, str] = {"Module": "imports", "Class": "bases", "Function": "calls"}
 """The list property holding each kind's raw refs (`CodeSymbol.refs`)."""

@@ -7,6 +7,8 @@ other.
 
 from __future__ import annotations
 
+import json
+
 META_TABLE = "EvigraphMeta"
 
 EXTRACTION_SOURCE = "extraction"
@@ -53,3 +55,33 @@ CYPHER_TABLES = CYPHER_NODE_LABELS | CYPHER_REL_TYPES
 later release adds (bookkeeping, agents' records) is unreadable until someone decides otherwise. The
 tables outside it hold no relationship to the graph's (checked by tests on both stores), so a pattern
 that starts from these labels can never walk into them."""
+
+CYPHER_GUIDE = (
+    "Entities are (:Entity) nodes with id, name, label, description; filter a type with e.label = 'Person'. "
+    "Relations are [:RELATES] edges with type, fact, confidence, source_chunks (the ids of the passages "
+    "stating it, separated by spaces: string_split(r.source_chunks, ' ')); filter with r.type = 'X'. "
+    "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
+    "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
+    "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20. "
+    "Code (from ingest_code; structure only, never bodies: read path from line_start to line_end for a body): "
+    "(:Repo {id, name, root}), (:Module {id, repo, path, name (dotted, e.g. 'pkg.sub.mod'), language, "
+    "docstring, line_start, line_end, imports (dotted targets as written)}), (:Class {id, repo, path, module, name, "
+    "qualname, signature, docstring, line_start, line_end, bases}) and (:Function {same, calls: callee names as "
+    "written, resolved or not}); a method's qualname is 'Class.method'. Edges: [:CONTAINS] (Repo->Module, "
+    "Module->Class|Function, Class->Class|Function, Function->Function|Class), (:Module)-[:IMPORTS]->(:Module), "
+    "(:Function)-[:CALLS]->(:Function), (:Class)-[:INHERITS]->(:Class), (:Chunk)-[:MENTIONS]->(:Module|Class|"
+    "Function) for passages naming a symbol. Examples: MATCH (f:Function)-[:CALLS]->(g:Function) "
+    "WHERE g.qualname = 'Retriever.search' RETURN f.module, f.qualname; MATCH (m:Module)-[:IMPORTS]->(x:Module) "
+    "WHERE m.name = 'pkg.kb' RETURN x.name; MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) "
+    "RETURN c.module, c.qualname. "
+    "Bounds: name a label on every node you match (only these tables are readable); at most 10 levels of "
+    "nesting, 10 relationship patterns and 2,000 tokens; variable-length patterns need an upper bound of "
+    "at most 10 hops (e.g. *1..3)."
+)
+"""What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
+
+
+def trace_key(*parts: str | int) -> str:
+    """The id of an agent's trace row (task, event, step, decision, ...): its project and own parts,
+    so no look-up by id reaches another project's rows."""
+    return json.dumps(parts, ensure_ascii=False)

@@ -38,7 +38,8 @@ from evigraph.store.embedded.caches import Cached
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.reads import each_key
-from evigraph.store.embedded.schema import CODE_FTS, fts_text
+from evigraph.store.embedded.schema import CODE_FTS
+from evigraph.store.search_text import fts_text
 
 _TOUCHING: dict[SymbolKind, tuple[tuple[str, bool], ...]] = {
     "Module": (("CONTAINS", True), ("CONTAINS", False), ("IMPORTS", True), ("IMPORTS", False), ("MENTIONS", False)),

@@ -14,7 +14,7 @@ from evigraph.store.embedded import cypher_run
 from evigraph.store.embedded.cypher_guard import guard
 from evigraph.store.embedded.cypher_worker import CypherWorkers, memory_allowance_mb
 from evigraph.store.embedded.executor import Executor
-from evigraph.store.embedded.schema import CYPHER_GUIDE
+from evigraph.store.schema_names import CYPHER_GUIDE
 
 
 class CypherOps:

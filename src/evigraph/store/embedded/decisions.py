@@ -20,7 +20,8 @@ from typing import Any
 from evigraph.errors import DecisionNotFoundError, DecisionStateError, StaleEvidenceError
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT
-from evigraph.store.embedded.traces import TraceOps, as_utc, existing_task, trace_key, utc_now
+from evigraph.store.embedded.traces import TraceOps, as_utc, existing_task, utc_now
+from evigraph.store.schema_names import trace_key
 from evigraph.trace_records import (
     OPEN_STATES,
     DecisionRecord,

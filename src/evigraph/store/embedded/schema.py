@@ -6,8 +6,6 @@ being altered, and records the schema version for future migrations.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evigraph.store.schema_names import (
@@ -52,30 +50,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = "1"
-
-CYPHER_GUIDE = (
-    "Entities are (:Entity) nodes with id, name, label, description; filter a type with e.label = 'Person'. "
-    "Relations are [:RELATES] edges with type, fact, confidence, source_chunks (the ids of the passages "
-    "stating it, separated by spaces: string_split(r.source_chunks, ' ')); filter with r.type = 'X'. "
-    "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
-    "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
-    "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20. "
-    "Code (from ingest_code; structure only, never bodies: read path from line_start to line_end for a body): "
-    "(:Repo {id, name, root}), (:Module {id, repo, path, name (dotted, e.g. 'pkg.sub.mod'), language, "
-    "docstring, line_start, line_end, imports (dotted targets as written)}), (:Class {id, repo, path, module, name, "
-    "qualname, signature, docstring, line_start, line_end, bases}) and (:Function {same, calls: callee names as "
-    "written, resolved or not}); a method's qualname is 'Class.method'. Edges: [:CONTAINS] (Repo->Module, "
-    "Module->Class|Function, Class->Class|Function, Function->Function|Class), (:Module)-[:IMPORTS]->(:Module), "
-    "(:Function)-[:CALLS]->(:Function), (:Class)-[:INHERITS]->(:Class), (:Chunk)-[:MENTIONS]->(:Module|Class|"
-    "Function) for passages naming a symbol. Examples: MATCH (f:Function)-[:CALLS]->(g:Function) "
-    "WHERE g.qualname = 'Retriever.search' RETURN f.module, f.qualname; MATCH (m:Module)-[:IMPORTS]->(x:Module) "
-    "WHERE m.name = 'pkg.kb' RETURN x.name; MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) "
-    "RETURN c.module, c.qualname. "
-    "Bounds: name a label on every node you match (only these tables are readable); at most 10 levels of "
-    "nesting, 10 relationship patterns and 2,000 tokens; variable-length patterns need an upper bound of "
-    "at most 10 hops (e.g. *1..3)."
-)
-"""What an agent needs to write Cypher for this schema; shown with the table list (get_ontology)."""
 
 CHUNK_FTS = "chunk_text_fts"
 ENTITY_FTS = "entity_name_fts"
@@ -203,29 +177,3 @@ entities have none: they are searched by the in-process index of `bm25`."""
 RETIRED_FTS_INDEXES = {CHUNK_FTS: "Chunk", ENTITY_FTS: "Entity"}
 """Full-text indexes an earlier release kept on passages and entities, dropped at a writable
 open: every write paid to keep them, and no read uses them any more."""
-
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-_DIGIT_LETTERS = str.maketrans("0123456789", "bcdfghklmn")
-
-
-def fts_text(text: str) -> str:
-    """The text the full-text index sees, and the form queries are put in.
-
-    The engine's tokenizer splits on spaces only (a word after a line break or `#` is glued to
-    its neighbour) and drops every token holding a digit (years, model numbers). So punctuation
-    and line breaks become spaces, and a token with digits is spelled with consonants behind a
-    `qx` marker ("1915" -> "qxcnch"), which no stemmer rule touches.
-    """
-    return " ".join(_spelled(token) for token in _NON_WORD.sub(" ", text).lower().split())
-
-
-def entity_search_text(name: str, aliases: Sequence[str], descriptions: Sequence[str]) -> str:
-    """What full-text search over an entity matches, on every store: every name form and the
-    descriptions."""
-    return fts_text(" ".join(dict.fromkeys([name, *aliases, *descriptions])))
-
-
-def _spelled(token: str) -> str:
-    if token.isalpha():  # most tokens: nothing to check character by character
-        return token
-    return "qx" + token.translate(_DIGIT_LETTERS) if any(ch.isdigit() for ch in token) else token

@@ -8,7 +8,6 @@ crash or a refusal leaves nothing half written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.store.embedded.executor import Executor, Tx
-from evigraph.store.embedded.schema import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK
+from evigraph.store.schema_names import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK, trace_key
 from evigraph.trace_records import (
     EventRecord,
     EventSummary,
@@ -39,10 +38,6 @@ _STEP_FIELDS = (
     "s.name AS name, s.state AS state, s.kind AS kind, s.result_basis AS result_basis, "
     "s.result_event_seq AS result_event_seq, s.agent AS agent, s.updated_at AS updated_at"
 )
-
-
-def trace_key(*parts: str | int) -> str:
-    return json.dumps(parts, ensure_ascii=False)
 
 
 def utc_now() -> datetime:

@@ -47,7 +47,8 @@ from typing import Any
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, VERSION_SEQ, entity_search_text
+from evigraph.store.schema_names import EXTRACTION_SOURCE, VERSION_SEQ
+from evigraph.store.search_text import entity_search_text
 from evigraph.store.version_rows import Folded, add_entity, add_relation, version_rows
 
 EDGE_BATCH = 50_000

@@ -33,9 +33,9 @@ from evigraph.store.code_rows import (
     symbol_from_row,
     symbol_row,
 )
-from evigraph.store.embedded.schema import fts_text
 from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
+from evigraph.store.search_text import fts_text
 
 T = TypeVar("T")
 

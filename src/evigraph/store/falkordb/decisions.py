@@ -24,8 +24,6 @@ from typing import Any
 
 from evigraph.errors import DecisionNotFoundError, DecisionStateError, StaleEvidenceError
 from evigraph.store.embedded.decisions import MAX_CAUSES
-from evigraph.store.embedded.schema import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT
-from evigraph.store.embedded.traces import trace_key
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.falkordb.traces import (
     FalkorTraceOps,
@@ -38,6 +36,7 @@ from evigraph.store.falkordb.traces import (
     stamp,
     utc_now,
 )
+from evigraph.store.schema_names import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT, trace_key
 from evigraph.trace_records import (
     OPEN_STATES,
     DecisionRecord,

@@ -62,10 +62,11 @@ from typing import Any
 
 from evigraph.errors import StoreError
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, entity_search_text
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.schema import VERSION_SEQ
+from evigraph.store.schema_names import EXTRACTION_SOURCE
+from evigraph.store.search_text import entity_search_text
 from evigraph.store.version_rows import (
     Folded,
     VersionRows,

@@ -38,10 +38,9 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from evigraph.errors import RequestConflictError, StoreError, TaskExistsError, TaskNotFoundError
-from evigraph.store.embedded.schema import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK
-from evigraph.store.embedded.traces import trace_key
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.locks import project_locks
+from evigraph.store.schema_names import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK, trace_key
 from evigraph.trace_records import (
     EventRecord,
     EventSummary,
