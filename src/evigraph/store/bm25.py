@@ -189,9 +189,14 @@ def porter_stems(words: Sequence[str], stem: Stemmer | None = None) -> dict[str,
 def prefetch_stemmer() -> None:
     """Make the stemmer's in-memory database in a background thread, for a store whose questions
     are stemmed by it (a server's): importing the engine and loading its full-text extension
-    took 170-280 ms of a first question."""
+    took 170-280 ms of a first question. Not a daemon, for the reason `prefetch_numpy` gives: a
+    process must not exit while an engine is being loaded. The engine's import registers an exit
+    hook through `concurrent.futures.thread`, which fails once shutdown began, so that module is
+    imported here first (5 ms, and usually already loaded by asyncio)."""
     if not _STEMMER:
-        threading.Thread(target=porter_stems, args=(["evigraph"],), name="evigraph-stemmer", daemon=True).start()
+        import concurrent.futures.thread  # noqa: F401
+
+        threading.Thread(target=porter_stems, args=(["evigraph"],), name="evigraph-stemmer").start()
 
 
 def _stem(words: list[str]) -> dict[str, str]:

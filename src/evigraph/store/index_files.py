@@ -52,10 +52,14 @@ def prefetch_numpy() -> None:
     2-core machine) was most of a first retrieve once the indexes stopped being rebuilt (100k
     passages: 598 ms first, 30 ms warm). Started as a store opens, it overlaps the engine's own
     open; a process that never asks a question does not wait for it.
+
+    The thread is not a daemon: a process whose open failed at once (`--db` naming a text file)
+    exited while numpy was still importing, and the interpreter's shutdown under the import
+    crashed with SIGSEGV about once in 40 runs on a busy machine. Exit now waits for the import.
     """
     if "numpy" in sys.modules:
         return
-    threading.Thread(target=importlib.import_module, args=("numpy",), name="evigraph-numpy", daemon=True).start()
+    threading.Thread(target=importlib.import_module, args=("numpy",), name="evigraph-numpy").start()
 
 
 def user_cache_folder(*names: str) -> Path:
