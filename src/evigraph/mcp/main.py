@@ -217,16 +217,7 @@ async def local_backend(config: McpConfig) -> LocalBackend:
 
 
 async def serve(config: McpConfig) -> None:
-    from evigraph.mcp.server import build_server
-    from evigraph.mcp.transports import (
-        check_network,
-        check_port_free,
-        http_app,
-        serve_http,
-        serve_stdio,
-        served_url,
-        sse_app,
-    )
+    from evigraph.mcp.transports import check_network, check_port_free, served_url
 
     if config.transport != "stdio":
         check_network(config.host, config.token)
@@ -259,14 +250,13 @@ async def serve(config: McpConfig) -> None:
     if config.transport != "stdio":
         kind = "streamable HTTP" if config.transport == "http" else "SSE"
         print(f"serving MCP over {kind} at {served_url(config.transport, config.host, config.port)}", file=sys.stderr)
-    server = build_server(backend)
     try:
         if config.transport == "stdio":
-            await serve_stdio(server)
-        elif config.transport == "http":
-            await serve_http(http_app(server, config.host, config.port, config.token), config.host, config.port)
+            from evigraph.mcp.stdio import serve_stdio
+
+            await serve_stdio(backend)
         else:
-            await serve_http(sse_app(server, config.host, config.port, config.token), config.host, config.port)
+            await serve_over_http(config, backend)
     finally:
         if listener is not None:
             await listener.close()
@@ -274,6 +264,16 @@ async def serve(config: McpConfig) -> None:
             await backend.toolkit.kb.close()
         else:
             await backend.close()
+
+
+async def serve_over_http(config: McpConfig, backend: LocalBackend | RemoteBackend) -> None:
+    """Streamable HTTP or SSE, through the SDK's server."""
+    from evigraph.mcp.server import build_server
+    from evigraph.mcp.transports import http_app, serve_http, sse_app
+
+    server = build_server(backend)
+    make_app = http_app if config.transport == "http" else sse_app
+    await serve_http(make_app(server, config.host, config.port, config.token), config.host, config.port)
 
 
 def configure_logging() -> None:

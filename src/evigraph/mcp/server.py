@@ -1,8 +1,10 @@
-"""The MCP server: the toolkit's tools over stdio, streamable HTTP or SSE.
+"""The MCP server: the toolkit's tools over streamable HTTP or SSE, through the SDK.
 
 Tools, input schemas and descriptions come from the toolkit registry, so nothing is written
 twice. The low-level SDK server is used because tools here carry explicit JSON Schemas from
 their pydantic input models; arguments are validated again by the toolkit on every call.
+The wire forms of a tool and of a call's result are built here once, for this server and for
+the stdio one (`evigraph.mcp.stdio`), which speaks the protocol without the SDK.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from evigraph.mcp.instructions import build_instructions
 from evigraph.mcp.sessions import client_key
 from evigraph.tools.registry import ToolSpec
 
+SERVER_NAME = "evigraph"
+
 
 class Backend(Protocol):
     def specs(self) -> list[ToolSpec]: ...
@@ -22,43 +26,51 @@ class Backend(Protocol):
     async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply: ...
 
 
+def tool_listing(spec: ToolSpec) -> dict[str, Any]:
+    """A tool as `tools/list` sends it."""
+    a = spec.annotations
+    hints = {
+        "readOnlyHint": a.read_only,
+        "destructiveHint": a.destructive,
+        "idempotentHint": a.idempotent,
+        "openWorldHint": a.open_world,
+    }
+    return {"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema, "annotations": hints}
+
+
+def call_result(reply: Reply) -> dict[str, Any]:
+    """A tool call's reply as `tools/call` sends it: the text always, the data unless it failed."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": reply.text}]}
+    if reply.error:
+        result["isError"] = True
+    elif reply.data is not None:
+        result["structuredContent"] = reply.data
+    return result
+
+
+def server_instructions(specs: list[ToolSpec]) -> str:
+    return build_instructions([s.name for s in specs])
+
+
 def build_server(backend: Backend) -> Any:
     """A low-level `mcp.server.Server` serving `backend`'s tools."""
     from mcp.server import Server
-    from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
+    from mcp_types import CallToolResult, ListToolsResult, Tool
 
     specs = backend.specs()
-
-    def tool_of(spec: ToolSpec) -> Any:
-        a = spec.annotations
-        return Tool(
-            name=spec.name,
-            description=spec.description,
-            input_schema=spec.input_schema,
-            annotations=ToolAnnotations(
-                read_only_hint=a.read_only,
-                destructive_hint=a.destructive,
-                idempotent_hint=a.idempotent,
-                open_world_hint=a.open_world,
-            ),
-        )
-
-    tools = [tool_of(s) for s in specs]
+    tools = [Tool.model_validate(tool_listing(s)) for s in specs]
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
         return ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         reply = await backend.call(client_key(ctx.request), params.name, params.arguments)
-        content = [TextContent(type="text", text=reply.text)]
-        if reply.error:
-            return CallToolResult(content=content, is_error=True)
-        return CallToolResult(content=content, structured_content=reply.data)
+        return CallToolResult.model_validate(call_result(reply))
 
     return Server(
-        "evigraph",
+        SERVER_NAME,
         version=__version__,
-        instructions=build_instructions([s.name for s in specs]),
+        instructions=server_instructions(specs),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )

@@ -161,13 +161,6 @@ def sse_app(server: Any, host: str, port: int, token: str | None) -> Any:
     return BearerAuth(app, token) if token else app
 
 
-async def serve_stdio(server: Any) -> None:
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
-
-
 SSE_PATH = "/sse"
 
 
