@@ -142,6 +142,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         async with open_for_reads(args.db, engine=args.engine, embedder=_embedder(args)) as reads:
             _note(holder_note(reads))  # a running `evigraph mcp` answers with its model loaded
             return await _search(reads, args)
+    if args.command == "cypher":
+        from evigraph.cli_cypher import cypher
+
+        return await cypher(args)
     if args.command == "ask":
         from evigraph.cli_ask import ask
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Collection
+from typing import Any
 
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
@@ -101,6 +102,9 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     from evigraph import cli_code
 
     cli_code.add_parser(sub, common)
+    from evigraph import cli_cypher
+
+    cli_cypher.add_parser(sub, common)
     search = sub.add_parser(
         "search",
         aliases=["retrieve"],
@@ -386,8 +390,6 @@ def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> None:
     """`search`'s options, generated from `RetrieveQuery`, so they match `retrieve` and the tool;
     with `answer`, `ask`'s from `AnswerQuery` (those and the budgets), matching `answer`."""
-    from annotated_types import Ge, Le
-
     from evigraph.retrieval.query import PATHS, RANKINGS, RetrieveQuery
 
     model: type[RetrieveQuery] = RetrieveQuery
@@ -407,8 +409,7 @@ def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> 
     )
     for name in numbers:
         field = fields[name]
-        low = next(m.ge for m in field.metadata if isinstance(m, Ge))
-        high = next(m.le for m in field.metadata if isinstance(m, Le))
+        low, high = field_bounds(field)
         legacy = () if answer else LEGACY_FLAGS.get(name, ())  # `ask` is new: it has no old spellings
         flags = [f"--{name.replace('_', '-')}", *legacy]
         help_text = f"{field.description} ({low}-{high}, default {field.default})"
@@ -422,10 +423,25 @@ def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> 
     )
 
 
+def field_bounds(field: Any) -> tuple[Any, Any]:
+    """The (ge, le) bounds a pydantic field declares, which a flag's help states."""
+    from annotated_types import Ge, Le
+
+    low = next(m.ge for m in field.metadata if isinstance(m, Ge))
+    high = next(m.le for m in field.metadata if isinstance(m, Le))
+    return low, high
+
+
 LEGACY_FLAGS = {"expand_hops": ("--hops",)}
 """Old spellings kept working for one release; `--expand-hops` is the name everywhere else."""
 
-ALIASES = {"retrieve": "search", "delete_document": "delete", "answer": "ask", "ingest_code": "ingest-code"}
+ALIASES = {
+    "retrieve": "search",
+    "delete_document": "delete",
+    "answer": "ask",
+    "ingest_code": "ingest-code",
+    "cypher_query": "cypher",
+}
 """Verbs named as the toolkit's tools, so the tool name works on the command line too."""
 
 

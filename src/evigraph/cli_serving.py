@@ -24,7 +24,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evigraph.errors import DatabaseLockedError
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from evigraph.providers.embedders import Embedder
     from evigraph.retrieval.query import RetrieveQuery
     from evigraph.retrieval.result import RetrievalResult
+    from evigraph.retrieval.schema import CypherRows
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +46,17 @@ serves once its sources are listed, which a large folder takes a moment to do.""
 
 
 class Reads(Protocol):
-    """What `evigraph status` and `search` read: a `KnowledgeBase`, or the process holding it."""
+    """What `evigraph status`, `search` and `cypher` read: a `KnowledgeBase`, or the process holding it."""
 
     async def status(self) -> Status: ...
 
     async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]: ...
 
     async def retrieve(self, query: RetrieveQuery) -> RetrievalResult: ...
+
+    async def cypher_query(
+        self, query: str, params: dict[str, Any] | None = None, *, limit: int = 100
+    ) -> CypherRows: ...
 
 
 @contextlib.asynccontextmanager

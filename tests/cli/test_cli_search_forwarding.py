@@ -96,3 +96,14 @@ def test_without_a_server_the_search_opens_the_file(tmp_path: Path) -> None:
     found = run_cli("search", "ReefWatch", "--db", str(db), "--json", env=child_env())
     assert found.code == 0 and "answered by" not in found.err
     assert json.loads(found.out)["passages"]
+
+
+def test_cypher_is_answered_by_the_running_server(served: tuple[Path, subprocess.Popen[str]]) -> None:
+    db, server = served
+    query = "MATCH (p:Chunk) WHERE p.text CONTAINS $word RETURN count(p) AS n"
+    found = run_cli("cypher", query, "--params", '{"word": "ReefWatch"}', "--db", str(db), "--json", env=child_env())
+    assert found.code == 0, found.err
+    assert f"answered by evigraph process {server.pid}" in found.err
+    assert json.loads(found.out) == {"columns": ["n"], "rows": [{"n": 1}], "truncated": False}
+    refused = run_cli("cypher", "MATCH (e:Entity) DETACH DELETE e", "--db", str(db), env=child_env())
+    assert refused.code == 1 and "refused" in refused.err  # the holder's guard, said as the file's would be

@@ -44,6 +44,7 @@ from evigraph.tools.registry import ToolSpec
 
 if TYPE_CHECKING:  # the backend brings the toolkit and every tool's input model: `evigraph search` needs none
     from evigraph.mcp.backend import LocalBackend, Reply
+    from evigraph.retrieval.schema import CypherRows
 
 log = logging.getLogger("evigraph.mcp")
 
@@ -426,8 +427,8 @@ def _held_read_only(db: Path | None, pid: int | None, *, after_start: bool) -> s
 
 # -- reads for the command line ------------------------------------------------------------------
 
-READ_METHODS = ("status", "documents", "retrieve")
-"""What `evigraph status` and `search` ask of the process holding the database: the knowledge
+READ_METHODS = ("status", "documents", "retrieve", "cypher_query")
+"""What `evigraph status`, `search` and `cypher` ask of the process holding the database: the knowledge
 base's own results, not the tools' agent-shaped ones, so the command prints exactly what it
 prints when it opens the database itself."""
 
@@ -443,6 +444,9 @@ async def _answer_read(backend: LocalBackend, method: object, args: dict[str, An
         if method == "retrieve":
             result = await kb.retrieve(RetrieveQuery.model_validate(args))
             return {"result": result.model_dump(mode="json")}
+        if method == "cypher_query":
+            rows = await kb.cypher_query(str(args.get("query")), args.get("params"), limit=int(args.get("limit", 100)))
+            return {"result": rows.model_dump(mode="json")}
         error: dict[str, str] = {
             "type": "ConfigurationError",
             "message": f"unknown read {method!r}",
@@ -515,6 +519,12 @@ class HeldReads:
     async def retrieve(self, query: RetrieveQuery) -> RetrievalResult:
         args = query.model_dump(mode="json", exclude_unset=True)
         return RetrievalResult.model_validate(await self._read("retrieve", args))
+
+    async def cypher_query(self, query: str, params: dict[str, Any] | None = None, *, limit: int = 100) -> CypherRows:
+        from evigraph.retrieval.schema import CypherRows  # with the store's modules: not on `search`'s cold path
+
+        args = {"query": query, "params": params or {}, "limit": limit}
+        return CypherRows.model_validate(await self._read("cypher_query", args))
 
     async def _read(self, method: str, args: dict[str, Any]) -> Any:
         raw = await self._exchange({"op": "read", "method": method, "args": args})
