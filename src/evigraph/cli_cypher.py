@@ -19,13 +19,9 @@ if TYPE_CHECKING:
 HINT = 'e.g. evigraph cypher "MATCH (e:Entity) WHERE e.name = \\$name RETURN e.label" --params \'{"name": "Ada"}\''
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    from evigraph.cli_parser import field_bounds
-    from evigraph.tools.inputs import CypherInput
-
-    fields = CypherInput.model_fields
-    limit = fields["limit"]
-    low, high = field_bounds(limit)
+def add_parser(sub: Any, common: argparse.ArgumentParser, *, options: bool = True) -> None:
+    """The verb, with its options only when `options` (they come from the tool's pydantic input
+    model, which `evigraph --help` and other verbs should not pay to import)."""
     parser = sub.add_parser(
         "cypher",
         aliases=["cypher_query"],
@@ -35,6 +31,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "columns, rows and whether they were cut at --limit). Writes are refused; a query that runs too long is "
         "stopped. `evigraph status` and the get_ontology tool list the tables and properties to query.",
     )
+    if not options:
+        return
+    from evigraph.cli_parser import field_bounds
+    from evigraph.tools.inputs import CypherInput
+
+    fields = CypherInput.model_fields
+    limit = fields["limit"]
+    low, high = field_bounds(limit)
     parser.add_argument("query", help=fields["query"].description)
     parser.add_argument("--params", default=None, metavar="JSON", help="query parameters as a JSON object ($name)")
     parser.add_argument(

@@ -104,7 +104,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     cli_code.add_parser(sub, common)
     from evigraph import cli_cypher
 
-    cli_cypher.add_parser(sub, common)
+    cli_cypher.add_parser(sub, common, options=commands is None or bool({"cypher", "cypher_query"} & set(commands)))
     search = sub.add_parser(
         "search",
         aliases=["retrieve"],

@@ -14,9 +14,10 @@ from typing import Any
 from tests.tools.conftest import write_corpus
 
 from evigraph import KnowledgeBase
-from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index, read_graph
+from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.graph_arrays import GraphArrays
+from evigraph.store.graph_index import GraphIndex
 from evigraph.store.saved_indexes import GRAPH
 
 

@@ -88,6 +88,11 @@ class TermCounts:
     """Term -> passages containing it; every term asked is a key, 0 when no passage has it."""
 
 
+MAX_CAUSES = 20
+"""Review causes a store keeps per decision: the first ones say why; a document edited daily must
+not grow a decision's record without bound."""
+
+
 class GraphStore(ABC):
     """One knowledge base: documents, chunks, entities and relations.
 

@@ -1,6 +1,6 @@
 """The graph's adjacency written straight from the store's rows to the arrays `saved_indexes` reads.
 
-Saving the graph index used to build it first as Python objects (a `_Rel` per relation, dicts of
+Saving the graph index used to build it first as Python objects (a `Rel` per relation, dicts of
 lists per entity and passage) and then convert those into arrays, holding both copies at once.
 Here each relation row goes into a few flat buffers as it is read (its texts as UTF-8 bytes, its
 entities and passages as small integers), and the lists are grouped at the end by one stable sort
@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from evigraph.store.embedded.graph_index import _Rel
+from evigraph.store.graph_index import Rel
 from evigraph.store.index_files import sorted_keys
 
 REL_TEXTS = ("id", "source", "target", "source_name", "target_name", "type", "fact")
@@ -80,7 +80,7 @@ class GraphArrays:
         self._mentions = (array("q"), array("q"))  # (entity, chunk), one per mention row
         self._rows = 0
 
-    def relation(self, rel: _Rel) -> None:
+    def relation(self, rel: Rel) -> None:
         """One relation, given as `GraphLists.relation` takes it (the object is not kept)."""
         row = self._rows
         self._rows += 1

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from evigraph.store.bm25 import TextIndex
-from evigraph.store.embedded.caches import NameIndex, TermIndex, VectorMatrix
-from evigraph.store.embedded.graph_index import GraphIndex, _Rel
+from evigraph.store.caches import NameIndex, TermIndex, VectorMatrix
 from evigraph.store.graph_arrays import REL_TEXTS
+from evigraph.store.graph_index import GraphIndex, Rel
 from evigraph.store.index_files import (
     IndexFiles,
     ListsByKey,
@@ -173,9 +173,9 @@ def _load_graph(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> GraphIn
     chunks = strings_of(arrays, "rel_chunks")
 
     @functools.lru_cache(maxsize=RELATIONS_KEPT)
-    def rel(i: int) -> _Rel:
+    def rel(i: int) -> Rel:
         lo, hi = chunk_offsets[i], chunk_offsets[i + 1]
-        return _Rel(
+        return Rel(
             texts["id"][i],
             texts["source"][i],
             texts["target"][i],
@@ -187,8 +187,8 @@ def _load_graph(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> GraphIn
             tuple(chunks[j] for j in range(lo, hi)),
         )
 
-    edges: ListsByKey[_Rel] = number_lists(arrays, "edges", rel)
-    stated: ListsByKey[_Rel] = number_lists(arrays, "stated", rel)
+    edges: ListsByKey[Rel] = number_lists(arrays, "edges", rel)
+    stated: ListsByKey[Rel] = number_lists(arrays, "stated", rel)
     return GraphIndex(
         edges=edges,
         mentions=string_lists(arrays, "mentions"),

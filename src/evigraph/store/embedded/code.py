@@ -23,6 +23,7 @@ from evigraph.code_records import (
     kind_of,
 )
 from evigraph.models import EntityHit
+from evigraph.store.caches import Cached
 from evigraph.store.code_rows import (
     REF_COLUMNS,
     SYMBOL_FIELDS,
@@ -34,7 +35,6 @@ from evigraph.store.code_rows import (
     symbol_from_row,
     symbol_row,
 )
-from evigraph.store.embedded.caches import Cached
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.reads import each_key

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.errors import DecisionNotFoundError, DecisionStateError, StaleEvidenceError
+from evigraph.store.base import MAX_CAUSES
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT
 from evigraph.store.embedded.traces import TraceOps, as_utc, existing_task, utc_now
@@ -36,10 +37,6 @@ from evigraph.trace_records import (
     SupportRecord,
     TraceRequest,
 )
-
-MAX_CAUSES = 20
-"""Review causes kept per decision: the first ones say why; a document edited daily must not grow
-a decision's record without bound."""
 
 _DECISION_FIELDS = (
     "d.id AS id, d.task AS task, d.choice_key AS choice_key, d.conclusion AS conclusion, "

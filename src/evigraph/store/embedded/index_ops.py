@@ -19,8 +19,7 @@ from evigraph.models import ChunkHit, EntityHit, Exploration, Neighbour
 from evigraph.store import bm25
 from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
-from evigraph.store.embedded import generation, reads
-from evigraph.store.embedded.caches import (
+from evigraph.store.caches import (
     Cached,
     NameIndex,
     TermIndex,
@@ -29,9 +28,11 @@ from evigraph.store.embedded.caches import (
     build_name_index,
     build_term_index,
 )
+from evigraph.store.embedded import generation, reads
 from evigraph.store.embedded.executor import Executor, Tx
-from evigraph.store.embedded.graph_index import GraphIndex, build_graph_index, read_graph
+from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.graph_arrays import GraphArrays
+from evigraph.store.graph_index import GraphIndex
 from evigraph.store.index_files import IndexFiles
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes, run_steps
 

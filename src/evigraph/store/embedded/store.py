@@ -24,6 +24,9 @@ from evigraph.models import (
     ThemeRecord,
 )
 from evigraph.store.base import EXTRACTION_KIND, GraphStore
+from evigraph.store.caches import (
+    Cached,
+)
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.cypher.rows import Slots
 from evigraph.store.embedded import (
@@ -36,9 +39,6 @@ from evigraph.store.embedded import (
     reads,
     records,
     writes,
-)
-from evigraph.store.embedded.caches import (
-    Cached,
 )
 from evigraph.store.embedded.code import CodeOps
 from evigraph.store.embedded.creation import (

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from evigraph.store.embedded.graph_index import GraphIndex, GraphLists, GraphSink, _Rel
 from evigraph.store.falkordb.connection import Connection
+from evigraph.store.graph_index import GraphIndex, GraphLists, GraphSink, Rel
 
 S = TypeVar("S", bound=GraphSink)
 
@@ -167,7 +167,7 @@ def read_graph(conn: Connection, into: S) -> S:
                       r.fact AS fact, r.confidence AS conf, r.source_chunks AS chunks""",
             {"lo": lo, "hi": lo + PAGE_NODES},
         ):
-            rel = _Rel(
+            rel = Rel(
                 r["id"],
                 r["a"],
                 r["b"],

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from evigraph.errors import DecisionNotFoundError, DecisionStateError, StaleEvidenceError
-from evigraph.store.embedded.decisions import MAX_CAUSES
+from evigraph.store.base import MAX_CAUSES
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.falkordb.traces import (
     FalkorTraceOps,

@@ -34,7 +34,7 @@ from evigraph.models import (
 from evigraph.store import bm25
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
-from evigraph.store.embedded.caches import (
+from evigraph.store.caches import (
     NameIndex,
     TermIndex,
     VectorMatrix,
@@ -42,7 +42,6 @@ from evigraph.store.embedded.caches import (
     build_name_index,
     build_term_index,
 )
-from evigraph.store.embedded.graph_index import GraphIndex
 from evigraph.store.falkordb import documents, reads
 from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments, read_graph
 from evigraph.store.falkordb.code import FalkorCodeOps
@@ -59,6 +58,7 @@ from evigraph.store.falkordb.schema import (
     vector_index,
 )
 from evigraph.store.graph_arrays import GraphArrays
+from evigraph.store.graph_index import GraphIndex
 from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal

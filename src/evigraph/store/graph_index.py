@@ -16,14 +16,12 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from evigraph.models import Exploration, Neighbour
-from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.packed import unpack_ids
 
 S = TypeVar("S", bound="GraphSink")
 
 
 @dataclass(frozen=True)
-class _Rel:
+class Rel:
     id: str
     source: str
     target: str
@@ -56,10 +54,10 @@ class _Rel:
 class GraphIndex:
     """Dicts when built from the graph; look-ups over mapped arrays when read from disk (`saved_indexes`)."""
 
-    edges: Mapping[str, Sequence[_Rel]] = field(default_factory=dict)  # both directions
+    edges: Mapping[str, Sequence[Rel]] = field(default_factory=dict)  # both directions
     mentions: Mapping[str, Sequence[str]] = field(default_factory=dict)  # entity -> chunks
     mentioned: Mapping[str, Sequence[str]] = field(default_factory=dict)  # chunk -> entities
-    stated: Mapping[str, Sequence[_Rel]] = field(default_factory=dict)  # chunk -> its relations
+    stated: Mapping[str, Sequence[Rel]] = field(default_factory=dict)  # chunk -> its relations
 
     def neighbours(self, entity_ids: Sequence[str], hops: int, limit: int) -> list[Neighbour]:
         """Breadth-first over relations in either direction, nearest hop first.
@@ -166,47 +164,21 @@ class GraphIndex:
 class GraphSink(Protocol):
     """Where the graph's rows go as they are read: `GraphLists` (dicts) or `graph_arrays.GraphArrays`."""
 
-    def relation(self, rel: _Rel) -> None: ...
+    def relation(self, rel: Rel) -> None: ...
 
     def mention(self, entity: str, chunk: str) -> None: ...
-
-
-def build_graph_index(tx: Tx) -> GraphIndex:
-    return read_graph(tx, GraphLists()).done()
-
-
-def read_graph(tx: Tx, into: S) -> S:
-    """Every relation, then every mention, into `into`, a row at a time (the engine's cursor is
-    read as it goes, so only `into` grows)."""
-    result = tx.execute(
-        """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
-           RETURN r.id, a.id, b.id, a.name, b.name, r.type, r.fact, r.confidence, r.source_chunks"""
-    )
-    try:
-        while result.has_next():
-            rid, a, b, a_name, b_name, rtype, fact, conf, chunks = result.get_next()
-            into.relation(_Rel(rid, a, b, a_name, b_name, rtype, fact, float(conf or 0.0), tuple(unpack_ids(chunks))))
-    finally:
-        result.close()
-    result = tx.execute("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) RETURN e.id, c.id")
-    try:
-        while result.has_next():
-            into.mention(*result.get_next())
-    finally:
-        result.close()
-    return into
 
 
 @dataclass
 class GraphLists:
     """A `GraphIndex` being built, relation by relation and mention by mention."""
 
-    edges: defaultdict[str, list[_Rel]] = field(default_factory=lambda: defaultdict(list))
+    edges: defaultdict[str, list[Rel]] = field(default_factory=lambda: defaultdict(list))
     mentions: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     mentioned: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    stated: defaultdict[str, list[_Rel]] = field(default_factory=lambda: defaultdict(list))
+    stated: defaultdict[str, list[Rel]] = field(default_factory=lambda: defaultdict(list))
 
-    def relation(self, rel: _Rel) -> None:
+    def relation(self, rel: Rel) -> None:
         self.edges[rel.source].append(rel)
         if rel.target != rel.source:
             self.edges[rel.target].append(rel)

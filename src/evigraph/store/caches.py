@@ -1,4 +1,4 @@
-"""Indexes the embedded store derives from the graph, and the in-process cache that holds them.
+"""Indexes a store derives from the graph (both backends), and the in-process cache that holds them.
 
 Three look-ups need structures the engine lacks: passages by vector similarity (exact cosine over
 a matrix is faster than an approximate index below a few hundred thousand passages, and never
