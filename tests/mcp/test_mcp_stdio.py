@@ -58,7 +58,7 @@ class Wire:
         reply: dict[str, Any] = json.loads(line)
         return reply
 
-    def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(self, request_id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})})
         reply = self.reply()
         assert reply["id"] == request_id
@@ -92,6 +92,13 @@ def test_handshake_bad_lines_and_bad_requests_over_the_wire(db_copy: Path) -> No
         wire.send(b"{this is not json\n")  # skipped and logged; the session goes on
         wire.send(b"\n")
         assert wire.request(3, "ping")["result"] == {}
+        wire.send({"jsonrpc": "2.0", "id": [3], "method": "ping"})  # an id no reply could carry back
+        assert wire.reply() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "a request id is a string or an integer"},
+        }
+        assert wire.request("three", "ping")["result"] == {}
         assert wire.request(4, "resources/list")["error"] == {
             "code": -32601,
             "message": "Method not found",
@@ -162,9 +169,13 @@ async def test_cancelled_request_gets_no_reply_and_the_session_goes_on(db_copy: 
 
             send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "retrieve", "arguments": {}}})
             await asyncio.wait_for(backend.started.wait(), 30)
-            send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
-            send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}})
+            send({"jsonrpc": "2.0", "id": 1, "method": "ping"})  # the id of a request still running
             with open(read_out, "rb") as replies:
+                reused = json.loads(await asyncio.to_thread(replies.readline))
+                assert reused["id"] == 1 and reused["error"]["code"] == -32600
+                assert "already in use" in reused["error"]["message"]
+                send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+                send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}})
                 line = await asyncio.to_thread(replies.readline)
                 first = json.loads(line)
                 assert first["id"] == 2 and "isError" not in first["result"]

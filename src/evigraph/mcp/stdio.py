@@ -32,6 +32,7 @@ PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The handshake-era revisions; a client asking for another is offered the newest, as the SDK does.
 A test holds this to the installed SDK's `HANDSHAKE_PROTOCOL_VERSIONS`."""
 
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -91,6 +92,14 @@ class StdioServer:
             self.notified(method, params)
             return
         request_id = message["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            error = {"code": INVALID_REQUEST, "message": "a request id is a string or an integer"}
+            self.send({"jsonrpc": "2.0", "id": None, "error": error})  # a list or object id cannot be echoed back
+            return
+        if request_id in self.running:
+            error = {"code": INVALID_REQUEST, "message": f"request id {request_id!r} is already in use"}
+            self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+            return
         task = asyncio.create_task(self.answer(request_id, method, params))
         self.running[request_id] = task
         task.add_done_callback(lambda _: self.running.pop(request_id, None))
