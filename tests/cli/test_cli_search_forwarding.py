@@ -107,3 +107,24 @@ def test_cypher_is_answered_by_the_running_server(served: tuple[Path, subprocess
     assert json.loads(found.out) == {"columns": ["n"], "rows": [{"n": 1}], "truncated": False}
     refused = run_cli("cypher", "MATCH (e:Entity) DETACH DELETE e", "--db", str(db), env=child_env())
     assert refused.code == 1 and "refused" in refused.err  # the holder's guard, said as the file's would be
+
+
+async def test_the_holder_checks_a_cypher_read_as_the_tool_does(served: tuple[Path, subprocess.Popen[str]]) -> None:
+    """The socket answers any local client, not only our CLI, so a read's arguments are checked there too."""
+    from evigraph.errors import ConfigurationError
+    from evigraph.mcp.forwarding import HeldReads
+
+    db, _server = served
+    held = await HeldReads.connect(db.resolve())
+    assert held is not None
+    try:
+        with pytest.raises(ConfigurationError, match="limit"):
+            await held._read("cypher_query", {"query": "MATCH (n) RETURN n", "limit": 0})
+        with pytest.raises(ConfigurationError, match="params"):
+            await held._read("cypher_query", {"query": "MATCH (n) RETURN n", "params": [1]})
+        with pytest.raises(ConfigurationError, match="query"):
+            await held._read("cypher_query", {"limit": 5})
+        rows = await held.cypher_query("MATCH (d:Document) RETURN count(d) AS n")
+        assert rows.rows == [{"n": 1}]
+    finally:
+        await held.close()

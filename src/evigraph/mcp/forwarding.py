@@ -444,8 +444,12 @@ async def _answer_read(backend: LocalBackend, method: object, args: dict[str, An
         if method == "retrieve":
             result = await kb.retrieve(RetrieveQuery.model_validate(args))
             return {"result": result.model_dump(mode="json")}
-        if method == "cypher_query":
-            rows = await kb.cypher_query(str(args.get("query")), args.get("params"), limit=int(args.get("limit", 100)))
+        if method == "cypher_query":  # checked as the tool checks it: a holder answers any client on its socket
+            from evigraph.strict import build
+            from evigraph.tools.inputs import CypherInput
+
+            given = build(CypherInput, args, hint="send query, params (an object) and limit (1-1000)")
+            rows = await kb.cypher_query(given.query, given.params, limit=given.limit)
             return {"result": rows.model_dump(mode="json")}
         error: dict[str, str] = {
             "type": "ConfigurationError",

@@ -1,4 +1,5 @@
-"""Serving the MCP server: stdio, streamable HTTP and SSE, with the network safety rules.
+"""Serving the MCP server over streamable HTTP and SSE, with the network safety rules (stdio is
+`evigraph.mcp.stdio`).
 
 A server reachable from other machines must not answer strangers: on a non-loopback host it
 refuses to start without a token, and with one every request needs `Authorization: Bearer`.
