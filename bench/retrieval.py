@@ -308,6 +308,7 @@ async def embedding_work(kb: Any, embedder: Any) -> dict[str, float]:
     name once; the baseline is one plain pass over the passages, which is all dense retrieval
     embeds.
     """
+    from evigraph.ingest.embedding import embed_all
     from evigraph.ingest.sentences import split_sentences
     from evigraph.models import embedding_text
 
@@ -329,7 +330,7 @@ async def embedding_work(kb: Any, embedder: Any) -> dict[str, float]:
     embedder.embed_with_spans(texts, spans)
     pooled = time.perf_counter() - t0
     t0 = time.perf_counter()
-    embedder.embed(names)
+    embed_all(embedder, names)  # as the ingest embeds them: sorted by tokens, in cheapest slices
     named = time.perf_counter() - t0
     return {
         "passage_embed_seconds": round(passages, 2),
@@ -367,6 +368,13 @@ def counting(embedder: Any) -> Any:
             try:
                 vectors, pooled = embedder.embed_with_spans(texts, spans)
                 return list(vectors), list(pooled)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        def token_lengths(self, texts: Sequence[str]) -> list[int] | None:
+            t0 = time.perf_counter()  # counting tokens is embedding work too
+            try:
+                return embedder.token_lengths(texts)  # type: ignore[no-any-return]
             finally:
                 self.seconds += time.perf_counter() - t0
 

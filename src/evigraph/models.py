@@ -268,6 +268,11 @@ class DocumentVersion(_Frozen):
     sentence_embeddings: tuple[tuple[tuple[float, ...], ...], ...] | None = Field(
         default=None, description="per chunk, one vector per bridge sentence, when an embedder is set"
     )
+    name_embeddings: dict[str, tuple[float, ...]] | None = Field(
+        default=None,
+        description="vectors of the graph's entity names, by name, when an embedder is set: an entity the "
+        "write creates gets its name's vector with it (names of entities stored already may be left out)",
+    )
 
 
 class StoredDocument(_Frozen):

@@ -74,7 +74,7 @@ class Slices(Embedder):
 
 async def test_the_bar_moves_within_a_batch_and_outcomes_come_per_batch(tmp_path: Path) -> None:
     progress = Recording()
-    docs = _documents(3 * BATCH)
+    docs = _documents(5 * BATCH)  # a batch is embedding while the one before it is extracted
     async with KnowledgeBase(
         tmp_path / "kb.db", extractor="rules", embedder=Slices(progress), batch_documents=BATCH
     ) as kb:
@@ -90,7 +90,8 @@ async def test_the_bar_moves_within_a_batch_and_outcomes_come_per_batch(tmp_path
 
     # Each batch's lines come once it is written, while the next batches are still being embedded.
     told = [keys for kind, keys in progress.events if kind == "finished"]
-    assert told == [[d.key for d in docs[i : i + BATCH]] for i in range(0, len(docs), BATCH)]
+    assert [key for keys in told for key in keys] == [d.key for d in docs]
+    assert len(told) >= 3 and all(len(keys) % BATCH == 0 for keys in told)  # whole batches, as written
     first_told = next(i for i, (kind, _) in enumerate(progress.events) if kind == "finished")
     last_embed = max(i for i, (kind, _) in enumerate(progress.events) if kind == "embed")
     assert first_told < last_embed

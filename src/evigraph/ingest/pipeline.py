@@ -4,9 +4,11 @@ Documents are processed in batches so the extractor sees many chunks per model c
 store writes many rows per statement. Processed batches are written in groups that grow with the
 knowledge base, up to the store's `write_group_passages` (one batch a write where it has none);
 while a group is written (two at once on a store that takes them, `GraphStore.writes_at_once`),
-the next is chunked and extracted. A failure is pinned to the one
-document that caused it: the rest of its group is retried in halves, so one bad file never costs
-the rest.
+the next is chunked and extracted. Each batch's passages start embedding before the batch
+ahead of it is extracted (`_start`), and its new entity names are embedded before its write
+(`name_vectors`), so the one embedding thread is never idle between batches. A failure is
+pinned to the one document that caused it: the rest of its group is retried in halves, so one
+bad file never costs the rest.
 
 Documents are streamed: loaders are read a few batches ahead (`LoaderStrategy.stream`,
 `batching.Batches`), so a 100,000-record JSONL file holds ~16 batches of documents in memory, not
@@ -40,6 +42,7 @@ from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.budget import CeilingReached
 from evigraph.ingest.gc_threshold import fewer_collections
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
+from evigraph.ingest.name_vectors import NameVectors
 from evigraph.ingest.progress import CHUNKED, EMBEDDED, EXTRACTED, IngestProgress, Shares
 from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
@@ -93,6 +96,14 @@ class _Pending:
 
 
 @dataclass
+class _Started:
+    """A batch chunked, its passages embedding (`IngestRun._start`)."""
+
+    chunked: list[tuple[_Pending, list[TextChunk]]]
+    vectors: asyncio.Task[_Vectors | None]
+
+
+@dataclass
 class IngestRun:
     store: GraphStore
     strategies: Strategies
@@ -113,6 +124,7 @@ class IngestRun:
     _shares: Shares = field(init=False, repr=False)
     _told: int = field(default=0, init=False, repr=False)  # outcomes already passed to `progress.finished`
     _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
+    _names: NameVectors | None = field(default=None, init=False, repr=False)  # with an embedder
 
     def __post_init__(self) -> None:
         # A store (perhaps user-written) that takes no write at all would leave nothing to wait on.
@@ -123,6 +135,8 @@ class IngestRun:
             )
         self._shares = Shares(self.progress)
         self._stored = StoredVersions(self.store)
+        if self.strategies.embedder is not None:
+            self._names = NameVectors(self.store, self.strategies.embedder)
 
     async def run(self, sources: Sequence[str], texts: Sequence[LoadedDocument] = ()) -> IngestReport:
         # Into a server, extraction gets its worker process early (`offload.early`).
@@ -148,6 +162,7 @@ class IngestRun:
         writing: deque[asyncio.Task[None]] = deque()  # oldest first
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
         group: WriteGroup[_Pending] = WriteGroup(stored=await self._stored_passages())
+        ahead: deque[_Started | None] = deque()  # batches chunked and embedding, not yet extracted
         try:
             try:
                 while (
@@ -160,12 +175,14 @@ class IngestRun:
                     self.in_flight.hold(held[-1])
                     pending = await self._skip_unchanged(self._admit(loaded), stream)
                     self._tell()
-                    group.add(await self._process(pending) if pending else [])
-                    self._tell()
-                    if group.full(self.store.write_group_passages):
-                        await self._hand_over(group, writing, held)
+                    ahead.append(await self._start(pending) if pending else None)
+                    while len(ahead) > 1:
+                        await self._add(group, ahead.popleft(), writing, held)
+                while ahead and not self._at_ceiling:
+                    await self._add(group, ahead.popleft(), writing, held)
             except IngestCancelled:
                 log.info("ingest stopped on request; the batch being prepared was dropped")
+            await self._drop(ahead)  # after a stop or at the ceiling
             if group.batches:  # processed whole, so written even when stopped
                 await self._hand_over(group, writing, held)
             while writing:
@@ -178,10 +195,41 @@ class IngestRun:
                 for task in writing:
                     if not task.cancelled():
                         task.exception()  # raised by `await` on the normal path; retrieved here
+            await self._drop(ahead)
             for keys in held:
                 self.in_flight.release(keys)
+            if self._names is not None:
+                await self._names.close()
             self._tell()
         return self.report
+
+    async def _add(
+        self,
+        group: WriteGroup[_Pending],
+        started: _Started | None,
+        writing: deque[asyncio.Task[None]],
+        held: list[list[str]],
+    ) -> None:
+        """Extract and finish a started batch (None: nothing to process) into the write group,
+        handing the group over once full."""
+        versions = await self._process(started) if started is not None else []
+        if self._names is not None:  # queued behind the next batch's passages on the embedding thread
+            self._names.start([v for _, v in versions])
+        group.add(versions)
+        self._tell()
+        if group.full(self.store.write_group_passages):
+            await self._hand_over(group, writing, held)
+
+    async def _drop(self, ahead: deque[_Started | None]) -> None:
+        """Wait out the embedding of batches that will not be processed (so no worker thread
+        outlives the run); at the LLM token ceiling their documents are left for the next run."""
+        while ahead:
+            started = ahead.popleft()
+            if started is None:
+                continue
+            await asyncio.gather(started.vectors, return_exceptions=True)
+            if self._at_ceiling:
+                self._left([p.doc.key for p, _ in started.chunked])
 
     async def _stored_passages(self) -> int:
         """Passages the knowledge base holds before this run: where a growing write group starts."""
@@ -203,7 +251,7 @@ class IngestRun:
 
         async def write_then_release() -> None:
             try:
-                await self._write(versions)
+                await self._write(await self._names.attach(versions) if self._names is not None else versions)
             finally:
                 for keys in mine:
                     self.in_flight.release(keys)
@@ -261,21 +309,31 @@ class IngestRun:
                 pending.append(_Pending(d, existed=old is not None))
         return pending
 
-    async def _process(self, batch: list[_Pending]) -> list[tuple[_Pending, DocumentVersion]]:
+    async def _start(self, batch: list[_Pending]) -> _Started | None:
+        """Chunk a batch and start embedding its passages; `_process` extracts it later.
+
+        Started one batch ahead, the embedding thread has the next batch's passages queued while
+        this one's graph is resolved and built into versions and the next is chunked, work that
+        left it idle between batches before.
+        """
         self.cancellation.check()
         chunked = await asyncio.to_thread(self._chunk_all, batch)
         self.cancellation.check()
         chunked = await self._contextualize(chunked)
         if not chunked:
-            return []
+            return None
         self._shares.credit((p.doc.key, CHUNKED) for p, _ in chunked)
+        return _Started(chunked, asyncio.create_task(self._embed(chunked)))
+
+    async def _process(self, started: _Started) -> list[tuple[_Pending, DocumentVersion]]:
+        chunked = started.chunked
         offsets: dict[str, int] = {}
         position = 0
         for p, chunks in chunked:
             offsets[p.doc.key] = position
             position += len(chunks)
         # Both run to their end even when one stops early, so no worker thread outlives the ingest.
-        got = await asyncio.gather(self._extract(chunked), self._embed(chunked), return_exceptions=True)
+        got = await asyncio.gather(self._extract(chunked), started.vectors, return_exceptions=True)
         for outcome in got:
             if isinstance(outcome, BaseException):
                 raise outcome

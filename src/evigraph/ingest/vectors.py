@@ -12,6 +12,12 @@ from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
 
 BATCH = 512
+"""Passages embedded and written at a time."""
+
+NAME_BATCH = 4096
+"""Texts read at a time for `embed_ranking_texts`: cut by `length_slices`, 2wikimultihopqa's
+9,952 names pad 1.007x their tokens 4,096 at a time, 1.04x 512 at a time (1.70x in slices by
+characters), 1.002x all at once."""
 
 
 async def embed_passages(store: GraphStore, embedder: Embedder) -> int:
@@ -25,17 +31,27 @@ async def embed_passages(store: GraphStore, embedder: Embedder) -> int:
 
 
 async def embed_ranking_texts(store: GraphStore, embedder: Embedder) -> int:
-    """Embed every bridge sentence and entity name without a vector; returns how many vectors."""
+    """Embed every bridge sentence and entity name without a vector; returns how many vectors.
+
+    Names are read `NAME_BATCH` at a time so they are sorted by tokens together: a corpus's
+    names run from one piece to forty, and a few hundred at a time cut into slices that each
+    span a wide range of lengths. A name that several entities share (one per label) is
+    embedded once.
+    """
     done = 0
-    while batch := await store.pending_ranking_texts(limit=BATCH):
+    while batch := await store.pending_ranking_texts(limit=NAME_BATCH):
         passages = [job for job in batch if job.kind == "sentences"]
+        for start in range(0, len(passages), BATCH):
+            part = passages[start : start + BATCH]
+            _, pooled = await on_embedding_thread(
+                embed_all_with_spans, embedder, [job.texts[0] for job in part], [job.spans for job in part]
+            )
+            await store.write_ranking_vectors(list(zip(part, pooled, strict=True)))
+            done += sum(len(vectors) for vectors in pooled)
         names = [job for job in batch if job.kind == "entity"]
-        _, pooled = await on_embedding_thread(
-            embed_all_with_spans, embedder, [job.texts[0] for job in passages], [job.spans for job in passages]
-        )
-        name_vectors = await on_embedding_thread(embed_all, embedder, [job.texts[0] for job in names])
-        rows = list(zip(passages, pooled, strict=True))
-        rows += [(job, [vec]) for job, vec in zip(names, name_vectors, strict=True)]
-        await store.write_ranking_vectors(rows)
-        done += sum(len(vectors) for _, vectors in rows)
+        if names:
+            distinct = list(dict.fromkeys(job.texts[0] for job in names))
+            by_name = dict(zip(distinct, await on_embedding_thread(embed_all, embedder, distinct), strict=True))
+            await store.write_ranking_vectors([(job, [by_name[job.texts[0]]]) for job in names])
+            done += len(names)
     return done

@@ -126,6 +126,12 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
             sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
             if sources:
                 add_relation(out.relations, r, sources)
+    names: dict[str, tuple[float, ...]] = {}
+    for v in versions:
+        names.update(v.name_embeddings or {})
+    for row in out.entities.values():
+        vec = names.get(row["name"])
+        row["v"] = list(vec) if vec is not None else None  # set on an entity the write creates
     return out
 
 

@@ -7,7 +7,7 @@ so the ranking index follows writes without reloading (retrieval/ranking_index.p
 from __future__ import annotations
 
 import pytest
-from tests.store.contract.conftest import ADA, ALPHA, BABBAGE, BETA, LONDON, covers
+from tests.store.contract.conftest import ADA, ALPHA, BABBAGE, BETA, ENGINE, LONDON, covers
 
 from evigraph.models import DocumentVersion, Span
 from evigraph.store import GraphStore
@@ -82,3 +82,18 @@ async def test_change_feed_names_the_documents_written(store: GraphStore) -> Non
     token = (await store.ranking_changes(quiet.token)).token
     await store.set_embedding_model(None)
     assert (await store.ranking_changes(token)).full  # every vector changed
+
+
+@covers("write_versions")
+async def test_a_created_entity_takes_its_names_vector_with_it(store: GraphStore) -> None:
+    """What the ingest embedded before the write (`DocumentVersion.name_embeddings`) lands with
+    the entities the write creates; an entity stored already keeps the vector it has."""
+    named = ALPHA.model_copy(update={"name_embeddings": {"Ada Lovelace": (0.0, 1.0, 0.0), "London": (0.0, 0.0, 1.0)}})
+    await store.write_versions([named])
+    found = {v.id: v.vector for v in await store.entity_vectors()}
+    assert found == {ADA: (0.0, 1.0, 0.0), LONDON: (0.0, 0.0, 1.0)}
+    waiting = {t.id for t in await store.pending_ranking_texts(limit=100) if t.kind == "entity"}
+    assert waiting == {BABBAGE, ENGINE}  # no vector given: embedded after the write, as before
+    again = ALPHA.model_copy(update={"name_embeddings": {"Ada Lovelace": (1.0, 0.0, 0.0)}})
+    await store.write_versions([again])  # a new version of the document: Ada exists, unchanged
+    assert {v.id: v.vector for v in await store.entity_vectors([ADA])} == {ADA: (0.0, 1.0, 0.0)}

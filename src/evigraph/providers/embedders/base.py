@@ -50,6 +50,16 @@ class Embedder(ABC):
         """The vector of a search query; models with query instructions override this."""
         return self.embed([text])[0]
 
+    def token_lengths(self, texts: Sequence[str]) -> list[int] | None:
+        """How many tokens the model reads of each text (its special tokens and input limit
+        counted), or None when it cannot tell cheaply.
+
+        Bulk embedding groups texts of like token count so a forward pass pads little
+        (`evigraph.ingest.embedding`); without counts it groups by characters, which pads
+        names of rare words (many pieces for few characters) by about two thirds.
+        """
+        return None
+
     def embed_with_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
     ) -> tuple[list[list[float]], list[list[list[float]]]]:

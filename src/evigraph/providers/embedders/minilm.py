@@ -119,6 +119,9 @@ class MiniLMEmbedder(ArrayEmbedder):
         model: _Model = _load_once(key, lambda: _Model(self._folder, self.runtime, self._cache_dir))
         return model
 
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self._model().tokenizer.encode_batch(list(texts))]
+
     def embed_array(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Normalised vectors as one float32 array, for the bulk paths that never need lists."""
         import numpy as np

@@ -230,6 +230,7 @@ def _merge_entities(param: str) -> str:
                MERGE (e:Entity {{id: r.id}})
                ON CREATE SET e.name = r.name, e.label = r.label, e.descriptions = r.descs, e.aliases = r.aliases,
                              e._source = $source, e._created_at = $at, e.search_text = r.st,
+                             e.embedding = CASE WHEN r.v IS NULL THEN NULL ELSE vecf32(r.v) END,
                              e.description = reduce(s = '', x IN r.descs |
                                                     CASE WHEN s = '' THEN x ELSE s + ' | ' + x END)
                WITH e, r, coalesce(e.descriptions, []) AS had, coalesce(e.aliases, []) AS known
