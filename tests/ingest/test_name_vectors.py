@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from tests.tools.conftest import HashEmbedder
 
+from evigraph.ingest.cancel import Cancellation
+from evigraph.ingest.progress import IngestProgress
 from evigraph.kb import KnowledgeBase
+from evigraph.models import DocumentOutcome
 
 
 class RecordingEmbedder(HashEmbedder):
@@ -60,3 +63,26 @@ async def test_names_whose_embedding_failed_are_embedded_after_the_write(
         stored = {v.name for v in await kb.store.entity_vectors()}
         assert {"Ada Lovelace", "Charles Babbage"} <= stored
         assert await kb.store.pending_ranking_texts(limit=100) == []
+
+
+class StopAfterTheWrite(IngestProgress):
+    """Asks the ingest to stop once every document is written: a stopped ingest skips the step
+    that embeds what was left without a vector, so only the pipeline's own names remain."""
+
+    def __init__(self, cancellation: Cancellation) -> None:
+        self.cancellation = cancellation
+
+    def finished(self, outcomes: Sequence[DocumentOutcome]) -> None:
+        self.cancellation.cancel()
+
+
+async def test_the_names_vectors_are_written_by_the_documents_write(tmp_path: Path) -> None:
+    cancellation = Cancellation()
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", embedder=RecordingEmbedder()) as kb:
+        report = await kb.ingest(
+            text=FIRST, key="first", progress=StopAfterTheWrite(cancellation), cancellation=cancellation
+        )
+        assert report.ok and cancellation.cancelled
+        stored = {v.name for v in await kb.store.entity_vectors()}
+        assert {"Ada Lovelace", "Charles Babbage"} <= stored
+        assert [t for t in await kb.store.pending_ranking_texts(limit=100) if t.kind == "entity"] == []

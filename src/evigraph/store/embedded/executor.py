@@ -215,13 +215,11 @@ def vector_texts(vectors: Sequence[Sequence[float] | None]) -> list[Any]:
     used only when every vector has one length; otherwise, and for a NaN or an infinity (no
     text the engine reads), the lists go as they are.
     """
-    lengths = {len(v) for v in vectors if v is not None}
-    if len(lengths) > 1:
-        return [list(v) if v is not None else None for v in vectors]
-    texts = [str(list(v)) if v is not None else None for v in vectors]
-    if any(t is not None and "n" in t for t in texts):  # "nan", "inf": the only n a float prints
-        return [list(v) if v is not None else None for v in vectors]  # one type for the whole UNWIND
-    return texts
+    if len({len(v) for v in vectors if v is not None}) <= 1:
+        texts = [str(list(v)) if v is not None else None for v in vectors]
+        if not any(t is not None and "n" in t for t in texts):  # "nan", "inf": the only n a float prints
+            return texts
+    return [list(v) if v is not None else None for v in vectors]  # one type for the whole UNWIND
 
 
 def _values(value: Any) -> int:

@@ -260,16 +260,18 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
     return numbers
 
 
-_CHUNK_FIELDS = """r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text, r.bc AS bc,
-                r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st, r.ss AS ss, r.se AS se, r.cx AS cx"""
-_CHUNK_CREATE = """MATCH (d:Document {{key: doc}})
-           CREATE (c:Chunk {{id: id, document: doc, version: version, index: idx, text: text,
+_CREATE_CHUNKS = """UNWIND $rows AS r
+           WITH r.i AS i, r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text,
+                r.bc AS bc, r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
+                r.ss AS ss, r.se AS se, r.cx AS cx
+           MATCH (d:Document {key: doc})
+           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: text,
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
                             char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
                             search_text: st, sentence_starts: CAST(ss AS INT64[]),
                             sentence_ends: CAST(se AS INT64[]),
-                            sentence_vectors: {sentence_vectors},
-                            passage_context: CAST(cx AS STRING)}})-[:PART_OF]->(d)"""
+                            sentence_vectors: CASE WHEN $svm[i] THEN CAST($sv[i] AS FLOAT[][]) ELSE NULL END,
+                            passage_context: CAST(cx AS STRING)})-[:PART_OF]->(d)"""
 
 
 def _create_chunks(tx: Tx, chunks: Sequence[dict[str, Any]]) -> None:
@@ -284,20 +286,13 @@ def _create_chunks(tx: Tx, chunks: Sequence[dict[str, Any]]) -> None:
     """
     rows = [{**c, "emb": e} for c, e in zip(chunks, vector_texts([c["emb"] for c in chunks]), strict=True)]
     for part in value_batches(rows):
-        vectors = [r["sv"] for r in part]
-        if all(v is None for v in vectors):
-            query = f"UNWIND $rows AS r WITH {_CHUNK_FIELDS} {_CHUNK_CREATE.format(sentence_vectors='NULL')}"
-            tx.execute(query, {"rows": part}).close()
-            continue
-        query = f"UNWIND $rows AS r WITH r.i AS i, {_CHUNK_FIELDS} " + _CHUNK_CREATE.format(
-            sentence_vectors="CASE WHEN $svm[i] THEN CAST($sv[i] AS FLOAT[][]) ELSE NULL END"
-        )
-        params = {  # row i's sentence vectors are the i-th of `sv` (the engine counts from 1)
-            "rows": [{**{k: x for k, x in r.items() if k != "sv"}, "i": i} for i, r in enumerate(part, 1)],
+        vectors = [r.pop("sv") for r in part]  # row i's are the i-th of `sv` (the engine counts from 1)
+        params = {
+            "rows": [{**r, "i": i} for i, r in enumerate(part, 1)],
             "sv": [v if v is not None else [] for v in vectors] + [[[0.0]]],
             "svm": [v is not None for v in vectors] + [False],
         }
-        tx.execute(query, params).close()
+        tx.execute(_CREATE_CHUNKS, params).close()
 
 
 def _write_entities(
