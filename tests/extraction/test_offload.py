@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from evigraph.errors import ConfigurationError
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.offload import MIN_OFFLOAD_CHUNKS, run_offloaded
 from evigraph.ingest.extraction.rules import RuleBasedExtraction
@@ -178,3 +179,16 @@ async def test_a_reply_that_cannot_be_read_drops_the_worker_and_runs_the_batch_i
     assert isinstance(await run_offloaded(_unreadable, 0, chunks=MIN_OFFLOAD_CHUNKS), _Unreadable)
     assert "ValueError: this reply cannot be read here" in caplog.text
     assert offload._worker is None  # its pipes may be out of step: not used again
+
+
+def _refuse_with_hint(_: int) -> int:
+    raise ConfigurationError("the model is missing", "install it with pip install example-model")
+
+
+async def test_an_error_from_the_worker_keeps_its_hint() -> None:
+    """The fix an error names survives the trip back from the worker."""
+    with pytest.raises(ConfigurationError) as raised:
+        await run_offloaded(_refuse_with_hint, 0, chunks=MIN_OFFLOAD_CHUNKS)
+    assert offload._worker is not None  # it did come from the worker
+    assert raised.value.hint == "install it with pip install example-model"
+    assert "pip install example-model" in str(raised.value)
