@@ -1,5 +1,6 @@
-"""Sources appended to existing relations in statements of `APPEND_BATCH` rows: every relation a
-later document states again lists every passage that states it, however the rows were cut."""
+"""Sources appended to existing relations in statements bounded by values (`value_batches`):
+every relation a later document states again lists every passage that states it, however the
+rows were cut."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from evigraph import KnowledgeBase
 from evigraph.store.embedded import writes
+from evigraph.store.embedded.executor import value_batches
 
 FACT = (
     "Ada Lovelace worked with Charles Babbage in London. Mary Somerville introduced Ada Lovelace "
@@ -16,11 +18,12 @@ FACT = (
 )
 
 
-@pytest.mark.parametrize("batch", [2, writes.APPEND_BATCH])
+@pytest.mark.parametrize("most_rows", [2, None], ids=["2 rows a statement", "the bound"])
 async def test_every_restated_relation_lists_every_passage(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, most_rows: int | None
 ) -> None:
-    monkeypatch.setattr(writes, "APPEND_BATCH", batch)
+    if most_rows is not None:
+        monkeypatch.setattr(writes, "value_batches", lambda rows, *_: value_batches(rows, most_rows))
     async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
         for key in ("a", "b", "c"):  # one ingest each: b and c append to the relations a created
             assert (await kb.ingest(text=f"{FACT} Record {key}.", key=key)).ok

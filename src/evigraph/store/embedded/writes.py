@@ -411,23 +411,23 @@ def _write_relations(
     return existed
 
 
-APPEND_BATCH = 10_000
-"""Rows per statement that appends sources to existing relations (`_append_sources`). Its match
-expands every relation of each row's source entity before it keeps the one with the row's id,
-so the engine holds a hub's whole degree per row naming it: among 20,000 generated passages one
-50,000-row statement raised the ingest's memory by 344 MB, and the ingest peaked at 1,846 MB;
-in rows of 10,000 its largest step was 78 MB and the peak 1,514 MB (0.82x), the statements
-taking 11.1 s against 10.4 s. At 100,000 passages (`bench/scale.py`, both in one session) the
-ingest peaked at 2,726 MB against 2,942 MB (0.93x) at 295 against 288 passages/s. The statement
-is still the ingest's largest there (183 of them, 108 s of 434 s with a 1 GB page cache), though
-finding the rows is not what costs: on the finished file, 10,000 random relations, or 4,306 of
-hub entities, were found in 0.15-0.3 s among 178,666 by a read-only query."""
-
-
 def _append_sources(tx: Tx, rows: Sequence[dict[str, Any]]) -> set[str]:
-    """Append each row's sources to its relation where that exists; returns the ids found."""
+    """Append each row's sources to its relation where that exists; returns the ids found.
+
+    In statements bounded by values (`value_batches`: about 10,000 of these rows), as
+    `Tx.run_batched` bounds every other one; this one reads its result, so it slices for itself,
+    and it had sliced by `EDGE_BATCH` rows alone. Among 20,000 generated passages one 50,000-row
+    statement then raised the ingest's memory by 344 MB and the ingest peaked at 1,846 MB; in
+    statements of 10,000 rows the largest step was 78 MB and the peak 1,514 MB (0.82x), the
+    statements taking 11.1 s against 10.4 s. At 100,000 passages (`bench/scale.py`, one session)
+    the ingest peaked at 2,726 MB against 2,942 MB (0.93x) at 295 against 288 passages/s. It is
+    still the ingest's largest statement there (183 of them, 108 s of a 434 s ingest with a 1 GB
+    page cache), though finding its relations is not what costs: on the finished file a read-only
+    query found 10,000 random relations, or 4,306 of hub entities, among 178,666 in 0.15-0.3 s.
+    """
+    packed = [{"s": r["s"], "d": r["d"], "id": r["id"], "src": pack(r["src"]), "conf": r["conf"]} for r in rows]
     found: set[str] = set()
-    for i in range(0, len(rows), APPEND_BATCH):
+    for part in value_batches(packed, EDGE_BATCH):
         found.update(
             tx.column(
                 """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
@@ -438,12 +438,7 @@ def _append_sources(tx: Tx, rows: Sequence[dict[str, Any]]) -> set[str]:
                        x.confidence = CASE WHEN x.confidence IS NULL OR conf > x.confidence THEN conf
                                            ELSE x.confidence END
                    RETURN x.id""",
-                {
-                    "rows": [
-                        {"s": r["s"], "d": r["d"], "id": r["id"], "src": pack(r["src"]), "conf": r["conf"]}
-                        for r in rows[i : i + APPEND_BATCH]
-                    ]
-                },
+                {"rows": part},
             )
         )
     return found
