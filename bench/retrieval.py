@@ -305,8 +305,9 @@ async def embedding_work(kb: Any, embedder: Any) -> dict[str, float]:
     During ingest the model shares the cores with spaCy, so time spent inside the embedder
     measures the overlap too. Here, after the ingest, the same work runs on a quiet process: one
     pass over every passage pooling its sentences (what the pipeline does), plus every entity
-    name once; the baseline is one plain pass over the passages, which is all dense retrieval
-    embeds.
+    name once where the model pools no span (`Embedder.pool_spans`: the ingest pools names from
+    their mentions in that pass otherwise); the baseline is one plain pass over the passages,
+    which is all dense retrieval embeds.
     """
     from evigraph.ingest.embedding import embed_all
     from evigraph.ingest.sentences import split_sentences
@@ -330,7 +331,8 @@ async def embedding_work(kb: Any, embedder: Any) -> dict[str, float]:
     embedder.embed_with_spans(texts, spans)
     pooled = time.perf_counter() - t0
     t0 = time.perf_counter()
-    embed_all(embedder, names)  # as the ingest embeds them: sorted by tokens, in cheapest slices
+    if all(v is None for row in embedder.pool_spans(texts[:1], [[(0, 1)]])[1] for v in row):
+        embed_all(embedder, names)  # as the ingest embeds them: sorted by tokens, in cheapest slices
     named = time.perf_counter() - t0
     return {
         "passage_embed_seconds": round(passages, 2),
@@ -359,14 +361,13 @@ def counting(embedder: Any) -> Any:
             finally:
                 self.seconds += time.perf_counter() - t0
 
-        def embed_with_spans(
+        def pool_spans(
             self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-        ) -> tuple[list[list[float]], list[list[list[float]]]]:
-            # One model pass per text: the spans are pooled from it, so they add no model input.
+        ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
             self.calls, self.texts = self.calls + 1, self.texts + len(texts)
             t0 = time.perf_counter()
             try:
-                vectors, pooled = embedder.embed_with_spans(texts, spans)
+                vectors, pooled = embedder.pool_spans(texts, spans)
                 return list(vectors), list(pooled)
             finally:
                 self.seconds += time.perf_counter() - t0

@@ -6,7 +6,7 @@ import itertools
 import random
 from collections.abc import Sequence
 
-from evigraph.ingest.embedding import CALL_OVERHEAD_TOKENS, embed_all, embed_all_with_spans, length_slices
+from evigraph.ingest.embedding import CALL_OVERHEAD_TOKENS, embed_all, length_slices, pool_all
 from evigraph.providers.embedders.base import Embedder
 
 
@@ -94,6 +94,6 @@ def test_vectors_come_back_in_the_order_of_the_texts() -> None:
     assert all(len(s) <= embedder.batch_size for s in embedder.slices)
     assert len(embedder.slices) > 1
     spans = [[(0, 1)] for _ in texts]
-    passages, pooled = embed_all_with_spans(embedder, texts, spans)
+    passages, pooled = pool_all(embedder, texts, spans)
     assert [v[0] for v in passages] == [float(len(t)) for t in texts]
     assert all(len(p) == 1 for p in pooled)

@@ -16,7 +16,7 @@ from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.offload import MIN_OFFLOAD_CHUNKS, run_offloaded
 from evigraph.ingest.extraction.rules import RuleBasedExtraction
 from evigraph.ingest.gc_threshold import YOUNG_THRESHOLD, fewer_collections
-from evigraph.ingest.pipeline import text_document
+from evigraph.ingest.text_documents import text_document
 from evigraph.kb import KnowledgeBase
 from evigraph.models import GraphData, LoadedDocument, Ontology, TextChunk
 from evigraph.providers.embedders.base import Embedder

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evigraph.ingest.cancel import Cancellation
-from evigraph.ingest.pipeline import text_document
 from evigraph.ingest.progress import IngestProgress
+from evigraph.ingest.text_documents import text_document
 from evigraph.kb import KnowledgeBase
 from evigraph.models import DocumentOutcome, IngestStatus, LoadedDocument
 from evigraph.providers.embedders import Embedder

@@ -22,7 +22,7 @@ from evigraph import KnowledgeBase, Toolkit
 from evigraph.errors import ConfigurationError, CypherRefused
 from evigraph.ingest.chunking.contextual import ContextualChunking, read_contexts, user_prompt
 from evigraph.ingest.chunking.sentence import SentenceTokenCapChunking
-from evigraph.ingest.pipeline import text_document
+from evigraph.ingest.text_documents import text_document
 from evigraph.models import IngestStatus, LoadedDocument
 from evigraph.providers.llms import OpenAICompatibleLLM
 

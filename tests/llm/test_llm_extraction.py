@@ -111,7 +111,7 @@ async def test_typed_entities_and_relations_with_facts_and_provenance(kb: Knowle
 
 
 async def test_passages_of_several_documents_share_a_call(kb: KnowledgeBase, server: ReplayServer) -> None:
-    from evigraph.ingest.pipeline import text_document
+    from evigraph.ingest.text_documents import text_document
 
     docs = [text_document(f"Person{i} Smith works at Company{i} Inc.", f"doc-{i}") for i in range(6)]
     report = await kb.ingest_documents(docs)
@@ -147,7 +147,7 @@ async def test_timeout_and_malformed_json_fail_their_document_and_leave_the_othe
         client(server, timeout=1) as llm,
         KnowledgeBase(tmp_path / "kb.db", ontology=ONTOLOGY, extractor="llm", llm=llm) as kb,
     ):
-        from evigraph.ingest.pipeline import text_document
+        from evigraph.ingest.text_documents import text_document
 
         report = await kb.ingest_documents([text_document(t, k) for k, t in texts.items()])
         by_key = {d.key: d for d in report.documents}
@@ -161,7 +161,7 @@ async def test_timeout_and_malformed_json_fail_their_document_and_leave_the_othe
 
 
 async def test_token_ceiling_stops_before_it_and_reports_what_is_left(tmp_path: Path, server: ReplayServer) -> None:
-    from evigraph.ingest.pipeline import text_document
+    from evigraph.ingest.text_documents import text_document
 
     docs = [text_document(f"Person{i} Smith works at Company{i} Inc.", f"doc-{i}") for i in range(6)]
     ceiling = 2_000  # a call reserves its input (about 550 tokens) plus its output cap (320): two fit

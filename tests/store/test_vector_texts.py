@@ -28,7 +28,7 @@ def round_trip(tmp_path: Path, values: list[object]) -> list[object]:
 def test_vectors_of_one_length_go_as_text_and_come_back_exactly(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((50, 384)).astype(np.float32)
-    vectors[0, :4] = [1e-30, -3.4e38, 0.0, 1.0]  # tiny, huge and round values print and read back too
+    vectors[0, :6] = [1e-30, -3.4e38, 0.0, 1.0, 1e-40, -1.4e-45]  # tiny, huge, round and subnormal values too
     as_lists: list[list[float] | None] = [row.tolist() for row in vectors]
     as_lists.insert(7, None)
     sent = vector_texts(as_lists)

@@ -44,6 +44,8 @@ class Batches:
     cancelled: Callable[[], bool] = lambda: False
     _ahead: deque[LoadedDocument] = field(default_factory=deque, init=False)
     _ahead_passages: int = field(default=0, init=False)
+    exhausted: bool = field(default=False, init=False)
+    """The stream has ended: what is read ahead is all that is left (`waiting_passages`)."""
 
     def __post_init__(self) -> None:
         # A zero bound would read nothing ahead, and the ingest would end at once as if done.
@@ -64,6 +66,11 @@ class Batches:
             size += estimate
         return batch
 
+    @property
+    def waiting_passages(self) -> int:
+        """Passages (estimated) read ahead, not yet in a batch."""
+        return self._ahead_passages
+
     def upcoming(self) -> list[str]:
         """The keys read ahead, not yet in a batch."""
         return [d.key for d in self._ahead]
@@ -76,6 +83,7 @@ class Batches:
                 return
             doc = next(self.stream, None)
             if doc is None:
+                self.exhausted = True
                 return
             self._ahead.append(doc)
             self._ahead_passages += passages_estimate(doc)

@@ -75,21 +75,22 @@ def length_slices(lengths: Sequence[int], size: int) -> list[list[int]]:
     return runs[::-1]
 
 
-def embed_all_with_spans(
+def pool_all(
     embedder: Embedder,
     texts: Sequence[str],
     spans: Sequence[Sequence[tuple[int, int]]],
     after_slice: Callable[[Sequence[int]], None] | None = None,
-) -> tuple[list[list[float]], list[list[list[float]]]]:
-    """`Embedder.embed_with_spans` in slices (`length_slices`), vectors in the order of `texts`.
+) -> tuple[list[list[float]], list[list[list[float] | None]]]:
+    """`Embedder.pool_spans` in slices (`length_slices`), vectors in the order of `texts`; None
+    for a span the model did not pool (the caller chooses whether to embed it on its own).
 
     `after_slice` gets the indexes of `texts` each slice embedded: the ingest moves its bar there,
     and may raise there to stop, as a batch holds many slices.
     """
     vectors: list[list[float]] = [[] for _ in texts]
-    pooled: list[list[list[float]]] = [[] for _ in texts]
+    pooled: list[list[list[float] | None]] = [[] for _ in texts]
     for part in length_slices(token_lengths(embedder, texts), embedder.batch_size):
-        got, got_spans = embedder.embed_with_spans([texts[j] for j in part], [spans[j] for j in part])
+        got, got_spans = _pool(embedder, [texts[j] for j in part], [spans[j] for j in part])
         if len(got) != len(part) or any(len(g) != len(spans[j]) for g, j in zip(got_spans, part, strict=True)):
             raise ValueError("the embedder returned a different number of vectors than texts and spans")
         for j, vec, span_vectors in zip(part, got, got_spans, strict=True):
@@ -97,6 +98,20 @@ def embed_all_with_spans(
         if after_slice is not None:
             after_slice(part)
     return vectors, pooled
+
+
+def _pool(
+    embedder: Embedder, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+) -> tuple[list[list[float]], list[list[list[float] | None]]]:
+    """`embedder.pool_spans`; an embedder of its own that overrides only `embed_with_spans`
+    (the hook before `pool_spans`) keeps pooling through it."""
+    if (
+        type(embedder).pool_spans is Embedder.pool_spans
+        and type(embedder).embed_with_spans is not Embedder.embed_with_spans
+    ):
+        vectors, filled = embedder.embed_with_spans(texts, spans)
+        return vectors, [list(row) for row in filled]
+    return embedder.pool_spans(texts, spans)
 
 
 def embed_all(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:

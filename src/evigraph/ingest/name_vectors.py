@@ -1,5 +1,9 @@
 """Entity names embedded as the ingest goes, so each new entity is written with its vector.
 
+Where the model pools tokens, a name comes from its mentions in the passages' own pass
+(`passage_vectors`); this embeds the names left without one (an extractor that gives no
+spans, a model that cannot pool), each once, as a text of its own.
+
 A name's vector set on a stored entity afterwards cost Kuzu 0.9 ms an entity
 (2wikimultihopqa: 9,856 entities, 8.8 s of a 56 s ingest, in statements of 260); given to the
 write that creates the entity, it costs about what the name itself does. Each batch's names
@@ -39,11 +43,13 @@ class NameVectors:
         self._by_key: dict[str, asyncio.Task[Vectors]] = {}
 
     def start(self, versions: Sequence[DocumentVersion]) -> None:
-        """Embed the names of the entities in `versions` not met before in this run."""
+        """Embed the names of the entities in `versions` not met before in this run, but for
+        those their passages' pass gave a vector (`DocumentVersion.name_embeddings`)."""
         named = []
         for v in versions:
+            pooled = v.name_embeddings or {}
             for e in v.graph.entities:
-                if e.id not in self._named:
+                if e.id not in self._named and e.name not in pooled:
                     named.append((e.id, e.name))
         if not named:
             return
@@ -75,7 +81,9 @@ class NameVectors:
         out = []
         for p, v in versions:
             mine = {e.name: by_name[e.name] for e in v.graph.entities if e.name in by_name}
-            out.append((p, v.model_copy(update={"name_embeddings": mine}) if mine else v))
+            if mine:
+                v = v.model_copy(update={"name_embeddings": {**mine, **(v.name_embeddings or {})}})
+            out.append((p, v))
         return out
 
     async def close(self) -> None:

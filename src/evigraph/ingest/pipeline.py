@@ -4,9 +4,11 @@ Documents are processed in batches so the extractor sees many chunks per model c
 store writes many rows per statement. Processed batches are written in groups that grow with the
 knowledge base, up to the store's `write_group_passages` (one batch a write where it has none);
 while a group is written (two at once on a store that takes them, `GraphStore.writes_at_once`),
-the next is chunked and extracted. Each batch's passages start embedding before the batch
-ahead of it is extracted (`_start`), and its new entity names are embedded before its write
-(`name_vectors`), so the one embedding thread is never idle between batches. A failure is
+the next is chunked and extracted. Extraction runs a batch ahead of embedding (`_start`), so a
+batch reaches the one embedding thread with its graph known: each passage is read by the model
+once, its bridge sentences and its entities' names pooled from that pass
+(`passage_vectors`), and the next batch waits queued behind it, so the thread is never idle
+between batches. Names no mention gives are embedded before the write (`name_vectors`). A failure is
 pinned to the one document that caused it: the rest of its group is retried in halves, so one
 bad file never costs the rest.
 
@@ -29,26 +31,26 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
-from evigraph.errors import ConfigurationError, EvigraphError, InputError, StoreUnavailableError
+from evigraph.errors import ConfigurationError, EvigraphError, StoreUnavailableError
 from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
-from evigraph.ingest.embedding import embed_all_with_spans, on_embedding_thread
+from evigraph.ingest.embedding import on_embedding_thread
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.budget import CeilingReached
 from evigraph.ingest.gc_threshold import fewer_collections
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.name_vectors import NameVectors
+from evigraph.ingest.passage_vectors import DocumentText, DocumentVectors, embed_documents
 from evigraph.ingest.progress import CHUNKED, EMBEDDED, EXTRACTED, IngestProgress, Shares
 from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
-from evigraph.ingest.sentences import split_sentences
 from evigraph.ingest.sources import SourceFile, expand_sources
 from evigraph.ingest.subjects import with_subject
+from evigraph.ingest.text_documents import unstorable
 from evigraph.ingest.writing import InFlight, WriteGroup
 from evigraph.memory import give_back_memory
 from evigraph.models import (
@@ -61,19 +63,12 @@ from evigraph.models import (
     Ontology,
     Span,
     TextChunk,
-    embedding_text,
 )
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore
-from evigraph.surrogates import escaped, surrogate_at
+from evigraph.surrogates import escaped
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class _Vectors:
-    passages: list[list[float]]  # one per chunk of the batch, in order
-    sentences: list[dict[tuple[int, int], list[float]]]  # per chunk: sentence span -> vector
 
 
 @dataclass
@@ -97,10 +92,18 @@ class _Pending:
 
 @dataclass
 class _Started:
-    """A batch chunked, its passages embedding (`IngestRun._start`)."""
+    """A batch chunked, its graphs extracting (`IngestRun._start`)."""
 
     chunked: list[tuple[_Pending, list[TextChunk]]]
-    vectors: asyncio.Task[_Vectors | None]
+    graphs: asyncio.Task[list[GraphData | None]]
+
+
+@dataclass
+class _Embedding:
+    """A batch extracted and resolved, its vectors being computed (`IngestRun._process`)."""
+
+    ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]]
+    vectors: asyncio.Task[list[DocumentVectors]] | None  # None without an embedder
 
 
 @dataclass
@@ -125,6 +128,9 @@ class IngestRun:
     _told: int = field(default=0, init=False, repr=False)  # outcomes already passed to `progress.finished`
     _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
     _names: NameVectors | None = field(default=None, init=False, repr=False)  # with an embedder
+    _extracting: asyncio.Task[list[GraphData | None]] | None = field(default=None, init=False, repr=False)
+    _embedding: deque[_Embedding | None] = field(default_factory=deque, init=False, repr=False)
+    _to_come: Callable[[], int | None] = field(default=lambda: None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # A store (perhaps user-written) that takes no write at all would leave nothing to wait on.
@@ -162,7 +168,17 @@ class IngestRun:
         writing: deque[asyncio.Task[None]] = deque()  # oldest first
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
         group: WriteGroup[_Pending] = WriteGroup(stored=await self._stored_passages())
-        ahead: deque[_Started | None] = deque()  # batches chunked and embedding, not yet extracted
+        ahead: deque[_Started | None] = deque()  # batches chunked and extracting, not yet embedding
+
+        def to_come() -> int | None:
+            """Passages left after the write group, once the stream has ended (else None)."""
+            if not stream.exhausted:
+                return None
+            started = sum(len(c) for s in ahead if s is not None for _, c in s.chunked)
+            queued = sum(len(c) for e in self._embedding if e is not None for _, c, _, _ in e.ready)
+            return stream.waiting_passages + started + queued
+
+        self._to_come = to_come
         try:
             try:
                 while (
@@ -178,11 +194,12 @@ class IngestRun:
                     ahead.append(await self._start(pending) if pending else None)
                     while len(ahead) > 1:
                         await self._add(group, ahead.popleft(), writing, held)
-                while ahead and not self._at_ceiling:
+                while ahead:  # past the LLM token ceiling, `_extract` leaves a batch's documents
                     await self._add(group, ahead.popleft(), writing, held)
+                await self._add(group, None, writing, held, flush=True)
             except IngestCancelled:
-                log.info("ingest stopped on request; the batch being prepared was dropped")
-            await self._drop(ahead)  # after a stop or at the ceiling
+                log.info("ingest stopped on request; the batches being prepared were dropped")
+            await self._drop(ahead)  # after a stop
             if group.batches:  # processed whole, so written even when stopped
                 await self._hand_over(group, writing, held)
             while writing:
@@ -209,27 +226,36 @@ class IngestRun:
         started: _Started | None,
         writing: deque[asyncio.Task[None]],
         held: list[list[str]],
+        flush: bool = False,
     ) -> None:
-        """Extract and finish a started batch (None: nothing to process) into the write group,
-        handing the group over once full."""
-        versions = await self._process(started) if started is not None else []
-        if self._names is not None:  # queued behind the next batch's passages on the embedding thread
-            self._names.start([v for _, v in versions])
-        group.add(versions)
-        self._tell()
-        if group.full(self.store.write_group_passages):
-            await self._hand_over(group, writing, held)
+        """Take a started batch (None: nothing to process) to its embedding, and the batch queued
+        before it (all of them with `flush`) into the write group, handing the group over once full.
+
+        One batch stays queued on the embedding thread behind the one it embeds, so resolving
+        the next batch and building this one's versions never leave the thread idle.
+        """
+        if not flush:
+            self._embedding.append(await self._process(started) if started is not None else None)
+        while len(self._embedding) > (0 if flush else 1):
+            versions = await self._finish(self._embedding.popleft())
+            if self._names is not None:  # names no mention gave, queued behind the next batch
+                self._names.start([v for _, v in versions])
+            group.add(versions)
+            self._tell()
+            if group.full(self.store.write_group_passages, self._to_come()):
+                await self._hand_over(group, writing, held)
 
     async def _drop(self, ahead: deque[_Started | None]) -> None:
-        """Wait out the embedding of batches that will not be processed (so no worker thread
-        outlives the run); at the LLM token ceiling their documents are left for the next run."""
+        """Wait out the extraction and embedding of batches that will not be written (after a stop
+        or a failure), so no worker thread outlives the run."""
         while ahead:
             started = ahead.popleft()
-            if started is None:
-                continue
-            await asyncio.gather(started.vectors, return_exceptions=True)
-            if self._at_ceiling:
-                self._left([p.doc.key for p, _ in started.chunked])
+            if started is not None:
+                await asyncio.gather(started.graphs, return_exceptions=True)
+        while self._embedding:
+            embedding = self._embedding.popleft()
+            if embedding is not None and embedding.vectors is not None:
+                await asyncio.gather(embedding.vectors, return_exceptions=True)
 
     async def _stored_passages(self) -> int:
         """Passages the knowledge base holds before this run: where a growing write group starts."""
@@ -282,7 +308,7 @@ class IngestRun:
         for d in docs:
             if d.key in self._seen:
                 self._fail(d.key, f"duplicate document key {d.key!r} in this ingest; give each record its own id")
-            elif problem := _unstorable(d):
+            elif problem := unstorable(d):
                 self._fail(escaped(d.key), problem, path=escaped(d.path) if d.path else None)
             else:
                 self._seen.add(d.key)
@@ -310,11 +336,11 @@ class IngestRun:
         return pending
 
     async def _start(self, batch: list[_Pending]) -> _Started | None:
-        """Chunk a batch and start embedding its passages; `_process` extracts it later.
+        """Chunk a batch and start extracting it, after the batch before it; `_process` takes it on.
 
-        Started one batch ahead, the embedding thread has the next batch's passages queued while
-        this one's graph is resolved and built into versions and the next is chunked, work that
-        left it idle between batches before.
+        Extracted a batch ahead, a batch reaches the embedding thread with its graph, so its names
+        are pooled from its passages' pass (`passage_vectors`), and one extraction at a time
+        leaves the other core to the model.
         """
         self.cancellation.check()
         chunked = await asyncio.to_thread(self._chunk_all, batch)
@@ -323,25 +349,16 @@ class IngestRun:
         if not chunked:
             return None
         self._shares.credit((p.doc.key, CHUNKED) for p, _ in chunked)
-        return _Started(chunked, asyncio.create_task(self._embed(chunked)))
+        self._extracting = asyncio.create_task(self._extract(chunked, self._extracting))
+        return _Started(chunked, self._extracting)
 
-    async def _process(self, started: _Started) -> list[tuple[_Pending, DocumentVersion]]:
-        chunked = started.chunked
-        offsets: dict[str, int] = {}
-        position = 0
-        for p, chunks in chunked:
-            offsets[p.doc.key] = position
-            position += len(chunks)
-        # Both run to their end even when one stops early, so no worker thread outlives the ingest.
-        got = await asyncio.gather(self._extract(chunked), started.vectors, return_exceptions=True)
-        for outcome in got:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        graphs, vectors = cast(tuple[list[GraphData | None], _Vectors | None], tuple(got))
-        await asyncio.to_thread(give_back_memory)  # the model's and the extractor's temporaries
+    async def _process(self, started: _Started) -> _Embedding | None:
+        """The batch's graphs resolved, and its vectors started on the embedding thread."""
+        graphs = await started.graphs
+        await asyncio.to_thread(give_back_memory)  # the extractor's temporaries
         self.cancellation.check()
         ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]] = []
-        for (p, chunks), graph in zip(chunked, graphs, strict=True):
+        for (p, chunks), graph in zip(started.chunked, graphs, strict=True):
             if graph is None:
                 continue
             try:
@@ -353,10 +370,21 @@ class IngestRun:
             self.report.pruned.merge(pruned)
             resolved = with_subject(resolved, p.doc.title, [c.index for c in chunks], self.strategies.ontology)
             ready.append((p, chunks, resolved, bridge_sentences(chunks, resolved)))
+        if not ready:
+            return None
+        embedder = self.strategies.embedder
+        return _Embedding(ready, asyncio.create_task(self._embed(embedder, ready)) if embedder is not None else None)
+
+    async def _finish(self, embedding: _Embedding | None) -> list[tuple[_Pending, DocumentVersion]]:
+        """The batch's versions, with their vectors once computed."""
+        if embedding is None:
+            return []
+        vectors = await embedding.vectors if embedding.vectors is not None else None
+        if vectors is not None:
+            await asyncio.to_thread(give_back_memory)  # the model's temporaries
         out = []
-        for p, chunks, resolved, spans in ready:
-            start = offsets[p.doc.key]
-            mine = vectors.sentences[start : start + len(chunks)] if vectors else None
+        for n, (p, chunks, resolved, spans) in enumerate(embedding.ready):
+            mine = vectors[n] if vectors is not None else None
             out.append(
                 (
                     p,
@@ -369,16 +397,10 @@ class IngestRun:
                         metadata=p.doc.metadata,
                         chunks=tuple(chunks),
                         graph=resolved,
-                        embeddings=tuple(tuple(v) for v in vectors.passages[start : start + len(chunks)])
-                        if vectors
-                        else None,
+                        embeddings=tuple(mine.passages) if mine is not None else None,
                         sentences=spans,
-                        sentence_embeddings=tuple(
-                            tuple(tuple(by_span[(sp.start, sp.end)]) for sp in chunk_spans)
-                            for by_span, chunk_spans in zip(mine, spans, strict=True)
-                        )
-                        if mine is not None
-                        else None,
+                        sentence_embeddings=mine.sentences if mine is not None else None,
+                        name_embeddings=(mine.names or None) if mine is not None else None,
                     ),
                 )
             )
@@ -426,36 +448,34 @@ class IngestRun:
         self.cancellation.check()
         return out
 
-    async def _embed(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> _Vectors | None:
-        """Vectors for every chunk of the batch and for each of its sentences, from one pass.
-
-        Extraction runs meanwhile, so which sentences bridge two entities is not known yet;
-        pooling a sentence's tokens costs nothing beside the passage's pass, so every sentence
-        gets a vector and `_process` keeps the bridge sentences'.
-        """
-        embedder = self.strategies.embedder
-        if embedder is None:
-            return None
-        texts, spans, sentences, owners = [], [], [], []
-        for p, chunks in chunked:
-            for c in chunks:
-                text = embedding_text(p.doc.title, c.text, c.context)
-                shift = len(text) - len(c.text)
-                own = split_sentences(c.text)
-                texts.append(text)
-                spans.append([(a + shift, b + shift) for a, b in own])
-                sentences.append(own)
-                owners.append((p.doc.key, EMBEDDED / len(chunks)))
+    async def _embed(
+        self,
+        embedder: Embedder,
+        ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]],
+    ) -> list[DocumentVectors]:
+        """Vectors for every passage of the batch, its bridge sentences' and its names', from one pass."""
+        owners = [(p.doc.key, EMBEDDED / len(chunks)) for p, chunks, _, _ in ready for _ in chunks]
 
         def embedded(part: Sequence[int]) -> None:
             self.cancellation.check()  # between slices: one slice is the longest wait for a stop
             self._shares.credit(owners[j] for j in part)
 
-        vectors, pooled = await on_embedding_thread(embed_all_with_spans, embedder, texts, spans, embedded)
-        by_span = [dict(zip(own, vecs, strict=True)) for own, vecs in zip(sentences, pooled, strict=True)]
-        return _Vectors(vectors, by_span)
+        docs = [DocumentText(p.doc.title, chunks, graph, spans) for p, chunks, graph, spans in ready]
+        return await on_embedding_thread(embed_documents, embedder, docs, embedded)
 
-    async def _extract(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[GraphData | None]:
+    async def _extract(
+        self, chunked: list[tuple[_Pending, list[TextChunk]]], after: asyncio.Task[list[GraphData | None]] | None
+    ) -> list[GraphData | None]:
+        """`chunked`'s graphs, extracted once the batch before it (`after`) is: after the LLM token
+        ceiling, or a failure that ends the ingest, nothing more is extracted."""
+        if after is not None:
+            await asyncio.wait([after])
+            if after.cancelled() or after.exception() is not None:
+                return [None] * len(chunked)
+        if self._at_ceiling:
+            self._left([p.doc.key for p, _ in chunked])
+            return [None] * len(chunked)
+        self.cancellation.check()
         graphs = await self._extract_graphs(chunked)
         share = EXTRACTED if self.strategies.embedder is not None else EXTRACTED + EMBEDDED
         self._shares.credit((p.doc.key, share) for (p, _), g in zip(chunked, graphs, strict=True) if g is not None)
@@ -569,30 +589,3 @@ class IngestRun:
         self._told += len(new)
         if new:
             self.progress.finished(new)
-
-
-def _unstorable(doc: LoadedDocument) -> str | None:
-    """Why the store cannot hold `doc` (text UTF-8 cannot encode), or None.
-
-    Loaders decode strictly, but a custom loader or `text=` can still hand over a lone surrogate
-    (from a JSON escape or a non-UTF-8 file name); the engine would fail the whole batch on it.
-    """
-    fields = {"key": doc.key, "title": doc.title, "path": doc.path or "", "text": doc.text}
-    fields.update({f"metadata {name!r}": value for name, value in doc.metadata.items()})
-    fields.update({f"metadata name {name!r}": name for name in doc.metadata})
-    for name, value in fields.items():
-        if (at := surrogate_at(value)) is not None:
-            return (
-                f"the document's {escaped(name)} has a character that is not valid Unicode (a lone surrogate at "
-                f"offset {at}); fix the source's encoding or its escapes"
-            )
-    return None
-
-
-def text_document(text: str, key: str, title: str | None = None) -> LoadedDocument:
-    """A document given as text, which skips the loader."""
-    if not key.strip():
-        raise InputError("a text document needs a key", hint="pass key='my-note'")
-    if not text.strip():
-        raise InputError(f"the text for {key!r} is empty", hint="pass the document's text")
-    return LoadedDocument(key=key, title=title or key, path=None, text=text, loader="text")

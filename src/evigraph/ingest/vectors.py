@@ -7,8 +7,11 @@ without an embedder left (or `reembed` cleared) is embedded here by `finalize`.
 
 from __future__ import annotations
 
-from evigraph.ingest.embedding import embed_all, embed_all_with_spans, on_embedding_thread
+from collections.abc import Sequence
+
+from evigraph.ingest.embedding import embed_all, on_embedding_thread, pool_all
 from evigraph.providers.embedders import Embedder
+from evigraph.providers.embedders.base import fill_missing_spans
 from evigraph.store.base import GraphStore
 
 BATCH = 512
@@ -43,8 +46,8 @@ async def embed_ranking_texts(store: GraphStore, embedder: Embedder) -> int:
         passages = [job for job in batch if job.kind == "sentences"]
         for start in range(0, len(passages), BATCH):
             part = passages[start : start + BATCH]
-            _, pooled = await on_embedding_thread(
-                embed_all_with_spans, embedder, [job.texts[0] for job in part], [job.spans for job in part]
+            pooled = await on_embedding_thread(
+                sentence_vectors, embedder, [job.texts[0] for job in part], [job.spans for job in part]
             )
             await store.write_ranking_vectors(list(zip(part, pooled, strict=True)))
             done += sum(len(vectors) for vectors in pooled)
@@ -55,3 +58,12 @@ async def embed_ranking_texts(store: GraphStore, embedder: Embedder) -> int:
             await store.write_ranking_vectors([(job, [by_name[job.texts[0]]]) for job in names])
             done += len(names)
     return done
+
+
+def sentence_vectors(
+    embedder: Embedder, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+) -> list[list[list[float]]]:
+    """Every span of `texts` pooled from its text's pass, or embedded on its own where the model
+    did not pool it (past its input limit): a bridge sentence needs its vector."""
+    _, found = pool_all(embedder, texts, spans)
+    return fill_missing_spans(lambda alone: embed_all(embedder, alone), texts, spans, found)

@@ -73,7 +73,14 @@ class WriteGroup(Generic[P]):
         self.batches += 1
         self.passages += sum(len(v.chunks) for _, v in versions)
 
-    def full(self, most: int) -> bool:
+    def full(self, most: int, to_come: int | None = None) -> bool:
+        """Whether to write the group now. `to_come`, once the ingest knows it (the documents are
+        all read), is how many passages are left after the group: a group as large as that is
+        written at once, so the last writes halve down to one batch and overlap the work still
+        running, where the last group grown by doubling (up to half the ingest) was written after
+        everything else (2wikimultihopqa: 4.3 s of a 30.6 s ingest)."""
+        if to_come is not None and self.passages and self.passages >= to_come:
+            return True
         return self.passages >= min(most, self.stored)
 
     def take(self) -> tuple[list[tuple[P, DocumentVersion]], int]:

@@ -171,9 +171,9 @@ class WriteOps(KnowledgeBaseCore):
         `report.left`. `report.llm` says what was spent (None without an LLM extractor).
         """
         from evigraph.ingest.loaders.decoding import assumed_encoding
-        from evigraph.ingest.pipeline import text_document
         from evigraph.ingest.progress import IngestProgress
         from evigraph.ingest.sources import FileFilter, collect_sources
+        from evigraph.ingest.text_documents import text_document
 
         if isinstance(sources, str | os.PathLike):
             sources = [sources]

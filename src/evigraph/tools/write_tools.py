@@ -25,8 +25,8 @@ from evigraph.errors import EvigraphError, ToolError
 from evigraph.evidence.pack import Section
 from evigraph.ingest.files_root import MAX_WALK_ENTRIES, FileSample, FilesRoot
 from evigraph.ingest.ontology_merge import OntologyExtension
-from evigraph.ingest.pipeline import text_document
 from evigraph.ingest.sources import FILE_KEY_PREFIX, describe_extensions, walk_files
+from evigraph.ingest.text_documents import text_document
 from evigraph.kb.writes import FilePlan
 from evigraph.models import (
     EntityType,

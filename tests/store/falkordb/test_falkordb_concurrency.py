@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import FalkorServer
 
 from evigraph import KnowledgeBase
-from evigraph.ingest.pipeline import text_document
+from evigraph.ingest.text_documents import text_document
 
 WRITER = """
 import asyncio, sys

@@ -60,19 +60,28 @@ class Embedder(ABC):
         """
         return None
 
+    def pool_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
+        """Vectors of `texts`, and of the character spans `spans[i]` of each text pooled from that
+        text's own pass, None where the model cannot give one so (it does not pool by mean, or
+        the span lies past its input limit).
+
+        A model that exposes its token vectors overrides this: a span then costs nothing beside
+        its text, and reads the text's context ("he" is the subject the text named before). The
+        caller decides what a None costs: the ingest embeds a missing sentence on its own but
+        gives a missing name mention up for the name (`ingest.passage_vectors`), one pass per
+        name instead of one per mention. The default pools nothing.
+        """
+        return self.embed(texts), [[None] * len(s) for s in spans]
+
     def embed_with_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
     ) -> tuple[list[list[float]], list[list[list[float]]]]:
-        """Vectors of `texts`, and of the character spans `spans[i]` of each text (its sentences).
-
-        The default embeds every span as a text of its own. A model that exposes its token
-        vectors overrides this to pool each span's tokens from the one pass over the whole text:
-        the span costs nothing extra, and its vector reads the span in context ("he" is the
-        subject the text named before).
-        """
-        vectors = self.embed(texts)
-        flat = iter(self.embed([t[a:b] for t, ss in zip(texts, spans, strict=True) for a, b in ss]))
-        return vectors, [[next(flat) for _ in ss] for ss in spans]
+        """Vectors of `texts`, and of every character span `spans[i]` of each text: pooled where
+        `pool_spans` gives it, else embedded as a text of its own."""
+        vectors, pooled = self.pool_spans(texts, spans)
+        return vectors, fill_missing_spans(self.embed, texts, spans, pooled)
 
 
 class ArrayEmbedder(Embedder):
@@ -129,12 +138,14 @@ def fill_missing_spans(
     spans: Sequence[Sequence[tuple[int, int]]],
     pooled: list[list[list[float] | None]],
 ) -> list[list[list[float]]]:
-    """`pool_tokens`' None spans, embedded as texts of their own."""
+    """`pool_tokens`' None spans, embedded as texts of their own (each distinct text once)."""
     missing = [(i, j) for i, row in enumerate(pooled) for j, v in enumerate(row) if v is None]
     if missing:
-        alone = embed([texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing])
-        for (i, j), vec in zip(missing, alone, strict=True):
-            pooled[i][j] = vec
+        words = [texts[i][spans[i][j][0] : spans[i][j][1]] for i, j in missing]
+        distinct = list(dict.fromkeys(words))
+        alone = dict(zip(distinct, embed(distinct), strict=True))
+        for (i, j), word in zip(missing, words, strict=True):
+            pooled[i][j] = alone[word]
     return [[v for v in row if v is not None] for row in pooled]
 
 

@@ -22,7 +22,6 @@ from evigraph.providers.embedders.base import (
     MINILM_NAME,
     ArrayEmbedder,
     _load_once,
-    fill_missing_spans,
     pool_tokens,
 )
 
@@ -134,12 +133,11 @@ class MiniLMEmbedder(ArrayEmbedder):
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
-    def embed_with_spans(
+    def pool_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-    ) -> tuple[list[list[float]], list[list[list[float]]]]:
+    ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
         """One pass per text: the text's vector pools all its tokens, each span's the tokens
-        inside the span (read in the text's context). A span cut off by the input limit is
-        embedded on its own."""
+        inside the span (read in the text's context); None for a span past the input limit."""
         if not texts:
             return [], []
         vectors: list[list[float]] = [[] for _ in texts]
@@ -147,7 +145,7 @@ class MiniLMEmbedder(ArrayEmbedder):
         for rows, tokens, mask, offsets in self._batches(texts, with_offsets=True):
             for k, i in enumerate(rows):
                 vectors[i], pooled[i] = pool_tokens(tokens[k, : int(mask[k].sum())], offsets[k], spans[i])
-        return vectors, fill_missing_spans(self.embed, texts, spans, pooled)
+        return vectors, pooled
 
     def _batches(self, texts: Sequence[str], with_offsets: bool = False) -> Any:
         """(rows, token vectors, mask[, offsets]) per batch of texts of similar token count."""

@@ -17,7 +17,6 @@ from evigraph.providers.embedders.base import (
     _hf_offline,
     _hub_reachable,
     _load_once,
-    fill_missing_spans,
     pool_tokens,
 )
 
@@ -151,15 +150,15 @@ class SentenceTransformerEmbedder(ArrayEmbedder):
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def embed_with_spans(
+    def pool_spans(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-    ) -> tuple[list[list[float]], list[list[list[float]]]]:
+    ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
         """One pass per text: the text's vector is the mean of its token vectors (as `embed`
         computes it), each span's the mean of the tokens inside the span. Models that pool
-        otherwise (CLS token, max), and spans past the model's input limit, take the default."""
+        otherwise (CLS token, max) pool no span; a span past the input limit gets None."""
         model = self._load()
         if not texts or not _pools_by_mean(model):
-            return super().embed_with_spans(texts, spans)
+            return super().pool_spans(texts, spans)
         tokens = model.encode(
             list(texts), output_value="token_embeddings", batch_size=self.batch_size, show_progress_bar=False
         )
@@ -172,7 +171,7 @@ class SentenceTransformerEmbedder(ArrayEmbedder):
             vector, mine = pool_tokens(token_vectors.float().cpu().numpy(), offset, text_spans, self.normalize)
             vectors.append(vector)
             pooled.append(mine)
-        return vectors, fill_missing_spans(self.embed, texts, spans, pooled)
+        return vectors, pooled
 
 
 # --------------------------------------------------------------------------------------------
