@@ -220,10 +220,8 @@ async def test_records_are_streamed_in_batches_not_loaded_as_one_list(tmp_path: 
         loader.run = run
         report = await run.run([str(source)])
     assert report.counts()["created"] == 600
-    # Write groups grow with what the knowledge base holds (none at first), up to the store's cap;
-    # once every record is read, a group half as large as what is left is written, so the last
-    # shrink to one batch.
-    assert written == [10, 10, 20] + [40] * 12 + [30, 20, 10, 10, 10]
+    # Write groups grow with what the knowledge base holds (none at first), up to the store's cap.
+    assert written == [10, 10, 20] + [40] * 14
     # Written while later records were still unread: at most the group being written, the one
     # being gathered, the batch being processed and the batches read ahead are held back.
     held = 2 * 40 + (1 + AHEAD_BATCHES) * 10
