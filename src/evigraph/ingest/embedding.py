@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from evigraph.providers.embedders import Embedder
+from evigraph.providers.embedders.base import fill_missing_spans
 
 T = TypeVar("T")
 
@@ -98,6 +99,16 @@ def pool_all(
         if after_slice is not None:
             after_slice(part)
     return vectors, pooled
+
+
+def fill_alone(
+    embedder: Embedder,
+    texts: Sequence[str],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    pooled: list[list[list[float] | None]],
+) -> list[list[list[float]]]:
+    """`pool_all`'s None spans embedded as texts of their own (each distinct one once, in slices)."""
+    return fill_missing_spans(lambda alone: embed_all(embedder, alone), texts, spans, pooled)
 
 
 def _pool(

@@ -1,7 +1,7 @@
 """A batch's vectors from one model pass per passage: the passage, its bridge sentences, its names.
 
 A mean-pooling model (MiniLM) reads every token of a passage once; a sentence's vector, or an
-entity name's, is the mean of the token vectors inside its span (`Embedder.embed_with_spans`),
+entity name's, is the mean of the token vectors inside its span (`Embedder.pool_spans`),
 so it costs nothing beside the passage's own pass. Names were embedded as texts of their own
 before: on 2wikimultihopqa (6.8 new names a passage) that was 0.69x the work of embedding every
 passage once, and the ingest could not reach half of dense retrieval's indexing speed with it.
@@ -24,11 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evigraph.ingest.embedding import embed_all, pool_all
+from evigraph.ingest.embedding import fill_alone, pool_all
 from evigraph.ingest.subjects import subject_name
 from evigraph.models import GraphData, Span, TextChunk, embedding_text, normalize_name
 from evigraph.providers.embedders import Embedder
-from evigraph.providers.embedders.base import fill_missing_spans
 
 Spans = list[tuple[int, int]]
 
@@ -63,9 +62,9 @@ def embed_documents(
     spans: list[Spans] = []  # per passage: its bridge sentences first, then its mentions
     sentences: list[int] = []  # per passage: how many of its spans are bridge sentences
     shifts: list[int] = []  # per passage: where its own text starts in its embedded text
-    for doc in docs:
+    titles = [_title_span(doc) for doc in docs]
+    for doc, title in zip(docs, titles, strict=True):
         named, titled = _mention_spans(doc)
-        title = _title_span(doc)
         for c, bridges in zip(doc.chunks, doc.bridges, strict=True):
             text = embedding_text(doc.title, c.text, c.context)
             shift = len(text) - len(c.text)
@@ -75,32 +74,26 @@ def embed_documents(
             if title is not None and c.index in titled:
                 own.append(title)
             texts.append(text)
-            spans.append(list(dict.fromkeys(own)))
+            spans.append(list(dict.fromkeys(own)))  # a mention spanning a whole sentence is pooled once
             shifts.append(shift)
     vectors, pooled = pool_all(embedder, texts, spans, after_slice)
-    filled = fill_missing_spans(
-        lambda alone: embed_all(embedder, alone),
+    bridged = fill_alone(  # per passage, its bridge sentences' vectors in order
+        embedder,
         texts,
         [s[:n] for s, n in zip(spans, sentences, strict=True)],
         [p[:n] for p, n in zip(pooled, sentences, strict=True)],
     )
-    found = [
-        {**dict(zip(s[n:], p[n:], strict=True)), **dict(zip(s[:n], f, strict=True))}
-        for s, p, f, n in zip(spans, pooled, filled, sentences, strict=True)
-    ]
     out: list[DocumentVectors] = []
     row = 0
-    for doc in docs:
+    for doc, title in zip(docs, titles, strict=True):
         rows = range(row, row + len(doc.chunks))
         row += len(doc.chunks)
+        found = [dict(zip(spans[i], pooled[i], strict=True)) for i in rows]
         out.append(
             DocumentVectors(
                 passages=[tuple(vectors[i]) for i in rows],
-                sentences=tuple(
-                    tuple(tuple(found[i][(s.start + shifts[i], s.end + shifts[i])]) for s in bridges)  # type: ignore[arg-type]
-                    for i, bridges in zip(rows, doc.bridges, strict=True)
-                ),
-                names=_pooled_names(doc, [found[i] for i in rows], [shifts[i] for i in rows]),
+                sentences=tuple(tuple(tuple(v) for v in bridged[i]) for i in rows),
+                names=_pooled_names(doc, found, [shifts[i] for i in rows], title),
             )
         )
     return out
@@ -130,14 +123,16 @@ def _title_span(doc: DocumentText) -> tuple[int, int] | None:
 
 
 def _pooled_names(
-    doc: DocumentText, found: Sequence[dict[tuple[int, int], list[float] | None]], shifts: Sequence[int]
+    doc: DocumentText,
+    found: Sequence[dict[tuple[int, int], list[float] | None]],
+    shifts: Sequence[int],
+    title: tuple[int, int] | None,
 ) -> dict[str, tuple[float, ...]]:
     """Entity name -> the mean of its mentions' pooled vectors in `doc`, unit length. A mention
     without spans counts as the title's only for the entity the title names (its subject)."""
     import numpy as np
 
     row = {c.index: i for i, c in enumerate(doc.chunks)}
-    title = _title_span(doc)
     subject = normalize_name(subject_name(doc.title) or "") if title is not None else None
     entities = {e.id: e for e in doc.graph.entities}
     gathered: dict[str, list[list[float]]] = {}

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evigraph.ingest.embedding import embed_all, on_embedding_thread, pool_all
+from evigraph.ingest.embedding import embed_all, fill_alone, on_embedding_thread, pool_all
 from evigraph.providers.embedders import Embedder
-from evigraph.providers.embedders.base import fill_missing_spans
 from evigraph.store.base import GraphStore
 
 BATCH = 512
@@ -66,4 +65,4 @@ def sentence_vectors(
     """Every span of `texts` pooled from its text's pass, or embedded on its own where the model
     did not pool it (past its input limit): a bridge sentence needs its vector."""
     _, found = pool_all(embedder, texts, spans)
-    return fill_missing_spans(lambda alone: embed_all(embedder, alone), texts, spans, found)
+    return fill_alone(embedder, texts, spans, found)
