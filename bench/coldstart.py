@@ -184,9 +184,9 @@ async def breakdown_stages(db: Path, questions: Sequence[str]) -> dict[str, floa
         t = now
 
     import evigraph.cli
-    import evigraph.cli_serving
-    import evigraph.mcp.forwarding
+    import evigraph.cli.serving
     import evigraph.retrieval.query
+    import evigraph.serving.forwarding
     from evigraph.kb import KnowledgeBase
 
     lap("imports_search")
@@ -207,7 +207,7 @@ async def breakdown_stages(db: Path, questions: Sequence[str]) -> dict[str, floa
     if hasattr(kb, "warm_up"):
         kb.warm_up()
     lap("open_store")
-    from evigraph.mcp.backend import LocalBackend
+    from evigraph.serving.backend import LocalBackend
     from evigraph.tools.toolkit import Toolkit
 
     backend = LocalBackend(Toolkit(kb, read_only=True))

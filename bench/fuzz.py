@@ -43,7 +43,8 @@ from pydantic import ValidationError
 from evigraph.errors import ToolError
 from evigraph.kb import KnowledgeBase
 from evigraph.providers.embedders import Embedder
-from evigraph.tools.registry import ToolSpec, load_tools
+from evigraph.tools.definitions import ToolSpec
+from evigraph.tools.registry import load_tools
 from evigraph.tools.results import ToolResult
 from evigraph.tools.toolkit import Toolkit
 

@@ -234,10 +234,11 @@ def ladder(server: Any, corpus: Path, steps: Sequence[float], dimension: int, ca
 
 def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]:
     """Each whole-graph read of the store: the lowest cap it passes (bisection), and its rows."""
-    from evigraph.store.falkordb import merging, ranking, reads
+    from evigraph.store.falkordb import ranking, reads
     from evigraph.store.falkordb.caches import build_graph_index
     from evigraph.store.falkordb.connection import Connection
     from evigraph.store.location import StoreLocation
+    from evigraph.store.merge_plan import read_entity_records
 
     conn = Connection(StoreLocation.parse(url), read_only=True)
     conn.open()
@@ -250,7 +251,7 @@ def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]
         "graph ranking rows": lambda: ranking.ranking_rows(conn, None),
         "entity vectors": lambda: ranking.entity_vectors(conn, None),
         "graph index (walks)": lambda: build_graph_index(conn).edges,
-        "entity records (resolution)": lambda: merging.entity_records(conn),
+        "entity records (resolution)": lambda: read_entity_records(conn.read_sync),
     }
     out = {}
     try:

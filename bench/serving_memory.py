@@ -127,7 +127,7 @@ def drive(
 async def sessions(db: Path, questions: list[str]) -> dict[str, Any]:
     """tracemalloc's count of a full ledger and of empty sessions, beside what the server estimates."""
     from evigraph import KnowledgeBase, Toolkit
-    from evigraph.mcp.sessions import SESSION_BYTES, Sessions
+    from evigraph.serving.sessions import SESSION_BYTES, Sessions
 
     async with KnowledgeBase(db, read_only=True) as kb:
         toolkit = Toolkit(kb, read_only=True)

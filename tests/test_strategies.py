@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evigraph.cli import build_parser
+from evigraph.cli.parser import build_parser
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
 from evigraph.ingest.chunking import CHUNKERS, FixedSizeChunking, chunker_by_name

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from evigraph.version import __version__
 
 _EXPORTS = {
     "KnowledgeBase": "evigraph.kb",
@@ -154,7 +154,7 @@ if TYPE_CHECKING:
     from evigraph.retrieval.result import RetrievalResult
     from evigraph.store.base import GraphStore
     from evigraph.store.embedded.store import EmbeddedStore
+    from evigraph.tools.definitions import ToolSpec
     from evigraph.tools.plans import CHEAP_PLAN_LIMITS
-    from evigraph.tools.registry import ToolSpec
     from evigraph.tools.results import ToolResult
     from evigraph.tools.toolkit import Toolkit

@@ -24,7 +24,7 @@ NOT_FOR_A_SEARCH = (
     "uvicorn",
     "httpx",
     "evigraph.tools.toolkit",  # the toolkit, and every tool's input model behind it
-    "evigraph.mcp.backend",
+    "evigraph.serving.backend",
     "evigraph.ingest.pipeline",  # the ingest machinery came with the knowledge base class
     "evigraph.ingest.loaders.pdf",
     "evigraph.ingest.communities",
@@ -83,7 +83,7 @@ def test_graph_ranking_ranks_without_spacy_or_scipy(embedded_db: Path) -> None:
     the question's extractor is never loaded, though spaCy built the graph; and one question's
     walk repays no scipy import."""
     shapes = "evigraph.ingest.extraction.rules"  # names by shape: imported once a plan looks for names
-    heavy = (*NOT_FOR_A_SEARCH, shapes, "scipy")  # one question's walk multiplies in numpy (`ranking_index.Walk`)
+    heavy = (*NOT_FOR_A_SEARCH, shapes, "scipy")  # one question's walk multiplies in numpy (`ranking_snapshot.Walk`)
     assert probe(embedded_db, as_program=True, heavy=heavy)["loaded"] == [shapes]
 
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import run_cli, write_corpus
 
 from evigraph import KnowledgeBase, Toolkit
-from evigraph.cli import EXIT_BROKEN_PIPE
+from evigraph.cli.common import EXIT_BROKEN_PIPE
 from evigraph.tools.graph_tools import StatusResult
 
 QUESTION = "Who leads ReefWatch?"

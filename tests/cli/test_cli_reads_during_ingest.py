@@ -10,8 +10,8 @@ import pytest
 from tests.cli.ingest_process import IngestProcess, cli, write_corpus
 
 from evigraph.errors import ConfigurationError
-from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import RemoteBackend, forward_options, pointer_path
+from evigraph.serving.backend import LocalBackend
+from evigraph.serving.forwarding import RemoteBackend, forward_options, pointer_path
 
 DOCUMENTS = 6000  # far more than the reads below take: the ingest is still running when they are answered
 

@@ -40,7 +40,7 @@ def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
 
 def test_search_options_are_the_retrieve_query_fields() -> None:
     """The CLI, the tool and the Python method share one declaration, so defaults cannot drift."""
-    from evigraph.cli import build_parser
+    from evigraph.cli.parser import build_parser
     from evigraph.retrieval.query import RetrieveQuery
     from evigraph.tools.registry import load_tools
 

@@ -18,7 +18,7 @@ import pytest
 from tests.cli.ingest_process import child_env
 from tests.conftest import run_cli
 
-from evigraph.mcp.forwarding import pointer_path
+from evigraph.serving.forwarding import pointer_path
 
 DOC = "Ana Costa leads ReefWatch, a camera network near the Berlengas islands."
 QUESTION = "who runs the coastal camera project?"
@@ -112,7 +112,7 @@ def test_cypher_is_answered_by_the_running_server(served: tuple[Path, subprocess
 async def test_the_holder_checks_a_cypher_read_as_the_tool_does(served: tuple[Path, subprocess.Popen[str]]) -> None:
     """The socket answers any local client, not only our CLI, so a read's arguments are checked there too."""
     from evigraph.errors import ConfigurationError
-    from evigraph.mcp.forwarding import HeldReads
+    from evigraph.serving.forwarding import HeldReads
 
     db, _server = served
     held = await HeldReads.connect(db.resolve())

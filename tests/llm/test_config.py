@@ -31,7 +31,7 @@ def _one_line(exc: ConfigurationError) -> str:
 def test_import_evigraph_and_the_registry_load_no_httpx() -> None:
     code = (
         "import evigraph, sys\nevigraph.KnowledgeBase\nfrom evigraph.providers.llms import LLMS\n"
-        "from evigraph.cli import build_parser\nbuild_parser(['ingest'])\nprint('httpx' in sys.modules)"
+        "from evigraph.cli.parser import build_parser\nbuild_parser(['ingest'])\nprint('httpx' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -163,7 +163,7 @@ def test_knowledge_base_refuses_a_bad_spec_at_once(tmp_path: Path) -> None:
 
 
 def test_cli_takes_llm_for_ingest_and_finalize() -> None:
-    from evigraph.cli import build_parser
+    from evigraph.cli.parser import build_parser
 
     parser = build_parser(["ingest"])
     assert parser.parse_args(["ingest", "docs", "--llm", "ollama:qwen2.5:7b"]).llm == "ollama:qwen2.5:7b"
@@ -172,11 +172,12 @@ def test_cli_takes_llm_for_ingest_and_finalize() -> None:
 
 
 def test_cli_llm_default_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evigraph.cli import _llm, build_parser
+    from evigraph.cli.common import llm_arg
+    from evigraph.cli.parser import build_parser
 
     args = build_parser(["ingest"]).parse_args(["ingest", "docs"])
-    assert _llm(args) is None
+    assert llm_arg(args) is None
     monkeypatch.setenv("EVIGRAPH_LLM_MODEL", "qwen2.5:7b")
-    assert _llm(args) == "openai:qwen2.5:7b"
+    assert llm_arg(args) == "openai:qwen2.5:7b"
     args.llm = "none"
-    assert _llm(args) == "none"
+    assert llm_arg(args) == "none"

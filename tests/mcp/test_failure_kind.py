@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evigraph.errors import ConfigurationError, EngineError, QueryTimeout, StoreError
-from evigraph.mcp.shaping import failure_kind
+from evigraph.serving.shaping import failure_kind
 
 
 class OpenAIError(Exception):

@@ -27,8 +27,8 @@ from tests.mcp.conftest import (
 )
 
 from evigraph.errors import ConfigurationError
-from evigraph.mcp.forwarding import pointer_path
 from evigraph.mcp.main import McpConfig
+from evigraph.serving.forwarding import pointer_path
 
 pytestmark = pytest.mark.slow
 WRITE_TOOLS = DESTRUCTIVE_TOOLS | FILES_ROOT_TOOLS

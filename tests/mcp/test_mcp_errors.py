@@ -15,8 +15,8 @@ from tests.mcp.conftest import QUESTION, call, child_env, error_text, numbers, s
 
 from evigraph import KnowledgeBase, Toolkit
 from evigraph.errors import EngineError
-from evigraph.mcp.backend import LocalBackend
 from evigraph.mcp.server import build_server
+from evigraph.serving.backend import LocalBackend
 
 pytestmark = pytest.mark.slow
 SECRET = "sk-live-0123456789abcdef"

@@ -24,8 +24,8 @@ from tests.mcp.conftest import (
 
 from evigraph import KnowledgeBase, Toolkit
 from evigraph.errors import ConfigurationError
-from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import (
+from evigraph.serving.backend import LocalBackend
+from evigraph.serving.forwarding import (
     ForwardingListener,
     RemoteBackend,
     forward_options,

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from tests.mcp.conftest import build_kb, call, citations, numbers, stdio_mcp_client
 
-from evigraph.mcp.shaping import MAX_RESULT_CHARS
+from evigraph.serving.shaping import MAX_RESULT_CHARS
 
 pytestmark = pytest.mark.slow
 TOPICS = [

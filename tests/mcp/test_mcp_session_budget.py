@@ -9,7 +9,7 @@ import pytest
 from evigraph import KnowledgeBase, Toolkit
 from evigraph.errors import ConfigurationError, ToolError
 from evigraph.evidence.ledger import RECORD_BYTES
-from evigraph.mcp.sessions import SESSION_BYTES, Sessions
+from evigraph.serving.sessions import SESSION_BYTES, Sessions
 
 
 def fill(session: Toolkit, count: int, prefix: str) -> None:

@@ -19,9 +19,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from tests.mcp.conftest import CALL_TIMEOUT_S, QUESTION, READ_TOOLS, call, child_env, stdio_params
 
 from evigraph import KnowledgeBase
-from evigraph.mcp.backend import LocalBackend, Reply
 from evigraph.mcp.stdio import PROTOCOL_VERSIONS, StdioServer
-from evigraph.tools.registry import ToolSpec
+from evigraph.serving.backend import LocalBackend, Reply
+from evigraph.tools.definitions import ToolSpec
 from evigraph.tools.toolkit import Toolkit
 
 

@@ -23,7 +23,7 @@ from tests.mcp.conftest import (
 )
 
 from evigraph import KnowledgeBase, Toolkit
-from evigraph.mcp.forwarding import pointer_path
+from evigraph.serving.forwarding import pointer_path
 
 pytestmark = pytest.mark.slow
 TRANSPORTS = ("stdio", "http", "sse")

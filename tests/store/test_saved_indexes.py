@@ -18,7 +18,8 @@ import pytest
 from tests.tools.conftest import HashEmbedder, write_corpus
 
 from evigraph import KnowledgeBase
-from evigraph.retrieval.ranking_index import RankingIndex, Snapshot
+from evigraph.retrieval.ranking_index import RankingIndex
+from evigraph.retrieval.ranking_snapshot import Snapshot
 from evigraph.store.base import GraphStore
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.index_files import SUFFIX, IndexFiles, PackedStrings, SortedKeys, pack_strings, sorted_keys

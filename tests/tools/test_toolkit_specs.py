@@ -12,9 +12,9 @@ from jsonschema import Draft202012Validator
 from tests.tools.conftest import RULES_PLAN, write_corpus
 
 from evigraph import KnowledgeBase, ReadOnlyViolation, ToolError, Toolkit
-from evigraph.tools.registry import ToolSpec, load_tools
+from evigraph.tools.definitions import ToolSpec
+from evigraph.tools.registry import load_tools, trace_tool_names
 from evigraph.tools.results import ToolResult
-from evigraph.tools.trace_tools import trace_tool_names
 
 READ_TOOLS = {
     "status",

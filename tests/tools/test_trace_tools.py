@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
-from evigraph.tools.trace_tools import trace_tool_names
+from evigraph.tools.registry import trace_tool_names
 
 
 async def test_task_tools_need_a_project_and_an_agent(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from evigraph.api.catalog import Catalog
 from evigraph.api.config import ServeConfig
 from evigraph.api.guard import secure
 from evigraph.api.routes import Routes
-from evigraph.mcp.backend import LocalBackend
+from evigraph.serving.backend import LocalBackend
 
 STATIC = Path(__file__).resolve().parent / "static"
 log = logging.getLogger("evigraph.api")

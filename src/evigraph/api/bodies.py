@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse
 
-from evigraph.tools.registry import ToolSpec
+from evigraph.tools.definitions import ToolSpec
 
 
 class FieldError(BaseModel):

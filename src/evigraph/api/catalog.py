@@ -42,10 +42,10 @@ from evigraph.api.bodies import ApiError, ApiProblem
 from evigraph.errors import EvigraphError
 from evigraph.evidence.ledger import Forgotten
 from evigraph.kb import embedded_files
-from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import ForwardingListener, pointer_path
 from evigraph.mcp.main import McpConfig, local_backend
 from evigraph.memory import give_back_memory
+from evigraph.serving.backend import LocalBackend
+from evigraph.serving.forwarding import ForwardingListener, pointer_path
 
 if TYPE_CHECKING:
     from starlette.requests import Request

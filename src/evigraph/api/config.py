@@ -19,8 +19,8 @@ from evigraph.api.catalog import MAX_OPEN
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError
 from evigraph.mcp.main import McpConfig
-from evigraph.mcp.sessions import bounds_from_env
 from evigraph.mcp.transports import MCP_PATH
+from evigraph.serving.sessions import bounds_from_env
 
 DEFAULT_PORT = 8471
 MAX_OPEN_ENV = "EVIGRAPH_SERVE_MAX_OPEN"

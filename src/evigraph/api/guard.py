@@ -17,8 +17,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from evigraph.api.bodies import ApiError, ApiProblem, problem_response
 from evigraph.api.catalog import DB_HEADER
 from evigraph.api.routes import API_PREFIX, HEALTH
-from evigraph.mcp.sessions import SESSION_HEADER
 from evigraph.mcp.transports import MCP_PATH, BearerAuth, is_loopback, loopback_allow_lists
+from evigraph.serving.sessions import SESSION_HEADER
 
 HEALTH_PATH = API_PREFIX + HEALTH
 TOKEN_SOURCES = "--token or EVIGRAPH_MCP_TOKEN"

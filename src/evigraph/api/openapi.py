@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from evigraph import __version__
 from evigraph.api.bodies import ApiError, DbList, Health, ToolList
 from evigraph.api.catalog import DB_HEADER, DB_QUERY
-from evigraph.mcp.sessions import SESSION_HEADER
-from evigraph.tools.registry import Tool, ToolSpec
+from evigraph.serving.sessions import SESSION_HEADER
+from evigraph.tools.definitions import Tool, ToolSpec
+from evigraph.version import __version__
 
 REF = "#/components/schemas/{model}"
 SELECTORS = ({"$ref": "#/components/parameters/db"}, {"$ref": "#/components/parameters/dbHeader"})

@@ -20,9 +20,10 @@ from starlette.routing import Mount, Route
 from evigraph.api.bodies import ApiError, ApiProblem, DbEntry, DbList, FieldError, Health, JsonBody, ToolList
 from evigraph.api.catalog import Catalog
 from evigraph.api.openapi import openapi_document
-from evigraph.mcp.backend import LocalBackend, Reply
-from evigraph.mcp.sessions import client_key
-from evigraph.tools.registry import Tool, load_tools
+from evigraph.serving.backend import LocalBackend, Reply
+from evigraph.serving.sessions import client_key
+from evigraph.tools.definitions import Tool
+from evigraph.tools.registry import load_tools
 from evigraph.tools.toolkit import schema_hint
 
 MAX_BODY = DEFAULT_MAX_REQUEST_BODY_SIZE

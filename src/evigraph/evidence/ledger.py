@@ -41,7 +41,7 @@ REREAD_HINT = (
 @dataclass(frozen=True)
 class Forgotten:
     """Why a session's numbers up to `last` point at nothing: the server forgot the session that
-    handed them out (`evigraph.mcp.sessions`), and its client is now in a new one."""
+    handed them out (`evigraph.serving.sessions`), and its client is now in a new one."""
 
     last: int
     """The highest number the forgotten session had handed out; the new one numbers after it."""

@@ -117,7 +117,7 @@ class WriteOps(KnowledgeBaseCore):
     async def apart_from_writes(self) -> AsyncIterator[None]:
         """Inside, no ingest of this knowledge base writes: one writing now ends its transaction first.
 
-        For a process that serves reads to others while it ingests (`evigraph.cli_serving`); why
+        For a process that serves reads to others while it ingests (`evigraph.cli.serving`); why
         the engine needs it is on `InFlight`.
         """
         async with self._in_flight.writes:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.masking import credential_secrets
-from evigraph.mcp.backend import LocalBackend
-from evigraph.mcp.forwarding import ForwardingListener, RemoteBackend, forward_options
+from evigraph.serving.backend import LocalBackend
+from evigraph.serving.forwarding import ForwardingListener, RemoteBackend, forward_options
 
 if TYPE_CHECKING:
     from evigraph.kb import StoreLocation

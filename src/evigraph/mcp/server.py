@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from evigraph import __version__
-from evigraph.mcp.backend import Reply
 from evigraph.mcp.instructions import build_instructions
-from evigraph.mcp.sessions import client_key
-from evigraph.tools.registry import ToolSpec
+from evigraph.serving.backend import Reply
+from evigraph.serving.sessions import client_key
+from evigraph.tools.definitions import ToolSpec
+from evigraph.version import __version__
 
 SERVER_NAME = "evigraph"
 

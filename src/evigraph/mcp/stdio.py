@@ -23,8 +23,8 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from evigraph import __version__
 from evigraph.mcp.server import SERVER_NAME, Backend, call_result, server_instructions, tool_listing
+from evigraph.version import __version__
 
 log = logging.getLogger("evigraph.mcp")
 

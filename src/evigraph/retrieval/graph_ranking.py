@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evigraph.retrieval.ranking_index import Snapshot
+from evigraph.retrieval.ranking_snapshot import Snapshot
 
 DAMPING = 0.5
 BRIDGE_ROUNDS = 2

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from evigraph.models import Ontology, normalize_name
 from evigraph.retrieval.graph_ranking import rank
 from evigraph.retrieval.question_names import question_names
-from evigraph.retrieval.ranking_index import RankingIndex, Snapshot
+from evigraph.retrieval.ranking_index import RankingIndex
+from evigraph.retrieval.ranking_snapshot import Snapshot
 from evigraph.store.base import GraphStore
 
 

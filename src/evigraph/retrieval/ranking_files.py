@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evigraph.retrieval.ranking_index import Snapshot
+from evigraph.retrieval.ranking_snapshot import Snapshot, csr_walk
 from evigraph.store.base import GraphStore
 from evigraph.store.index_files import keyed_arrays, keyed_of, rows_arrays, rows_of, strings_arrays, strings_of
 
@@ -44,8 +44,6 @@ def save_arrays(snap: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def load_arrays(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> Snapshot:
-    from evigraph.retrieval.ranking_index import csr_walk
-
     n = int(values["nodes"])
     walk = csr_walk(arrays["walk_data"], arrays["walk_indices"], arrays["walk_indptr"], n)
     return Snapshot(

@@ -48,7 +48,8 @@ def connect(
     if scope:
         from evigraph.store.scoped import ScopedStore
 
-        store = ScopedStore(store, list(scope))
+        # mypy cannot see the forwarders `ForwardingStore` makes from the contract at import
+        store = ScopedStore(store, list(scope))  # type: ignore[abstract]
     return store
 
 

@@ -36,28 +36,12 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import EXTRACTION_KIND, GraphStore, IndexProgress, TermCounts, VectorSearch
+from evigraph.store.base import GraphStore, TermCounts, VectorSearch
 from evigraph.store.compaction import CompactProgress, CompactReport
-from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
-from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.forwarding import ForwardingStore
+from evigraph.store.merging import EntityMerge, MergeOutcome
+from evigraph.store.ranking import RankingRow
 from evigraph.store.terms import passage_terms, searchable_text
-from evigraph.trace_records import (
-    DecisionRecord,
-    DecisionState,
-    DecisionText,
-    EventRecord,
-    EventSummary,
-    NewDecision,
-    NewEvent,
-    NewStep,
-    NewSupport,
-    ReviewProgress,
-    StepRecord,
-    StepState,
-    SupportRecord,
-    TaskRecord,
-    TraceRequest,
-)
 
 _CODE_HINT = "ingest and read code through a server whose scope is '*'"
 _OVERFETCH = 5
@@ -69,16 +53,25 @@ def _by_count(counts: dict[str, int]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-class ScopedStore(GraphStore):
+class ScopedStore(ForwardingStore):
+    """Overrides the reads a scope bounds; the rest reaches the wrapped store whole
+    (`ForwardingStore`), for reasons that hold for each:
+
+    - traces (tasks, events, steps, decisions, reviews) are the agent's own record, not
+      documents; a passage support outside the scope never reaches `record_decision`, because
+      the knowledge base resolves passages through this store, which does not find them;
+    - entity vectors: graph ranking asks for the entities its in-scope passages mention, and a
+      name alone reveals nothing a passage in scope does not;
+    - entity records, redirects and settings are whole-graph maintenance for the operator
+      (finalize, like `check`: duplicates span scopes);
+    - the extraction cache is keyed by passage content and reveals no document.
+    """
+
     def __init__(self, inner: GraphStore, scope: Sequence[str]) -> None:
         if not scope:
             raise ValueError("a scope needs at least one document key or glob")
-        self.inner = inner
+        super().__init__(inner)
         self.scope = tuple(scope)
-        self.read_only = inner.read_only
-        self.write_group_passages = inner.write_group_passages
-        self.writes_on_this_machine = inner.writes_on_this_machine
-        self.writes_at_once = inner.writes_at_once
         self._chunks: set[str] | None = None
         self._terms: TermCounts | None = None  # every term of the passages in scope, with its count
         self._counted: tuple[StoreCounts, StoreCounts] | None = None  # (whole graph, scope) when last counted
@@ -146,15 +139,6 @@ class ScopedStore(GraphStore):
         return out
 
     # -- lifecycle and writes ----------------------------------------------------------------
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
-        await self.inner.save_indexes(progress)  # the whole knowledge base's, as the inner close saves them
 
     async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
         outside = [v.key for v in versions if not self.allows(v.key)]
@@ -235,9 +219,6 @@ class ScopedStore(GraphStore):
                 elif len(out) < limit:
                     out.append(d)
         return out
-
-    async def holds_documents(self) -> bool:
-        return await self.inner.holds_documents()
 
     async def counts(self) -> StoreCounts:
         # Built from the same filtered reads the tools see, not from engine counts, so a figure
@@ -360,9 +341,6 @@ class ScopedStore(GraphStore):
         ends = {entity_id} | {e for r in edges for e in (r.source, r.target)}
         return Exploration(nodes=[n for n in walk.nodes if n in ends], edges=edges, truncated_by=walk.truncated_by)
 
-    async def relation_weights(self) -> dict[tuple[str, str], float]:
-        return await self.inner.relation_weights()
-
     async def themes(self) -> list[ThemeRecord]:
         out = []
         for t in await self.inner.themes():
@@ -380,9 +358,6 @@ class ScopedStore(GraphStore):
                 )
         return out
 
-    async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None:
-        await self.inner.replace_themes(themes)
-
     # -- queries, embeddings, bookkeeping ----------------------------------------------------
 
     async def query(
@@ -395,155 +370,17 @@ class ScopedStore(GraphStore):
             hint="use retrieve, search_passages, search_entities or explore_relationships",
         )
 
-    def cypher_guide(self) -> str:
-        return self.inner.cypher_guide()
-
     async def schema_tables(self) -> list[TableInfo]:
         tables = await self.inner.schema_tables()
         return tables if self.everything else [t.model_copy(update={"sample_keys": []}) for t in tables]
-
-    async def embedding_model(self) -> tuple[str, int] | None:
-        return await self.inner.embedding_model()
-
-    async def set_embedding_model(self, name: str | None, dimension: int = 0) -> None:
-        await self.inner.set_embedding_model(name, dimension)
-
-    async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
-        return await self.inner.pending_embeddings(limit)
-
-    async def count_pending_embeddings(self) -> int:
-        return await self.inner.count_pending_embeddings()
-
-    async def write_embeddings(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
-        await self.inner.write_embeddings(rows)
-
-    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
-        return await self.inner.pending_ranking_texts(limit)
-
-    async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
-        await self.inner.write_ranking_vectors(rows)
 
     async def ranking_rows(self, documents: Sequence[str] | None = None) -> list[RankingRow]:
         rows = await self.inner.ranking_rows(documents)
         return rows if self.everything else [r for r in rows if self.allows(r.document)]
 
-    async def entity_vectors(self, ids: Sequence[str] | None = None) -> list[EntityVector]:
-        # Graph ranking asks for the entities its in-scope passages mention; a name alone
-        # reveals nothing a passage in scope does not, and nothing is returned from them.
-        return await self.inner.entity_vectors(ids)
-
-    async def ranking_changes(self, since: str | None) -> StoreChanges:
-        return await self.inner.ranking_changes(since)
-
-    async def entity_records(self) -> list[EntityRecord]:
-        """Whole-graph maintenance for the operator (finalize), like `check`: duplicates span scopes."""
-        return await self.inner.entity_records()
-
     async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
         self._changed()
         return await self.inner.merge_entities(merges)
-
-    async def entity_redirects(self) -> dict[str, str]:
-        return await self.inner.entity_redirects()
-
-    # Traces are the agent's own record, not documents: a scope passes them through whole.
-
-    async def create_task(
-        self, project: str, agent: str, name: str, goal: str, request: TraceRequest | None = None
-    ) -> TaskRecord:
-        return await self.inner.create_task(project, agent, name, goal, request)
-
-    async def get_task(self, project: str, name: str) -> TaskRecord | None:
-        return await self.inner.get_task(project, name)
-
-    async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
-        return await self.inner.list_tasks(project, after_name, limit)
-
-    async def record_event(
-        self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
-    ) -> EventSummary:
-        return await self.inner.record_event(project, agent, task, event, request)
-
-    async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
-        return await self.inner.list_events(project, task, after_seq, limit)
-
-    async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
-        return await self.inner.fetch_event(project, task, seq)
-
-    async def set_step(
-        self,
-        project: str,
-        agent: str,
-        task: str,
-        step: NewStep,
-        result: NewEvent | None = None,
-        request: TraceRequest | None = None,
-    ) -> StepRecord:
-        return await self.inner.set_step(project, agent, task, step, result, request)
-
-    async def list_steps(
-        self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
-    ) -> list[StepRecord]:
-        return await self.inner.list_steps(project, task, state, after_name, limit)
-
-    async def record_decision(
-        self, project: str, agent: str, decision: NewDecision, request: TraceRequest | None = None
-    ) -> DecisionRecord:
-        """A passage support outside the scope never gets here: the knowledge base resolves
-        passages through this store, which does not find them."""
-        return await self.inner.record_decision(project, agent, decision, request)
-
-    async def reaffirm_decision(
-        self,
-        project: str,
-        agent: str,
-        decision_id: str,
-        supports: Sequence[NewSupport],
-        explanation: str,
-        request: TraceRequest | None = None,
-    ) -> DecisionRecord:
-        return await self.inner.reaffirm_decision(project, agent, decision_id, supports, explanation, request)
-
-    async def reject_decision(
-        self, project: str, agent: str, decision_id: str, reason: str, request: TraceRequest | None = None
-    ) -> DecisionRecord:
-        return await self.inner.reject_decision(project, agent, decision_id, reason, request)
-
-    async def get_decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
-        return await self.inner.get_decisions(project, ids)
-
-    async def list_decisions(
-        self,
-        project: str,
-        task: str | None = None,
-        states: Sequence[DecisionState] | None = None,
-        after_id: str | None = None,
-        limit: int = 50,
-    ) -> list[DecisionRecord]:
-        return await self.inner.list_decisions(project, task, states, after_id, limit)
-
-    async def support_history(
-        self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
-    ) -> list[SupportRecord]:
-        return await self.inner.support_history(project, decision_id, after_ordinal, limit)
-
-    async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
-        return await self.inner.decision_texts(project, states)
-
-    async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
-        return await self.inner.decision_conflicts(project, limit)
-
-    async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
-        return await self.inner.continue_review(project, limit)
-
-    async def get_setting(self, key: str) -> str | None:
-        return await self.inner.get_setting(key)
-
-    async def set_setting(self, key: str, value: str | None) -> None:
-        await self.inner.set_setting(key, value)
-
-    async def log_sources(self, records: Sequence[SourceRecord]) -> None:
-        await self.inner.log_sources(records)
 
     async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
         return await self.inner.source_log([k for k in keys if self.allows(k)])
@@ -558,9 +395,3 @@ class ScopedStore(GraphStore):
         if self.everything:
             return await self.inner.count_failed_sources()
         return len(await self.failed_sources(_ALL))
-
-    async def cached_extractions(self, keys: Sequence[str], kind: str = EXTRACTION_KIND) -> dict[str, str]:
-        return await self.inner.cached_extractions(keys, kind)  # keyed by passage content: reveals no document
-
-    async def cache_extractions(self, entries: dict[str, str], kind: str = EXTRACTION_KIND) -> None:
-        await self.inner.cache_extractions(entries, kind)

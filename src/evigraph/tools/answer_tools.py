@@ -15,11 +15,14 @@ from evigraph.errors import EvigraphError
 from evigraph.evidence.citations import CitationCheck
 from evigraph.kb.answers import AnswerQuery, AnswerStatus
 from evigraph.providers.llms.base import Usage
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.passage_tools import RetrieveResult
-from evigraph.tools.registry import tool
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
+
+
+TOOLS = ToolGroup()
 
 
 class AnswerResult(RetrieveResult):
@@ -43,7 +46,7 @@ def has_llm(tk: Toolkit) -> bool:
         return False
 
 
-@tool(
+@TOOLS.tool(
     "answer",
     AnswerQuery,
     "A short answer to a question, written by the knowledge base's LLM from what retrieve finds (same "

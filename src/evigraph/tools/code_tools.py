@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING
 from evigraph.display import display_name, display_text
 from evigraph.evidence.pack import Section
 from evigraph.ingest.code.run import CodeIngestReport
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import IngestCodeInput
-from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
+
+
+TOOLS = ToolGroup()
 
 
 class IngestCodeResult(CodeIngestReport, ToolResult):
@@ -36,7 +39,7 @@ class IngestCodeResult(CodeIngestReport, ToolResult):
         return [Section("Failed", failed), Section("Too large", large)]
 
 
-@tool(
+@TOOLS.tool(
     "ingest_code",
     IngestCodeInput,
     "Index the STRUCTURE of source code under the files root: Repo, Module, Class and Function nodes "

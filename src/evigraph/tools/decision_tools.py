@@ -36,12 +36,16 @@ from evigraph.kb.decisions import (
     SearchDecisions,
     SupersedeDecision,
 )
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.results import ToolResult
 from evigraph.tools.trace_tools import decision_line, traced_tool, traces_of
 from evigraph.trace_records import DecisionRecord, ReviewCause, ReviewProgress, SupportRecord
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
+
+
+TOOLS = ToolGroup()
 
 
 def may_reject(tk: Toolkit) -> bool:
@@ -195,6 +199,7 @@ _SUPPORTS = (
 
 
 @traced_tool(
+    TOOLS,
     "record_decision",
     RecordDecision,
     "Record a decision of a task: what was decided (choice_key, the same key across tasks), the conclusion, "
@@ -219,6 +224,7 @@ async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
 
 
 @traced_tool(
+    TOOLS,
     "supersede_decision",
     SupersedeDecision,
     "Replace an active (or needs_review) decision with a new conclusion; the old one is kept as superseded "
@@ -242,6 +248,7 @@ async def supersede_decision(tk: Toolkit, args: SupersedeDecision) -> DecisionRe
 
 
 @traced_tool(
+    TOOLS,
     "reaffirm_decision",
     ReaffirmDecision,
     "Confirm a decision still holds after reading the current text: evidence_ids are [n] or evidence ids "
@@ -264,6 +271,7 @@ async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecision) -> DecisionResu
 
 
 @traced_tool(
+    TOOLS,
     "reject_decision",
     RejectDecision,
     "A person overturns a decision: it becomes rejected (history kept) and decisions resting on it are "
@@ -278,6 +286,7 @@ async def reject_decision(tk: Toolkit, args: RejectDecision) -> DecisionResult:
 
 
 @traced_tool(
+    TOOLS,
     "get_decision",
     GetDecision,
     "One decision in full: conclusion, rationale, state, why it needs review, and its current supports." + _WHERE,
@@ -287,6 +296,7 @@ async def get_decision(tk: Toolkit, args: GetDecision) -> DecisionResult:
 
 
 @traced_tool(
+    TOOLS,
     "list_decisions",
     ListDecisions,
     "A task's decisions, oldest first, with superseded and rejected history unless include_history is false; "
@@ -301,6 +311,7 @@ async def list_decisions(tk: Toolkit, args: ListDecisions) -> DecisionListResult
 
 
 @traced_tool(
+    TOOLS,
     "list_support_history",
     ListSupportHistory,
     "Every support a decision was given, the ones a reaffirmation replaced too, by ordinal; shows what it "
@@ -316,6 +327,7 @@ async def list_support_history(tk: Toolkit, args: ListSupportHistory) -> Support
 
 
 @traced_tool(
+    TOOLS,
     "search_decisions",
     SearchDecisions,
     "Find precedents: active decisions of any task in this project closest to the query, by words and, with "
@@ -329,6 +341,7 @@ async def search_decisions(tk: Toolkit, args: SearchDecisions) -> DecisionSearch
 
 
 @traced_tool(
+    TOOLS,
     "list_conflicts",
     ListConflicts,
     "Choice keys on which active decisions (of any task) reached different conclusions." + _WHERE,
@@ -339,6 +352,7 @@ async def list_conflicts(tk: Toolkit, args: ListConflicts) -> ConflictsResult:
 
 
 @traced_tool(
+    TOOLS,
     "list_decisions_for_review",
     ListDecisionsForReview,
     "Decisions flagged needs_review (of one task, or all), each with the source change that flagged it; "
@@ -354,6 +368,7 @@ async def list_decisions_for_review(tk: Toolkit, args: ListDecisionsForReview) -
 
 
 @traced_tool(
+    TOOLS,
     "continue_decision_review",
     ContinueReview,
     "Carry review flags one bounded step further: decisions resting on a flagged, superseded or rejected "

@@ -15,12 +15,15 @@ from evigraph.evidence.pack import Section
 from evigraph.evidence.render import entity_line, passages_section, relation_line, theme_line
 from evigraph.models import SourceRecord, TableInfo
 from evigraph.retrieval.schema import CYPHER_TIMEOUT_MS, EntityTypeView, RelationTypeView
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
-from evigraph.tools.registry import tool
 from evigraph.tools.results import PASSAGE_LINE_CHARS, ToolResult, key_values, num
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
+
+
+TOOLS = ToolGroup()
 
 
 def _digest(text: str) -> str:
@@ -75,7 +78,7 @@ class StatusResult(ToolResult):
         return "\n".join(lines)
 
 
-@tool(
+@TOOLS.tool(
     "status",
     NoInput,
     "Counts of documents, passages, entities, relations and themes; every entity label and relation type with "
@@ -149,7 +152,7 @@ def _relation_type_text(r: RelationTypeView) -> str:
     return f"{r.label} ({r.count}; {pats})" + (f": {r.description}" if r.description else "")
 
 
-@tool(
+@TOOLS.tool(
     "get_ontology",
     NoInput,
     "The declared entity types (descriptions, properties, counts) and relation types with their (source, "
@@ -183,7 +186,7 @@ class EntitySearchResult(ToolResult):
         return [Section("Entities", entities), passages_section(support, "Mentioned in", PASSAGE_LINE_CHARS)]
 
 
-@tool(
+@TOOLS.tool(
     "search_entities",
     SearchEntitiesInput,
     "Entities by name (lexical: exact names in the query and full-text on names and descriptions) or by "
@@ -220,7 +223,7 @@ class ExplorationResult(ToolResult):
         ]
 
 
-@tool(
+@TOOLS.tool(
     "explore_relationships",
     ExploreInput,
     "The relations around one entity (its id, evidence number or exact name), depth 1-2, optionally only "
@@ -267,7 +270,7 @@ class ThemeSearchResult(ToolResult):
         ]
 
 
-@tool(
+@TOOLS.tool(
     "search_themes",
     SearchThemesInput,
     "Themes: clusters of related entities found by community detection at finalize, ranked for the query "
@@ -302,7 +305,7 @@ class CypherResult(ToolResult):
         return [Section("Rows", [json.dumps(r, ensure_ascii=False, default=str) for r in self.rows], 2.0)]
 
 
-@tool(
+@TOOLS.tool(
     "cypher_query",
     CypherInput,
     "Read-only Cypher over the graph (one statement; MATCH ... RETURN), run in a read-only transaction with "

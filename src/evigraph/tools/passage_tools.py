@@ -14,12 +14,15 @@ from evigraph.evidence.render import evidence_sections, passage_block, passages_
 from evigraph.retrieval.match import MatchQuality
 from evigraph.retrieval.navigation import Relation
 from evigraph.retrieval.query import RetrieveQuery
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import NavigateInput, ReadPassagesInput, SearchPassagesInput
-from evigraph.tools.registry import tool
 from evigraph.tools.results import PASSAGE_LINE_CHARS, ToolResult, key_values
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
+
+
+TOOLS = ToolGroup()
 
 
 class RetrieveResult(ToolResult):
@@ -40,7 +43,7 @@ class RetrieveResult(ToolResult):
         )
 
 
-@tool(
+@TOOLS.tool(
     "retrieve",
     RetrieveQuery,
     "Hybrid search for a question: the passages, entities, relations and facts that answer it, each with an "
@@ -87,7 +90,7 @@ class PassageSearchResult(ToolResult):
         return [passages_section(self.hits, line_cap=PASSAGE_LINE_CHARS)]
 
 
-@tool(
+@TOOLS.tool(
     "search_passages",
     SearchPassagesInput,
     "Ranked passage snippets for plain words: lexical (BM25), semantic (vectors, needs the embedder the "
@@ -122,7 +125,7 @@ class PassageReadResult(ToolResult):
         ]
 
 
-@tool(
+@TOOLS.tool(
     "read_passages",
     ReadPassagesInput,
     "The exact stored text of passages, by evidence number [n] or evidence id (up to 20), each with a "
@@ -175,7 +178,7 @@ class NavigationResult(ToolResult):
         return [Section("Passages", [passage_block(p, p.citation) for p in self.items], 2.0)]
 
 
-@tool(
+@TOOLS.tool(
     "navigate_document",
     NavigateInput,
     "Passages near a known passage in the same document version: parent (the enclosing section's opening), "

@@ -1,98 +1,54 @@
-"""The tool registry: every tool defined once, from which specs, validation and dispatch come.
+"""The tool registry: every tool module's group joined, in a declared order, into the one table
+the toolkit, the MCP server and the REST API read, so a tool cannot drift between surfaces.
 
-A tool is a name, a description written for an LLM, an input model and an async handler. The
-toolkit, the MCP server and the REST API all read this table, so a tool cannot drift between
-surfaces.
+The order is the order tools are listed in (to an agent, in the OpenAPI document): the reading
+tools, then the writing ones, then the task and decision tools (offered only with a project and
+an agent), then answer (offered only with an LLM).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, Field
-
-from evigraph.strict import StrictInput
-from evigraph.tools.results import ToolResult
-
-if TYPE_CHECKING:
-    from evigraph.tools.toolkit import Toolkit
-
-Handler = Callable[["Toolkit", Any], Awaitable[ToolResult]]
-Describe = Callable[["Toolkit"], str]
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str | Describe
-    input: type[StrictInput]
-    handler: Handler
-    write: bool = False
-    destructive: bool = False
-    idempotent: bool = True
-    open_world: bool = False
-    available: Callable[[Toolkit], bool] | None = None
-    """Whether this toolkit offers the tool (e.g. preview_files needs a files root)."""
-
-    def describe(self, toolkit: Toolkit) -> str:
-        return self.description(toolkit) if callable(self.description) else self.description
-
-
-class ToolAnnotations(BaseModel):
-    """Hints for clients (MCP annotations): whether a call writes, destroys or repeats safely."""
-
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool
-
-
-class ToolSpec(BaseModel):
-    """A tool as an agent framework registers it."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any] = Field(description="JSON Schema of the arguments")
-    annotations: ToolAnnotations
-
-
-TOOLS: dict[str, Tool] = {}
-
-
-def tool(
-    name: str,
-    input: type[StrictInput],
-    description: str | Describe,
-    *,
-    write: bool = False,
-    destructive: bool = False,
-    idempotent: bool = True,
-    open_world: bool = False,
-    available: Callable[[Toolkit], bool] | None = None,
-) -> Callable[[Handler], Handler]:
-    """Register the decorated handler as tool `name`."""
-
-    def register(handler: Handler) -> Handler:
-        if name in TOOLS:
-            raise ValueError(f"tool {name!r} is defined twice")
-        TOOLS[name] = Tool(name, description, input, handler, write, destructive, idempotent, open_world, available)
-        return handler
-
-    return register
+from evigraph.tools.definitions import Tool
 
 
 def load_tools() -> dict[str, Tool]:
-    """Import the modules that define tools (once) and return the registry."""
-    from evigraph.tools import graph_tools, passage_tools, session_tools, write_tools  # noqa: F401
+    """Every tool by name, in the declared order; the tool modules are imported on first use."""
+    global _JOINED
+    if _JOINED is None:
+        from evigraph.tools import (
+            answer_tools,
+            code_tools,
+            decision_tools,
+            graph_tools,
+            passage_tools,
+            session_tools,
+            trace_tools,
+            write_tools,
+        )
 
-    # after the others, so they keep their order (an import block would be sorted): the task and decision tools,
-    # offered only with a project and an agent, then answer, offered only with an LLM
-    importlib.import_module("evigraph.tools.code_tools")
-    importlib.import_module("evigraph.tools.trace_tools")
-    importlib.import_module("evigraph.tools.decision_tools")
-    importlib.import_module("evigraph.tools.answer_tools")
+        groups = (
+            graph_tools.TOOLS,
+            passage_tools.TOOLS,
+            session_tools.TOOLS,
+            write_tools.TOOLS,
+            code_tools.TOOLS,
+            trace_tools.TOOLS,
+            decision_tools.TOOLS,
+            answer_tools.TOOLS,
+        )
+        joined: dict[str, Tool] = {}
+        for group in groups:
+            for name, defined in group.tools.items():
+                if name in joined:
+                    raise ValueError(f"tool {name!r} is defined in two modules")
+                joined[name] = defined
+        _JOINED = joined
+    return _JOINED
 
-    return TOOLS
+
+_JOINED: dict[str, Tool] | None = None
+
+
+def trace_tool_names() -> frozenset[str]:
+    """The task and decision tools: offered only by a toolkit given a project and an agent."""
+    return frozenset(name for name, defined in load_tools().items() if defined.traced)

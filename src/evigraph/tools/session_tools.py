@@ -12,13 +12,15 @@ from evigraph.evidence.pack import Section, pack_sections
 from evigraph.evidence.render import numbers_shown
 from evigraph.models import SourceState
 from evigraph.providers.tokenizers import default_tokenizer
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import CheckCitationsInput, GetContextInput, SourceStatusInput
-from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
 
+
+TOOLS = ToolGroup()
 _SECTION_OF = {
     "passage": "Passages",
     "entity": "Entities",
@@ -41,7 +43,7 @@ class ContextResult(ToolResult):
         return self.context
 
 
-@tool(
+@TOOLS.tool(
     "get_context",
     GetContextInput,
     "Re-pack chosen evidence numbers from this session into one text within max_tokens, passages given "
@@ -92,7 +94,7 @@ class SourceStatusResult(ToolResult):
         return text + (f"; {self.error}" if self.error else "")
 
 
-@tool(
+@TOOLS.tool(
     "source_status",
     SourceStatusInput,
     "Whether a document is current (stored version complete), pending (being ingested now), failed (its "
@@ -132,7 +134,7 @@ class CitationResult(ToolResult):
         ]
 
 
-@tool(
+@TOOLS.tool(
     "check_citations",
     CheckCitationsInput,
     "Check a draft answer before replying: every [n] ([3], [1, 4], [1-3]) must be evidence returned in this "

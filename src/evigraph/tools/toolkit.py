@@ -21,8 +21,9 @@ from evigraph.evidence.ids import EvidenceId, EvidenceKind
 from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, Forgotten
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.strict import validation_errors
+from evigraph.tools.definitions import Tool, ToolAnnotations, ToolSpec
 from evigraph.tools.plans import PlanLimits, plan_limits_from
-from evigraph.tools.registry import Tool, ToolAnnotations, ToolSpec, load_tools
+from evigraph.tools.registry import load_tools
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:

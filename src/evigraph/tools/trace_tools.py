@@ -31,24 +31,20 @@ from evigraph.kb.traces import (
     Traces,
 )
 from evigraph.strict import StrictInput
-from evigraph.tools.registry import Handler, load_tools, tool
+from evigraph.tools.definitions import Handler, ToolGroup
 from evigraph.tools.results import ToolResult
 from evigraph.trace_records import DecisionRecord, EventRecord, EventSummary, StepRecord, StepState, TaskRecord
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
 
+
+TOOLS = ToolGroup()
 STEP_STATES: tuple[StepState, ...] = get_args(StepState)
-_TRACED: list[str] = []
-
-
-def trace_tool_names() -> frozenset[str]:
-    """The task and decision tools: offered only by a toolkit given a project and an agent."""
-    load_tools()
-    return frozenset(_TRACED)
 
 
 def traced_tool(
+    group: ToolGroup,
     name: str,
     input: type[StrictInput],
     description: str,
@@ -58,9 +54,8 @@ def traced_tool(
     idempotent: bool = True,
     available: Callable[[Toolkit], bool] | None = None,
 ) -> Callable[[Handler], Handler]:
-    """`tool`, offered only with a project and an agent (`has_traces`, or `available` when stricter)."""
-    _TRACED.append(name)
-    return tool(
+    """`group.tool`, offered only with a project and an agent (`has_traces`, or `available` when stricter)."""
+    return group.tool(
         name,
         input,
         description,
@@ -68,6 +63,7 @@ def traced_tool(
         destructive=destructive,
         idempotent=idempotent,
         available=available or has_traces,
+        traced=True,
     )
 
 
@@ -257,6 +253,7 @@ _RETRY = " Pass a request_id (1-64 chars): a retry with it returns the first res
 
 
 @traced_tool(
+    TOOLS,
     "create_task",
     CreateTask,
     "Create a task (a named piece of work with a goal) to resume later, or get the existing one back; "
@@ -269,6 +266,7 @@ async def create_task(tk: Toolkit, args: CreateTask) -> TaskResult:
 
 
 @traced_tool(
+    TOOLS,
     "get_task",
     GetTaskInput,
     "Resume a task: its goal, its steps by state (names, bounded), its standing decisions and its latest "
@@ -279,6 +277,7 @@ async def get_task(tk: Toolkit, args: GetTaskInput) -> TaskView:
 
 
 @traced_tool(
+    TOOLS,
     "record_event",
     RecordEvent,
     "Append an event (message, tool_call, tool_result or note) to a task's log; a payload over 32000 "
@@ -294,6 +293,7 @@ async def record_event(tk: Toolkit, args: RecordEvent) -> EventResult:
 
 
 @traced_tool(
+    TOOLS,
     "list_events",
     ListEvents,
     "One page of a task's events after a number, without their bodies, oldest first." + _WHERE,
@@ -304,6 +304,7 @@ async def list_events(tk: Toolkit, args: ListEvents) -> EventPageResult:
 
 
 @traced_tool(
+    TOOLS,
     "fetch_event",
     FetchEvent,
     "One event of a task with its stored body, by its number." + _WHERE,
@@ -313,6 +314,7 @@ async def fetch_event(tk: Toolkit, args: FetchEvent) -> EventBodyResult:
 
 
 @traced_tool(
+    TOOLS,
     "set_step",
     SetStep,
     "Create or update a named step of a task; a completed step needs its result, as text (result, recorded "
@@ -334,6 +336,7 @@ async def set_step(tk: Toolkit, args: SetStep) -> StepResult:
 
 
 @traced_tool(
+    TOOLS,
     "list_steps",
     ListSteps,
     "One page of a task's steps in one state, by name; continue with after_name." + _WHERE,

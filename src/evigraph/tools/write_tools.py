@@ -40,6 +40,7 @@ from evigraph.models import (
     entity_id,
 )
 from evigraph.surrogates import escaped
+from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import (
     DeleteDocumentInput,
     IngestInput,
@@ -50,12 +51,13 @@ from evigraph.tools.inputs import (
     UpsertRelationsInput,
 )
 from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options, llm_ceiling
-from evigraph.tools.registry import tool
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
 
+
+TOOLS = ToolGroup()
 AGENT_SOURCE = "agent"
 
 
@@ -82,7 +84,7 @@ class OntologyChange(OntologyExtension, ToolResult):
         return "; ".join(parts)
 
 
-@tool(
+@TOOLS.tool(
     "set_ontology",
     SetOntologyInput,
     "Declare or extend the entity and relation types extraction uses. Only adds: new types, descriptions "
@@ -184,7 +186,7 @@ def _ingest_description(tk: Toolkit) -> str:
     return text
 
 
-@tool("ingest", IngestInput, _ingest_description, write=True, destructive=True, idempotent=True)
+@TOOLS.tool("ingest", IngestInput, _ingest_description, write=True, destructive=True, idempotent=True)
 async def ingest(tk: Toolkit, args: IngestInput) -> IngestResult:
     if args.files is not None:
         if args.text is not None or args.document_key is not None or args.title is not None:
@@ -380,7 +382,7 @@ class FinalizeResult(ToolResult):
         return f"finalized: {self.embedded} passages embedded, {self.themes} themes"
 
 
-@tool(
+@TOOLS.tool(
     "finalize",
     NoInput,
     "After a batch of ingests: embed passages that have no vector yet and recompute themes (communities). "
@@ -415,7 +417,7 @@ class PreviewResult(ToolResult):
         return [Section("Files", lines, 2.0)]
 
 
-@tool(
+@TOOLS.tool(
     "preview_files",
     PreviewFilesInput,
     "One sample from the middle of each file under the files root (a bounded window, never the whole file), "
@@ -437,7 +439,7 @@ class DeleteResult(ToolResult):
         return f"{display_name(self.document_key)}: {'deleted' if self.deleted else 'not found'}"
 
 
-@tool(
+@TOOLS.tool(
     "delete_document",
     DeleteDocumentInput,
     "Remove a document, its passages, and the extracted entities only it mentioned.",
@@ -467,7 +469,7 @@ async def _declared_labels(tk: Toolkit) -> set[str]:
     return {e.label for e in (await tk.kb.get_ontology()).entities}
 
 
-@tool(
+@TOOLS.tool(
     "upsert_entities",
     UpsertEntitiesInput,
     "Record entities the agent established (idempotent: the same name and label merge into one entity, "
@@ -488,7 +490,7 @@ async def upsert_entities(tk: Toolkit, args: UpsertEntitiesInput) -> UpsertResul
     return UpsertResult(written=[e.id for e in entities])
 
 
-@tool(
+@TOOLS.tool(
     "upsert_relations",
     UpsertRelationsInput,
     "Record relations between existing entities (given by name and label), each a one-sentence fact with "

@@ -71,6 +71,13 @@ from evigraph.store.embedded.schema import (
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
 from evigraph.store.index_files import SUFFIX, IndexFiles, prefetch_numpy
+from evigraph.store.merge_plan import (
+    read_entity_records,
+    read_redirects,
+    redirect_entities,
+    redirect_relations,
+    redirect_versions,
+)
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.store.saved_indexes import SavedIndexes
@@ -283,7 +290,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
             return []
 
         def work(tx: Tx) -> list[StoredDocument]:
-            numbers = writes.write_versions(tx, merging.redirect_versions(tx, versions))
+            numbers = writes.write_versions(tx, redirect_versions(tx.rows, versions))
             flag_documents(tx, numbers)
             return [
                 StoredDocument(
@@ -442,15 +449,15 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
         return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit, self._context_column))
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
-        await self._write(lambda tx: writes.upsert_entities(tx, merging.redirect_entities(tx, entities), source))
+        await self._write(lambda tx: writes.upsert_entities(tx, redirect_entities(tx.rows, entities), source))
 
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
-        await self._write(lambda tx: writes.upsert_relations(tx, merging.redirect_relations(tx, relations), source))
+        await self._write(lambda tx: writes.upsert_relations(tx, redirect_relations(tx.rows, relations), source))
 
     # -- resolution at finalize (store/merging.py) ---------------------------------------------
 
     async def entity_records(self) -> list[EntityRecord]:
-        return await self.executor.read(merging.entity_records)
+        return await self.executor.read(lambda tx: read_entity_records(tx.rows))
 
     async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
         if not merges:
@@ -465,7 +472,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
         def work(tx: Tx) -> dict[str, str]:
             if self.read_only and not merging.has_redirects_table(tx):
                 return {}
-            return {old: new for old, (new, _) in merging.redirects(tx).items()}
+            return {old: new for old, (new, _) in read_redirects(tx.rows).items()}
 
         return await self.executor.read(work)
 

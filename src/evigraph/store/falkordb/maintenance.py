@@ -31,6 +31,7 @@ from evigraph.store.falkordb.integrity import PENDING_GRACE_S, Findings, inspect
 from evigraph.store.falkordb.locks import server_lock
 from evigraph.store.falkordb.schema import INTERNAL_LABELS, NODE_LABELS, RELATIONSHIP_TYPES
 from evigraph.store.location import StoreLocation
+from evigraph.store.merge_plan import read_entity_records, read_redirects
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal
 
@@ -199,7 +200,7 @@ class FalkorMaintenanceOps:
     # -- resolution at finalize -------------------------------------------------------------
 
     async def entity_records(self) -> list[EntityRecord]:
-        return await self._read(lambda: merging.entity_records(self.conn))
+        return await self._read(lambda: read_entity_records(self.conn.read_sync))
 
     async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
         if not merges:
@@ -215,7 +216,7 @@ class FalkorMaintenanceOps:
             self._journal.reset()  # mentions moved in documents anywhere: graph ranking reloads
 
     async def entity_redirects(self) -> dict[str, str]:
-        found = await self._read(lambda: merging.redirects(self.conn))
+        found = await self._read(lambda: read_redirects(merging.primary_reader(self.conn)))
         return {old: new for old, (new, _) in found.items()}
 
 

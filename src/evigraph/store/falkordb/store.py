@@ -180,10 +180,13 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
     async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
         if not versions:
             return []
-        from evigraph.store.falkordb.merging import redirect_versions
+        from evigraph.store.falkordb.merging import primary_reader
+        from evigraph.store.merge_plan import redirect_versions
 
         def work() -> list[StoredDocument]:
-            stored, switched = documents.write_versions(self.conn, redirect_versions(self.conn, versions))
+            stored, switched = documents.write_versions(
+                self.conn, redirect_versions(primary_reader(self.conn), versions)
+            )
             self.flag_documents(switched)
             return stored
 
@@ -370,16 +373,18 @@ class FalkorStore(FalkorCodeOps, FalkorDecisionOps, FalkorRankingOps, FalkorMain
     # -- agent writes ------------------------------------------------------------------------
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
-        from evigraph.store.falkordb.merging import redirect_entities
+        from evigraph.store.falkordb.merging import primary_reader
+        from evigraph.store.merge_plan import redirect_entities
 
-        await self._write(lambda: documents.upsert_entities(self.conn, redirect_entities(self.conn, entities), source))
+        read = primary_reader(self.conn)
+        await self._write(lambda: documents.upsert_entities(self.conn, redirect_entities(read, entities), source))
 
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
-        from evigraph.store.falkordb.merging import redirect_relations
+        from evigraph.store.falkordb.merging import primary_reader
+        from evigraph.store.merge_plan import redirect_relations
 
-        await self._write(
-            lambda: documents.upsert_relations(self.conn, redirect_relations(self.conn, relations), source)
-        )
+        read = primary_reader(self.conn)
+        await self._write(lambda: documents.upsert_relations(self.conn, redirect_relations(read, relations), source))
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from evigraph.errors import ToolError
 from evigraph.masking import env_secrets, mask_secrets
-from evigraph.mcp.sessions import Sessions
-from evigraph.mcp.shaping import MAX_RESULT_CHARS, failure_kind, truncate
-from evigraph.tools.registry import ToolSpec
+from evigraph.serving.sessions import Sessions
+from evigraph.serving.shaping import MAX_RESULT_CHARS, failure_kind, truncate
+from evigraph.tools.definitions import ToolSpec
 from evigraph.tools.results import ToolResult
 from evigraph.tools.toolkit import Toolkit
 

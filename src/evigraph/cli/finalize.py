@@ -18,14 +18,14 @@ SHOWN_MERGES = 10
 
 
 async def finalize(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _embedder, _llm, _print_json
+    from evigraph.cli.common import EXIT_OK, embedder_arg, llm_arg, print_json
     from evigraph.kb import KnowledgeBase
 
-    kb = KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args), llm=_llm(args))
+    kb = KnowledgeBase(args.db, engine=args.engine, embedder=embedder_arg(args), llm=llm_arg(args))
     async with kb:
         report = await kb.finalize(resolver=args.resolver)
     if args.json:
-        _print_json(report.model_dump())
+        print_json(report.model_dump())
     else:
         print("\n".join(report_lines(report)))
     return EXIT_OK

@@ -17,7 +17,7 @@ from evigraph.ingest.progress import IngestProgress, ProgressBar
 from evigraph.models import DocumentOutcome
 
 if TYPE_CHECKING:
-    from evigraph.cli_serving import IngestServing
+    from evigraph.cli.serving import IngestServing
     from evigraph.kb import KnowledgeBase
 
 
@@ -45,7 +45,7 @@ class IngestConsole(IngestProgress):
     @contextlib.asynccontextmanager
     async def serving(self, kb: KnowledgeBase) -> AsyncIterator[None]:
         """Answer other evigraph processes' reads of `kb` once the ingest has opened it, until the end."""
-        from evigraph.cli_serving import IngestServing
+        from evigraph.cli.serving import IngestServing
 
         self._serving = IngestServing(kb)
         try:

@@ -12,7 +12,7 @@ document scope or files root. Nor may it silently get less: a forwarder asked to
 start when the serving process is read-only, and says so on each write call when a read-only
 process took the database over later.
 
-A CLI ingest serves the database it holds the same way, read tools only (`evigraph.cli_serving`),
+A CLI ingest serves the database it holds the same way, read tools only (`evigraph.cli.serving`),
 so `evigraph status` and `search` are answered while it runs, and `evigraph mcp` can start.
 
 Wire format: one JSON object per line. Requests are `{"op": "specs"}`,
@@ -40,11 +40,11 @@ from evigraph.kb.core import Status
 from evigraph.models import StoredDocument
 from evigraph.retrieval.query import RetrieveQuery
 from evigraph.retrieval.result import RetrievalResult
-from evigraph.tools.registry import ToolSpec
+from evigraph.tools.definitions import ToolSpec
 
 if TYPE_CHECKING:  # the backend brings the toolkit and every tool's input model: `evigraph search` needs none
-    from evigraph.mcp.backend import LocalBackend, Reply
     from evigraph.retrieval.schema import CypherRows
+    from evigraph.serving.backend import LocalBackend, Reply
 
 log = logging.getLogger("evigraph.mcp")
 
@@ -296,7 +296,7 @@ class RemoteBackend:
             await self._local.toolkit.kb.close()
 
     async def call(self, client: str, name: str, args: dict[str, Any] | None) -> Reply:
-        from evigraph.mcp.backend import Reply
+        from evigraph.serving.backend import Reply
 
         if self._local is not None:
             return await self._local.call(client, name, args)
@@ -320,7 +320,7 @@ class RemoteBackend:
         return Reply.from_wire(raw)
 
     def _refused(self, name: str) -> Reply | None:
-        from evigraph.mcp.backend import Reply
+        from evigraph.serving.backend import Reply
 
         if self._served_read_only and name in {s.name for s in self._specs if not s.annotations.read_only}:
             return Reply(text=_held_read_only(self.db, self.served_pid, after_start=True), error=True, failure="tool")

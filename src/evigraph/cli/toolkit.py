@@ -46,7 +46,7 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 async def _serving(args: argparse.Namespace, start: Callable[[], Awaitable[None]]) -> int:
-    from evigraph.cli import EXIT_OK, EXIT_USAGE, _error
+    from evigraph.cli.common import EXIT_OK, EXIT_USAGE, report_error
     from evigraph.errors import ConfigurationError
     from evigraph.mcp.main import configure_logging
 
@@ -54,6 +54,6 @@ async def _serving(args: argparse.Namespace, start: Callable[[], Awaitable[None]
     try:
         await start()
     except ConfigurationError as exc:  # flags that contradict each other or the database's holder
-        _error(str(exc), args)
+        report_error(str(exc), args)
         return EXIT_USAGE
     return EXIT_OK

@@ -4,7 +4,7 @@ While `evigraph ingest` writes, the embedded engine refuses every other process 
 read-only open (Kuzu 0.11.3 locks the file: "Could not set lock on file"), so `status` and `search`
 used to fail until the ingest ended. A read-only open beside the writer being impossible, the
 ingest answers them itself: it serves the database over the socket protocol `evigraph mcp`
-processes already use to share one database (`evigraph.mcp.forwarding`), read tools only. So
+processes already use to share one database (`evigraph.serving.forwarding`), read tools only. So
 `status` and `search` ask it and print what they print when they open the file themselves, and
 an `evigraph mcp` started meanwhile forwards to it, then takes the database over when the ingest
 ends. A writable `evigraph mcp` holding the database answers these commands the same way.
@@ -31,12 +31,12 @@ from evigraph.errors import DatabaseLockedError
 if TYPE_CHECKING:
     from evigraph.kb import KnowledgeBase
     from evigraph.kb.core import Status
-    from evigraph.mcp.forwarding import ForwardingListener, HeldReads
     from evigraph.models import StoredDocument
     from evigraph.providers.embedders import Embedder
     from evigraph.retrieval.query import RetrieveQuery
     from evigraph.retrieval.result import RetrievalResult
     from evigraph.retrieval.schema import CypherRows
+    from evigraph.serving.forwarding import ForwardingListener, HeldReads
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ async def open_for_reads(
     the knowledge base opened read-only here; else, while another process holds it for writing
     without serving it yet, that process once it serves."""
     from evigraph.kb import KnowledgeBase
-    from evigraph.mcp.forwarding import HeldReads
+    from evigraph.serving.forwarding import HeldReads
 
     deadline = asyncio.get_running_loop().time() + HOLDER_WAIT_S
     kb = KnowledgeBase(db, engine=engine, read_only=True, embedder=embedder)
@@ -96,7 +96,7 @@ async def open_for_reads(
 def holder_note(reads: Reads) -> str | None:
     """The line a command says on stderr when another process answered it, so a user knows whose
     embedder and whose view of the database the results come from."""
-    from evigraph.mcp.forwarding import HeldReads
+    from evigraph.serving.forwarding import HeldReads
 
     if not isinstance(reads, HeldReads):
         return None
@@ -106,7 +106,7 @@ def holder_note(reads: Reads) -> str | None:
 async def _serving_holder(db: Path) -> HeldReads | None:
     """The evigraph process serving `db`, if one does and serves all of it (else this one opens it)."""
     from evigraph.errors import ConfigurationError
-    from evigraph.mcp.forwarding import HeldReads
+    from evigraph.serving.forwarding import HeldReads
 
     try:
         return await HeldReads.connect(db.resolve())
@@ -134,8 +134,8 @@ class IngestServing:
             self._starting = asyncio.get_running_loop().create_task(self._listen(self._kb.path.resolve()))
 
     async def _listen(self, db: Path) -> ForwardingListener | None:
-        from evigraph.mcp.backend import LocalBackend
-        from evigraph.mcp.forwarding import ForwardingListener
+        from evigraph.serving.backend import LocalBackend
+        from evigraph.serving.forwarding import ForwardingListener
         from evigraph.tools.toolkit import Toolkit
 
         backend = LocalBackend(Toolkit(self._kb, read_only=True))

@@ -33,7 +33,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, *, options: bool = Tru
     )
     if not options:
         return
-    from evigraph.cli_parser import field_bounds
+    from evigraph.cli.common import field_bounds
     from evigraph.tools.inputs import CypherInput
 
     fields = CypherInput.model_fields
@@ -47,7 +47,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, *, options: bool = Tru
 
 
 async def cypher(args: argparse.Namespace) -> int:
-    from evigraph.cli_serving import holder_note, open_for_reads
+    from evigraph.cli.serving import holder_note, open_for_reads
     from evigraph.errors import ConfigurationError
     from evigraph.strict import build
     from evigraph.tools.inputs import CypherInput

@@ -1,8 +1,6 @@
-"""The `evigraph` command: thin verbs over `KnowledgeBase`, named as its methods are.
-
-Only argparse and the small display helpers are imported up front, so `evigraph --help` answers
-at once; each verb imports what it needs when it runs.
-"""
+"""`evigraph`'s entry: parse, dispatch to the verb, turn an `EvigraphError` into one line and
+an exit code; and the verbs too small for a module of their own (ingest's printing, status,
+delete, check, doctor, search, reembed)."""
 
 from __future__ import annotations
 
@@ -12,22 +10,29 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from evigraph.cli_parser import ALIASES, build_parser, version
+from evigraph.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    embedder_arg,
+    llm_arg,
+    note,
+    print_json,
+    query_input,
+    report_error,
+)
+from evigraph.cli.parser import ALIASES, build_parser, version
 from evigraph.display import display_name, display_text
 
 if TYPE_CHECKING:
-    from evigraph.cli_ingest import IngestConsole
-    from evigraph.cli_serving import Reads
+    from evigraph.cli.ingest import IngestConsole
+    from evigraph.cli.serving import Reads
     from evigraph.kb import KnowledgeBase
     from evigraph.models import DocumentOutcome, IngestReport, LLMSpend
-    from evigraph.strict import StrictInput
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-Q = TypeVar("Q", bound="StrictInput")
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report a command whose reader went away
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code = asyncio.run(_dispatch(args))
         except EvigraphError as exc:
-            _error(str(exc), args)
+            report_error(str(exc), args)
             code = EXIT_FAILED
         except KeyboardInterrupt:  # an ingest stops on Ctrl-C without this (`IngestConsole.interrupts`)
             print("interrupted", file=sys.stderr)
@@ -82,17 +87,17 @@ def _drop_stdout() -> None:
 
 async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "server":  # before the knowledge base import: it opens no database
-        from evigraph.cli_server import server
+        from evigraph.cli.server import server
 
         return server(args)
     if args.command == "list":
-        from evigraph.cli_server import list_knowledge_bases
+        from evigraph.cli.server import list_knowledge_bases
 
         return await list_knowledge_bases(args)
     from evigraph.kb import KnowledgeBase
 
     if args.command == "ingest":
-        from evigraph.cli_ingest import IngestConsole
+        from evigraph.cli.ingest import IngestConsole
 
         shown = not (args.quiet or args.json)
         console = IngestConsole(bar=shown and sys.stderr.isatty(), print_outcome=_print_outcome if shown else None)
@@ -103,20 +108,20 @@ async def _dispatch(args: argparse.Namespace) -> int:
                 chunker=args.chunker,
                 extractor=args.extractor,
                 max_file_bytes=max(1, int(args.max_file_mb * 1024 * 1024)),
-                embedder=_embedder(args),
-                llm=_llm(args),
+                embedder=embedder_arg(args),
+                llm=llm_arg(args),
             )
             async with kb:
                 return await _ingest(kb, args, console)
     if args.command == "ingest-code":
-        from evigraph.cli_code import ingest_code
+        from evigraph.cli.code import ingest_code
 
         return await ingest_code(args)
     if args.command == "status":
-        from evigraph.cli_serving import holder_note, open_for_reads
+        from evigraph.cli.serving import holder_note, open_for_reads
 
         async with open_for_reads(args.db, engine=args.engine) as reads:  # or the process holding the file
-            _note(holder_note(reads))
+            note(holder_note(reads))
             return await _status(reads, args)
     if args.command == "delete":
         async with KnowledgeBase(args.db, engine=args.engine) as kb:
@@ -125,45 +130,45 @@ async def _dispatch(args: argparse.Namespace) -> int:
         async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.repair) as kb:
             return await _check(kb, args)
     if args.command == "compact":
-        from evigraph.cli_compact import compact
+        from evigraph.cli.compact import compact
 
         return await compact(args)
     if args.command in ("tasks", "task"):
-        from evigraph import cli_tasks
+        from evigraph.cli import tasks as cli_tasks
 
         return await (cli_tasks.tasks if args.command == "tasks" else cli_tasks.task)(args)
     if args.command in ("decisions", "decision"):
-        from evigraph import cli_decisions
+        from evigraph.cli import decisions as cli_decisions
 
         return await (cli_decisions.decisions if args.command == "decisions" else cli_decisions.decision)(args)
     if args.command == "search":
-        from evigraph.cli_serving import holder_note, open_for_reads
+        from evigraph.cli.serving import holder_note, open_for_reads
 
-        async with open_for_reads(args.db, engine=args.engine, embedder=_embedder(args)) as reads:
-            _note(holder_note(reads))  # a running `evigraph mcp` answers with its model loaded
+        async with open_for_reads(args.db, engine=args.engine, embedder=embedder_arg(args)) as reads:
+            note(holder_note(reads))  # a running `evigraph mcp` answers with its model loaded
             return await _search(reads, args)
     if args.command == "cypher":
-        from evigraph.cli_cypher import cypher
+        from evigraph.cli.cypher import cypher
 
         return await cypher(args)
     if args.command == "ask":
-        from evigraph.cli_ask import ask
+        from evigraph.cli.ask import ask
 
         return await ask(args)
     if args.command == "doctor":
         return _doctor(args)
     if args.command in ("mcp", "serve"):
-        from evigraph import cli_toolkit
+        from evigraph.cli import toolkit as cli_toolkit
 
         return await (cli_toolkit.mcp if args.command == "mcp" else cli_toolkit.serve)(args)
     if args.command == "finalize":
-        from evigraph.cli_finalize import finalize
+        from evigraph.cli.finalize import finalize
 
         return await finalize(args)
     if args.command == "reembed":
-        async with KnowledgeBase(args.db, engine=args.engine, embedder=_embedder(args)) as kb:
+        async with KnowledgeBase(args.db, engine=args.engine, embedder=embedder_arg(args)) as kb:
             count = await kb.reembed()
-            _print_json({"embedded": count}) if args.json else print(f"embedded {count} passages")
+            print_json({"embedded": count}) if args.json else print(f"embedded {count} passages")
             return EXIT_OK
     raise AssertionError(args.command)
 
@@ -195,7 +200,7 @@ async def _ingest(kb: KnowledgeBase, args: argparse.Namespace, console: IngestCo
             payload["interrupted"] = True
         if report.llm is not None:
             payload["llm"], payload["left"] = report.llm.model_dump(), report.left
-        _print_json(payload)
+        print_json(payload)
     else:
         _print_report(report)
     if stopped:
@@ -273,7 +278,7 @@ async def _status(kb: Reads, args: argparse.Namespace) -> int:
         payload: dict[str, Any] = status.model_dump()
         if docs is not None:
             payload["document_list"] = [d.model_dump() for d in docs]
-        _print_json(payload)
+        print_json(payload)
         return EXIT_OK
     print(f"knowledge base  {display_name(status.db)}")
     for name in ("documents", "passages", "entities", "relations", "mentions", "themes"):
@@ -309,7 +314,7 @@ async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
         key = file_key(Path(key))
     deleted = await kb.delete_document(key, missing_ok=True)
     if args.json:
-        _print_json({"key": key, "deleted": deleted})
+        print_json({"key": key, "deleted": deleted})
     elif deleted:
         print(f"deleted {display_name(key)}")
     else:
@@ -323,7 +328,7 @@ async def _delete(kb: KnowledgeBase, args: argparse.Namespace) -> int:
 async def _check(kb: KnowledgeBase, args: argparse.Namespace) -> int:
     report = await kb.check(repair=args.repair)
     if args.json:
-        _print_json(report.model_dump() | {"ok": report.ok})
+        print_json(report.model_dump() | {"ok": report.ok})
         return EXIT_OK if report.ok else EXIT_FAILED
     for problem in report.found:
         examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in problem.examples)
@@ -344,7 +349,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
     report = doctor()
     if args.json:
-        _print_json(report.model_dump())
+        print_json(report.model_dump())
         return EXIT_OK
     print(f"evigraph {version()} on Python {report.python}")
     for c in report.checks:
@@ -354,62 +359,16 @@ def _doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _embedder(args: argparse.Namespace) -> str | None:
-    """The spec asked for (`--embedder`, else $EVIGRAPH_EMBEDDER); None lets the knowledge base
-    use the embedder it was embedded with, `none` turns vectors off."""
-    return args.embedder or os.environ.get("EVIGRAPH_EMBEDDER") or None
-
-
-def _llm(args: argparse.Namespace) -> str | None:
-    """The spec asked for (`--llm`, else `openai:$EVIGRAPH_LLM_MODEL`); None lets the knowledge
-    base use the LLM it recorded, `none` uses no LLM."""
-    from evigraph.providers.llms import llm_spec_from_env
-
-    return args.llm or llm_spec_from_env()
-
-
-def _query(args: argparse.Namespace, model: type[Q], hint: str) -> Q:
-    """`model` from the parsed options named as its fields, refused with the flags as the user typed them."""
-    from evigraph.strict import build
-
-    values = {name: getattr(args, name) for name in model.model_fields}
-    flags = {name: f"--{name.replace('_', '-')}" for name in values if name != "question"}
-    for name, flag in flags.items():
-        hint = hint.replace(f"{name}:", f"{flag}:")
-    verb = args.command
-    return build(model, values, hint=f"{hint} (see `evigraph {verb} --help`)", names=flags, what=f"{verb} options")
-
-
 async def _search(kb: Reads, args: argparse.Namespace) -> int:
     from evigraph.retrieval.query import HINT, RetrieveQuery
 
-    query = _query(args, RetrieveQuery, HINT)
+    query = query_input(args, RetrieveQuery, HINT)
     result = await kb.retrieve(query)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
         print(result.to_context(args.max_tokens))
     return EXIT_OK
-
-
-def _print_json(payload: Any) -> None:
-    print(json.dumps(payload, ensure_ascii=False, indent=2))
-
-
-def _note(line: str | None) -> None:
-    if line:
-        print(line, file=sys.stderr)
-
-
-def _error(message: str, args: argparse.Namespace) -> None:
-    from evigraph.masking import env_secrets, mask_credentials, url_secrets
-
-    # Errors are masked where they are made; this catches a credential one quotes from elsewhere.
-    db = getattr(args, "db", None)
-    message = mask_credentials(message, (*env_secrets(), *url_secrets(str(db) if db is not None else None)))
-    if getattr(args, "json", False):
-        _print_json({"error": message})
-    print(f"error: {display_text(message)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -18,15 +18,15 @@ if TYPE_CHECKING:
 
 
 async def ask(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _embedder, _error, _llm, _query
+    from evigraph.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, embedder_arg, llm_arg, query_input, report_error
     from evigraph.kb import KnowledgeBase
     from evigraph.kb.answers import ANSWER_HINT, AnswerQuery
 
     if args.stream and args.json:
-        _error("--stream prints the answer as it is written, --json one document at its end: choose one", args)
+        report_error("--stream prints the answer as it is written, --json one document at its end: choose one", args)
         return EXIT_USAGE
-    query = _query(args, AnswerQuery, ANSWER_HINT)
-    kb = KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=_embedder(args), llm=_llm(args))
+    query = query_input(args, AnswerQuery, ANSWER_HINT)
+    kb = KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=embedder_arg(args), llm=llm_arg(args))
     async with kb:
         if args.stream:
             async with kb.answer_stream(query) as stream:

@@ -16,13 +16,13 @@ READER = "evigraph-cli"
 
 
 async def tasks(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
 
     async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
         page = await kb.traces(args.project, READER).list_tasks(after_name=args.after, limit=args.limit)
     if args.json:
-        _print_json(page.model_dump(mode="json"))
+        print_json(page.model_dump(mode="json"))
         return EXIT_OK
     if not page.tasks:
         print(f"project {args.project!r} has no tasks" + (f" after {args.after!r}" if args.after else ""))
@@ -34,13 +34,13 @@ async def tasks(args: argparse.Namespace) -> int:
 
 
 async def task(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
 
     async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
         view = await task_view(kb.traces(args.project, READER), args.name, events=args.events, steps=args.steps)
     if args.json:
-        _print_json(view.model_dump(mode="json", exclude={"tool", "hint"}))
+        print_json(view.model_dump(mode="json", exclude={"tool", "hint"}))
     else:
         print(view.to_llm_text(max_chars=1_000_000))
     return EXIT_OK

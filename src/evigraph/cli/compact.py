@@ -18,7 +18,7 @@ BAR_DELAY_S = 1.0
 
 
 async def compact(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
 
     bar = CompactBar() if not args.json and sys.stderr.isatty() else None
@@ -29,7 +29,7 @@ async def compact(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.json:
-        _print_json(report.model_dump() | {"saved": report.saved})
+        print_json(report.model_dump() | {"saved": report.saved})
     elif report.replaced:
         smaller = 100 * report.saved / report.bytes_before if report.bytes_before else 0
         print(

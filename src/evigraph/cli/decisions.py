@@ -14,7 +14,7 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from evigraph.cli_tasks import READER
+from evigraph.cli.tasks import READER
 from evigraph.tools.decision_tools import DecisionListResult, DecisionResult, SupportHistoryResult
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ HINT = "--limit is 1 to 100; --after and ID take a decision id as `evigraph deci
 
 
 async def decisions(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
 
     options = _options(args)
@@ -47,9 +47,9 @@ async def decisions(args: argparse.Namespace) -> int:
             listed = [(name, f"standing decision(s) of task {name!r}", page) for name, page in standing]
     if args.json:
         if one_list:
-            _print_json(listed[0][2].model_dump(mode="json"))
+            print_json(listed[0][2].model_dump(mode="json"))
         else:
-            _print_json({"tasks": [{"task": name, **page.model_dump(mode="json")} for name, _, page in listed]})
+            print_json({"tasks": [{"task": name, **page.model_dump(mode="json")} for name, _, page in listed]})
         return EXIT_OK
     if not any(page.decisions for _, _, page in listed):
         print(_none(args))
@@ -64,7 +64,7 @@ async def decisions(args: argparse.Namespace) -> int:
 
 
 async def decision(args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.errors import DecisionNotFoundError
     from evigraph.kb import KnowledgeBase
     from evigraph.kb.decisions import GetDecision
@@ -82,7 +82,7 @@ async def decision(args: argparse.Namespace) -> int:
     if args.json:
         payload: dict[str, Any] = {"decision": found.model_dump(mode="json")}
         payload["support_history"] = [s.model_dump(mode="json") for s in history]
-        _print_json(payload)
+        print_json(payload)
         return EXIT_OK
     print(DecisionResult(decision=found).to_llm_text(TEXT_CHARS))
     print()

@@ -1,7 +1,7 @@
 """The `evigraph` command's arguments: every verb, its flags and their help, built from the
 strategy registries and the query input models so the command line cannot drift from them.
 
-Kept apart from the verbs (`evigraph.cli`) so each file has one job; like them it imports only
+Kept apart from the verbs (`evigraph.cli.main`) so each file has one job; like them it imports only
 argparse and the registries up front, so `evigraph --help` answers at once.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Collection
-from typing import Any
 
+from evigraph.cli.common import field_bounds
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
 from evigraph.ingest.graph_resolution import GRAPH_RESOLVERS
@@ -99,10 +99,10 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "(default: UTF-16 with its mark and Latin-1/cp1252 are recognised, other files fail with this hint)",
     )
 
-    from evigraph import cli_code
+    from evigraph.cli import code as cli_code
 
     cli_code.add_parser(sub, common)
-    from evigraph import cli_cypher
+    from evigraph.cli import cypher as cli_cypher
 
     cli_cypher.add_parser(sub, common, options=commands is None or bool({"cypher", "cypher_query"} & set(commands)))
     search = sub.add_parser(
@@ -423,15 +423,6 @@ def _query_options(parser: argparse.ArgumentParser, *, answer: bool = False) -> 
     )
 
 
-def field_bounds(field: Any) -> tuple[Any, Any]:
-    """The (ge, le) bounds a pydantic field declares, which a flag's help states."""
-    from annotated_types import Ge, Le
-
-    low = next(m.ge for m in field.metadata if isinstance(m, Ge))
-    high = next(m.le for m in field.metadata if isinstance(m, Le))
-    return low, high
-
-
 LEGACY_FLAGS = {"expand_hops": ("--hops",)}
 """Old spellings kept working for one release; `--expand-hops` is the name everywhere else."""
 
@@ -446,6 +437,6 @@ ALIASES = {
 
 
 def version() -> str:
-    from evigraph import __version__
+    from evigraph.version import __version__
 
     return __version__

@@ -25,7 +25,7 @@ def server(args: argparse.Namespace) -> int:
 
 
 def _start(local: LocalServer, args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb.servers import QUERY_MEMORY_MB, QUERY_TIMEOUT_S, ServerLimits
 
     limits = ServerLimits(
@@ -34,7 +34,7 @@ def _start(local: LocalServer, args: argparse.Namespace) -> int:
     )
     status = local.start(limits=limits, progress=_show_loading)
     if args.json:
-        _print_json(status.to_dict())
+        print_json(status.to_dict())
         return EXIT_OK
     url = status.url()
     print(f"FalkorDB server running on {status.host}:{status.port} (pid {status.pid}), data in {status.dir}")
@@ -51,7 +51,7 @@ def _show_loading(progress: LoadProgress) -> None:
 
 
 def _stop(local: LocalServer, args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.errors import ConfigurationError
 
     if args.port is not None:
@@ -63,7 +63,7 @@ def _stop(local: LocalServer, args: argparse.Namespace) -> int:
             )
     status = local.stop()
     if args.json:
-        _print_json(status.to_dict())
+        print_json(status.to_dict())
     else:
         print(
             f"stopped the FalkorDB server on {status.host}:{status.port} (pid {status.pid}); data kept in {status.dir}"
@@ -72,14 +72,14 @@ def _stop(local: LocalServer, args: argparse.Namespace) -> int:
 
 
 def _status(local: LocalServer, args: argparse.Namespace) -> int:
-    from evigraph.cli import EXIT_FAILED, EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_FAILED, EXIT_OK, print_json
 
     status = local.status()
     note = status.note
     if status.running and args.port is not None and status.port != args.port:
         note = "; ".join(filter(None, [note, f"it runs on port {status.port}, not {args.port}"]))
     if args.json:
-        _print_json({**status.to_dict(), "note": note})
+        print_json({**status.to_dict(), "note": note})
     else:
         print(_describe(status, local))
         if note:
@@ -107,13 +107,13 @@ def _dir_flag(local: LocalServer) -> str:
 
 async def list_knowledge_bases(args: argparse.Namespace) -> int:
     """`evigraph list --db falkordb://host:port`: the knowledge bases a server holds, one per line."""
-    from evigraph.cli import EXIT_OK, _print_json
+    from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import StoreLocation, list_knowledge_bases
 
     where = StoreLocation.parse(args.db)
     names = await list_knowledge_bases(where)
     if args.json:
-        _print_json({"server": where.display.rsplit("/", 1)[0], "knowledge_bases": names})
+        print_json({"server": where.display.rsplit("/", 1)[0], "knowledge_bases": names})
         return EXIT_OK
     if not names:
         print(f"no knowledge base on {where.display.rsplit('/', 1)[0]} yet")

@@ -1,0 +1,3 @@
+from evigraph.cli.main import main
+
+raise SystemExit(main())
