@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evigraph.models import ChunkHit, EntityHit, Exploration, Neighbour
+from evigraph.models import ChunkHit, EntityHit
 from evigraph.store import bm25
 from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
@@ -33,6 +33,7 @@ from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.graph_arrays import GraphArrays
 from evigraph.store.graph_index import GraphIndex
+from evigraph.store.graph_index_reads import GraphIndexReads
 from evigraph.store.index_files import IndexFiles
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes, run_steps
 
@@ -42,7 +43,7 @@ R = TypeVar("R")
 Index = TypeVar("Index")
 
 
-class IndexOps:
+class IndexOps(GraphIndexReads):
     """The derived-index section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
 
     path: Path
@@ -118,21 +119,11 @@ class IndexOps:
         )
         return index
 
-    async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
-        if not entity_ids:
-            return []
-        return (await self._graph()).neighbours(entity_ids, hops, limit)
-
     async def _titles(self) -> reads.Titles:
         docs: reads.Titles = await self._cache.fetch(
             "titles", lambda: self._derived("titles", TITLES, reads.titles, lambda rows: rows)
         )
         return docs
-
-    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
-        if not entity_ids:
-            return []
-        return (await self._graph()).chunks_for_entities(entity_ids, per_entity)
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
         return await bm25.search(
@@ -171,16 +162,6 @@ class IndexOps:
     async def entities_named(self, phrases: Sequence[str]) -> dict[str, list[str]]:
         return (await self._names()).lookup(phrases)
 
-    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
-        if not chunk_ids:
-            return []
-        return (await self._graph()).entities_for_chunks(chunk_ids)
-
-    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
-        if not chunk_ids:
-            return []
-        return (await self._graph()).relations_for_chunks(chunk_ids, limit)
-
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
         return (await self._vectors()).search(vector, limit)
 
@@ -201,16 +182,3 @@ class IndexOps:
             lambda: self._derived(name, TERMS, lambda tx: reads.term_texts(tx, self._context_column), build_term_index),
         )
         return index.counts(terms)
-
-    async def explore(
-        self,
-        entity_id: str,
-        depth: int = 1,
-        relation_types: Sequence[str] | None = None,
-        max_nodes: int = 25,
-        max_edges: int = 50,
-    ) -> Exploration:
-        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
-
-    async def relation_weights(self) -> dict[tuple[str, str], float]:
-        return (await self._graph()).weighted_pairs()
