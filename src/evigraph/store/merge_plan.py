@@ -18,10 +18,8 @@ from typing import Any
 from evigraph.graphdata import redirect_graph, union
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
+from evigraph.store.reader import Rows
 from evigraph.store.schema_names import ENTITY_REDIRECT
-
-Rows = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
-"""Runs a read query with its parameters on the store being merged into, returning its rows."""
 
 Redirects = dict[str, tuple[str, str]]
 """Merged-away id -> (survivor id, survivor name)."""

@@ -15,10 +15,10 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from evigraph.errors import DecisionNotFoundError, DecisionStateError, StaleEvidenceError
+from evigraph.errors import DecisionStateError, StaleEvidenceError
 from evigraph.store.base import MAX_CAUSES
+from evigraph.store.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads, missing_decision
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT
 from evigraph.store.embedded.traces import TraceOps, as_utc, existing_task, utc_now
@@ -38,19 +38,6 @@ from evigraph.trace_records import (
     TraceRequest,
 )
 
-_DECISION_FIELDS = (
-    "d.id AS id, d.task AS task, d.choice_key AS choice_key, d.conclusion AS conclusion, "
-    "d.rationale AS rationale, d.assumptions AS assumptions, d.open_questions AS open_questions, "
-    "d.state AS state, d.agent AS agent, d.created_at AS created_at, d.updated_at AS updated_at, "
-    "d.supersedes AS supersedes, d.superseded_by AS superseded_by, d.explanation AS explanation, "
-    "d.review AS review"
-)
-_SUPPORT_FIELDS = (
-    "s.decision AS decision, s.ordinal AS ordinal, s.kind AS kind, s.ref AS ref, s.document AS document, "
-    "s.version AS version, s.content_hash AS content_hash, s.note AS note, s.origin AS origin, "
-    "s.current AS current, s.agent AS agent, s.added_at AS added_at"
-)
-
 
 class DecisionOps(TraceOps):
     """The decisions section of `EmbeddedStore`."""
@@ -62,7 +49,7 @@ class DecisionOps(TraceOps):
             existing_task(tx, project, decision.task)
             old = None
             if decision.supersedes is not None:
-                old = _standing(tx, project, decision.supersedes, "supersede")
+                old = _reads(tx).standing(project, decision.supersedes, "supersede")
                 if any(s.kind == "decision" and s.ref == old.id for s in decision.supports):
                     raise DecisionStateError(
                         "a decision cannot rest on the decision it supersedes",
@@ -103,7 +90,7 @@ class DecisionOps(TraceOps):
                     {"id": old.id, "by": new_id, "now": now},
                 ).close()
                 _enqueue(tx, project, old.id, now)
-            return _fetch(tx, project, [new_id])[0]
+            return _reads(tx).fetch(project, [new_id])[0]
 
         return await self._requested(project, request, DecisionRecord, work)
 
@@ -117,10 +104,10 @@ class DecisionOps(TraceOps):
         request: TraceRequest | None = None,
     ) -> DecisionRecord:
         def work(tx: Tx) -> DecisionRecord:
-            found = _standing(tx, project, decision_id, "reaffirm")
+            found = _reads(tx).standing(project, decision_id, "reaffirm")
             fresh = _check_supports(tx, project, supports)
             resting = [s.ref for s in found.supports if s.kind == "decision"]
-            for cited in _fetch(tx, project, resting):
+            for cited in _reads(tx).fetch(project, resting):
                 if cited.state != "active":
                     raise DecisionStateError(
                         f"decision {decision_id} rests on decision {cited.id}, which is {cited.state}",
@@ -139,7 +126,7 @@ class DecisionOps(TraceOps):
                 {"id": decision_id, "explanation": explanation, "now": now, "count": count + len(supports)},
             ).close()
             tx.execute(f"MATCH (q:{TRACE_REVIEW} {{id: $q}}) DELETE q", {"q": trace_key(project, decision_id)}).close()
-            return _fetch(tx, project, [decision_id])[0]
+            return _reads(tx).fetch(project, [decision_id])[0]
 
         return await self._requested(project, request, DecisionRecord, work)
 
@@ -147,7 +134,7 @@ class DecisionOps(TraceOps):
         self, project: str, agent: str, decision_id: str, reason: str, request: TraceRequest | None = None
     ) -> DecisionRecord:
         def work(tx: Tx) -> DecisionRecord:
-            _standing(tx, project, decision_id, "reject")
+            _reads(tx).standing(project, decision_id, "reject")
             now = utc_now()
             tx.execute(
                 f"MATCH (d:{TRACE_DECISION} {{id: $id}}) SET d.state = 'rejected', d.explanation = $reason, "
@@ -155,12 +142,12 @@ class DecisionOps(TraceOps):
                 {"id": decision_id, "reason": reason, "now": now},
             ).close()
             _enqueue(tx, project, decision_id, now)
-            return _fetch(tx, project, [decision_id])[0]
+            return _reads(tx).fetch(project, [decision_id])[0]
 
         return await self._requested(project, request, DecisionRecord, work)
 
     async def get_decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
-        return await self.executor.read(lambda tx: _fetch(tx, project, ids) if self._traced(tx) else [])
+        return await self.executor.read(lambda tx: _reads(tx).fetch(project, ids) if self._traced(tx) else [])
 
     async def list_decisions(
         self,
@@ -170,83 +157,25 @@ class DecisionOps(TraceOps):
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[DecisionRecord]:
-        def work(tx: Tx) -> list[DecisionRecord]:
-            if not self._traced(tx):
-                return []
-            where = ["d.project = $project"]
-            params: dict[str, Any] = {"project": project, "limit": limit}
-            if task is not None:
-                where.append("d.task = $task")
-                params["task"] = task
-            if states is not None:
-                where.append("d.state IN $states")
-                params["states"] = list(states)
-            if after_id is not None:
-                after = tx.rows(
-                    f"MATCH (d:{TRACE_DECISION} {{id: $id}}) WHERE d.project = $project RETURN d.created_at AS at",
-                    {"id": after_id, "project": project},
-                )
-                if not after:
-                    raise DecisionNotFoundError(
-                        f"project {project!r} has no decision {after_id}", hint="pass the last id of a page as after_id"
-                    )
-                where.append("(d.created_at > $at OR (d.created_at = $at AND d.id > $after))")
-                params |= {"at": after[0]["at"], "after": after_id}
-            rows = tx.rows(
-                f"MATCH (d:{TRACE_DECISION}) WHERE {' AND '.join(where)} RETURN {_DECISION_FIELDS} "
-                "ORDER BY d.created_at, d.id LIMIT $limit",
-                params,
-            )
-            return _records(tx, rows)
-
-        return await self.executor.read(work)
+        return await self.executor.read(
+            lambda tx: _reads(tx).page(project, task, states, after_id, limit) if self._traced(tx) else []
+        )
 
     async def support_history(
         self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
     ) -> list[SupportRecord]:
         def work(tx: Tx) -> list[SupportRecord]:
-            if not self._traced(tx) or not _fetch(tx, project, [decision_id]):
-                raise _missing(project, decision_id)
-            rows = tx.rows(
-                f"MATCH (s:{TRACE_SUPPORT}) WHERE s.decision = $id AND s.ordinal > $after "
-                f"RETURN {_SUPPORT_FIELDS} ORDER BY s.ordinal LIMIT $limit",
-                {"id": decision_id, "after": after_ordinal, "limit": limit},
-            )
-            return [_support(r) for r in rows]
+            if not self._traced(tx):
+                raise missing_decision(project, decision_id)
+            return _reads(tx).history(project, decision_id, after_ordinal, limit)
 
         return await self.executor.read(work)
 
     async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
-        def work(tx: Tx) -> list[DecisionText]:
-            if not self._traced(tx):
-                return []
-            rows = tx.rows(
-                f"MATCH (d:{TRACE_DECISION}) WHERE d.project = $project AND d.state IN $states "
-                "RETURN d.id AS id, d.state AS state, d.choice_key AS k, d.conclusion AS c, d.rationale AS r, "
-                "d.embedding AS v",
-                {"project": project, "states": list(states)},
-            )
-            return [
-                DecisionText(id=r["id"], state=r["state"], text=f"{r['k']}\n{r['c']}\n{r['r']}", vector=r["v"])
-                for r in rows
-            ]
-
-        return await self.executor.read(work)
+        return await self.executor.read(lambda tx: _reads(tx).texts(project, states) if self._traced(tx) else [])
 
     async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
-        def work(tx: Tx) -> list[list[DecisionRecord]]:
-            if not self._traced(tx):
-                return []
-            rows = tx.rows(
-                f"MATCH (d:{TRACE_DECISION}) WHERE d.project = $project AND d.state = 'active' "
-                "WITH d.choice_key AS k, collect(d.id) AS ids, count(DISTINCT lower(trim(d.conclusion))) AS n "
-                "WHERE n > 1 RETURN k, ids ORDER BY k LIMIT $limit",
-                {"project": project, "limit": limit},
-            )
-            found = {d.id: d for d in _fetch(tx, project, [i for r in rows for i in r["ids"]])}
-            return [[found[i] for i in r["ids"] if i in found] for r in rows]
-
-        return await self.executor.read(work)
+        return await self.executor.read(lambda tx: _reads(tx).conflicts(project, limit) if self._traced(tx) else [])
 
     async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
         def work(tx: Tx) -> ReviewProgress:
@@ -259,7 +188,7 @@ class DecisionOps(TraceOps):
             flagged: list[str] = []
             now = utc_now()
             for q in queued:
-                cited = _fetch(tx, q["project"], [q["decision"]])
+                cited = _reads(tx).fetch(q["project"], [q["decision"]])
                 change: ReviewChange = "needs_review"
                 if cited and cited[0].state in ("superseded", "rejected"):
                     change = "superseded" if cited[0].state == "superseded" else "rejected"
@@ -313,7 +242,7 @@ def _flag(tx: Tx, project: str, causes_of: Mapping[str, list[ReviewCause]], now:
     """Mark standing decisions needs_review with their causes; queue the newly flagged ones so the
     flag reaches what rests on them. Returns the newly flagged ids."""
     flagged = []
-    for found in _fetch(tx, project, list(causes_of)):
+    for found in _reads(tx).fetch(project, list(causes_of)):
         if found.state not in OPEN_STATES:
             continue
         review = [*found.review, *causes_of[found.id]][:MAX_CAUSES]
@@ -356,10 +285,10 @@ def _check_supports(tx: Tx, project: str, supports: Sequence[NewSupport]) -> lis
                     hint="search again and read the current passage with read_passages, then cite it",
                 )
     cited = [s.ref for s in supports if s.kind == "decision"]
-    found = {d.id: d for d in _fetch(tx, project, cited)}
+    found = {d.id: d for d in _reads(tx).fetch(project, cited)}
     for ref in cited:
         if ref not in found:
-            raise _missing(project, ref)
+            raise missing_decision(project, ref)
         if found[ref].state != "active":
             raise DecisionStateError(
                 f"decision {ref} is {found[ref].state}; a decision can only rest on an active one",
@@ -409,60 +338,17 @@ def _support_count(tx: Tx, decision_id: str) -> int:
     return int(found[0])
 
 
-def _standing(tx: Tx, project: str, decision_id: str, verb: str) -> DecisionRecord:
-    found = _fetch(tx, project, [decision_id])
-    if not found:
-        raise _missing(project, decision_id)
-    if found[0].state not in OPEN_STATES:
-        raise DecisionStateError(
-            f"cannot {verb} decision {decision_id}: it is {found[0].state}",
-            hint=f"only an active decision or one that needs review can be {verb}ed"
-            + (f"; its successor is {found[0].superseded_by}" if found[0].superseded_by else ""),
-        )
-    return found[0]
-
-
-def _missing(project: str, decision_id: str) -> DecisionNotFoundError:
-    return DecisionNotFoundError(
-        f"project {project!r} has no decision {decision_id}",
-        hint="list_decisions or search_decisions give the ids of this project's decisions",
-    )
-
-
-def _fetch(tx: Tx, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
-    """The decisions of `project` among `ids`, in the order asked, with their current supports."""
-    if not ids:
-        return []
-    rows = tx.rows(  # UNWIND and `=` rather than IN: see `_records`
-        f"UNWIND $ids AS i MATCH (d:{TRACE_DECISION}) WHERE d.id = i AND d.project = $project "
-        f"RETURN {_DECISION_FIELDS}",
-        {"ids": list(dict.fromkeys(ids)), "project": project},
-    )
-    order = {i: n for n, i in enumerate(ids)}
-    return sorted(_records(tx, rows), key=lambda d: order[d.id])
-
-
-def _records(tx: Tx, rows: list[dict[str, Any]]) -> list[DecisionRecord]:
-    if not rows:
-        return []
-    supports: dict[str, list[SupportRecord]] = {}
+_DECISIONS = (  # UNWIND and `=` rather than IN: see `_SUPPORTS`
+    f"UNWIND $ids AS i MATCH (d:{TRACE_DECISION}) WHERE d.id = i AND d.project = $project RETURN {DECISION_FIELDS}"
+)
+_SUPPORTS = (
     # UNWIND and `=`, not `s.decision IN $ids`: in a transaction that set `current` on a decision's
     # supports and then created new ones (reaffirm_decision), the engine's IN filter skipped the new
     # rows and returned another row in their place.
-    for r in tx.rows(
-        f"UNWIND $ids AS i MATCH (s:{TRACE_SUPPORT}) WHERE s.decision = i AND s.current "
-        f"RETURN {_SUPPORT_FIELDS} ORDER BY s.ordinal",
-        {"ids": [r["id"] for r in rows]},
-    ):
-        supports.setdefault(r["decision"], []).append(_support(r))
-    out = []
-    for r in rows:
-        row = as_utc(as_utc(r, "created_at"), "updated_at")
-        row["review"] = json.loads(row["review"] or "[]")
-        out.append(DecisionRecord.model_validate({**row, "supports": supports.get(r["id"], [])}))
-    return out
+    f"UNWIND $ids AS i MATCH (s:{TRACE_SUPPORT}) WHERE s.decision = i AND s.current "
+    f"RETURN {SUPPORT_FIELDS} ORDER BY s.ordinal"
+)
 
 
-def _support(row: dict[str, Any]) -> SupportRecord:
-    fields = {k: v for k, v in as_utc(row, "added_at").items() if k != "decision"}
-    return SupportRecord.model_validate(fields)
+def _reads(tx: Tx) -> DecisionReads:
+    return DecisionReads(tx.rows, _DECISIONS, _SUPPORTS, as_utc)

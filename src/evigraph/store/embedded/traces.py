@@ -8,7 +8,7 @@ crash or a refusal leaves nothing half written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -44,7 +44,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def as_utc(row: dict[str, Any], field: str) -> dict[str, Any]:
+def as_utc(row: Mapping[str, Any], field: str) -> dict[str, Any]:
     """The engine returns the naive UTC time it was given; results say it is UTC."""
     return {**row, field: row[field].replace(tzinfo=UTC)}
 

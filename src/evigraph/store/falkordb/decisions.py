@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from evigraph.errors import DecisionNotFoundError, DecisionStateError, StaleEvidenceError
+from evigraph.errors import DecisionStateError, StaleEvidenceError
 from evigraph.store.base import MAX_CAUSES
+from evigraph.store.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads, missing_decision
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.falkordb.traces import (
     FalkorTraceOps,
@@ -52,19 +53,6 @@ from evigraph.trace_records import (
     TraceRequest,
 )
 
-_DECISION_FIELDS = (
-    "d.id AS id, d.task AS task, d.choice_key AS choice_key, d.conclusion AS conclusion, "
-    "d.rationale AS rationale, d.assumptions AS assumptions, d.open_questions AS open_questions, "
-    "d.state AS state, d.agent AS agent, d.created_at AS created_at, d.updated_at AS updated_at, "
-    "d.supersedes AS supersedes, d.superseded_by AS superseded_by, d.explanation AS explanation, "
-    "d.review AS review"
-)
-_SUPPORT_FIELDS = (
-    "s.decision AS decision, s.ordinal AS ordinal, s.kind AS kind, s.ref AS ref, s.document AS document, "
-    "s.version AS version, s.content_hash AS content_hash, s.note AS note, s.origin AS origin, "
-    "s.current AS current, s.agent AS agent, s.added_at AS added_at"
-)
-
 
 class FalkorDecisionOps(FalkorTraceOps):
     """The decisions section of `FalkorStore`."""
@@ -77,7 +65,7 @@ class FalkorDecisionOps(FalkorTraceOps):
             existing_task(conn, project, decision.task)
             old = None
             if decision.supersedes is not None:
-                old = _standing(conn, project, decision.supersedes, "supersede")
+                old = _reads(conn).standing(project, decision.supersedes, "supersede")
                 if any(s.kind == "decision" and s.ref == old.id for s in decision.supports):
                     raise DecisionStateError(
                         "a decision cannot rest on the decision it supersedes",
@@ -135,10 +123,10 @@ class FalkorDecisionOps(FalkorTraceOps):
     ) -> DecisionRecord:
         def work(writes: Writes) -> DecisionRecord:
             conn = Primary(self.conn)
-            found = _standing(conn, project, decision_id, "reaffirm")
+            found = _reads(conn).standing(project, decision_id, "reaffirm")
             fresh = _check_supports(conn, project, supports, writes)
             resting = [s.ref for s in found.supports if s.kind == "decision"]
-            for cited in _fetch(conn, project, resting):
+            for cited in _reads(conn).fetch(project, resting):
                 if cited.state != "active":
                     raise DecisionStateError(
                         f"decision {decision_id} rests on decision {cited.id}, which is {cited.state}",
@@ -187,7 +175,7 @@ class FalkorDecisionOps(FalkorTraceOps):
         self, project: str, agent: str, decision_id: str, reason: str, request: TraceRequest | None = None
     ) -> DecisionRecord:
         def work(writes: Writes) -> DecisionRecord:
-            found = _standing(Primary(self.conn), project, decision_id, "reject")
+            found = _reads(Primary(self.conn)).standing(project, decision_id, "reject")
             now = utc_now()
             writes.update(
                 TRACE_DECISION,
@@ -199,7 +187,7 @@ class FalkorDecisionOps(FalkorTraceOps):
         return await self._requested(project, request, DecisionRecord, work)
 
     async def get_decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
-        return await asyncio.to_thread(_fetch, self.conn, project, ids)
+        return await asyncio.to_thread(_reads(self.conn).fetch, project, ids)
 
     async def list_decisions(
         self,
@@ -209,80 +197,18 @@ class FalkorDecisionOps(FalkorTraceOps):
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[DecisionRecord]:
-        def work() -> list[DecisionRecord]:
-            conn = self.conn
-            where = ["d.project = $project"]
-            params: dict[str, Any] = {"project": project, "limit": limit}
-            if task is not None:
-                where.append("d.task = $task")
-                params["task"] = task
-            if states is not None:
-                where.append("d.state IN $states")
-                params["states"] = list(states)
-            if after_id is not None:
-                after = conn.read_sync(
-                    f"MATCH (d:{TRACE_DECISION} {{id: $id}}) WHERE d.project = $project RETURN d.created_at AS at",
-                    {"id": after_id, "project": project},
-                )
-                if not after:
-                    raise DecisionNotFoundError(
-                        f"project {project!r} has no decision {after_id}", hint="pass the last id of a page as after_id"
-                    )
-                where.append("(d.created_at > $at OR (d.created_at = $at AND d.id > $after))")
-                params |= {"at": after[0]["at"], "after": after_id}
-            rows = conn.read_sync(
-                f"MATCH (d:{TRACE_DECISION}) WHERE {' AND '.join(where)} RETURN {_DECISION_FIELDS} "
-                "ORDER BY d.created_at, d.id LIMIT $limit",
-                params,
-            )
-            return _records(conn, rows)
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_reads(self.conn).page, project, task, states, after_id, limit)
 
     async def support_history(
         self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
     ) -> list[SupportRecord]:
-        def work() -> list[SupportRecord]:
-            conn = self.conn
-            if not _fetch(conn, project, [decision_id]):
-                raise _missing(project, decision_id)
-            rows = conn.read_sync(
-                f"MATCH (s:{TRACE_SUPPORT}) WHERE s.decision = $id AND s.ordinal > $after "
-                f"RETURN {_SUPPORT_FIELDS} ORDER BY s.ordinal LIMIT $limit",
-                {"id": decision_id, "after": after_ordinal, "limit": limit},
-            )
-            return [_support(r) for r in rows]
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_reads(self.conn).history, project, decision_id, after_ordinal, limit)
 
     async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
-        def work() -> list[DecisionText]:
-            rows = self.conn.read_sync(
-                f"MATCH (d:{TRACE_DECISION}) WHERE d.project = $project AND d.state IN $states "
-                "RETURN d.id AS id, d.state AS state, d.choice_key AS k, d.conclusion AS c, d.rationale AS r, "
-                "d.embedding AS v",
-                {"project": project, "states": list(states)},
-            )
-            return [
-                DecisionText(id=r["id"], state=r["state"], text=f"{r['k']}\n{r['c']}\n{r['r']}", vector=r["v"])
-                for r in rows
-            ]
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_reads(self.conn).texts, project, states)
 
     async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
-        def work() -> list[list[DecisionRecord]]:
-            conn = self.conn
-            rows = conn.read_sync(  # toLower: FalkorDB has no lower()
-                f"MATCH (d:{TRACE_DECISION}) WHERE d.project = $project AND d.state = 'active' "
-                "WITH d.choice_key AS k, collect(d.id) AS ids, count(DISTINCT toLower(trim(d.conclusion))) AS n "
-                "WHERE n > 1 RETURN k, ids ORDER BY k LIMIT $limit",
-                {"project": project, "limit": limit},
-            )
-            found = {d.id: d for d in _fetch(conn, project, [i for r in rows for i in r["ids"]])}
-            return [[found[i] for i in r["ids"] if i in found] for r in rows]
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_reads(self.conn).conflicts, project, limit)
 
     async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
         if self.read_only:
@@ -410,9 +336,9 @@ class _Review:
         self._dequeued: list[str] = []
 
     def decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
-        """`_fetch`, seeing the flags this review already gathered."""
+        """`DecisionReads.fetch`, seeing the flags this review already gathered."""
         missing = [i for i in ids if (project, i) not in self._seen]
-        for found in _fetch(self.conn, project, missing):
+        for found in _reads(self.conn).fetch(project, missing):
             self._seen[project, found.id] = found
         return [self._seen[project, i] for i in ids if (project, i) in self._seen]
 
@@ -495,10 +421,10 @@ def _check_supports(conn: Reader, project: str, supports: Sequence[NewSupport], 
     if docs:
         writes.require_versions({d: current[d][0] for d in docs}, refused)
     cited = [s.ref for s in supports if s.kind == "decision"]
-    found = {d.id: d for d in _fetch(conn, project, cited)}
+    found = {d.id: d for d in _reads(conn).fetch(project, cited)}
     for ref in cited:
         if ref not in found:
-            raise _missing(project, ref)
+            raise missing_decision(project, ref)
         if found[ref].state != "active":
             raise DecisionStateError(
                 f"decision {ref} is {found[ref].state}; a decision can only rest on an active one",
@@ -542,58 +468,14 @@ def _support_count(conn: Reader, decision_id: str) -> int:
     return int(found[0]["n"])
 
 
-def _standing(conn: Reader, project: str, decision_id: str, verb: str) -> DecisionRecord:
-    found = _fetch(conn, project, [decision_id])
-    if not found:
-        raise _missing(project, decision_id)
-    if found[0].state not in OPEN_STATES:
-        raise DecisionStateError(
-            f"cannot {verb} decision {decision_id}: it is {found[0].state}",
-            hint=f"only an active decision or one that needs review can be {verb}ed"
-            + (f"; its successor is {found[0].superseded_by}" if found[0].superseded_by else ""),
-        )
-    return found[0]
+_DECISIONS = (
+    f"UNWIND $ids AS i MATCH (d:{TRACE_DECISION} {{id: i}}) WHERE d.project = $project RETURN {DECISION_FIELDS}"
+)
+_SUPPORTS = (
+    f"UNWIND $ids AS i MATCH (s:{TRACE_SUPPORT} {{decision: i}}) WHERE s.current "
+    f"RETURN {SUPPORT_FIELDS} ORDER BY s.ordinal"
+)
 
 
-def _missing(project: str, decision_id: str) -> DecisionNotFoundError:
-    return DecisionNotFoundError(
-        f"project {project!r} has no decision {decision_id}",
-        hint="list_decisions or search_decisions give the ids of this project's decisions",
-    )
-
-
-def _fetch(conn: Reader, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
-    """The decisions of `project` among `ids`, in the order asked, with their current supports."""
-    if not ids:
-        return []
-    rows = conn.read_sync(
-        f"UNWIND $ids AS i MATCH (d:{TRACE_DECISION} {{id: i}}) WHERE d.project = $project RETURN {_DECISION_FIELDS}",
-        {"ids": list(dict.fromkeys(ids)), "project": project},
-    )
-    order = {i: n for n, i in enumerate(ids)}
-    return sorted(_records(conn, rows), key=lambda d: order[d.id])
-
-
-def _records(conn: Reader, rows: list[dict[str, Any]]) -> list[DecisionRecord]:
-    if not rows:
-        return []
-    supports: dict[str, list[SupportRecord]] = {}
-    for r in conn.read_sync(
-        f"UNWIND $ids AS i MATCH (s:{TRACE_SUPPORT} {{decision: i}}) WHERE s.current "
-        f"RETURN {_SUPPORT_FIELDS} ORDER BY s.ordinal",
-        {"ids": [r["id"] for r in rows]},
-    ):
-        supports.setdefault(r["decision"], []).append(_support(r))
-    out = []
-    for r in rows:
-        row = parsed(r, "created_at", "updated_at")
-        row["review"] = json.loads(row["review"] or "[]")
-        row["assumptions"] = row["assumptions"] or []
-        row["open_questions"] = row["open_questions"] or []
-        out.append(DecisionRecord.model_validate({**row, "supports": supports.get(r["id"], [])}))
-    return out
-
-
-def _support(row: dict[str, Any]) -> SupportRecord:
-    fields = {k: v for k, v in parsed(row, "added_at").items() if k != "decision"}
-    return SupportRecord.model_validate(fields)
+def _reads(conn: Reader) -> DecisionReads:
+    return DecisionReads(conn.read_sync, _DECISIONS, _SUPPORTS, parsed, lower="toLower")  # FalkorDB has no lower()

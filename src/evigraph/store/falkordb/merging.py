@@ -29,8 +29,9 @@ from typing import Any
 
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import write_entities, write_relations
-from evigraph.store.merge_plan import BATCH, MergePlan, Rows, plan_merges
+from evigraph.store.merge_plan import BATCH, MergePlan, plan_merges
 from evigraph.store.merging import EntityMerge, MergeOutcome
+from evigraph.store.reader import Rows
 from evigraph.store.schema_names import ENTITY_REDIRECT, EXTRACTION_SOURCE
 
 
