@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.schema_names import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK, trace_key
+from evigraph.store.trace_reads import TraceReads, missing_task
 from evigraph.trace_records import (
     EventRecord,
     EventSummary,
@@ -29,15 +30,6 @@ from evigraph.trace_records import (
 )
 
 R = TypeVar("R", bound=BaseModel)
-
-_EVENT_FIELDS = (
-    "e.seq AS seq, e.kind AS kind, e.role AS role, e.name AS name, e.agent AS agent, e.at AS at, "
-    "e.chars AS chars, e.sha256 AS sha256, e.truncated AS truncated"
-)
-_STEP_FIELDS = (
-    "s.name AS name, s.state AS state, s.kind AS kind, s.result_basis AS result_basis, "
-    "s.result_event_seq AS result_event_seq, s.agent AS agent, s.updated_at AS updated_at"
-)
 
 
 def utc_now() -> datetime:
@@ -62,7 +54,7 @@ class TraceOps:
         self, project: str, agent: str, name: str, goal: str, request: TraceRequest | None = None
     ) -> TaskRecord:
         def work(tx: Tx) -> TaskRecord:
-            task = _task(tx, project, name)
+            task = _trace_reads(tx).task(project, name)
             if task is not None:
                 if task.goal != goal:
                     raise TaskExistsError(
@@ -82,28 +74,19 @@ class TraceOps:
                     "at": utc_now(),
                 },
             ).close()
-            found = _task(tx, project, name)
+            found = _trace_reads(tx).task(project, name)
             assert found is not None
             return found
 
         return await self._requested(project, request, TaskRecord, work)
 
     async def get_task(self, project: str, name: str) -> TaskRecord | None:
-        return await self.executor.read(lambda tx: _task(tx, project, name) if self._traced(tx) else None)
+        return await self.executor.read(lambda tx: _trace_reads(tx).task(project, name) if self._traced(tx) else None)
 
     async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
-        def work(tx: Tx) -> list[TaskRecord]:
-            if not self._traced(tx):
-                return []
-            rows = tx.rows(
-                f"MATCH (t:{TRACE_TASK}) WHERE t.project = $project AND t.name > $after "
-                "RETURN t.name AS name, t.goal AS goal, t.agent AS agent, t.created_at AS created_at, "
-                "t.events AS events ORDER BY t.name LIMIT $limit",
-                {"project": project, "after": after_name or "", "limit": limit},
-            )
-            return [TaskRecord.model_validate(as_utc(r, "created_at")) for r in rows]
-
-        return await self.executor.read(work)
+        return await self.executor.read(
+            lambda tx: _trace_reads(tx).tasks(project, after_name, limit) if self._traced(tx) else []
+        )
 
     async def record_event(
         self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
@@ -115,24 +98,15 @@ class TraceOps:
 
     async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
         def work(tx: Tx) -> list[EventSummary]:
-            found = existing_task(tx, project, task, self._traced(tx))
-            rows = tx.rows(
-                f"MATCH (e:{TRACE_EVENT}) WHERE e.task = $task AND e.seq > $after "
-                f"RETURN {_EVENT_FIELDS} ORDER BY e.seq LIMIT $limit",
-                {"task": trace_key(project, found.name), "after": after_seq, "limit": limit},
-            )
-            return [EventSummary.model_validate(as_utc(r, "at")) for r in rows]
+            existing_task(tx, project, task, self._traced(tx))
+            return _trace_reads(tx).events(project, task, after_seq, limit)
 
         return await self.executor.read(work)
 
     async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
         def work(tx: Tx) -> EventRecord | None:
-            found = existing_task(tx, project, task, self._traced(tx))
-            rows = tx.rows(
-                f"MATCH (e:{TRACE_EVENT} {{id: $id}}) RETURN {_EVENT_FIELDS}, e.payload AS payload",
-                {"id": trace_key(project, found.name, seq)},
-            )
-            return EventRecord.model_validate(as_utc(rows[0], "at")) if rows else None
+            existing_task(tx, project, task, self._traced(tx))
+            return _trace_reads(tx).event(project, task, seq)
 
         return await self.executor.read(work)
 
@@ -170,13 +144,8 @@ class TraceOps:
         self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
     ) -> list[StepRecord]:
         def work(tx: Tx) -> list[StepRecord]:
-            found = existing_task(tx, project, task, self._traced(tx))
-            rows = tx.rows(
-                f"MATCH (s:{TRACE_STEP}) WHERE s.task = $task AND s.state = $state AND s.name > $after "
-                f"RETURN {_STEP_FIELDS} ORDER BY s.name LIMIT $limit",
-                {"task": trace_key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
-            )
-            return [StepRecord.model_validate(as_utc(r, "updated_at")) for r in rows]
+            existing_task(tx, project, task, self._traced(tx))
+            return _trace_reads(tx).steps(project, task, state, after_name, limit)
 
         return await self.executor.read(work)
 
@@ -214,24 +183,6 @@ class TraceOps:
         return await self.executor.write(work)
 
 
-def _task(tx: Tx, project: str, name: str) -> TaskRecord | None:
-    rows = tx.rows(
-        f"MATCH (t:{TRACE_TASK} {{id: $id}}) RETURN t.name AS name, t.goal AS goal, t.agent AS agent, "
-        "t.created_at AS created_at, t.events AS events",
-        {"id": trace_key(project, name)},
-    )
-    return TaskRecord.model_validate(as_utc(rows[0], "created_at")) if rows else None
-
-
-def existing_task(tx: Tx, project: str, name: str, traced: bool = True) -> TaskRecord:
-    found = _task(tx, project, name) if traced else None
-    if found is None:
-        raise TaskNotFoundError(
-            f"project {project!r} has no task {name!r}", hint="create it with create_task first, or check the name"
-        )
-    return found
-
-
 def _append(tx: Tx, project: str, agent: str, task: TaskRecord, event: NewEvent) -> EventSummary:
     seq = task.events + 1
     at = utc_now()
@@ -247,3 +198,14 @@ def _append(tx: Tx, project: str, agent: str, task: TaskRecord, event: NewEvent)
     ).close()
     del row["payload"]
     return EventSummary.model_validate({**row, "at": at.replace(tzinfo=UTC)})
+
+
+def existing_task(tx: Tx, project: str, name: str, traced: bool = True) -> TaskRecord:
+    """The task, which must exist (`traced` False: the file predates traces, so it cannot)."""
+    if not traced:
+        raise missing_task(project, name)
+    return _trace_reads(tx).existing_task(project, name)
+
+
+def _trace_reads(tx: Tx) -> TraceReads:
+    return TraceReads(tx.rows, as_utc)

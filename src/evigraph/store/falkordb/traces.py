@@ -41,6 +41,7 @@ from evigraph.errors import RequestConflictError, StoreError, TaskExistsError, T
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.schema_names import TRACE_EVENT, TRACE_REQUEST, TRACE_STEP, TRACE_TASK, trace_key
+from evigraph.store.trace_reads import TraceReads
 from evigraph.trace_records import (
     EventRecord,
     EventSummary,
@@ -54,17 +55,6 @@ from evigraph.trace_records import (
 
 R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")
-
-
-_EVENT_FIELDS = (
-    "e.seq AS seq, e.kind AS kind, e.role AS role, e.name AS name, e.agent AS agent, e.at AS at, "
-    "e.chars AS chars, e.sha256 AS sha256, e.truncated AS truncated"
-)
-_STEP_FIELDS = (
-    "s.name AS name, s.state AS state, s.kind AS kind, s.result_basis AS result_basis, "
-    "s.result_event_seq AS result_event_seq, s.agent AS agent, s.updated_at AS updated_at"
-)
-_TASK_FIELDS = "t.name AS name, t.goal AS goal, t.agent AS agent, t.created_at AS created_at, t.events AS events"
 
 
 def utc_now() -> datetime:
@@ -181,7 +171,7 @@ class FalkorTraceOps:
         self, project: str, agent: str, name: str, goal: str, request: TraceRequest | None = None
     ) -> TaskRecord:
         def work(writes: Writes) -> TaskRecord:
-            task = _task(Primary(self.conn), project, name)
+            task = _trace_reads(Primary(self.conn)).task(project, name)
             if task is not None:
                 if task.goal != goal:
                     raise TaskExistsError(
@@ -206,18 +196,10 @@ class FalkorTraceOps:
         return await self._requested(project, request, TaskRecord, work)
 
     async def get_task(self, project: str, name: str) -> TaskRecord | None:
-        return await asyncio.to_thread(_task, self.conn, project, name)
+        return await asyncio.to_thread(_trace_reads(self.conn).task, project, name)
 
     async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
-        def work() -> list[TaskRecord]:
-            rows = self.conn.read_sync(
-                f"MATCH (t:{TRACE_TASK}) WHERE t.project = $project AND t.name > $after "
-                f"RETURN {_TASK_FIELDS} ORDER BY t.name LIMIT $limit",
-                {"project": project, "after": after_name or "", "limit": limit},
-            )
-            return [TaskRecord.model_validate(parsed(r, "created_at")) for r in rows]
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_trace_reads(self.conn).tasks, project, after_name, limit)
 
     async def record_event(
         self, project: str, agent: str, task: str, event: NewEvent, request: TraceRequest | None = None
@@ -228,27 +210,10 @@ class FalkorTraceOps:
         return await self._requested(project, request, EventSummary, work)
 
     async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
-        def work() -> list[EventSummary]:
-            found = existing_task(self.conn, project, task)
-            rows = self.conn.read_sync(
-                f"MATCH (e:{TRACE_EVENT}) WHERE e.task = $task AND e.seq > $after "
-                f"RETURN {_EVENT_FIELDS} ORDER BY e.seq LIMIT $limit",
-                {"task": trace_key(project, found.name), "after": after_seq, "limit": limit},
-            )
-            return [EventSummary.model_validate(parsed(r, "at")) for r in rows]
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_trace_reads(self.conn).events, project, task, after_seq, limit)
 
     async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
-        def work() -> EventRecord | None:
-            found = existing_task(self.conn, project, task)
-            rows = self.conn.read_sync(
-                f"MATCH (e:{TRACE_EVENT} {{id: $id}}) RETURN {_EVENT_FIELDS}, e.payload AS payload",
-                {"id": trace_key(project, found.name, seq)},
-            )
-            return EventRecord.model_validate(parsed(rows[0], "at")) if rows else None
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_trace_reads(self.conn).event, project, task, seq)
 
     async def set_step(
         self,
@@ -283,16 +248,7 @@ class FalkorTraceOps:
     async def list_steps(
         self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
     ) -> list[StepRecord]:
-        def work() -> list[StepRecord]:
-            found = existing_task(self.conn, project, task)
-            rows = self.conn.read_sync(
-                f"MATCH (s:{TRACE_STEP}) WHERE s.task = $task AND s.state = $state AND s.name > $after "
-                f"RETURN {_STEP_FIELDS} ORDER BY s.name LIMIT $limit",
-                {"task": trace_key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
-            )
-            return [StepRecord.model_validate(parsed(r, "updated_at")) for r in rows]
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(_trace_reads(self.conn).steps, project, task, state, after_name, limit)
 
     async def _requested(
         self, project: str, request: TraceRequest | None, result: type[R], write: Callable[[Writes], R]
@@ -357,20 +313,6 @@ class FalkorTraceOps:
         return await asyncio.to_thread(locked)
 
 
-def _task(conn: Reader, project: str, name: str) -> TaskRecord | None:
-    rows = conn.read_sync(f"MATCH (t:{TRACE_TASK} {{id: $id}}) RETURN {_TASK_FIELDS}", {"id": trace_key(project, name)})
-    return TaskRecord.model_validate(parsed(rows[0], "created_at")) if rows else None
-
-
-def existing_task(conn: Reader, project: str, name: str) -> TaskRecord:
-    found = _task(conn, project, name)
-    if found is None:
-        raise TaskNotFoundError(
-            f"project {project!r} has no task {name!r}", hint="create it with create_task first, or check the name"
-        )
-    return found
-
-
 def _append(writes: Writes, project: str, agent: str, task: TaskRecord, event: NewEvent) -> EventSummary:
     seq = task.events + 1
     at = utc_now()
@@ -381,3 +323,11 @@ def _append(writes: Writes, project: str, agent: str, task: TaskRecord, event: N
     )
     del row["payload"]
     return EventSummary.model_validate({**row, "at": at})
+
+
+def existing_task(conn: Reader, project: str, name: str) -> TaskRecord:
+    return _trace_reads(conn).existing_task(project, name)
+
+
+def _trace_reads(conn: Reader) -> TraceReads:
+    return TraceReads(conn.read_sync, parsed)
