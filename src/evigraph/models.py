@@ -274,6 +274,18 @@ class DocumentVersion(_Frozen):
         "write creates gets its name's vector with it (names of entities stored already may be left out)",
     )
 
+    def stored(self, version: int) -> StoredDocument:
+        """What a write reports of this version once stored under number `version`."""
+        return StoredDocument(
+            key=self.key,
+            title=self.title,
+            path=self.path,
+            content_hash=self.content_hash,
+            version=version,
+            loader=self.loader,
+            chunks=len(self.chunks),
+        )
+
 
 class StoredDocument(_Frozen):
     key: str

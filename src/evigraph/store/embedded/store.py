@@ -292,18 +292,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
         def work(tx: Tx) -> list[StoredDocument]:
             numbers = writes.write_versions(tx, redirect_versions(tx.rows, versions))
             flag_documents(tx, numbers)
-            return [
-                StoredDocument(
-                    key=v.key,
-                    title=v.title,
-                    path=v.path,
-                    content_hash=v.content_hash,
-                    version=numbers[v.key],
-                    loader=v.loader,
-                    chunks=len(v.chunks),
-                )
-                for v in versions
-            ]
+            return [v.stored(numbers[v.key]) for v in versions]
 
         try:
             return await self.executor.write(bumping(work))

@@ -124,18 +124,7 @@ def write_versions(
         refresh_search_texts(conn, done.grown)
         candidates = prune_relation_sources(conn, done.gone)
         delete_orphans(conn, candidates | done.held)
-    stored = [
-        StoredDocument(
-            key=v.key,
-            title=v.title,
-            path=v.path,
-            content_hash=v.content_hash,
-            version=numbers[v.key],
-            loader=v.loader,
-            chunks=len(v.chunks),
-        )
-        for v in versions
-    ]
+    stored = [v.stored(numbers[v.key]) for v in versions]
     return stored, done.switched
 
 
