@@ -239,6 +239,7 @@ def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]
     from evigraph.store.falkordb.connection import Connection
     from evigraph.store.location import StoreLocation
     from evigraph.store.merge_plan import read_entity_records
+    from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 
     conn = Connection(StoreLocation.parse(url), read_only=True)
     conn.open()
@@ -248,8 +249,10 @@ def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]
         "term texts (term statistics)": lambda: reads.term_texts(conn),
         "names (name index)": lambda: reads.name_rows(conn),
         "vectors (exact scan)": lambda: reads.vector_rows(conn),
-        "graph ranking rows": lambda: ranking.ranking_rows(conn, None),
-        "entity vectors": lambda: ranking.entity_vectors(conn, None),
+        "graph ranking rows": lambda: read_ranking_rows(
+            conn.read_sync, None, live="c.live", spans=ranking._ints, vector=ranking._floats
+        ),
+        "entity vectors": lambda: read_entity_vectors(conn.read_sync, None, ranking._floats),
         "graph index (walks)": lambda: build_graph_index(conn).edges,
         "entity records (resolution)": lambda: read_entity_records(conn.read_sync),
     }

@@ -45,6 +45,8 @@ def missing_decision(project: str, decision_id: str) -> DecisionNotFoundError:
 
 @dataclass(frozen=True)
 class DecisionReads:
+    """One backend's reads of decisions; made per transaction or connection, as cheap as a tuple."""
+
     read: Rows
     decisions_query: str
     """`$ids`, `$project` -> the project's decisions among the ids, as `DECISION_FIELDS`."""

@@ -32,6 +32,8 @@ def missing_task(project: str, name: str) -> TaskNotFoundError:
 
 @dataclass(frozen=True)
 class TraceReads:
+    """One backend's reads of tasks, events and steps; made per transaction or connection."""
+
     read: Rows
     times: Times
 

@@ -1,64 +1,14 @@
-"""Reads and writes of graph ranking's inputs in the embedded schema (see store/ranking.py)."""
+"""The embedded schema's side of graph ranking's inputs: the texts still to embed and the
+vectors written back (the reads both backends share are in `store/ranking_reads.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from evigraph.models import embedding_text
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.reads import context_of
-from evigraph.store.ranking import EntityVector, RankingRow, RankingText
-
-_BATCH = 2000
-
-
-def ranking_rows(tx: Tx, documents: Sequence[str] | None) -> list[RankingRow]:
-    where = "WHERE c.document IN $keys " if documents is not None else ""
-    params: dict[str, Any] = {"keys": list(documents)} if documents is not None else {}
-    chunks = tx.rows(
-        f"""MATCH (c:Chunk) {where}RETURN c.id AS id, c.document AS doc, c.sentence_starts AS ss,
-               c.sentence_ends AS se, c.sentence_vectors AS sv""",
-        params,
-    )
-    mentions: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {}
-    for r in tx.rows(
-        f"""MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk) {where}
-            RETURN c.id AS c, e.id AS e, e.name AS n, m.span_starts AS s""",
-        params,
-    ):
-        mentions.setdefault(r["c"], []).append((r["e"], r["n"], tuple(unpack_ints(r["s"]))))
-    out = []
-    for r in chunks:
-        spans = tuple(zip(r["ss"] or (), r["se"] or (), strict=False))
-        vectors = r["sv"]
-        out.append(
-            RankingRow(
-                chunk=r["id"],
-                document=r["doc"],
-                sentences=spans,
-                sentence_vectors=tuple(tuple(v) for v in vectors) if vectors and len(vectors) == len(spans) else None,
-                mentions=tuple(mentions.get(r["id"], ())),
-            )
-        )
-    return out
-
-
-def entity_vectors(tx: Tx, ids: Sequence[str] | None) -> list[EntityVector]:
-    if ids is None:
-        rows = tx.rows(
-            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id AS id, e.name AS n, e.embedding AS v"
-        )
-    else:
-        rows = []
-        for i in range(0, len(ids), _BATCH):
-            rows += tx.rows(
-                """UNWIND $ids AS eid MATCH (e:Entity {id: eid}) WHERE e.embedding IS NOT NULL
-                   RETURN e.id AS id, e.name AS n, e.embedding AS v""",
-                {"ids": list(ids[i : i + _BATCH])},
-            )
-    return [EntityVector(r["id"], r["n"], tuple(r["v"])) for r in rows if r["v"]]
+from evigraph.store.ranking import RankingText
 
 
 def pending_ranking_texts(tx: Tx, limit: int, context: bool = True) -> list[RankingText]:

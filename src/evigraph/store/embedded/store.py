@@ -60,6 +60,7 @@ from evigraph.store.embedded.engine import (
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.index_ops import IndexOps
+from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
@@ -80,6 +81,7 @@ from evigraph.store.merge_plan import (
 )
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 from evigraph.store.saved_indexes import SavedIndexes
 
 
@@ -422,12 +424,14 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     async def ranking_rows(self, documents: Sequence[str] | None = None) -> list[RankingRow]:
         if not self._ranking_columns or (documents is not None and not documents):
             return []
-        return await self.executor.read(lambda tx: ranking_io.ranking_rows(tx, documents))
+        return await self.executor.read(
+            lambda tx: read_ranking_rows(tx.rows, documents, live="", spans=unpack_ints, vector=tuple)
+        )
 
     async def entity_vectors(self, ids: Sequence[str] | None = None) -> list[EntityVector]:
         if not self._ranking_columns or (ids is not None and not ids):
             return []
-        return await self.executor.read(lambda tx: ranking_io.entity_vectors(tx, ids))
+        return await self.executor.read(lambda tx: read_entity_vectors(tx.rows, ids, tuple))
 
     async def ranking_changes(self, since: str | None) -> StoreChanges:
         return self._journal.since(since)

@@ -29,10 +29,9 @@ from evigraph.models import embedding_text
 from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 
 T = TypeVar("T")
-
-_BATCH = 2000
 
 
 def parse_token(token: str | None) -> tuple[str, int] | None:
@@ -73,12 +72,14 @@ class FalkorRankingOps:
     async def ranking_rows(self, documents: Sequence[str] | None = None) -> list[RankingRow]:
         if documents is not None and not documents:
             return []
-        return await self._read(lambda: ranking_rows(self.conn, documents))
+        return await self._read(
+            lambda: read_ranking_rows(self.conn.read_sync, documents, live="c.live", spans=_ints, vector=_floats)
+        )
 
     async def entity_vectors(self, ids: Sequence[str] | None = None) -> list[EntityVector]:
         if ids is not None and not ids:
             return []
-        return await self._read(lambda: entity_vectors(self.conn, ids))
+        return await self._read(lambda: read_entity_vectors(self.conn.read_sync, ids, _floats))
 
     async def ranking_changes(self, since: str | None) -> StoreChanges:
         now = await self._read(self.cache.current)
@@ -101,55 +102,6 @@ class FalkorRankingOps:
 
 
 # -- the queries -------------------------------------------------------------------------------
-
-
-def ranking_rows(conn: Connection, documents: Sequence[str] | None) -> list[RankingRow]:
-    where = "WHERE c.live AND c.document IN $keys" if documents is not None else "WHERE c.live"
-    params: dict[str, Any] = {"keys": list(documents)} if documents is not None else {}
-    chunks = conn.read_sync(
-        f"""MATCH (c:Chunk) {where} RETURN c.id AS id, c.document AS doc, c.sentence_starts AS ss,
-               c.sentence_ends AS se, c.sentence_vectors AS sv""",
-        params,
-    )
-    mentions: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {}
-    for r in conn.read_sync(
-        f"""MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk) {where}
-            RETURN c.id AS c, e.id AS e, e.name AS n, m.span_starts AS s""",
-        params,
-    ):
-        mentions.setdefault(r["c"], []).append((r["e"], r["n"], tuple(int(x) for x in r["s"] or ())))
-    out = []
-    for r in chunks:
-        spans = tuple((int(a), int(b)) for a, b in zip(r["ss"] or (), r["se"] or (), strict=False))
-        vectors = r["sv"]
-        out.append(
-            RankingRow(
-                chunk=r["id"],
-                document=r["doc"],
-                sentences=spans,
-                sentence_vectors=tuple(tuple(float(x) for x in v) for v in vectors)
-                if vectors and len(vectors) == len(spans)
-                else None,
-                mentions=tuple(mentions.get(r["id"], ())),
-            )
-        )
-    return out
-
-
-def entity_vectors(conn: Connection, ids: Sequence[str] | None) -> list[EntityVector]:
-    if ids is None:
-        rows = conn.read_sync(
-            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id AS id, e.name AS n, e.embedding AS v"
-        )
-    else:
-        rows = []
-        for i in range(0, len(ids), _BATCH):
-            rows += conn.read_sync(
-                """UNWIND $ids AS eid MATCH (e:Entity {id: eid}) WHERE e.embedding IS NOT NULL
-                   RETURN e.id AS id, e.name AS n, e.embedding AS v""",
-                {"ids": list(ids[i : i + _BATCH])},
-            )
-    return [EntityVector(r["id"], r["n"], tuple(float(x) for x in r["v"])) for r in rows if r["v"]]
 
 
 def pending_ranking_texts(conn: Connection, limit: int) -> list[RankingText]:
@@ -211,3 +163,11 @@ def write_ranking_vectors(conn: Connection, rows: Sequence[tuple[RankingText, Se
         batch=500,
     )
     return list(dict.fromkeys(documents))
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    return tuple(int(x) for x in values or ())
+
+
+def _floats(values: Sequence[Any]) -> tuple[float, ...]:
+    return tuple(float(x) for x in values)

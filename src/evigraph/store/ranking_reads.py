@@ -1,0 +1,80 @@
+"""Reading graph ranking's inputs from a store, written once for both backends against a `Rows`
+reader: every passage's sentences with their vectors and its mentions, and entities' name vectors.
+
+A backend gives which passages count (FalkorDB keeps a switched-out version's passages until
+`check`, flagged not live) and how its columns decode: the embedded engine returns Python floats
+and packs spans as text, so it keeps its vectors as they come (a per-float conversion would cost
+a full load seconds at 100,000 passages); FalkorDB's client returns numbers to convert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from evigraph.store.ranking import EntityVector, RankingRow
+from evigraph.store.reader import Rows
+
+BATCH = 2000
+"""Entity ids a look-up statement names at once."""
+
+Vector = Callable[[Sequence[Any]], tuple[float, ...]]
+
+
+def read_ranking_rows(
+    read: Rows,
+    documents: Sequence[str] | None,
+    *,
+    live: str,
+    spans: Callable[[Any], Iterable[int]],
+    vector: Vector,
+) -> list[RankingRow]:
+    """Passages of `documents` (all when None) that satisfy `live` (a condition on `c`, or "")."""
+    conditions = [c for c in (live, "c.document IN $keys" if documents is not None else "") if c]
+    where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
+    params: dict[str, Any] = {"keys": list(documents)} if documents is not None else {}
+    chunks = read(
+        f"""MATCH (c:Chunk) {where}RETURN c.id AS id, c.document AS doc, c.sentence_starts AS ss,
+               c.sentence_ends AS se, c.sentence_vectors AS sv""",
+        params,
+    )
+    mentions: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {}
+    for r in read(
+        f"""MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk) {where}
+            RETURN c.id AS c, e.id AS e, e.name AS n, m.span_starts AS s""",
+        params,
+    ):
+        mentions.setdefault(r["c"], []).append((r["e"], r["n"], tuple(spans(r["s"]))))
+    out = []
+    for r in chunks:
+        sentences = tuple((int(a), int(b)) for a, b in zip(r["ss"] or (), r["se"] or (), strict=False))
+        vectors = r["sv"]
+        out.append(
+            RankingRow(
+                chunk=r["id"],
+                document=r["doc"],
+                sentences=sentences,
+                sentence_vectors=tuple(vector(v) for v in vectors)
+                if vectors and len(vectors) == len(sentences)
+                else None,
+                mentions=tuple(mentions.get(r["id"], ())),
+            )
+        )
+    return out
+
+
+def read_entity_vectors(read: Rows, ids: Sequence[str] | None, vector: Vector) -> list[EntityVector]:
+    """Name vectors of `ids` (every entity's when None); entities without one are left out."""
+    if ids is None:
+        rows = read(
+            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id AS id, e.name AS n, e.embedding AS v", {}
+        )
+    else:
+        rows = []
+        for i in range(0, len(ids), BATCH):
+            rows += read(
+                """UNWIND $ids AS eid MATCH (e:Entity {id: eid}) WHERE e.embedding IS NOT NULL
+                   RETURN e.id AS id, e.name AS n, e.embedding AS v""",
+                {"ids": list(ids[i : i + BATCH])},
+            )
+    return [EntityVector(r["id"], r["n"], vector(r["v"])) for r in rows if r["v"]]
