@@ -23,6 +23,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "JavaScript, Go, Rust and Java with `pip install 'evigraph[code]'`. Unchanged files are skipped, changed ones "
         "replaced, deleted ones removed. Each folder's git work tree is one repository.",
     )
+    parser.set_defaults(run="evigraph.cli.code:ingest_code")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a repository's folder, a part of it, or a file")
     parser.add_argument("--no-calls", action="store_true", help="skip CALLS resolution (imports and inheritance only)")
     parser.add_argument(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evigraph.display import display_text
 
 if TYPE_CHECKING:
+    from evigraph.models import LLMSpend
     from evigraph.strict import StrictInput
 
 Q = TypeVar("Q", bound="StrictInput")
@@ -77,3 +78,20 @@ def field_bounds(field: Any) -> tuple[Any, Any]:
     low = next(m.ge for m in field.metadata if isinstance(m, Ge))
     high = next(m.le for m in field.metadata if isinstance(m, Le))
     return low, high
+
+
+def spend_line(spend: LLMSpend) -> str:
+    """LLM cost in one line: calls, tokens, and per passage, the figure extractors compare by."""
+    line = f"{spend.calls} calls, {spend.input_tokens:,} input + {spend.output_tokens:,} output tokens"
+    if sent := spend.sent_passages:
+        line += f" for {sent} passages ({spend.input_tokens / sent:.0f} + {spend.output_tokens / sent:.0f} per passage)"
+    if spend.cached_passages:
+        line += f"; {spend.cached_passages} passages from the cache"
+    if spend.contexts or spend.cached_contexts:
+        line += f"; contexts for {spend.contexts} passages ({spend.cached_contexts} more from the cache)"
+    dropped = [
+        (spend.unaligned_entities, "entities not in their passage"),
+        (spend.dangling_relations, "relations whose end was not found"),
+    ]
+    dropped_text = ", ".join(f"{n} {what}" for n, what in dropped if n)
+    return line + (f"; dropped {dropped_text}" if dropped_text else "")

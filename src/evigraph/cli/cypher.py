@@ -31,6 +31,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, *, options: bool = Tru
         "columns, rows and whether they were cut at --limit). Writes are refused; a query that runs too long is "
         "stopped. `evigraph status` and the get_ontology tool list the tables and properties to query.",
     )
+    parser.set_defaults(run="evigraph.cli.cypher:cypher")
     if not options:
         return
     from evigraph.cli.common import field_bounds

@@ -57,6 +57,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         help="ingest files, folders (recursively) and globs",
         description="Ingest documents. Unchanged files are skipped; changed ones replace their old version.",
     )
+    ingest.set_defaults(run="evigraph.cli.ingest:ingest")
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
     ingest.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no per-file lines")
     ingest.add_argument("--chunker", default=None, choices=CHUNKERS.names(), help="default: structural")
@@ -112,6 +113,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         help="hybrid search: cited passages, entities, relations and facts",
         description="Full-text, vector and graph search fused into one result; every item is numbered [n].",
     )
+    search.set_defaults(run="evigraph.cli.reads:search")
     if commands is None or {"search", "retrieve"} & set(commands):
         _query_options(search)
     search.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
@@ -127,6 +129,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "verdict; exit 1 when the citations fail the check (an answer saying the knowledge base lacks it exits "
         "0). Needs an OpenAI-compatible endpoint: EVIGRAPH_LLM_BASE_URL, EVIGRAPH_LLM_MODEL, EVIGRAPH_LLM_API_KEY.",
     )
+    ask.set_defaults(run="evigraph.cli.ask:ask")
     if commands is None or {"ask", "answer"} & set(commands):
         _query_options(ask, answer=True)
     ask.add_argument("--stream", action="store_true", help="print the answer as it is written (not with --json)")
@@ -140,6 +143,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Drop every stored vector and embed all passages, sentences and entity names with --embedder; "
         "the knowledge base then records that embedder. Use it to switch models.",
     )
+    reembed.set_defaults(run="evigraph.cli.maintenance:reembed")
     reembed.add_argument("--embedder", required=True, help=EMBEDDER_HELP)
 
     status = sub.add_parser(
@@ -149,6 +153,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="What the knowledge base holds: counts, entity labels, relation types, themes, the embedder "
         "and passages still waiting for vectors, and documents whose last ingest failed.",
     )
+    status.set_defaults(run="evigraph.cli.reads:status")
     status.add_argument(
         "--documents", action="store_true", help="also list document keys, and failed files with their errors"
     )
@@ -160,6 +165,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Finish a batch of ingests: embed what was stored without a vector (with the knowledge "
         "base's embedder, or --embedder) and recompute the themes (communities of entities).",
     )
+    finalize.set_defaults(run="evigraph.cli.finalize:finalize")
     finalize.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     finalize.add_argument("--llm", default=None, help=LLM_HELP)
     finalize.add_argument("--resolver", default="exact", choices=GRAPH_RESOLVERS.names(), help=RESOLVER_HELP)
@@ -172,14 +178,16 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Remove a document, its passages and the entities only it mentioned. KEY is the key ingest "
         "printed (list them with `evigraph status --documents`) or the file's path. Exit 1 if there is none.",
     )
+    delete.set_defaults(run="evigraph.cli.maintenance:delete")
     delete.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
     check = sub.add_parser(
         "check",
         parents=[common],
         help="look for damage a crash left (ghost edges, orphans, missing indexes); exit 1 if any remains",
     )
+    check.set_defaults(run="evigraph.cli.maintenance:check")
     check.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
-    sub.add_parser(
+    compact = sub.add_parser(
         "compact",
         parents=[common],
         help="give back the disk space deletes and updates left in the knowledge base file",
@@ -187,19 +195,22 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "swap the files; on any failure the old file is kept. The database engine never shrinks its file by "
         "itself. Needs the file to itself: stop a running `evigraph mcp` or ingest on it first.",
     )
-    sub.add_parser(
+    compact.set_defaults(run="evigraph.cli.compact:compact")
+    listing = sub.add_parser(
         "list",
         parents=[common],
         help="list the knowledge bases a FalkorDB server holds",
         description="List the knowledge bases (one per graph) on the server --db names, e.g. "
         "--db falkordb://localhost:6379; graphs that are not evigraph knowledge bases are left out.",
     )
+    listing.set_defaults(run="evigraph.cli.server:list_knowledge_bases")
     tasks = sub.add_parser(
         "tasks",
         parents=[common],
         help="list the tasks agents recorded in a project",
         description="List a project's tasks by name, with their goal, events and creator. Read-only.",
     )
+    tasks.set_defaults(run="evigraph.cli.tasks:tasks")
     tasks.add_argument("--project", required=True, help="the project the agents worked in")
     tasks.add_argument("--after", default=None, help="continue after this task name")
     tasks.add_argument("--limit", type=int, default=50, help="the most tasks listed, 1 to 200 (default 50)")
@@ -210,6 +221,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Show a task as an agent resuming it sees it (get_task): its goal, its steps by state and "
         "its latest events without their bodies. Read-only.",
     )
+    task.set_defaults(run="evigraph.cli.tasks:task")
     task.add_argument("name", metavar="NAME", help="the task's name")
     task.add_argument("--project", required=True, help="the project the task belongs to")
     task.add_argument("--events", type=int, default=10, help="latest events listed, 1 to 50 (default 10)")
@@ -222,6 +234,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "--task one task's, superseded and rejected history included; with --review those a changed source "
         "flagged, each with its cause. Read-only.",
     )
+    decisions.set_defaults(run="evigraph.cli.decisions:decisions")
     decisions.add_argument("--project", required=True, help="the project the agents worked in")
     decisions.add_argument("--task", default=None, metavar="NAME", help="only this task's decisions, with history")
     decisions.add_argument("--review", action="store_true", help="only the decisions that need review")
@@ -238,12 +251,14 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Show a decision as get_decision gives it to an agent, then every support it was given, the "
         "replaced ones too. Read-only.",
     )
+    decision.set_defaults(run="evigraph.cli.decisions:decision")
     decision.add_argument("id", metavar="ID", help="the decision's id, as `evigraph decisions` prints it")
     decision.add_argument("--project", required=True, help="the project the decision belongs to")
     doctor = sub.add_parser(
         "doctor",
         help="what this installation can do: extractors, embedders, MCP, LLM, engines, and how to add the rest",
     )
+    doctor.set_defaults(run="evigraph.cli.maintenance:doctor")
     doctor.add_argument("--json", action="store_true", help="print machine-readable JSON")
     mcp = sub.add_parser(
         "mcp",
@@ -254,6 +269,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         "off loopback), EVIGRAPH_MCP_SCOPE, EVIGRAPH_MCP_PROJECT, EVIGRAPH_MCP_AGENT, EVIGRAPH_EMBEDDER; flags win "
         "over them.",
     )
+    mcp.set_defaults(run="evigraph.cli.toolkit:mcp")
     mcp.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
     _toolkit_options(mcp)
     mcp.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
@@ -291,6 +307,7 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "tools, and the write tools only with --allow-writes or --files-root; the same EVIGRAPH_MCP_* variables "
         "apply, and flags win over them. Loopback only unless given a token (--token or EVIGRAPH_MCP_TOKEN).",
     )
+    serve.set_defaults(run="evigraph.cli.toolkit:serve")
     where = serve.add_mutually_exclusive_group()
     where.add_argument(
         "--db",
@@ -344,6 +361,7 @@ def _server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "(persisted), log and pidfile in one folder. For production run FalkorDB in Docker instead: "
         "docker run -d -p 6379:6379 -v falkordb_data:/var/lib/falkordb/data falkordb/falkordb:latest",
     )
+    server.set_defaults(run="evigraph.cli.server:server")
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "--dir",

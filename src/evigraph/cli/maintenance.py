@@ -1,0 +1,82 @@
+"""`evigraph delete`, `check`, `reembed` and `doctor`: keeping a knowledge base, and the machine
+it runs on, in order."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from evigraph.cli.common import EXIT_FAILED, EXIT_OK, embedder_arg, print_json
+from evigraph.cli.parser import version
+from evigraph.display import display_name, display_text
+
+
+async def delete(args: argparse.Namespace) -> int:
+    from evigraph.ingest.sources import file_key
+    from evigraph.kb import KnowledgeBase
+
+    key = args.key
+    if not key.startswith("file:") and os.path.isfile(key):
+        from pathlib import Path
+
+        key = file_key(Path(key))
+    async with KnowledgeBase(args.db, engine=args.engine) as kb:
+        deleted = await kb.delete_document(key, missing_ok=True)
+    if args.json:
+        print_json({"key": key, "deleted": deleted})
+    elif deleted:
+        print(f"deleted {display_name(key)}")
+    else:
+        print(
+            f"error: no document with key {key!r} (list keys with `evigraph status --documents`)",
+            file=sys.stderr,
+        )
+    return EXIT_OK if deleted else EXIT_FAILED
+
+
+async def check(args: argparse.Namespace) -> int:
+    from evigraph.kb import KnowledgeBase
+
+    async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.repair) as kb:
+        report = await kb.check(repair=args.repair)
+    if args.json:
+        print_json(report.model_dump() | {"ok": report.ok})
+        return EXIT_OK if report.ok else EXIT_FAILED
+    for problem in report.found:
+        examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in problem.examples)
+        print(f"found     {problem.kind}: {problem.count} ({problem.detail}; e.g. {examples})")
+    for kind, count in report.repaired.items():
+        print(f"repaired  {kind}: {count}")
+    if report.ok:
+        print("ok: no problems remain" if report.found else "ok: no problems found")
+        return EXIT_OK
+    left = ", ".join(f"{p.kind} {p.count}" for p in report.remaining)
+    hint = "" if args.repair else "; run `evigraph check --repair`"
+    print(f"problems remain: {left}{hint}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+async def reembed(args: argparse.Namespace) -> int:
+    from evigraph.kb import KnowledgeBase
+
+    async with KnowledgeBase(args.db, engine=args.engine, embedder=embedder_arg(args)) as kb:
+        count = await kb.reembed()
+    print_json({"embedded": count}) if args.json else print(f"embedded {count} passages")
+    return EXIT_OK
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from evigraph.doctor import doctor
+
+    report = doctor()
+    if args.json:
+        print_json(report.model_dump())
+        return EXIT_OK
+    print(f"evigraph {version()} on Python {report.python}")
+    for c in report.checks:
+        print(f"{'ok' if c.ok else '--':<3} {c.area:<10} {c.name:<40} {display_text(c.detail)}")
+        if c.hint:
+            print(f"{'':<15}{'':<40} fix: {display_text(c.hint)}")
+    return EXIT_OK
