@@ -95,3 +95,12 @@ def spend_line(spend: LLMSpend) -> str:
     ]
     dropped_text = ", ".join(f"{n} {what}" for n, what in dropped if n)
     return line + (f"; dropped {dropped_text}" if dropped_text else "")
+
+
+def bounded_int(parser: argparse.ArgumentParser, flag: str, field: Any, what: str) -> None:
+    """`flag`, a whole number with the default and bounds the input model's `field` declares, so
+    the help cannot drift from what the model accepts."""
+    low, high = field_bounds(field)
+    parser.add_argument(
+        flag, type=int, default=field.default, help=f"{what}, {low} to {high} (default {field.default})"
+    )

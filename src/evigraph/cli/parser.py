@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Collection
 
-from evigraph.cli.common import field_bounds
+from evigraph.cli.common import bounded_int, field_bounds
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
 from evigraph.ingest.graph_resolution import GRAPH_RESOLVERS
@@ -50,6 +50,10 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         help="embedded engine (default: kuzu)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def wanted(*verbs: str) -> bool:
+        """Whether to build these verbs' options generated from input models (imported for them only)."""
+        return commands is None or bool(set(verbs) & set(commands))
 
     ingest = sub.add_parser(
         "ingest",
@@ -213,7 +217,10 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     tasks.set_defaults(run="evigraph.cli.tasks:tasks")
     tasks.add_argument("--project", required=True, help="the project the agents worked in")
     tasks.add_argument("--after", default=None, help="continue after this task name")
-    tasks.add_argument("--limit", type=int, default=50, help="the most tasks listed, 1 to 200 (default 50)")
+    if wanted("tasks"):
+        from evigraph.kb.traces import ListTasks
+
+        bounded_int(tasks, "--limit", ListTasks.model_fields["limit"], "the most tasks listed")
     task = sub.add_parser(
         "task",
         parents=[common],
@@ -224,8 +231,11 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     task.set_defaults(run="evigraph.cli.tasks:task")
     task.add_argument("name", metavar="NAME", help="the task's name")
     task.add_argument("--project", required=True, help="the project the task belongs to")
-    task.add_argument("--events", type=int, default=10, help="latest events listed, 1 to 50 (default 10)")
-    task.add_argument("--steps", type=int, default=20, help="step names listed per state, 1 to 50 (default 20)")
+    if wanted("task"):
+        from evigraph.tools.trace_tools import GetTaskInput
+
+        bounded_int(task, "--events", GetTaskInput.model_fields["events"], "latest events listed")
+        bounded_int(task, "--steps", GetTaskInput.model_fields["steps"], "step names listed per state")
     decisions = sub.add_parser(
         "decisions",
         parents=[common],
@@ -241,9 +251,10 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     decisions.add_argument(
         "--after", default=None, metavar="ID", help="continue after this decision (with --task or --review)"
     )
-    decisions.add_argument(
-        "--limit", type=int, default=50, help="the most decisions listed (per task), 1 to 100 (default 50)"
-    )
+    if wanted("decisions"):
+        from evigraph.kb.decisions import ListDecisions
+
+        bounded_int(decisions, "--limit", ListDecisions.model_fields["limit"], "the most decisions listed (per task)")
     decision = sub.add_parser(
         "decision",
         parents=[common],
