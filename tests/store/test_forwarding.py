@@ -38,3 +38,18 @@ async def test_calls_reach_the_wrapped_store_and_their_answers_come_back(tmp_pat
         assert store.saved_index_files() is None
     finally:
         await inner.close()
+
+
+async def test_a_scope_hiding_every_document_still_answers_for_the_whole_knowledge_base(tmp_path: Path) -> None:
+    """`holds_documents` is passed through, not the base's default (which counts what the view
+    shows): a scope that hides everything must not make a shared graph look empty."""
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        await kb.ingest(text="Ada Quillfeather founded Quillworks in Lisbon.", key="quill")
+    store = connect(db, scope=["elsewhere/*"])
+    await store.open()
+    try:
+        assert (await store.counts()).documents == 0
+        assert await store.holds_documents()
+    finally:
+        await store.close()
