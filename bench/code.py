@@ -50,7 +50,7 @@ class Question:
 
 TREES: dict[str, list[Question]] = {
     "evigraph": [
-        Question("calls", "MultiPathRetriever.search", ".search("),
+        Question("calls", "question_vectors", "question_vectors("),
         Question("imports", "evigraph.retrieval.retriever", ""),
         Question("inherits", "GraphStore", "GraphStore"),
     ],

@@ -63,6 +63,14 @@ _EXPORTS = {
     "PruneReport": "evigraph.models",
     "RetrieveQuery": "evigraph.retrieval.query",
     "RetrievalResult": "evigraph.retrieval.result",
+    "RetrievalStrategy": "evigraph.retrieval.strategy",
+    "RetrievalContext": "evigraph.retrieval.strategy",
+    "Reranker": "evigraph.retrieval.strategy",
+    "RetrievalRecipe": "evigraph.retrieval.recipe",
+    "RECIPES": "evigraph.retrieval.recipe",
+    "MultiPathRetrieval": "evigraph.retrieval.retriever",
+    "CosineReranker": "evigraph.retrieval.rerankers",
+    "CrossEncoderReranker": "evigraph.retrieval.rerankers",
     "EvidenceId": "evigraph.evidence",
     "EvidenceLedger": "evigraph.evidence",
     "PassageItem": "evigraph.evidence",
@@ -151,7 +159,11 @@ if TYPE_CHECKING:
     )
     from evigraph.providers.llms import LLM, Message, OpenAICompatibleLLM
     from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.recipe import RECIPES, RetrievalRecipe
+    from evigraph.retrieval.rerankers import CosineReranker, CrossEncoderReranker
     from evigraph.retrieval.result import RetrievalResult
+    from evigraph.retrieval.retriever import MultiPathRetrieval
+    from evigraph.retrieval.strategy import Reranker, RetrievalContext, RetrievalStrategy
     from evigraph.store.base import GraphStore
     from evigraph.store.embedded.store import EmbeddedStore
     from evigraph.tools.definitions import ToolSpec

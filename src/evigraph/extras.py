@@ -9,9 +9,11 @@ one, the package name otherwise. pip records which it was in the distribution's
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from urllib.parse import unquote, urlparse
@@ -40,6 +42,19 @@ def torch_install_hint(extra: str) -> str:
     if sys.platform != "linux" or has_nvidia_gpu():
         return install_hint(extra)
     return f"pip install torch --index-url {TORCH_CPU_INDEX} && {install_hint(extra)}"
+
+
+def requires(module: str, package: str, extra: str, hint: Callable[[str], str] = install_hint) -> Callable[[], None]:
+    """A strategy registry's check (`Entry.check`): asking for a strategy whose library is not
+    installed fails at once, naming the install, instead of when it first runs."""
+
+    def check() -> None:
+        from evigraph.errors import ConfigurationError
+
+        if importlib.util.find_spec(module) is None:
+            raise ConfigurationError(f"{package} is not installed", hint=hint(extra))
+
+    return check
 
 
 def has_nvidia_gpu() -> bool:

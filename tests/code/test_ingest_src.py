@@ -17,7 +17,7 @@ from evigraph import KnowledgeBase
 from evigraph.ingest.code.files import CODE_EXTENSIONS, generated
 from evigraph.ingest.code.run import CodeIngestReport
 from evigraph.kb.reads import ReadOps
-from evigraph.retrieval.retriever import MultiPathRetriever
+from evigraph.retrieval.retriever import MultiPathRetrieval
 from evigraph.store.embedded.reads import stored_document
 
 pytestmark = pytest.mark.slow
@@ -36,20 +36,10 @@ async def rows(kb: KnowledgeBase, cypher: str, **params: Any) -> list[dict[str, 
     return await kb.store.query(cypher, params, limit=1000)
 
 
-def retrieve_calls() -> set[str]:
-    """What `KnowledgeBase.retrieve` calls as the source says: `Name(...).method(...)` on an imported class."""
-    tree = ast.parse(inspect.getsource(ReadOps.retrieve).strip().replace("\n    ", "\n"))
-    found = set()
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Call)
-        ):
-            inner = node.func.value.func
-            if isinstance(inner, ast.Name):
-                found.add(f"{inner.id}.{node.func.attr}")
-    return found
+def called_names(function: object) -> set[str]:
+    """The plain names `function` calls as the source says (`name(...)`), read with `ast`."""
+    tree = ast.parse(inspect.getsource(function).strip().replace("\n    ", "\n"))  # type: ignore[arg-type]
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -66,17 +56,24 @@ async def test_the_whole_tree_is_ingested(src_kb: tuple[KnowledgeBase, CodeInges
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_retrieve_calls_the_retrievers_search(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
+async def test_calls_resolve_to_the_imported_functions(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
     kb, _ = src_kb
-    assert retrieve_calls() == {"MultiPathRetriever.search"}  # what the source says, read here
+    assert {"build"} <= called_names(ReadOps.retrieve)  # what the source says, read here
+    assert {"run_legs", "question_vectors"} <= called_names(MultiPathRetrieval.search)
     found = await rows(
         kb,
         """MATCH (k:Class {name: 'KnowledgeBase'})-[:INHERITS]->(c:Class)-[:CONTAINS]->(f:Function {name: 'retrieve'})
            MATCH (f)-[:CALLS]->(g:Function) RETURN c.qualname AS owner, g.module AS module, g.qualname AS callee""",
     )
-    callees = {(r["module"], r["callee"]) for r in found}
     assert {r["owner"] for r in found} == {"ReadOps"}
-    assert (MultiPathRetriever.__module__, MultiPathRetriever.search.__qualname__) in callees
+    assert ("evigraph.strict", "build") in {(r["module"], r["callee"]) for r in found}
+    found = await rows(
+        kb,
+        """MATCH (c:Class {name: 'MultiPathRetrieval'})-[:CONTAINS]->(f:Function {name: 'search'})
+           MATCH (f)-[:CALLS]->(g:Function) RETURN g.module AS module, g.qualname AS callee""",
+    )
+    callees = {(r["module"], r["callee"]) for r in found}
+    assert {("evigraph.retrieval.paths", "run_legs"), ("evigraph.retrieval.vectors", "question_vectors")} <= callees
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -96,7 +93,7 @@ async def test_imports_of_the_kb_package_are_those_of_its_source(
 @pytest.mark.asyncio(loop_scope="module")
 async def test_line_ranges_match_the_source(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
     kb, _ = src_kb
-    for obj in (ReadOps.retrieve, MultiPathRetriever.search, MultiPathRetriever, KnowledgeBase, stored_document):
+    for obj in (ReadOps.retrieve, MultiPathRetrieval.search, MultiPathRetrieval, KnowledgeBase, stored_document):
         lines, start = inspect.getsourcelines(obj)
         kind = "Class" if inspect.isclass(obj) else "Function"
         found = await rows(

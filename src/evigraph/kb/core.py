@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # the ingest pipeline's parts, imported when an ingest asks f
     from evigraph.ingest.sources import SourceFile
     from evigraph.providers.llms import LLM
     from evigraph.retrieval.graph_stage import GraphStage
+    from evigraph.retrieval.recipe import RetrievalRecipe
+    from evigraph.retrieval.strategy import Reranker, RetrievalStrategy
 
 
 STATUS_FAILED_LISTED = 100
@@ -94,6 +96,8 @@ class KnowledgeBaseCore:
         loaders: Sequence[LoaderStrategy] = (),
         embedder: Embedder | str | None = None,
         llm: LLM | str | None = None,
+        retrieval: RetrievalStrategy | RetrievalRecipe | str | None = None,
+        reranker: Reranker | str | None = None,
         max_file_bytes: int = DEFAULT_MAX_BYTES,
         batch_documents: int = 64,
     ) -> None:
@@ -123,6 +127,8 @@ class KnowledgeBaseCore:
         """The recorded embedder's spec, built on first use (see `_recall_embedder`)."""
         self._unrebuildable: str | None = None  # a recorded model evigraph cannot build by name
         self._llm = LLMChoice(llm)
+        self._retrieval = _retrieval_strategy(retrieval)
+        self._reranker = _reranker(reranker)
         if max_file_bytes <= 0:
             raise ConfigurationError("max_file_bytes must be positive", hint="e.g. max_file_bytes=50 * 2**20")
         self.max_file_bytes = max_file_bytes
@@ -277,6 +283,20 @@ class KnowledgeBaseCore:
         custom = (e.lower() if e.startswith(".") else f".{e.lower()}" for ld in self._loaders for e in ld.extensions)
         return frozenset({*SUPPORTED_EXTENSIONS, *custom})
 
+    @property
+    def retrieval(self) -> RetrievalStrategy:
+        """How `retrieve` (and so `answer`) searches: the strategy given, else the default recipe's."""
+        if self._retrieval is None:
+            from evigraph.retrieval.retriever import MultiPathRetrieval
+
+            self._retrieval = MultiPathRetrieval()
+        return self._retrieval
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """What reorders `retrieve`'s passages after the strategy found them; None keeps its order."""
+        return self._reranker
+
     def graph_stage(self) -> GraphStage:
         """Graph ranking's state for this knowledge base, made on first use."""
         if self._graph_stage is None:
@@ -318,6 +338,43 @@ class KnowledgeBaseCore:
             extensions=sorted(self.file_extensions),
             embedder=self.embedder,
         )
+
+
+def _retrieval_strategy(given: RetrievalStrategy | RetrievalRecipe | str | None) -> RetrievalStrategy | None:
+    """The strategy `KnowledgeBase(retrieval=...)` names: a strategy as given, a recipe or a recipe's
+    name run by `MultiPathRetrieval` (an unknown name refused now, with the names); None: the default."""
+    if given is None:
+        return None
+    from evigraph.retrieval.recipe import RetrievalRecipe
+    from evigraph.retrieval.retriever import MultiPathRetrieval
+    from evigraph.retrieval.strategy import RetrievalStrategy
+
+    if isinstance(given, RetrievalStrategy):
+        return given
+    if isinstance(given, str | RetrievalRecipe):
+        return MultiPathRetrieval(given)
+    raise ConfigurationError(
+        f"retrieval must be a RetrievalStrategy, a RetrievalRecipe or a recipe's name, not {type(given).__name__}",
+        hint="e.g. KnowledgeBase(retrieval='fusion'), or a subclass of evigraph.RetrievalStrategy",
+    )
+
+
+def _reranker(given: Reranker | str | None) -> Reranker | None:
+    """The reranker `KnowledgeBase(reranker=...)` names: as given, or built from its spec now
+    ("cosine", "cross-encoder:<model>"; "" or "none": no reranker)."""
+    if given is None:
+        return None
+    from evigraph.retrieval.rerankers import reranker_by_name
+    from evigraph.retrieval.strategy import Reranker
+
+    if isinstance(given, Reranker):
+        return given
+    if isinstance(given, str):
+        return None if given.strip().lower() in {"", "none"} else reranker_by_name(given)
+    raise ConfigurationError(
+        f"reranker must be a Reranker or a reranker's name, not {type(given).__name__}",
+        hint="e.g. KnowledgeBase(reranker='cosine'), or a subclass of evigraph.Reranker",
+    )
 
 
 def _spec_of_model(model: str) -> str | None:

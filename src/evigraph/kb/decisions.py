@@ -15,17 +15,14 @@ are never given twice, so no other text can slip in between. The id alone settle
 versions numbered since that rule; the digest also covers a number given again before it (a
 file written by an earlier release), and proves what the caller saw, not only what it named.
 
-`search_decisions` ranks the project's standing decisions by their words (BM25 over the same
-terms passages are counted by) and, when the knowledge base has an embedder, by meaning, fused
-by rank (`rrf`) as passage search fuses its legs.
+`search_decisions` ranks the project's standing decisions as `retrieval.decision_search` says:
+by their words and, when the knowledge base has an embedder, by meaning.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import re
-from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -36,16 +33,14 @@ from evigraph.evidence.ids import EvidenceId, EvidenceRef
 from evigraph.evidence.ledger import passage_digest
 from evigraph.gate import Gate
 from evigraph.providers.embedders import Embedder
-from evigraph.retrieval.fusion import rrf
+from evigraph.retrieval.decision_search import WordCounts, rank_decisions
 from evigraph.retrieval.hits import passage_item
 from evigraph.store.base import GraphStore
-from evigraph.store.terms import passage_terms, passage_words
 from evigraph.strict import StrictInput, build
 from evigraph.trace_records import (
     OPEN_STATES,
     DecisionRecord,
     DecisionState,
-    DecisionText,
     NewDecision,
     NewSupport,
     ReviewProgress,
@@ -229,10 +224,8 @@ class DecisionMethods:
         of the passage as you read it whole (`kb.read_passages`): the decision is then refused
         (`StaleEvidenceError`) unless the stored passage still reads exactly so. A passage given
         none is pinned by its id and version alone."""
-        values: dict[str, Any] = {"task_name": task_name, "choice_key": choice_key, "conclusion": conclusion}
-        values |= {"rationale": rationale, "supports": _plain(supports), "request_id": request_id}
-        values |= {"assumptions": list(assumptions), "open_questions": list(open_questions)}
-        args = build(RecordDecision, values, _HINT)
+        values = _decision(conclusion, rationale, supports, assumptions, open_questions, request_id)
+        args = build(RecordDecision, {"task_name": task_name, "choice_key": choice_key, **values}, _HINT)
         return await self._write_decision(args, args.task_name, None, None, read_digests)
 
     async def supersede_decision(
@@ -250,10 +243,8 @@ class DecisionMethods:
     ) -> DecisionRecord:
         """A new decision replacing `decision_id` (which becomes superseded, kept in history);
         `read_digests` as for `record_decision`."""
-        values: dict[str, Any] = {"decision_id": decision_id, "conclusion": conclusion, "rationale": rationale}
-        values |= {"explanation": explanation, "supports": _plain(supports), "request_id": request_id}
-        values |= {"assumptions": list(assumptions), "open_questions": list(open_questions)}
-        args = build(SupersedeDecision, values, _HINT)
+        values = _decision(conclusion, rationale, supports, assumptions, open_questions, request_id)
+        args = build(SupersedeDecision, {"decision_id": decision_id, "explanation": explanation, **values}, _HINT)
         old = await self.get_decision(args.decision_id)
         return await self._write_decision(args, old.task, old, args.explanation, read_digests)
 
@@ -341,11 +332,8 @@ class DecisionMethods:
         states: list[DecisionState] = list(OPEN_STATES) if args.include_review else ["active"]
         store = await self._store(False)
         texts = await store.decision_texts(self.project, states)
-        ranked = {"words": _by_words(args.query, texts, self._word_counts)}
-        by_meaning = await self._by_meaning(args.query, texts)
-        if by_meaning:
-            ranked["meaning"] = by_meaning
-        fused = rrf(ranked)[: args.limit]
+        vector = await self._vector(args.query) if any(t.vector for t in texts) else None
+        fused = rank_decisions(args.query, texts, self._word_counts, vector)[: args.limit]
         records = {d.id: d for d in await store.get_decisions(self.project, [f.key for f in fused])}
         return [DecisionHit(decision=records[f.key], score=f.score, scores=f.scores) for f in fused if f.key in records]
 
@@ -433,19 +421,6 @@ class DecisionMethods:
         vectors = await asyncio.to_thread(embedder.embed, [text])
         return tuple(float(x) for x in vectors[0])
 
-    async def _by_meaning(self, query: str, texts: Sequence[DecisionText]) -> list[str]:
-        """Decisions by cosine to the query, nearest first, those with a vector of the embedder's size."""
-        usable = [t for t in texts if t.vector]
-        vector = await self._vector(query) if usable else None
-        if vector is None:
-            return []
-        scored = [
-            (sum(a * b for a, b in zip(vector, t.vector or (), strict=True)), t.id)
-            for t in usable
-            if len(t.vector or ()) == len(vector)
-        ]
-        return [i for _, i in sorted(scored, key=lambda s: -s[0])[:100]]
-
 
 def _passage_id(ref: int | str) -> str:
     if isinstance(ref, int):
@@ -486,53 +461,25 @@ def _digests(given: Mapping[str, str], passages: set[str]) -> dict[str, str]:
     return out
 
 
-def _plain(supports: Sequence[dict[str, object] | PassageSupport | DecisionSupport]) -> list[object]:
-    return [s.model_dump() if isinstance(s, BaseModel) else s for s in supports]
+def _decision(
+    conclusion: str,
+    rationale: str,
+    supports: Sequence[dict[str, object] | PassageSupport | DecisionSupport],
+    assumptions: Sequence[str],
+    open_questions: Sequence[str],
+    request_id: str | None,
+) -> dict[str, Any]:
+    """The fields a recorded and a superseding decision share, as their input models take them."""
+    return {
+        "conclusion": conclusion,
+        "rationale": rationale,
+        "supports": [s.model_dump() if isinstance(s, BaseModel) else s for s in supports],
+        "assumptions": list(assumptions),
+        "open_questions": list(open_questions),
+        "request_id": request_id,
+    }
 
 
 def _page(found: list[DecisionRecord], limit: int) -> DecisionPage:
     decisions = found[:limit]
     return DecisionPage(decisions=decisions, next_after_id=decisions[-1].id if len(found) > limit else None)
-
-
-class WordCounts:
-    """Each decision's word counts, kept by id: a decision's text never changes (superseding
-    writes a new decision), and counting words was most of a search's time (about 60 of 68 ms
-    p50 at 1,000 decisions, bench/tools.py). Bounded, oldest first out."""
-
-    def __init__(self, capacity: int = 50_000) -> None:
-        self.capacity = capacity
-        self._counts: OrderedDict[str, Counter[str]] = OrderedDict()
-
-    def of(self, t: DecisionText) -> Counter[str]:
-        found = self._counts.get(t.id)
-        if found is None:
-            found = self._counts[t.id] = Counter(passage_words(t.text))
-            if len(self._counts) > self.capacity:
-                self._counts.popitem(last=False)
-        return found
-
-
-def _by_words(
-    query: str, texts: Sequence[DecisionText], counted: WordCounts, k1: float = 1.2, b: float = 0.75
-) -> list[str]:
-    """BM25 over the decisions' words, counted as passages' are (`passage_terms`); only decisions
-    sharing a word with the query are ranked. A project's decisions number in the thousands, so
-    they are ranked in memory rather than through an engine index each store would need."""
-    asked = passage_terms(query)
-    if not asked or not texts:
-        return []
-    words = [counted.of(t) for t in texts]
-    lengths = [sum(c.values()) for c in words]
-    mean = sum(lengths) / len(lengths) or 1.0
-    frequency = Counter(w for c in words for w in asked & c.keys())
-    scored = []
-    for t, counts, size in zip(texts, words, lengths, strict=True):
-        score = 0.0
-        for w in asked & counts.keys():
-            idf = math.log(1 + (len(texts) - frequency[w] + 0.5) / (frequency[w] + 0.5))
-            tf = counts[w]
-            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * size / mean))
-        if score > 0:
-            scored.append((score, t.id))
-    return [i for _, i in sorted(scored, key=lambda s: -s[0])]

@@ -47,7 +47,7 @@ class ReadOps(KnowledgeBaseCore):
         Items are numbered by `ledger` (a session's), or by a fresh one so `[n]` starts at 1.
         """
         from evigraph.ingest.gc_threshold import fewer_collections
-        from evigraph.retrieval.retriever import MultiPathRetriever
+        from evigraph.retrieval.strategy import RetrievalContext
 
         if isinstance(query, str):
             query = build(RetrieveQuery, {"question": query, **options}, hint=QUERY_HINT)
@@ -55,7 +55,8 @@ class ReadOps(KnowledgeBaseCore):
             query = build(RetrieveQuery, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
         store = await self._open(for_write=False)
         with fewer_collections():  # the first retrieve loads models and builds indexes (see gc_threshold)
-            result = await MultiPathRetriever(store, self.embedder, graph=self.graph_stage()).search(query)
+            context = RetrievalContext(store, self.embedder, self.graph_stage())
+            result = await self.retrieval.retrieve(query, context, self.reranker)
         ledger = ledger if ledger is not None else EvidenceLedger(FRESH_LEDGER_CAPACITY)
         ledger.cite("retrieve", result.passages)
         ledger.cite("retrieve", result.entities)

@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evigraph.errors import TaskNotFoundError
 from evigraph.gate import Gate
 from evigraph.kb.core import KnowledgeBaseCore
-from evigraph.kb.decisions import DecisionMethods, WordCounts
+from evigraph.kb.decisions import DecisionMethods
 from evigraph.providers.embedders import Embedder
+from evigraph.retrieval.decision_search import WordCounts
 from evigraph.store.base import GraphStore
 from evigraph.strict import StrictInput, build
 from evigraph.trace_records import (

