@@ -10,6 +10,7 @@ transaction that writes; `store/falkordb/decisions.py`: project locks and one gu
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -18,10 +19,11 @@ from evigraph.errors import DecisionStateError, StaleEvidenceError
 from evigraph.store.base import MAX_CAUSES
 from evigraph.store.decision_reads import DecisionReads, missing_decision
 from evigraph.store.schema_names import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT, trace_key
-from evigraph.store.write_plan import WritePlan
+from evigraph.store.write_plan import WritePlan, utc_now
 from evigraph.trace_records import (
     OPEN_STATES,
     DecisionRecord,
+    NewDecision,
     NewSupport,
     ReviewCause,
     ReviewChange,
@@ -101,6 +103,92 @@ def check_supports(
         s.model_copy(update={"content_hash": current[s.document][1]}) if s.kind == "passage" and s.document else s
         for s in supports
     ]
+
+
+def record(reads: DecisionReads, plan: WritePlan, project: str, agent: str, decision: NewDecision) -> DecisionRecord:
+    """A new active decision (its task checked by the caller), superseding `decision.supersedes`."""
+    old = None
+    if decision.supersedes is not None:
+        old = reads.standing(project, decision.supersedes, "supersede")
+        if any(s.kind == "decision" and s.ref == old.id for s in decision.supports):
+            raise DecisionStateError(
+                "a decision cannot rest on the decision it supersedes",
+                hint="cite the evidence the old decision rested on instead",
+            )
+    supports = check_supports(reads, plan, project, decision.supports)
+    new_id = str(uuid.uuid4())
+    now = utc_now()
+    added = new_supports(agent, 0, supports, "recorded", now)
+    made = DecisionRecord(
+        id=new_id,
+        task=decision.task,
+        choice_key=decision.choice_key,
+        conclusion=decision.conclusion,
+        rationale=decision.rationale,
+        assumptions=list(decision.assumptions),
+        open_questions=list(decision.open_questions),
+        state="active",
+        agent=agent,
+        created_at=now,
+        updated_at=now,
+        supersedes=decision.supersedes,
+        explanation=decision.explanation,
+        supports=added,
+    )
+    row = {
+        **made.model_dump(exclude={"supports", "review"}),
+        "project": project,
+        "review": "[]",
+        "supports": len(decision.supports),
+        "embedding": [float(x) for x in decision.vector] if decision.vector else None,
+    }
+    plan.create(TRACE_DECISION, [row])
+    plan.create(TRACE_SUPPORT, support_rows(project, new_id, added))
+    if old is not None:
+        plan.update(TRACE_DECISION, [{"id": old.id, "state": "superseded", "superseded_by": new_id, "updated_at": now}])
+        plan.merge(TRACE_REVIEW, [queued(project, old.id, now)])
+    return made
+
+
+def reaffirm(
+    reads: DecisionReads,
+    plan: WritePlan,
+    project: str,
+    agent: str,
+    decision_id: str,
+    supports: Sequence[NewSupport],
+    explanation: str,
+) -> DecisionRecord:
+    """The decision active again on `supports`, which replace its passage supports."""
+    found = reads.standing(project, decision_id, "reaffirm")
+    fresh = check_supports(reads, plan, project, supports)
+    resting = [s.ref for s in found.supports if s.kind == "decision"]
+    for cited in reads.fetch(project, resting):
+        if cited.state != "active":
+            raise DecisionStateError(
+                f"decision {decision_id} rests on decision {cited.id}, which is {cited.state}",
+                hint="reaffirm or supersede that decision first, or supersede this one",
+            )
+    now = utc_now()
+    count = support_count(reads, decision_id)
+    replaced = [s for s in found.supports if s.kind == "passage"]
+    plan.update(TRACE_SUPPORT, [{"id": trace_key(decision_id, s.ordinal), "current": False} for s in replaced])
+    added = new_supports(agent, count, fresh, "reaffirmed", now)
+    plan.create(TRACE_SUPPORT, support_rows(project, decision_id, added))
+    changed = {"state": "active", "review": [], "explanation": explanation, "updated_at": now}
+    plan.update(TRACE_DECISION, [{**changed, "id": decision_id, "review": "[]", "supports": count + len(supports)}])
+    plan.delete(TRACE_REVIEW, [trace_key(project, decision_id)])
+    kept = [s for s in found.supports if s.kind != "passage"]
+    return found.model_copy(update={**changed, "supports": [*kept, *added]})
+
+
+def reject(reads: DecisionReads, plan: WritePlan, project: str, decision_id: str, reason: str) -> DecisionRecord:
+    found = reads.standing(project, decision_id, "reject")
+    now = utc_now()
+    changed = {"state": "rejected", "explanation": reason, "updated_at": now}
+    plan.update(TRACE_DECISION, [{**changed, "id": decision_id}])
+    plan.merge(TRACE_REVIEW, [queued(project, decision_id, now)])
+    return found.model_copy(update=changed)
 
 
 def new_supports(

@@ -9,7 +9,6 @@ worked out here rather than read back, so both return the same records.
 
 from __future__ import annotations
 
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,16 +16,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from evigraph.errors import DecisionStateError, RequestConflictError, TaskExistsError, TaskNotFoundError
+from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.store.decision_reads import DecisionReads
-from evigraph.store.decision_writes import check_supports, new_supports, queued, support_count, support_rows
+from evigraph.store.decision_writes import reaffirm, record, reject
 from evigraph.store.schema_names import (
-    TRACE_DECISION,
     TRACE_EVENT,
     TRACE_REQUEST,
-    TRACE_REVIEW,
     TRACE_STEP,
-    TRACE_SUPPORT,
     TRACE_TASK,
     trace_key,
 )
@@ -159,51 +155,8 @@ class TraceWriteOps(ABC):
         self, project: str, agent: str, decision: NewDecision, request: TraceRequest | None = None
     ) -> DecisionRecord:
         def work(write: TraceWrite) -> DecisionRecord:
-            reads, plan = write.decisions, write.plan
             write.traces.existing_task(project, decision.task)
-            old = None
-            if decision.supersedes is not None:
-                old = reads.standing(project, decision.supersedes, "supersede")
-                if any(s.kind == "decision" and s.ref == old.id for s in decision.supports):
-                    raise DecisionStateError(
-                        "a decision cannot rest on the decision it supersedes",
-                        hint="cite the evidence the old decision rested on instead",
-                    )
-            supports = check_supports(reads, plan, project, decision.supports)
-            new_id = str(uuid.uuid4())
-            now = utc_now()
-            added = new_supports(agent, 0, supports, "recorded", now)
-            made = DecisionRecord(
-                id=new_id,
-                task=decision.task,
-                choice_key=decision.choice_key,
-                conclusion=decision.conclusion,
-                rationale=decision.rationale,
-                assumptions=list(decision.assumptions),
-                open_questions=list(decision.open_questions),
-                state="active",
-                agent=agent,
-                created_at=now,
-                updated_at=now,
-                supersedes=decision.supersedes,
-                explanation=decision.explanation,
-                supports=added,
-            )
-            row = {
-                **made.model_dump(exclude={"supports", "review"}),
-                "project": project,
-                "review": "[]",
-                "supports": len(decision.supports),
-                "embedding": [float(x) for x in decision.vector] if decision.vector else None,
-            }
-            plan.create(TRACE_DECISION, [row])
-            plan.create(TRACE_SUPPORT, support_rows(project, new_id, added))
-            if old is not None:
-                plan.update(
-                    TRACE_DECISION, [{"id": old.id, "state": "superseded", "superseded_by": new_id, "updated_at": now}]
-                )
-                plan.merge(TRACE_REVIEW, [queued(project, old.id, now)])
-            return made
+            return record(write.decisions, write.plan, project, agent, decision)
 
         return await self._requested(project, request, DecisionRecord, work)
 
@@ -217,41 +170,16 @@ class TraceWriteOps(ABC):
         request: TraceRequest | None = None,
     ) -> DecisionRecord:
         def work(write: TraceWrite) -> DecisionRecord:
-            reads, plan = write.decisions, write.plan
-            found = reads.standing(project, decision_id, "reaffirm")
-            fresh = check_supports(reads, plan, project, supports)
-            resting = [s.ref for s in found.supports if s.kind == "decision"]
-            for cited in reads.fetch(project, resting):
-                if cited.state != "active":
-                    raise DecisionStateError(
-                        f"decision {decision_id} rests on decision {cited.id}, which is {cited.state}",
-                        hint="reaffirm or supersede that decision first, or supersede this one",
-                    )
-            now = utc_now()
-            count = support_count(reads, decision_id)
-            replaced = [s for s in found.supports if s.kind == "passage"]
-            plan.update(TRACE_SUPPORT, [{"id": trace_key(decision_id, s.ordinal), "current": False} for s in replaced])
-            added = new_supports(agent, count, fresh, "reaffirmed", now)
-            plan.create(TRACE_SUPPORT, support_rows(project, decision_id, added))
-            changed = {"state": "active", "review": [], "explanation": explanation, "updated_at": now}
-            plan.update(
-                TRACE_DECISION, [{**changed, "id": decision_id, "review": "[]", "supports": count + len(supports)}]
-            )
-            plan.delete(TRACE_REVIEW, [trace_key(project, decision_id)])
-            kept = [s for s in found.supports if s.kind != "passage"]
-            return found.model_copy(update={**changed, "supports": [*kept, *added]})
+            return reaffirm(write.decisions, write.plan, project, agent, decision_id, supports, explanation)
 
         return await self._requested(project, request, DecisionRecord, work)
 
     async def reject_decision(
         self, project: str, agent: str, decision_id: str, reason: str, request: TraceRequest | None = None
     ) -> DecisionRecord:
-        def work(write: TraceWrite) -> DecisionRecord:
-            found = write.decisions.standing(project, decision_id, "reject")
-            now = utc_now()
-            changed = {"state": "rejected", "explanation": reason, "updated_at": now}
-            write.plan.update(TRACE_DECISION, [{**changed, "id": decision_id}])
-            write.plan.merge(TRACE_REVIEW, [queued(project, decision_id, now)])
-            return found.model_copy(update=changed)
-
-        return await self._requested(project, request, DecisionRecord, work)
+        return await self._requested(
+            project,
+            request,
+            DecisionRecord,
+            lambda write: reject(write.decisions, write.plan, project, decision_id, reason),
+        )
