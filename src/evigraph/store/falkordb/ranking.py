@@ -22,13 +22,13 @@ server lost it) answers `full`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from evigraph.models import embedding_text
-from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
-from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.falkordb.section import FalkorSection
+from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 
 T = TypeVar("T")
@@ -41,22 +41,8 @@ def parse_token(token: str | None) -> tuple[str, int] | None:
     return journal, int(generation)
 
 
-class FalkorRankingOps:
+class FalkorRankingOps(FalkorSection):
     """The GraphStore ranking section for `FalkorStore`."""
-
-    if TYPE_CHECKING:
-        read_only: bool
-        _journal: ChangeJournal
-
-        @property
-        def conn(self) -> Connection: ...
-
-        @property
-        def cache(self) -> Generation: ...
-
-        async def _read(self, fn: Callable[[], T]) -> T: ...
-
-        async def _write(self, fn: Callable[[], T]) -> T: ...
 
     async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
         return await self._read(lambda: pending_ranking_texts(self.conn, limit))
