@@ -25,11 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from evigraph.models import embedding_text
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
-from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
+from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows, read_ranking_texts
 
 T = TypeVar("T")
 
@@ -91,28 +90,15 @@ class FalkorRankingOps(FalkorSection):
 
 
 def pending_ranking_texts(conn: Connection, limit: int) -> list[RankingText]:
-    out = []
-    for r in conn.read_sync(
+    return read_ranking_texts(
+        conn.read_sync,
         """MATCH (c:Chunk) WHERE c.live AND size(coalesce(c.sentence_starts, [])) > 0 AND c.sentence_vectors IS NULL
            MATCH (c)-[:PART_OF]->(d:Document)
            RETURN c.id AS id, d.title AS title, c.text AS t, c.sentence_starts AS ss, c.sentence_ends AS se,
                   c.passage_context AS cx
            LIMIT $k""",
-        {"k": limit},
-    ):
-        text = embedding_text(r["title"] or "", r["t"], r["cx"] or "")
-        shift = len(text) - len(r["t"])
-        spans = tuple((int(a) + shift, int(b) + shift) for a, b in zip(r["ss"], r["se"], strict=True))
-        out.append(RankingText("sentences", r["id"], (text,), spans))
-    if len(out) < limit:
-        out += [
-            RankingText("entity", r["id"], (r["n"],))
-            for r in conn.read_sync(
-                "MATCH (e:Entity) WHERE e.embedding IS NULL RETURN e.id AS id, e.name AS n LIMIT $k",
-                {"k": limit - len(out)},
-            )
-        ]
-    return out
+        limit,
+    )
 
 
 def check_counts(rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
