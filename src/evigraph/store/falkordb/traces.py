@@ -42,6 +42,7 @@ from evigraph.errors import StoreError
 from evigraph.store.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.locks import project_locks
+from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.schema_names import TRACE_DECISION, TRACE_SUPPORT
 from evigraph.store.trace_reads import TraceReadOps, TraceReads
 from evigraph.store.trace_writes import TraceWrite, TraceWriteOps
@@ -131,14 +132,8 @@ class Writes:
         return bool(conn.write_sync(" ".join([head, *parts, "RETURN ok"]), self._params))
 
 
-class FalkorTraceOps(TraceReadOps, TraceWriteOps):
+class FalkorTraceOps(FalkorSection, TraceReadOps, TraceWriteOps):
     """The traces section of `FalkorStore`, kept apart so the store module stays a wiring."""
-
-    read_only: bool
-
-    @property
-    def conn(self) -> Connection:
-        raise NotImplementedError  # FalkorStore's
 
     async def _read_traces(self, work: Callable[[TraceReads, DecisionReads], T]) -> T:
         return await asyncio.to_thread(work, trace_reads(self.conn), decision_reads(self.conn))
