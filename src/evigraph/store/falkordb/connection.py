@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.errors import ConfigurationError, StoreError, StoreUnavailableError
+from evigraph.store.base import opened
 from evigraph.store.falkordb.local_servers import LocalServerAccess, is_loopback, local_access
 from evigraph.store.location import StoreLocation
 
@@ -193,9 +194,7 @@ class Connection:
 
     @property
     def primary(self) -> Any:
-        if self._primary is None:
-            raise StoreError("the store is not open", hint="use `async with` or call open() first")
-        return self._primary
+        return opened(self._primary)
 
     @property
     def _primary_name(self) -> str:

@@ -30,7 +30,7 @@ from evigraph.models import (
     embedding_text,
 )
 from evigraph.store import bm25
-from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch, opened
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.caches import (
     NameIndex,
@@ -97,9 +97,7 @@ class FalkorStore(
 
     @property
     def conn(self) -> Connection:
-        if self._conn is None:
-            raise StoreError("the store is not open", hint="use `async with` or call open() first")
-        return self._conn
+        return opened(self._conn)
 
     @property
     def cache(self) -> Generation:
