@@ -12,9 +12,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from evigraph.code_records import CodeChange, CodeGraph
+from evigraph.errors import StoreError
 from evigraph.models import (
     ChunkHit,
     DocumentVersion,
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 IndexProgress = Callable[[str, int, int], None]
 """Told `(index name, indexes done, indexes in all)` as derived indexes are saved (`GraphStore.save_indexes`)."""
 
+T = TypeVar("T")
+
 EXTRACTION_KIND = "extraction"
 """The kind of cached LLM results the extraction cache held before it held others (`cached_extractions`)."""
 
@@ -91,6 +94,13 @@ class TermCounts:
 MAX_CAUSES = 20
 """Review causes a store keeps per decision: the first ones say why; a document edited daily must
 not grow a decision's record without bound."""
+
+
+def opened(held: T | None) -> T:
+    """What an open store holds (its executor, its connection), or the error saying to open it first."""
+    if held is None:
+        raise StoreError("the store is not open", hint="use `async with` or call open() first")
+    return held
 
 
 class GraphStore(ABC):

@@ -170,12 +170,10 @@ def pack_strings(strings: Sequence[str]) -> tuple[Any, Any]:
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
-class PackedStrings(Sequence[str]):
-    """Strings read from `pack_strings`' arrays one at a time, so a list of 100,000 ids costs no
-    Python objects until a question reads a few of them."""
+class _ByOffsets(Sequence[T]):
+    """Row i of a saved array, read from `offsets[i]` to `offsets[i + 1]` on demand."""
 
-    def __init__(self, data: Any, offsets: Any) -> None:
-        self._data = items(data)
+    def __init__(self, offsets: Any) -> None:
         self._offsets = items(offsets)
 
     def __len__(self) -> int:
@@ -186,6 +184,21 @@ class PackedStrings(Sequence[str]):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:
             i += len(self)
+        return self._row(i)
+
+    def _row(self, i: int) -> T:
+        raise NotImplementedError
+
+
+class PackedStrings(_ByOffsets[str]):
+    """Strings read from `pack_strings`' arrays one at a time, so a list of 100,000 ids costs no
+    Python objects until a question reads a few of them."""
+
+    def __init__(self, data: Any, offsets: Any) -> None:
+        super().__init__(offsets)
+        self._data = items(data)
+
+    def _row(self, i: int) -> str:
         return self.raw(i).decode("utf-8")
 
     def raw(self, i: int) -> bytes:
@@ -315,22 +328,16 @@ def items(array: Any) -> Any:
     return np.ascontiguousarray(array).data
 
 
-class ListsByRow(Sequence[list[int]]):
+class ListsByRow(_ByOffsets[list[int]]):
     """Row -> list of ints, saved as offsets and one flat run of numbers (`rows_arrays`)."""
 
     def __init__(self, offsets: Any, flat: Any) -> None:
-        self._offsets = items(offsets)
+        super().__init__(offsets)
         self._flat = items(flat)
 
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        return self._flat[self._offsets[i] : self._offsets[i + 1]].tolist()
+    def _row(self, i: int) -> list[int]:
+        rows: list[int] = self._flat[self._offsets[i] : self._offsets[i + 1]].tolist()
+        return rows
 
 
 def rows_arrays(prefix: str, rows: Sequence[Sequence[int]]) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from evigraph.store.ranking import EntityVector, RankingRow
+from evigraph.models import embedding_text
+from evigraph.store.ranking import EntityVector, RankingRow, RankingText
 from evigraph.store.reader import Rows
 
 BATCH = 2000
@@ -78,3 +79,24 @@ def read_entity_vectors(read: Rows, ids: Sequence[str] | None, vector: Vector) -
                 {"ids": list(ids[i : i + BATCH])},
             )
     return [EntityVector(r["id"], r["n"], vector(r["v"])) for r in rows if r["v"]]
+
+
+def read_ranking_texts(read: Rows, passages: str, limit: int) -> list[RankingText]:
+    """At most `limit` texts still to embed: passages' sentences first (`passages`, the backend's
+    query of `$k` passages with sentences and no sentence vectors, as id, title, t (text), ss and
+    se (sentence starts and ends), cx (context)), then entity names."""
+    out = []
+    for r in read(passages, {"k": limit}):
+        text = embedding_text(r["title"] or "", r["t"], r["cx"] or "")
+        shift = len(text) - len(r["t"])
+        spans = tuple((int(a) + shift, int(b) + shift) for a, b in zip(r["ss"], r["se"], strict=True))
+        out.append(RankingText("sentences", r["id"], (text,), spans))
+    if len(out) < limit:
+        out += [
+            RankingText("entity", r["id"], (r["n"],))
+            for r in read(
+                "MATCH (e:Entity) WHERE e.embedding IS NULL RETURN e.id AS id, e.name AS n LIMIT $k",
+                {"k": limit - len(out)},
+            )
+        ]
+    return out

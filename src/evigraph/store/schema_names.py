@@ -41,6 +41,26 @@ TRACE_TABLES = frozenset(
     {TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST, TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW}
 )
 
+TRACE_LOOKUPS: tuple[tuple[str, str], ...] = (
+    (TRACE_TASK, "id"),
+    (TRACE_TASK, "project"),
+    (TRACE_EVENT, "id"),
+    (TRACE_EVENT, "task"),
+    (TRACE_STEP, "id"),
+    (TRACE_STEP, "task"),
+    (TRACE_REQUEST, "id"),
+    (TRACE_DECISION, "id"),
+    (TRACE_DECISION, "project"),
+    (TRACE_SUPPORT, "id"),
+    (TRACE_SUPPORT, "decision"),
+    (TRACE_SUPPORT, "document"),
+    (TRACE_SUPPORT, "ref"),
+    (TRACE_REVIEW, "id"),
+    (TRACE_REVIEW, "project"),
+)
+"""(label, property) the shared trace and decision queries find rows by (`trace_reads`,
+`trace_writes`, `decision_writes`): what a backend that indexes properties indexes for them."""
+
 CODE_NODE_TABLES = frozenset({"Repo", "Module", "Class", "Function"})
 CODE_REL_TABLES = frozenset({"CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"})
 

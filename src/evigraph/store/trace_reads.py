@@ -1,17 +1,33 @@
 """Reading tasks, events and steps back, written once for both backends against a `Rows` reader
 (the transaction on the file; the connection, or its primary, on a server); a backend gives how
-it stores times. How each writes traces (one transaction; one query under a project lock) stays
-with it."""
+it stores times. `TraceReadOps` is every trace and decision read of `GraphStore` on top of these
+readers; a backend gives where a read runs (`_read_traces`). How each writes traces (one
+transaction; one query under a project lock) stays with it."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from evigraph.errors import TaskNotFoundError
-from evigraph.store.decision_reads import Times
+from evigraph.store.decision_reads import DecisionReads, Times
 from evigraph.store.reader import Rows
 from evigraph.store.schema_names import TRACE_EVENT, TRACE_STEP, TRACE_TASK, trace_key
-from evigraph.trace_records import EventRecord, EventSummary, StepRecord, StepState, TaskRecord
+from evigraph.trace_records import (
+    DecisionRecord,
+    DecisionState,
+    DecisionText,
+    EventRecord,
+    EventSummary,
+    StepRecord,
+    StepState,
+    SupportRecord,
+    TaskRecord,
+)
+
+T = TypeVar("T")
 
 TASK_FIELDS = "t.name AS name, t.goal AS goal, t.agent AS agent, t.created_at AS created_at, t.events AS events"
 EVENT_FIELDS = (
@@ -80,3 +96,52 @@ class TraceReads:
             {"task": trace_key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
         )
         return [StepRecord.model_validate(self.times(r, "updated_at")) for r in rows]
+
+
+class TraceReadOps(ABC):
+    """The trace and decision reads of a store; a backend gives where they run (`_read_traces`)."""
+
+    @abstractmethod
+    async def _read_traces(self, work: Callable[[TraceReads, DecisionReads], T]) -> T:
+        """`work` with the backend's readers, off the event loop."""
+
+    async def get_task(self, project: str, name: str) -> TaskRecord | None:
+        return await self._read_traces(lambda traces, _: traces.task(project, name))
+
+    async def list_tasks(self, project: str, after_name: str | None = None, limit: int = 50) -> list[TaskRecord]:
+        return await self._read_traces(lambda traces, _: traces.tasks(project, after_name, limit))
+
+    async def list_events(self, project: str, task: str, after_seq: int = 0, limit: int = 50) -> list[EventSummary]:
+        return await self._read_traces(lambda traces, _: traces.events(project, task, after_seq, limit))
+
+    async def fetch_event(self, project: str, task: str, seq: int) -> EventRecord | None:
+        return await self._read_traces(lambda traces, _: traces.event(project, task, seq))
+
+    async def list_steps(
+        self, project: str, task: str, state: StepState, after_name: str | None = None, limit: int = 50
+    ) -> list[StepRecord]:
+        return await self._read_traces(lambda traces, _: traces.steps(project, task, state, after_name, limit))
+
+    async def get_decisions(self, project: str, ids: Sequence[str]) -> list[DecisionRecord]:
+        return await self._read_traces(lambda _, decisions: decisions.fetch(project, ids))
+
+    async def list_decisions(
+        self,
+        project: str,
+        task: str | None = None,
+        states: Sequence[DecisionState] | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[DecisionRecord]:
+        return await self._read_traces(lambda _, decisions: decisions.page(project, task, states, after_id, limit))
+
+    async def support_history(
+        self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
+    ) -> list[SupportRecord]:
+        return await self._read_traces(lambda _, d: d.history(project, decision_id, after_ordinal, limit))
+
+    async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
+        return await self._read_traces(lambda _, decisions: decisions.texts(project, states))
+
+    async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
+        return await self._read_traces(lambda _, decisions: decisions.conflicts(project, limit))

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
+from evigraph.store.reader import Rows
 from evigraph.store.search_text import fts_text
 from evigraph.store.terms import searchable_text
 
@@ -169,6 +170,21 @@ def add_relation(relations: Folded, r: ExtractedRelation, sources: Sequence[str]
     else:
         row["conf"] = max(row["conf"], float(r.confidence))
         relations.gather(rid, "src", sources)
+
+
+DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
+                d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
+"""What a stored document is read with, on both stores (`stored_document`)."""
+
+
+def document_page(read: Rows, whole: str, limit: int, offset: int) -> list[StoredDocument]:
+    """Documents by key, `limit` from `offset`; `whole` is the backend's condition on `d` that a
+    document is switched in (empty where every document is)."""
+    rows = read(
+        f"MATCH (d:Document) {whole} RETURN {DOC_FIELDS} ORDER BY d.key SKIP $offset LIMIT $limit",
+        {"offset": offset, "limit": limit},
+    )
+    return [stored_document(r) for r in rows]
 
 
 def stored_document(row: dict[str, Any]) -> StoredDocument:

@@ -201,18 +201,18 @@ async def test_concurrent_writers_of_one_task_never_share_an_event_number(harnes
 async def test_a_document_switched_between_check_and_write_refuses_the_decision(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import evigraph.store.falkordb.decisions as decisions
+    import evigraph.store.decision_writes as decision_writes
 
     h = harness
     doc(h, "a", 1)
     await h.create_task("p", "ann", "t", "g")
-    checked = decisions._new_supports
+    checked = decision_writes.new_supports
 
     def switched(*args: object, **kwargs: object) -> object:
         doc(h, "a", 2)  # another writer's switch, after the check
         return checked(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(decisions, "_new_supports", switched)
+    monkeypatch.setattr(decision_writes, "new_supports", switched)
     with pytest.raises(StaleEvidenceError, match="version 2"):
         await h.record_decision(
             "p",

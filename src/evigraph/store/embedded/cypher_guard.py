@@ -12,20 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evigraph.store.cypher.bounds import check_bounds
-from evigraph.store.cypher.lexer import Kind, Token, refuse, tokenize
+from evigraph.store.cypher.lexer import Kind, Token, refuse
 from evigraph.store.cypher.rules import LABEL_HINT, NOT_FUNCTIONS
+from evigraph.store.cypher.shared import check_statement
 from evigraph.store.cypher.statement import (
     Guarded,
     after_dot,
-    check_hidden,
-    check_keywords,
-    check_labels,
     check_range,
     closing,
     finish,
     next_is,
-    one_statement,
     readable_table,
 )
 from evigraph.store.embedded.cypher_rules import (
@@ -42,16 +38,10 @@ __all__ = ["Guarded", "guard"]
 
 def guard(query: str, params: Mapping[str, Any] | None, row_cap: int) -> Guarded:
     """The rewritten query and its parameters, or CypherRefused saying what may not run."""
-    params = params or {}
-    lexed = tokenize(query)
-    tokens = one_statement(lexed.tokens)
-    check_bounds(tokens)
-    check_keywords(tokens)
-    check_hidden(tokens, params)
-    check_labels(tokens)
-    _check_calls(tokens)
-    _check_functions(tokens)
-    return finish(query, lexed.comments, tokens, params, row_cap)
+    checked = check_statement(query, params)
+    _check_calls(checked.tokens)
+    _check_functions(checked.tokens)
+    return finish(query, checked.comments, checked.tokens, checked.params, row_cap)
 
 
 def _check_calls(tokens: list[Token]) -> None:

@@ -24,6 +24,7 @@ from evigraph.store.embedded import writes
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
+from evigraph.store.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 
 REL_ENDPOINTS = {
     "PART_OF": ("Chunk", "Document"),
@@ -32,7 +33,6 @@ REL_ENDPOINTS = {
     "RELATES": ("Entity", "Entity"),
 }
 _CORE = frozenset({"Document", "Chunk", "Entity", *REL_ENDPOINTS})
-_EXAMPLES = 5
 
 
 @dataclass
@@ -126,56 +126,25 @@ def _check_documents(tx: Tx, found: Findings, current: set[str]) -> None:
 
 def _dangling_relations(tx: Tx, current: set[str]) -> list[dict[str, Any]]:
     """Relations citing passages that are gone, with the sources that remain."""
-    rows = tx.rows(
-        """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source"""
-    )
-    out = []
-    for r in rows:
-        src = unpack_ids(r["src"])
-        kept = [c for c in src if c in current]
-        if len(kept) != len(src):
-            out.append({"id": r["id"], "s": r["s"], "d": r["d"], "src": kept, "source": r["source"]})
-    return out
+    return dangling_relations(tx.rows(RELATION_SOURCES), current.__contains__, unpack_ids)
 
 
 def problems(found: Findings) -> list[IntegrityProblem]:
     """The findings as the report shows them: one entry per kind of damage."""
-    out: list[IntegrityProblem] = []
-
-    def add(kind: str, items: list[str], detail: str, repairable: bool = True) -> None:
-        if items:
-            out.append(
-                IntegrityProblem(
-                    kind=kind, count=len(items), detail=detail, examples=items[:_EXAMPLES], repairable=repairable
-                )
-            )
-
-    add("missing_tables", found.missing_tables, "tables of the schema are missing (repair creates them)")
-    if found.missing_mark:
-        add("missing_schema_mark", ["schema_version"], "the evigraph schema mark is missing or wrong")
-    add("missing_fulltext_indexes", found.missing_indexes, "full-text search needs these indexes")
+    out = Problems()
+    out.add("missing_tables", found.missing_tables, "tables of the schema are missing (repair creates them)")
+    out.missing_mark(found.missing_mark)
+    out.add("missing_fulltext_indexes", found.missing_indexes, "full-text search needs these indexes")
     for rel, offsets in sorted(found.ghost_edges.items()):
-        add(
+        out.add(
             f"ghost_edges.{rel}",
             [str(o) for o in offsets],
             f"{rel} edges whose endpoint node was deleted (left by a crash after DETACH DELETE)",
         )
-    add("stray_chunks", found.stray_chunks, "passages not part of their document's current version")
-    add(
-        "miscounted_documents",
-        found.miscounted_documents,
-        "documents whose stored passage count differs from their passages; repair marks them changed, "
-        "so the next ingest of their files rewrites them",
-        repairable=False,
-    )
-    add("orphan_entities", found.orphan_entities, "extracted entities that no current passage mentions")
-    add(
-        "dangling_relation_sources",
-        [r["id"] for r in found.dangling_relations],
-        "relations citing passages that no longer exist",
-    )
-    return out
+    out.passages(found.stray_chunks, found.miscounted_documents)
+    out.add("orphan_entities", found.orphan_entities, "extracted entities that no current passage mentions")
+    out.dangling(found.dangling_relations)
+    return out.found
 
 
 def repair(tx: Tx) -> dict[str, int]:

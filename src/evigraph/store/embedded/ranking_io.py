@@ -5,34 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evigraph.models import embedding_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.reads import context_of
 from evigraph.store.ranking import RankingText
+from evigraph.store.ranking_reads import read_ranking_texts
 
 
 def pending_ranking_texts(tx: Tx, limit: int, context: bool = True) -> list[RankingText]:
-    out = []
-    for r in tx.rows(
+    return read_ranking_texts(
+        tx.rows,
         f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE size(c.sentence_starts) > 0 AND c.sentence_vectors IS NULL
             RETURN c.id AS id, d.title AS title, c.text AS t, c.sentence_starts AS ss, c.sentence_ends AS se,
                    {context_of("c", context)} AS cx
             LIMIT $k""",
-        {"k": limit},
-    ):
-        text = embedding_text(r["title"] or "", r["t"], r["cx"] or "")
-        shift = len(text) - len(r["t"])
-        spans = tuple((a + shift, b + shift) for a, b in zip(r["ss"], r["se"], strict=True))
-        out.append(RankingText("sentences", r["id"], (text,), spans))
-    if len(out) < limit:
-        out += [
-            RankingText("entity", r["id"], (r["n"],))
-            for r in tx.rows(
-                "MATCH (e:Entity) WHERE e.embedding IS NULL RETURN e.id AS id, e.name AS n LIMIT $k",
-                {"k": limit - len(out)},
-            )
-        ]
-    return out
+        limit,
+    )
 
 
 def write_ranking_vectors(tx: Tx, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> list[str]:

@@ -9,11 +9,9 @@ from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, em
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CONTEXT_COLUMN, META_TABLE
 from evigraph.store.terms import searchable_text
-from evigraph.store.version_rows import stored_document
+from evigraph.store.version_rows import DOC_FIELDS, document_page, stored_document
 
-_DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
-                 d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
-_DOC_BY_KEY = f"MATCH (d:Document {{key: $key}}) RETURN {_DOC_FIELDS}"
+_DOC_BY_KEY = f"MATCH (d:Document {{key: $key}}) RETURN {DOC_FIELDS}"
 
 
 KEY_LOOKUP_MAX = 256
@@ -27,16 +25,12 @@ def get_documents(tx: Tx, keys: Sequence[str]) -> dict[str, StoredDocument]:
     if len(keys) <= KEY_LOOKUP_MAX:
         rows = each_key(tx, _DOC_BY_KEY, keys)
     else:
-        rows = tx.rows(f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) RETURN {_DOC_FIELDS}", {"keys": list(keys)})
+        rows = tx.rows(f"UNWIND $keys AS k MATCH (d:Document {{key: k}}) RETURN {DOC_FIELDS}", {"keys": list(keys)})
     return {r["key"]: stored_document(r) for r in rows}
 
 
 def list_documents(tx: Tx, limit: int, offset: int) -> list[StoredDocument]:
-    rows = tx.rows(
-        f"MATCH (d:Document) RETURN {_DOC_FIELDS} ORDER BY d.key SKIP $offset LIMIT $limit",
-        {"offset": offset, "limit": limit},
-    )
-    return [stored_document(r) for r in rows]
+    return document_page(tx.rows, "", limit, offset)
 
 
 def counts(tx: Tx) -> StoreCounts:

@@ -16,6 +16,7 @@ from evigraph.store.base import EXTRACTION_KIND
 from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import EXTRACTION_CACHE, INTERNAL_TABLES, META_TABLE
+from evigraph.store.source_rows import SOURCE_FIELDS, source_record
 
 _SAMPLE_KEYS = 3
 
@@ -49,31 +50,19 @@ def log_sources(tx: Tx, records: Sequence[SourceRecord]) -> None:
 
 def source_log(tx: Tx, keys: Sequence[str]) -> dict[str, SourceRecord]:
     rows = tx.rows(
-        """UNWIND $keys AS k MATCH (s:SourceLog {key: k})
-           RETURN s.key AS key, s.state AS state, s.content_hash AS hash, s.version AS version,
-                  s.error AS error, s.at AS at""",
+        f"UNWIND $keys AS k MATCH (s:SourceLog {{key: k}}) RETURN {SOURCE_FIELDS}",
         {"keys": list(keys)},
     )
     return {r["key"]: _source_record(r) for r in rows}
 
 
 def _source_record(row: dict[str, Any]) -> SourceRecord:
-    return SourceRecord(
-        key=row["key"],
-        state=SourceState(row["state"]),
-        content_hash=row["hash"],
-        version=int(row["version"] or 0),
-        error=row["error"],
-        at=row["at"].isoformat() + "Z" if row["at"] else None,
-    )
+    return source_record(row, row["at"].isoformat() + "Z" if row["at"] else None)
 
 
 def failed_sources(tx: Tx, limit: int) -> list[SourceRecord]:
     rows = tx.rows(
-        """MATCH (s:SourceLog) WHERE s.state = $failed
-           RETURN s.key AS key, s.state AS state, s.content_hash AS hash, s.version AS version,
-                  s.error AS error, s.at AS at
-           ORDER BY s.at DESC, s.key LIMIT $limit""",
+        f"MATCH (s:SourceLog) WHERE s.state = $failed RETURN {SOURCE_FIELDS} ORDER BY s.at DESC, s.key LIMIT $limit",
         {"failed": SourceState.failed.value, "limit": limit},
     )
     return [_source_record(r) for r in rows]

@@ -23,7 +23,7 @@ from evigraph.models import (
     TableInfo,
     ThemeRecord,
 )
-from evigraph.store.base import EXTRACTION_KIND, GraphStore
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, opened
 from evigraph.store.caches import (
     Cached,
 )
@@ -137,9 +137,7 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
 
     @property
     def executor(self) -> Executor:
-        if self._exec is None:
-            raise StoreError("the store is not open", hint="use `async with` or call open() first")
-        return self._exec
+        return opened(self._exec)
 
     async def open(self) -> None:
         if self._exec is not None:

@@ -10,7 +10,7 @@ changed and writes again; the derived edges are diffed against the whole graph o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from evigraph.code_records import (
@@ -33,8 +33,8 @@ from evigraph.store.code_rows import (
     symbol_from_row,
     symbol_row,
 )
-from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
+from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.search_text import fts_text
 
 T = TypeVar("T")
@@ -133,22 +133,8 @@ def link_mentions(conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
         )
 
 
-class FalkorCodeOps:
+class FalkorCodeOps(FalkorSection):
     """The code section of `FalkorStore`."""
-
-    @property
-    def conn(self) -> Connection:
-        raise NotImplementedError  # FalkorStore's
-
-    @property
-    def cache(self) -> Generation:
-        raise NotImplementedError  # FalkorStore's
-
-    async def _read(self, fn: Callable[[], T]) -> T:
-        raise NotImplementedError  # FalkorStore's
-
-    async def _write(self, fn: Callable[[], T]) -> T:
-        raise NotImplementedError  # FalkorStore's
 
     async def code_graph(self) -> CodeGraph:
         return await self._read(lambda: code_graph(self.conn))

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.errors import ConfigurationError, StoreError, StoreUnavailableError
+from evigraph.store.base import opened
 from evigraph.store.falkordb.local_servers import LocalServerAccess, is_loopback, local_access
 from evigraph.store.location import StoreLocation
 
@@ -80,14 +81,7 @@ class Connection:
         return password
 
     def _graph(self, client: Any, host: str, port: int) -> Any:
-        db = client.FalkorDB(
-            host=host,
-            port=port,
-            username=self.location.username,
-            password=self._password(host, port),
-            socket_timeout=60,
-            socket_connect_timeout=5,
-        )
+        db = client.FalkorDB(**self._client_options(host, port))
         modules = db.connection.execute_command("MODULE", "LIST")
         if "graph" not in {_module_name(m) for m in modules}:
             raise StoreError(
@@ -147,15 +141,18 @@ class Connection:
         import redis
 
         host, port = self.location.host or "localhost", self.location.port or 6379
-        return redis.Redis(
-            host=host,
-            port=port,
-            username=self.location.username,
-            password=self._password(host, port),
-            socket_timeout=60,
-            socket_connect_timeout=5,
-            single_connection_client=True,
-        )
+        return redis.Redis(**self._client_options(host, port), single_connection_client=True)
+
+    def _client_options(self, host: str, port: int) -> dict[str, Any]:
+        """How every client of this store reaches a server: the graph's and a writer's lease alike."""
+        return {
+            "host": host,
+            "port": port,
+            "username": self.location.username,
+            "password": self._password(host, port),
+            "socket_timeout": 60,
+            "socket_connect_timeout": 5,
+        }
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -197,9 +194,7 @@ class Connection:
 
     @property
     def primary(self) -> Any:
-        if self._primary is None:
-            raise StoreError("the store is not open", hint="use `async with` or call open() first")
-        return self._primary
+        return opened(self._primary)
 
     @property
     def _primary_name(self) -> str:

@@ -19,22 +19,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from evigraph.errors import CypherRefused, QueryAborted, QueryTimeout, ReadOnlyQueryError
-from evigraph.store.cypher.bounds import check_bounds
-from evigraph.store.cypher.lexer import Kind, Token, refuse, tokenize
+from evigraph.store.cypher.lexer import Kind, Token, refuse
 from evigraph.store.cypher.rows import TIMEOUT_HINT, Budget, QueryRows, Slots
 from evigraph.store.cypher.rules import HIDDEN_PROPERTIES, HINT, LABEL_HINT, NOT_FUNCTIONS
+from evigraph.store.cypher.shared import check_statement
 from evigraph.store.cypher.statement import (
     Edit,
     Guarded,
     after_dot,
     after_operand,
-    check_hidden,
-    check_keywords,
-    check_labels,
     check_range,
     finish,
     next_is,
-    one_statement,
     readable_table,
 )
 
@@ -83,16 +79,11 @@ _SCANNED = re.compile(r"[(\[]\s*[^:\s)\]]*((?::\s*[^:\s)\]]+)*)\s*[)\]]")
 
 def guard(query: str, params: Mapping[str, Any] | None, row_cap: int) -> tuple[Guarded, set[str]]:
     """The rewritten query, its parameters and the labels and types it names, or CypherRefused."""
-    params = params or {}
-    lexed = tokenize(query)
-    tokens = one_statement(lexed.tokens)
-    check_bounds(tokens)
-    check_keywords(tokens)
-    check_hidden(tokens, params)
-    named = check_labels(tokens)
-    _check_calls(tokens)
-    _check_functions(tokens)
-    return finish(query, lexed.comments, tokens, params, row_cap, _numeric_subscripts(tokens)), named
+    checked = check_statement(query, params)
+    _check_calls(checked.tokens)
+    _check_functions(checked.tokens)
+    edits = _numeric_subscripts(checked.tokens)
+    return finish(query, checked.comments, checked.tokens, checked.params, row_cap, edits), checked.named
 
 
 def _numeric_subscripts(tokens: list[Token]) -> list[Edit]:

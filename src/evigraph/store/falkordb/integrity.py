@@ -42,6 +42,7 @@ from evigraph.store.falkordb.documents import delete_orphans, prune_relation_sou
 from evigraph.store.falkordb.index_changes import change_indexes, missing_indexes
 from evigraph.store.falkordb.leases import live_writers
 from evigraph.store.falkordb.schema import PENDING_CHUNK, SCHEMA_VERSION
+from evigraph.store.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.merging import EntityMerge
 from evigraph.store.schema_names import EXTRACTION_SOURCE, META_TABLE
 
@@ -49,7 +50,6 @@ PENDING_GRACE_S = 3600.0
 """How long a passage an earlier evigraph put aside (no writer's lease marks it) may stay so, or an
 extracted entity stay unmentioned while some writer is live, before `check` calls it abandoned:
 far longer than any one document write takes."""
-_EXAMPLES = 5
 
 
 # -- integrity ---------------------------------------------------------------------------------
@@ -184,59 +184,29 @@ def _text(value: Any) -> str:
 def _dangling_relations(conn: Connection) -> list[dict[str, Any]]:
     """Relations citing passages that do not exist (live or being written), with those that do."""
     exists = {r["id"] for r in conn.read_sync("MATCH (c:Chunk) RETURN c.id AS id")}
-    out = []
-    for r in conn.read_sync(
-        """MATCH (a:Entity)-[x:RELATES]->(b:Entity)
-           RETURN x.id AS id, a.id AS s, b.id AS d, x.source_chunks AS src, x._source AS source"""
-    ):
-        src = list(r["src"] or [])
-        kept = [c for c in src if c in exists]
-        if len(kept) != len(src):
-            out.append({"id": r["id"], "s": r["s"], "d": r["d"], "src": kept, "source": r["source"]})
-    return out
+    return dangling_relations(conn.read_sync(RELATION_SOURCES), exists.__contains__, lambda src: list(src or []))
 
 
 def problems(found: Findings) -> list[IntegrityProblem]:
     """The findings as the report shows them: one entry per kind of damage."""
-    out: list[IntegrityProblem] = []
-
-    def add(kind: str, items: Sequence[str], detail: str, repairable: bool = True) -> None:
-        if items:
-            out.append(
-                IntegrityProblem(
-                    kind=kind, count=len(items), detail=detail, examples=list(items[:_EXAMPLES]), repairable=repairable
-                )
-            )
-
-    if found.missing_mark:
-        add("missing_schema_mark", ["schema_version"], "the evigraph schema mark is missing or wrong")
-    add("missing_indexes", found.missing_indexes, "look-ups and full-text search need these indexes")
-    add(
+    out = Problems()
+    out.missing_mark(found.missing_mark)
+    out.add("missing_indexes", found.missing_indexes, "look-ups and full-text search need these indexes")
+    out.add(
         "abandoned_chunks",
         found.abandoned_chunks,
         "passages written aside by a document write that never switched them in (a writer stopped "
         "or lost to a newer version)",
     )
-    add("stray_chunks", found.stray_chunks, "passages not part of their document's current version")
-    add(
-        "miscounted_documents",
-        found.miscounted_documents,
-        "documents whose stored passage count differs from their passages; repair marks them changed, "
-        "so the next ingest of their files rewrites them",
-        repairable=False,
-    )
-    add(
-        "dangling_relation_sources",
-        [r["id"] for r in found.dangling_relations],
-        "relations citing passages that no longer exist",
-    )
-    add("orphan_entities", found.orphan_entities, "extracted entities that no passage mentions")
-    add(
+    out.passages(found.stray_chunks, found.miscounted_documents)
+    out.dangling(found.dangling_relations)
+    out.add("orphan_entities", found.orphan_entities, "extracted entities that no passage mentions")
+    out.add(
         "unfinished_merges",
         sorted(found.unfinished_merges),
         "merged-away entities still beside their redirect (a merge stopped midway); repair finishes the merge",
     )
-    return out
+    return out.found
 
 
 def repair(conn: Connection, found: Findings, *, renew: Callable[[], None], grace_s: float) -> dict[str, int]:

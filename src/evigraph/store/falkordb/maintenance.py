@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from evigraph.errors import ReadOnlyQueryError, StoreError
 from evigraph.models import IntegrityReport, TableInfo
@@ -17,7 +17,6 @@ from evigraph.store.cypher.params import check_params
 from evigraph.store.cypher.rows import QueryRows
 from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
 from evigraph.store.falkordb import merging
-from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.cypher import (
     SLOTS,
@@ -30,10 +29,10 @@ from evigraph.store.falkordb.cypher import (
 from evigraph.store.falkordb.integrity import PENDING_GRACE_S, Findings, inspect, problems, repair
 from evigraph.store.falkordb.locks import server_lock
 from evigraph.store.falkordb.schema import INTERNAL_LABELS, NODE_LABELS, RELATIONSHIP_TYPES
+from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.location import StoreLocation
 from evigraph.store.merge_plan import read_entity_records, read_redirects
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
-from evigraph.store.ranking import ChangeJournal
 
 T = TypeVar("T")
 
@@ -103,23 +102,10 @@ def _properties(conn: Connection, sample: str) -> dict[str, str]:
 # -- the mixin ---------------------------------------------------------------------------------
 
 
-class FalkorMaintenanceOps:
+class FalkorMaintenanceOps(FalkorSection):
     """The GraphStore maintenance, Cypher, schema and merge sections for `FalkorStore`."""
 
-    if TYPE_CHECKING:
-        read_only: bool
-        location: StoreLocation
-        _journal: ChangeJournal
-
-        @property
-        def conn(self) -> Connection: ...
-
-        @property
-        def cache(self) -> Generation: ...
-
-        async def _read(self, fn: Callable[[], T]) -> T: ...
-
-        async def _write(self, fn: Callable[[], T]) -> T: ...
+    location: StoreLocation
 
     async def check(self, repair: bool = False) -> IntegrityReport:
         note = not self.read_only

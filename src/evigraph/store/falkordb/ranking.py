@@ -22,14 +22,13 @@ server lost it) answers `full`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from evigraph.models import embedding_text
-from evigraph.store.falkordb.caches import Generation
 from evigraph.store.falkordb.connection import Connection
-from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
-from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
+from evigraph.store.falkordb.section import FalkorSection
+from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
+from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows, read_ranking_texts
 
 T = TypeVar("T")
 
@@ -41,22 +40,8 @@ def parse_token(token: str | None) -> tuple[str, int] | None:
     return journal, int(generation)
 
 
-class FalkorRankingOps:
+class FalkorRankingOps(FalkorSection):
     """The GraphStore ranking section for `FalkorStore`."""
-
-    if TYPE_CHECKING:
-        read_only: bool
-        _journal: ChangeJournal
-
-        @property
-        def conn(self) -> Connection: ...
-
-        @property
-        def cache(self) -> Generation: ...
-
-        async def _read(self, fn: Callable[[], T]) -> T: ...
-
-        async def _write(self, fn: Callable[[], T]) -> T: ...
 
     async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
         return await self._read(lambda: pending_ranking_texts(self.conn, limit))
@@ -105,28 +90,15 @@ class FalkorRankingOps:
 
 
 def pending_ranking_texts(conn: Connection, limit: int) -> list[RankingText]:
-    out = []
-    for r in conn.read_sync(
+    return read_ranking_texts(
+        conn.read_sync,
         """MATCH (c:Chunk) WHERE c.live AND size(coalesce(c.sentence_starts, [])) > 0 AND c.sentence_vectors IS NULL
            MATCH (c)-[:PART_OF]->(d:Document)
            RETURN c.id AS id, d.title AS title, c.text AS t, c.sentence_starts AS ss, c.sentence_ends AS se,
                   c.passage_context AS cx
            LIMIT $k""",
-        {"k": limit},
-    ):
-        text = embedding_text(r["title"] or "", r["t"], r["cx"] or "")
-        shift = len(text) - len(r["t"])
-        spans = tuple((int(a) + shift, int(b) + shift) for a, b in zip(r["ss"], r["se"], strict=True))
-        out.append(RankingText("sentences", r["id"], (text,), spans))
-    if len(out) < limit:
-        out += [
-            RankingText("entity", r["id"], (r["n"],))
-            for r in conn.read_sync(
-                "MATCH (e:Entity) WHERE e.embedding IS NULL RETURN e.id AS id, e.name AS n LIMIT $k",
-                {"k": limit - len(out)},
-            )
-        ]
-    return out
+        limit,
+    )
 
 
 def check_counts(rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:

@@ -15,10 +15,8 @@ from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument
 from evigraph.store.base import VectorSearch
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.terms import searchable_text
-from evigraph.store.version_rows import stored_document
+from evigraph.store.version_rows import DOC_FIELDS, document_page, stored_document
 
-DOC_FIELDS = """d.key AS key, d.title AS title, d.path AS path, d.content_hash AS content_hash,
-                d.version AS version, d.loader AS loader, d.chunk_count AS chunks"""
 CHUNK_FIELDS = """c.id AS id, c.document AS document, c.version AS version, c.index AS index, c.text AS text,
                   c.page AS page, c.char_start AS cs, c.char_end AS ce, c.breadcrumbs AS breadcrumbs,
                   c.passage_context AS context, d.title AS title, d.path AS path"""
@@ -36,11 +34,7 @@ def get_documents(conn: Connection, keys: Sequence[str]) -> dict[str, StoredDocu
 
 
 def list_documents(conn: Connection, limit: int, offset: int) -> list[StoredDocument]:
-    rows = conn.read_sync(
-        f"MATCH (d:Document) WHERE d.version IS NOT NULL RETURN {DOC_FIELDS} ORDER BY d.key SKIP $offset LIMIT $limit",
-        {"offset": offset, "limit": limit},
-    )
-    return [stored_document(r) for r in rows]
+    return document_page(conn.read_sync, "WHERE d.version IS NOT NULL", limit, offset)
 
 
 def counts(conn: Connection) -> StoreCounts:

@@ -30,7 +30,7 @@ from evigraph.models import (
     embedding_text,
 )
 from evigraph.store import bm25
-from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch
+from evigraph.store.base import EXTRACTION_KIND, GraphStore, TermCounts, VectorSearch, opened
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.caches import (
     NameIndex,
@@ -62,6 +62,7 @@ from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_fo
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, SavedIndexes
+from evigraph.store.source_rows import SOURCE_FIELDS, source_record
 
 T = TypeVar("T")
 Index = TypeVar("Index")
@@ -96,9 +97,7 @@ class FalkorStore(
 
     @property
     def conn(self) -> Connection:
-        if self._conn is None:
-            raise StoreError("the store is not open", hint="use `async with` or call open() first")
-        return self._conn
+        return opened(self._conn)
 
     @property
     def cache(self) -> Generation:
@@ -400,7 +399,7 @@ class FalkorStore(
             return {}
         rows = await self._read(
             lambda: self.conn.read_sync(
-                f"UNWIND $keys AS k MATCH (s:SourceLog {{key: k}}) RETURN {_SOURCE_FIELDS}", {"keys": list(keys)}
+                f"UNWIND $keys AS k MATCH (s:SourceLog {{key: k}}) RETURN {SOURCE_FIELDS}", {"keys": list(keys)}
             )
         )
         return {r["key"]: _source(r) for r in rows}
@@ -408,7 +407,7 @@ class FalkorStore(
     async def failed_sources(self, limit: int = 100) -> list[SourceRecord]:
         rows = await self._read(
             lambda: self.conn.read_sync(
-                f"MATCH (s:SourceLog) WHERE s.state = $failed RETURN {_SOURCE_FIELDS} ORDER BY s.at DESC, s.key "
+                f"MATCH (s:SourceLog) WHERE s.state = $failed RETURN {SOURCE_FIELDS} ORDER BY s.at DESC, s.key "
                 "LIMIT $limit",
                 {"failed": SourceState.failed.value, "limit": limit},
             )
@@ -493,21 +492,9 @@ class FalkorStore(
             await asyncio.to_thread(self.cache.bump)
 
 
-_SOURCE_FIELDS = (
-    "s.key AS key, s.state AS state, s.content_hash AS hash, s.version AS version, s.error AS error, s.at AS at"
-)
-
-
 def _source(row: dict[str, Any]) -> SourceRecord:
     at = row["at"]
-    return SourceRecord(
-        key=row["key"],
-        state=SourceState(row["state"]),
-        content_hash=row["hash"],
-        version=int(row["version"] or 0),
-        error=row["error"],
-        at=at.replace("+00:00", "Z") if isinstance(at, str) else None,
-    )
+    return source_record(row, at.replace("+00:00", "Z") if isinstance(at, str) else None)
 
 
 def _cache_key(kind: str, key: str) -> str:
