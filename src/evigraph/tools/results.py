@@ -27,6 +27,15 @@ def num(value: float | int) -> str:
     return str(value)
 
 
+def next_page(param: str, after: int | str | None, *, quote: bool = False) -> str:
+    """`; next page: after_seq=12` for a page's header, nothing on the last page: the agent pages on
+    by passing what it reads, under the argument's own name. `quote` shows a name as Python
+    writes it (`after_name='b c'`), so one with spaces or commas reads as one value."""
+    if after is None:
+        return ""
+    return f"; next page: {param}={after!r}" if quote else f"; next page: {param}={after}"
+
+
 def key_values(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {num(v) if isinstance(v, int | float) else v}" for k, v in values.items())
 
