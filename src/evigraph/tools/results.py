@@ -40,6 +40,12 @@ def key_values(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {num(v) if isinstance(v, int | float) else v}" for k, v in values.items())
 
 
+def fields_of(found: BaseModel, result: type[BaseModel]) -> dict[str, Any]:
+    """The fields of `found` that `result` declares too, as they are: a result carries what the
+    knowledge base returned under the same names, and leaves out what an agent has no use for."""
+    return {name: getattr(found, name) for name in result.model_fields if name in type(found).model_fields}
+
+
 class ToolResult(BaseModel):
     """Base of every tool's result."""
 
