@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evigraph.closing import AsyncClosing
 from evigraph.errors import ConfigurationError, LLMResponseError
 from evigraph.providers.llms.jsontext import parse_json_text
 
@@ -116,7 +116,7 @@ class StreamPart(BaseModel):
     model: str | None = None
 
 
-class LLM(AsyncClosing, ABC):
+class LLM(ABC):
     """A chat model.
 
     Example::
@@ -208,6 +208,14 @@ class LLM(AsyncClosing, ABC):
         """Releases connections; the LLM opens them again if used after."""
         return None
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
     # -- helpers -----------------------------------------------------------------------------
 
     def _request(
@@ -261,7 +269,7 @@ class LLM(AsyncClosing, ABC):
             ) from None
 
 
-class TextStream(AsyncClosing, ABC):
+class TextStream(ABC):
     """Text deltas read with `async for`, closed by leaving `async with` (or `aclose`), so a
     reader that stops early always releases what the stream holds (a connection, a slot)."""
 
@@ -273,6 +281,14 @@ class TextStream(AsyncClosing, ABC):
 
     @abstractmethod
     async def aclose(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
 
 class ChatStream(TextStream):
