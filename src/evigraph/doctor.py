@@ -166,36 +166,35 @@ def _llm() -> Check:
 
 def _probed(llm: OpenAICompatibleLLM, name: str) -> Check:
     where = f"{llm.model} at {llm.endpoint.display}"
+
+    def seen(ok: bool, detail: str, hint: str = "") -> Check:
+        """What the probe showed, said of this model at this endpoint."""
+        return Check(area="llm", name=name, ok=ok, detail=f"{where}: {detail}", hint=hint)
+
     probe = llm.probe(timeout=LLM_PROBE_TIMEOUT)
     if not probe.reachable:
-        return Check(
-            area="llm",
-            name=name,
-            ok=False,
-            detail=f"{where}: not reachable ({probe.error})",
-            hint="check EVIGRAPH_LLM_BASE_URL and that the server is running",
+        return seen(
+            False,
+            f"not reachable ({probe.error})",
+            "check EVIGRAPH_LLM_BASE_URL and that the server is running",
         )
     if probe.status in (401, 403):
-        return Check(
-            area="llm",
-            name=name,
-            ok=False,
-            detail=f"{where}: the API key was refused (HTTP {probe.status}: {probe.error})",
-            hint="check EVIGRAPH_LLM_API_KEY",
+        return seen(
+            False,
+            f"the API key was refused (HTTP {probe.status}: {probe.error})",
+            "check EVIGRAPH_LLM_API_KEY",
         )
     if probe.status is not None and probe.status >= 400:
-        return Check(area="llm", name=name, ok=True, detail=f"{where}: reachable (no model list: HTTP {probe.status})")
+        return seen(True, f"reachable (no model list: HTTP {probe.status})")
     listed = probe.models or ()
     if listed and not llm.endpoint.azure and llm.model not in listed and f"{llm.model}:latest" not in listed:
         shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
-        return Check(
-            area="llm",
-            name=name,
-            ok=False,
-            detail=f"{where}: reachable, but the server does not list this model (it lists {shown})",
-            hint=f"check EVIGRAPH_LLM_MODEL (for Ollama: `ollama pull {llm.model}`)",
+        return seen(
+            False,
+            f"reachable, but the server does not list this model (it lists {shown})",
+            f"check EVIGRAPH_LLM_MODEL (for Ollama: `ollama pull {llm.model}`)",
         )
-    return Check(area="llm", name=name, ok=True, detail=f"{where}: reachable")
+    return seen(True, "reachable")
 
 
 def _command() -> Check:

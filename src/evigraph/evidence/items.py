@@ -8,11 +8,15 @@ from the item's kind and id, so it can never disagree with what the item is.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, Field, computed_field
 
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
+
+T = TypeVar("T")
 
 
 class Source(BaseModel):
@@ -102,3 +106,28 @@ class ThemeItem(Item):
     entities: list[str] = Field(description="member names, most connected first")
     members: str = Field("", description="every member as 'name (label)', what a citation is checked against")
     passages: list[PassageItem] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PerKind(Generic[T]):
+    """What a reader makes of each kind of item (its line, its citable text), called on any item.
+
+    Every reader names a function for every kind, so a new kind cannot be left out of one of
+    them unnoticed; a subclass (`PassageText`, `EntityCard`) counts as its kind."""
+
+    what: str
+    passage: Callable[[PassageItem], T]
+    entity: Callable[[EntityItem], T]
+    relation: Callable[[RelationItem], T]
+    theme: Callable[[ThemeItem], T]
+
+    def __call__(self, item: Item) -> T:
+        if isinstance(item, PassageItem):
+            return self.passage(item)
+        if isinstance(item, EntityItem):
+            return self.entity(item)
+        if isinstance(item, RelationItem):
+            return self.relation(item)
+        if isinstance(item, ThemeItem):
+            return self.theme(item)
+        raise TypeError(f"no {self.what} for {type(item).__name__}")

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.ids import KINDS, EvidenceId
-from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, ThemeItem
+from evigraph.evidence.items import EntityItem, Item, PassageItem, PerKind, RelationItem, ThemeItem
 
 # What a number can point at: the evidence kinds, plus "fact" (a relation returned as a fact);
 # checked so a typo cannot create a kind no reader expects.
@@ -127,17 +127,14 @@ def theme_content(item: ThemeItem) -> str:
     return f"Theme of related entities: {item.members or ', '.join(item.entities)}"
 
 
-def content_of(item: Item) -> str:
-    """The text citations of `item` are checked against."""
-    if isinstance(item, PassageItem):
-        return passage_content(item) if item.text.strip() else ""
-    if isinstance(item, EntityItem):
-        return entity_content(item)
-    if isinstance(item, RelationItem):
-        return relation_content(item)
-    if isinstance(item, ThemeItem):
-        return theme_content(item)
-    raise TypeError(f"no evidence content for {type(item).__name__}")
+content_of = PerKind(
+    "evidence content",
+    passage=lambda item: passage_content(item) if item.text.strip() else "",
+    entity=entity_content,
+    relation=relation_content,
+    theme=theme_content,
+)
+"""The text citations of an item are checked against."""
 
 
 class EvidenceLedger:

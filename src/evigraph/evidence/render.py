@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from evigraph.display import display_name, display_text, one_line
-from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem, Source, ThemeItem
+from evigraph.evidence.items import EntityItem, PassageItem, PerKind, RelationItem, Source, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.models import DEFAULT_RELATION_TYPE
 
@@ -82,17 +82,8 @@ def theme_line(t: ThemeItem) -> str:
     return number_prefix(t.n) + one_line(f"{', '.join(t.entities)} ({t.size} entities)")
 
 
-def line_of(item: Item) -> str:
-    """The one line `item` reads as, whatever kind it is."""
-    if isinstance(item, PassageItem):
-        return passage_line(item)
-    if isinstance(item, EntityItem):
-        return entity_line(item)
-    if isinstance(item, RelationItem):
-        return relation_line(item)
-    if isinstance(item, ThemeItem):
-        return theme_line(item)
-    raise TypeError(f"no line for {type(item).__name__}")
+line_of = PerKind("line", passage=passage_line, entity=entity_line, relation=relation_line, theme=theme_line)
+"""The one line an item reads as, whatever kind it is."""
 
 
 def passages_section(

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import urlparse
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
@@ -80,13 +81,20 @@ def error_message(text: str, limit: int = 300) -> str:
     return " ".join(_error_text(text)[:limit].split()) or "(empty body)"
 
 
-def error_code(text: str) -> str:
-    """The machine-readable `error.code` (or `type`) of an error body, "" when there is none."""
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object a body holds, else None (an HTML error page, a proxy's plain text, a list),
+    which each caller reports in its own words."""
     try:
         body = json.loads(text)
     except ValueError:
-        return ""
-    error = body.get("error") if isinstance(body, dict) else None
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def error_code(text: str) -> str:
+    """The machine-readable `error.code` (or `type`) of an error body, "" when there is none."""
+    body = json_object(text)
+    error = body.get("error") if body is not None else None
     if isinstance(error, dict):
         return str(error.get("code") or error.get("type") or "")
     return ""

@@ -15,7 +15,7 @@ Like the task tools they act on the toolkit's project and agent, and are offered
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import Field
 
@@ -37,7 +37,7 @@ from evigraph.kb.decisions import (
     SupersedeDecision,
 )
 from evigraph.tools.definitions import ToolGroup
-from evigraph.tools.results import ToolResult
+from evigraph.tools.results import ToolResult, next_page
 from evigraph.tools.trace_tools import decision_line, traced_tool, traces_of
 from evigraph.trace_records import DecisionRecord, ReviewCause, ReviewProgress, SupportRecord
 
@@ -102,15 +102,14 @@ class DecisionListResult(ToolResult):
     title: str = Field(exclude=True)
 
     def header(self) -> str:
-        more = f"; next page: after_id={self.next_after_id}" if self.next_after_id else ""
-        return f"{len(self.decisions)} {self.title}{more}"
+        return f"{len(self.decisions)} {self.title}{next_page('after_id', self.next_after_id)}"
 
     def sections(self) -> list[Section]:
         lines = []
         for d in self.decisions:
             why = f" - {_cause_line(d.review[0])}" if d.review else ""
             lines.append(f"{decision_line(d)} [task {d.task!r}]{why}")
-        return [Section("Decisions", lines)] if lines else []
+        return [Section("Decisions", lines)]
 
 
 class SupportHistoryResult(ToolResult):
@@ -119,11 +118,11 @@ class SupportHistoryResult(ToolResult):
     next_after_ordinal: int | None = Field(description="pass as after_ordinal for the next page; null on the last")
 
     def header(self) -> str:
-        more = f"; next page: after_ordinal={self.next_after_ordinal}" if self.next_after_ordinal is not None else ""
+        more = next_page("after_ordinal", self.next_after_ordinal)
         return f"{len(self.supports)} support(s) of decision {self.decision_id}{more}"
 
     def sections(self) -> list[Section]:
-        return [Section("Supports", [_support_line(s) for s in self.supports])] if self.supports else []
+        return [Section("Supports", [_support_line(s) for s in self.supports])]
 
 
 class DecisionSearchResult(ToolResult):
@@ -135,8 +134,7 @@ class DecisionSearchResult(ToolResult):
         return f"{len(self.decisions)} precedent(s) for {self.query!r}"
 
     def sections(self) -> list[Section]:
-        lines = [f"{decision_line(d)} [task {d.task!r}]: {d.rationale}" for d in self.decisions]
-        return [Section("Decisions", lines)] if lines else []
+        return [Section("Decisions", [f"{decision_line(d)} [task {d.task!r}]: {d.rationale}" for d in self.decisions])]
 
 
 class ConflictsResult(ToolResult):
@@ -161,7 +159,7 @@ class ReviewResult(ToolResult):
         return f"examined {p.processed} flagged decision(s); newly flagged: {len(p.flagged)}; {left}"
 
     def sections(self) -> list[Section]:
-        return [Section("Newly flagged", list(self.progress.flagged))] if self.progress.flagged else []
+        return [Section("Newly flagged", list(self.progress.flagged))]
 
 
 def _read_supports(
@@ -189,6 +187,27 @@ def _read_supports(
     return out, digests
 
 
+class _Grounds(TypedDict):
+    """What a decision rests on besides its supports, passed alike by record and supersede."""
+
+    assumptions: list[str]
+    open_questions: list[str]
+    request_id: str | None
+    read_digests: dict[str, str]
+
+
+def _grounds(tk: Toolkit, args: RecordDecision | SupersedeDecision) -> tuple[list[dict[str, object]], _Grounds]:
+    """The supports as this session read them, and the rest of the decision's grounds."""
+    supports, digests = _read_supports(tk, args.supports)
+    grounds = _Grounds(
+        assumptions=args.assumptions,
+        open_questions=args.open_questions,
+        request_id=args.request_id,
+        read_digests=digests,
+    )
+    return supports, grounds
+
+
 _WHERE = " The project and the agent are fixed by the server's configuration."
 _RETRY = " Pass a request_id (1-64 chars): a retry with it returns the first result and writes nothing twice."
 _SUPPORTS = (
@@ -208,17 +227,10 @@ _SUPPORTS = (
     write=True,
 )
 async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
-    supports, digests = _read_supports(tk, args.supports)
-    found = await traces_of(tk).record_decision(
-        args.task_name,
-        args.choice_key,
-        args.conclusion,
-        args.rationale,
-        supports,
-        assumptions=args.assumptions,
-        open_questions=args.open_questions,
-        request_id=args.request_id,
-        read_digests=digests,
+    supports, grounds = _grounds(tk, args)
+    traces = traces_of(tk)
+    found = await traces.record_decision(
+        args.task_name, args.choice_key, args.conclusion, args.rationale, supports, **grounds
     )
     return DecisionResult(decision=found)
 
@@ -232,17 +244,10 @@ async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
     write=True,
 )
 async def supersede_decision(tk: Toolkit, args: SupersedeDecision) -> DecisionResult:
-    supports, digests = _read_supports(tk, args.supports)
-    found = await traces_of(tk).supersede_decision(
-        args.decision_id,
-        args.conclusion,
-        args.rationale,
-        args.explanation,
-        supports,
-        assumptions=args.assumptions,
-        open_questions=args.open_questions,
-        request_id=args.request_id,
-        read_digests=digests,
+    supports, grounds = _grounds(tk, args)
+    traces = traces_of(tk)
+    found = await traces.supersede_decision(
+        args.decision_id, args.conclusion, args.rationale, args.explanation, supports, **grounds
     )
     return DecisionResult(decision=found)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from evigraph.display import one_line
-from evigraph.evidence.ids import EvidenceId
+from evigraph.evidence.ids import EvidenceId, EvidenceKind
 from evigraph.evidence.items import EntityCard, EntityItem, RelationItem, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.evidence.render import entity_line, passages_section, relation_line, theme_line
@@ -17,7 +17,7 @@ from evigraph.models import SourceRecord, TableInfo
 from evigraph.retrieval.schema import CYPHER_TIMEOUT_MS, EntityTypeView, RelationTypeView
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
-from evigraph.tools.results import PASSAGE_LINE_CHARS, ToolResult, key_values, num
+from evigraph.tools.results import PASSAGE_LINE_CHARS, ToolResult, fields_of, key_values, num
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
@@ -26,16 +26,31 @@ if TYPE_CHECKING:
 TOOLS = ToolGroup()
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+class WholeEvidence(ToolResult):
+    """A result that is one piece of evidence whole (the status, the ontology), so an answer about
+    the knowledge base itself can cite it; its id is a digest of its content, so the same
+    content keeps its number within a session."""
+
+    n: int = 0
+    evidence_id: str = ""
+
+    def content(self) -> str:
+        raise NotImplementedError
+
+    def header(self) -> str:
+        return f"[{self.n}] " + self.content()
+
+    def numbered(self, tk: Toolkit, kind: EvidenceKind, tool: str) -> None:
+        content = self.content()
+        digest = hashlib.sha1(content.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        self.evidence_id = str(EvidenceId(kind, digest))
+        self.n = tk.ledger.record(self.evidence_id, tool, kind, content)
 
 
 # -- status ----------------------------------------------------------------------------------
 
 
-class StatusResult(ToolResult):
-    n: int = 0
-    evidence_id: str = ""
+class StatusResult(WholeEvidence):
     documents: int
     passages: int
     entities: int
@@ -47,9 +62,6 @@ class StatusResult(ToolResult):
     themes: int
     failed_documents: int = Field(0, description="sources whose last ingest failed")
     failed_sources: list[SourceRecord] = Field(default_factory=list, description="the newest of them, with errors")
-
-    def header(self) -> str:
-        return f"[{self.n}] " + self.content()
 
     def sections(self) -> list[Section]:
         # "- " first: a file named "[1] ..." must not start a line that reads as evidence
@@ -87,22 +99,8 @@ class StatusResult(ToolResult):
 )
 async def status(tk: Toolkit, args: NoInput) -> StatusResult:
     st = await tk.kb.status()
-    result = StatusResult(
-        documents=st.documents,
-        passages=st.passages,
-        entities=st.entities,
-        relations=st.relations,
-        labels=st.labels,
-        relation_types=st.relation_types,
-        embedding_model=st.embedding_model,
-        pending_embeddings=st.pending_embeddings,
-        themes=st.themes,
-        failed_documents=st.failed_documents,
-        failed_sources=st.failed_sources,
-    )
-    content = result.content()
-    result.evidence_id = str(EvidenceId("status", _digest(content)))
-    result.n = tk.ledger.record(result.evidence_id, "status", "status", content)
+    result = StatusResult.model_validate(fields_of(st, StatusResult))
+    result.numbered(tk, "status", "status")
     if st.documents == 0:
         result.hint = "the knowledge base is empty: ingest documents first"
     return result
@@ -111,9 +109,7 @@ async def status(tk: Toolkit, args: NoInput) -> StatusResult:
 # -- get_ontology ----------------------------------------------------------------------------
 
 
-class OntologyResult(ToolResult):
-    n: int = 0
-    evidence_id: str = ""
+class OntologyResult(WholeEvidence):
     entity_types: list[EntityTypeView]
     relation_types: list[RelationTypeView]
     tables: list[TableInfo]
@@ -123,9 +119,6 @@ class OntologyResult(ToolResult):
         lines = ["Entity types: " + "; ".join(_entity_type_text(e) for e in self.entity_types)]
         lines.append("Relation types: " + "; ".join(_relation_type_text(r) for r in self.relation_types))
         return "\n".join(lines)
-
-    def header(self) -> str:
-        return f"[{self.n}] " + self.content()
 
     def sections(self) -> list[Section]:
         tables = []
@@ -160,16 +153,8 @@ def _relation_type_text(r: RelationTypeView) -> str:
     "keys and an example. Call it before cypher_query. The result is one evidence number.",
 )
 async def get_ontology(tk: Toolkit, args: NoInput) -> OntologyResult:
-    overview = await tk.kb.ontology_overview()
-    result = OntologyResult(
-        entity_types=overview.entity_types,
-        relation_types=overview.relation_types,
-        tables=overview.tables,
-        cypher_guide=overview.cypher_guide,
-    )
-    content = result.content()
-    result.evidence_id = str(EvidenceId("ontology", _digest(content)))
-    result.n = tk.ledger.record(result.evidence_id, "get_ontology", "ontology", content)
+    result = OntologyResult.model_validate(fields_of(await tk.kb.ontology_overview(), OntologyResult))
+    result.numbered(tk, "ontology", "get_ontology")
     return result
 
 

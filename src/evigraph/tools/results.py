@@ -27,8 +27,23 @@ def num(value: float | int) -> str:
     return str(value)
 
 
+def next_page(param: str, after: int | str | None, *, quote: bool = False) -> str:
+    """`; next page: after_seq=12` for a page's header, nothing on the last page: the agent pages on
+    by passing what it reads, under the argument's own name. `quote` shows a name as Python
+    writes it (`after_name='b c'`), so one with spaces or commas reads as one value."""
+    if after is None:
+        return ""
+    return f"; next page: {param}={after!r}" if quote else f"; next page: {param}={after}"
+
+
 def key_values(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {num(v) if isinstance(v, int | float) else v}" for k, v in values.items())
+
+
+def fields_of(found: BaseModel, result: type[BaseModel]) -> dict[str, Any]:
+    """The fields of `found` that `result` declares too, as they are: a result carries what the
+    knowledge base returned under the same names, and leaves out what an agent has no use for."""
+    return {name: getattr(found, name) for name in result.model_fields if name in type(found).model_fields}
 
 
 class ToolResult(BaseModel):

@@ -32,7 +32,7 @@ from evigraph.kb.traces import (
 )
 from evigraph.strict import StrictInput
 from evigraph.tools.definitions import Handler, ToolGroup
-from evigraph.tools.results import ToolResult
+from evigraph.tools.results import ToolResult, next_page
 from evigraph.trace_records import DecisionRecord, EventRecord, EventSummary, StepRecord, StepState, TaskRecord
 
 if TYPE_CHECKING:
@@ -173,11 +173,11 @@ class EventPageResult(ToolResult):
     next_after_seq: int | None = Field(description="pass as after_seq for the next page; null on the last page")
 
     def header(self) -> str:
-        more = f"; next page: after_seq={self.next_after_seq}" if self.next_after_seq is not None else ""
+        more = next_page("after_seq", self.next_after_seq)
         return f"{len(self.events)} event(s) of task {self.task_name!r}{more}"
 
     def sections(self) -> list[Section]:
-        return [Section("Events", [_event_line(e) for e in self.events])] if self.events else []
+        return [Section("Events", [_event_line(e) for e in self.events])]
 
 
 class EventBodyResult(ToolResult):
@@ -214,11 +214,11 @@ class StepPageResult(ToolResult):
     next_after_name: str | None = Field(description="pass as after_name for the next page; null on the last page")
 
     def header(self) -> str:
-        more = f"; next page: after_name={self.next_after_name!r}" if self.next_after_name is not None else ""
+        more = next_page("after_name", self.next_after_name, quote=True)
         return f"{len(self.steps)} {self.state} step(s) of task {self.task_name!r}{more}"
 
     def sections(self) -> list[Section]:
-        return [Section("Steps", [_step_line(s) for s in self.steps])] if self.steps else []
+        return [Section("Steps", [_step_line(s) for s in self.steps])]
 
 
 async def task_view(traces: Traces, task_name: str, events: int = 10, steps: int = 20, decisions: int = 20) -> TaskView:

@@ -35,7 +35,7 @@ from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.extraction.base import ExtractionRun
 from evigraph.ingest.extraction.budget import metered_chat
 from evigraph.models import LoadedDocument, TextChunk
-from evigraph.providers.llms.base import Message
+from evigraph.providers.llms.base import Message, answer_items
 from evigraph.providers.tokenizers import default_tokenizer
 
 if TYPE_CHECKING:
@@ -301,15 +301,9 @@ def user_prompt(document: LoadedDocument, head: int, batch: Sequence[_Passage]) 
 def read_contexts(data: Any, count: int, model: str) -> dict[int, str]:
     """Passage index (0-based, in the order sent) -> its context. An item out of range or without a
     sentence is skipped; an answer without a `contexts` list is an `LLMResponseError`."""
-    items = data.get("contexts") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        raise LLMResponseError(
-            f"{model} returned JSON without a contexts list; it begins {repr(data)[:80]}",
-            "use a model that follows JSON schemas, or a server with structured output (json_schema)",
-        )
     found: dict[int, str] = {}
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("c"), str):
+    for item in answer_items(data, "contexts", model):
+        if not isinstance(item.get("c"), str):
             continue
         n = item.get("p")
         if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= count:

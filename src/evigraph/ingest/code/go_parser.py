@@ -10,16 +10,8 @@ class, as its methods are promoted. The receiver variable is written `self` in c
 from __future__ import annotations
 
 from evigraph.ingest.code.grammars import parser_for
-from evigraph.ingest.code.parsed import MAX_SIGNATURE_CHARS, ParsedFile, ParsedSymbol, clip, unique_qualnames
-from evigraph.ingest.code.syntax_tree import (
-    Node,
-    calls_in,
-    leading_comment,
-    lines,
-    parse_tree,
-    signature_before,
-    text,
-)
+from evigraph.ingest.code.parsed import ParsedFile, ParsedSymbol, unique_qualnames
+from evigraph.ingest.code.syntax_tree import Node, calls_in, declaration, leading_comment, lines, parse_tree, text
 
 
 def parse_go(source: bytes) -> ParsedFile:
@@ -95,10 +87,8 @@ def _function(node: Node, source: bytes, types: dict[str, Node]) -> ParsedSymbol
     owner, receiver = _receiver(node, source)
     qualname = f"{owner}.{name}" if owner else name
     parent = owner if owner in types else None  # a method of a type declared in another file of the package
-    start, end = lines(node)
-    signature = clip(signature_before(node, body, source), MAX_SIGNATURE_CHARS)
     calls = _calls(body, source, receiver) if body is not None else []
-    return ParsedSymbol("Function", name, qualname, parent, signature, leading_comment(node, source), start, end, calls)
+    return declaration("Function", node, body, source, name, qualname, parent, calls)
 
 
 def _receiver(node: Node, source: bytes) -> tuple[str, str]:

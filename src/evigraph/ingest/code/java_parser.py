@@ -15,8 +15,8 @@ from __future__ import annotations
 import posixpath
 
 from evigraph.ingest.code.grammars import parser_for
-from evigraph.ingest.code.parsed import MAX_SIGNATURE_CHARS, ParsedFile, ParsedSymbol, clip, unique_qualnames
-from evigraph.ingest.code.syntax_tree import Node, calls_in, leading_comment, lines, parse_tree, signature_before, text
+from evigraph.ingest.code.parsed import ParsedFile, unique_qualnames
+from evigraph.ingest.code.syntax_tree import Node, calls_in, declaration, leading_comment, parse_tree, text
 
 _CLASSES = frozenset({"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"})
 _FUNCTIONS = frozenset({"method_declaration", "constructor_declaration", "compact_constructor_declaration"})
@@ -74,12 +74,10 @@ class _Walker:
                 for part in clause.named_children:
                     types = part.named_children if part.type == "type_list" else [part]
                     bases += [self.type_name(t) for t in types]
-        start, end = lines(node)
-        signature = clip(signature_before(node, body, self.source), MAX_SIGNATURE_CHARS)
-        doc = leading_comment(node, self.source, _DOC)
-        self.parsed.symbols.append(
-            ParsedSymbol("Class", name, qualname, parent, signature, doc, start, end, [b for b in bases if b])
+        symbol = declaration(
+            "Class", node, body, self.source, name, qualname, parent, [b for b in bases if b], doc=_DOC
         )
+        self.parsed.symbols.append(symbol)
         members = list(body.named_children) if body is not None else []
         for holder in [m for m in members if m.type == "enum_body_declarations"]:
             members += holder.named_children  # an enum's methods follow its constants
@@ -102,12 +100,10 @@ class _Walker:
     def function(self, node: Node, parent: str) -> None:
         name = text(node.child_by_field_name("name"), self.source)
         body = node.child_by_field_name("body")
-        start, end = lines(node)
-        signature = clip(signature_before(node, body, self.source).rstrip(";"), MAX_SIGNATURE_CHARS)
-        doc = leading_comment(node, self.source, _DOC)
         calls = calls_in(body, self.callee) if body is not None else []
         qualname = f"{parent}.{name}"
-        self.parsed.symbols.append(ParsedSymbol("Function", name, qualname, parent, signature, doc, start, end, calls))
+        symbol = declaration("Function", node, body, self.source, name, qualname, parent, calls, doc=_DOC, trim=";")
+        self.parsed.symbols.append(symbol)
 
     def callee(self, node: Node) -> str:
         kind = node.type

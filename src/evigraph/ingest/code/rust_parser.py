@@ -15,17 +15,8 @@ from __future__ import annotations
 import posixpath
 
 from evigraph.ingest.code.grammars import parser_for
-from evigraph.ingest.code.parsed import MAX_SIGNATURE_CHARS, ParsedFile, ParsedSymbol, clip, unique_qualnames
-from evigraph.ingest.code.syntax_tree import (
-    Node,
-    calls_in,
-    comment_text,
-    leading_comment,
-    lines,
-    parse_tree,
-    signature_before,
-    text,
-)
+from evigraph.ingest.code.parsed import ParsedFile, ParsedSymbol, unique_qualnames
+from evigraph.ingest.code.syntax_tree import Node, calls_in, comment_text, declaration, parse_tree, text
 
 _TYPES = frozenset({"struct_item", "enum_item", "union_item", "trait_item"})
 _DOC = ("///", "/**")
@@ -124,10 +115,7 @@ class _Walker:
         if node.type == "trait_item":  # `trait A: B + C`: the supertraits are its bases
             bounds = node.child_by_field_name("bounds")
             bases = [self.type_name(b) for b in bounds.named_children] if bounds is not None else []
-        start, end = lines(node)
-        signature = clip(signature_before(node, body, self.source), MAX_SIGNATURE_CHARS)
-        doc = leading_comment(node, self.source, _DOC)
-        symbol = ParsedSymbol("Class", name, name, None, signature, doc, start, end, [b for b in bases if b])
+        symbol = declaration("Class", node, body, self.source, name, name, None, [b for b in bases if b], doc=_DOC)
         self.classes[name] = symbol
         self.parsed.symbols.append(symbol)
         if node.type == "trait_item" and body is not None:
@@ -158,12 +146,10 @@ class _Walker:
     def function(self, node: Node, owner: str, parent: str | None) -> None:
         name = text(node.child_by_field_name("name"), self.source)
         body = node.child_by_field_name("body")
-        start, end = lines(node)
-        signature = clip(signature_before(node, body, self.source).rstrip(";"), MAX_SIGNATURE_CHARS)
-        doc = leading_comment(node, self.source, _DOC)
         calls = calls_in(body, self.callee) if body is not None else []
         qualname = f"{owner}.{name}" if owner else name
-        self.parsed.symbols.append(ParsedSymbol("Function", name, qualname, parent, signature, doc, start, end, calls))
+        symbol = declaration("Function", node, body, self.source, name, qualname, parent, calls, doc=_DOC, trim=";")
+        self.parsed.symbols.append(symbol)
 
     def callee(self, node: Node) -> str:
         return self.name_of(node.child_by_field_name("function")) if node.type == "call_expression" else ""

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from evigraph.ingest.code.parsed import MAX_DOCSTRING_CHARS, MAX_REFS, CodeParseError, clip
+from evigraph.ingest.code.parsed import (
+    MAX_DOCSTRING_CHARS,
+    MAX_REFS,
+    MAX_SIGNATURE_CHARS,
+    CodeParseError,
+    ParsedSymbol,
+    clip,
+)
 
 Node = Any
 """A `tree_sitter.Node`; typed loosely as the grammar packages ship no stubs for its fields."""
@@ -99,3 +106,24 @@ def signature_before(node: Node, body: Node | None, source: bytes) -> str:
     """A declaration's text up to its body: the signature as written, without the body."""
     end = body.start_byte if body is not None else node.end_byte
     return source[node.start_byte : end].decode("utf-8", "replace").strip()
+
+
+def declaration(
+    kind: Literal["Class", "Function"],
+    node: Node,
+    body: Node | None,
+    source: bytes,
+    name: str,
+    qualname: str,
+    parent: str | None,
+    refs: list[str],
+    *,
+    doc: tuple[str, ...] = (),
+    trim: str = "",
+) -> ParsedSymbol:
+    """A declaration as a symbol, read alike in every language: its lines, its text up to the body
+    as the signature (less the characters in `trim`: a prototype's `;`, an arrow's `=>`), and the
+    comment above it (`doc` as for `leading_comment`) as its documentation."""
+    start, end = lines(node)
+    signature = clip(signature_before(node, body, source).rstrip(trim), MAX_SIGNATURE_CHARS)
+    return ParsedSymbol(kind, name, qualname, parent, signature, leading_comment(node, source, doc), start, end, refs)

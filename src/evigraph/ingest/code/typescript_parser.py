@@ -10,8 +10,8 @@ from __future__ import annotations
 import posixpath
 
 from evigraph.ingest.code.grammars import parser_for
-from evigraph.ingest.code.parsed import MAX_REFS, MAX_SIGNATURE_CHARS, ParsedFile, ParsedSymbol, clip, unique_qualnames
-from evigraph.ingest.code.syntax_tree import Node, leading_comment, lines, parse_tree, signature_before, text
+from evigraph.ingest.code.parsed import MAX_REFS, ParsedFile, unique_qualnames
+from evigraph.ingest.code.syntax_tree import Node, declaration, parse_tree, text
 
 _CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "interface_declaration"})
 _FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration"})
@@ -92,12 +92,8 @@ class _Walker:
                 clauses = clause.named_children if clause.type == "class_heritage" else [clause]
                 for part in clauses:
                     bases += [self.name_of(t) for t in part.named_children if t.type != "type_arguments"]
-        start, end = lines(node)
-        signature = clip(signature_before(node, body, self.source), MAX_SIGNATURE_CHARS)
-        doc = leading_comment(node, self.source)
-        self.parsed.symbols.append(
-            ParsedSymbol("Class", name, qualname, parent, signature, doc, start, end, [b for b in bases if b])
-        )
+        refs = [b for b in bases if b]
+        self.parsed.symbols.append(declaration("Class", node, body, self.source, name, qualname, parent, refs))
         for member in body.named_children if body is not None else ():
             if member.type in ("method_definition", "method_signature", "abstract_method_signature"):
                 self.function(member, member, member.child_by_field_name("name"), qualname)
@@ -110,11 +106,7 @@ class _Walker:
         name = text(name_node, self.source) or "<anonymous>"
         qualname = f"{parent}.{name}" if parent else name
         body = fn.child_by_field_name("body")
-        start, end = lines(node)
-        signature = clip(signature_before(node, body, self.source).rstrip("=> "), MAX_SIGNATURE_CHARS)
-        symbol = ParsedSymbol(
-            "Function", name, qualname, parent, signature, leading_comment(node, self.source), start, end
-        )
+        symbol = declaration("Function", node, body, self.source, name, qualname, parent, [], trim="=> ")
         self.parsed.symbols.append(symbol)
         if body is not None:
             symbol.refs = self.calls(body, qualname)

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evigraph.errors import LLMResponseError
 from evigraph.models import DEFAULT_RELATION_TYPE, Ontology
+from evigraph.providers.llms.base import answer_items
 
 PROMPT_VERSION = "llm-extract-1"
 
@@ -130,16 +130,9 @@ def read_answer(data: Any, candidates: Sequence[Sequence[tuple[str, str]]], mode
     rest of the passage is still good. An answer without a `passages` list is an `LLMResponseError`,
     which fails the documents of the call. A passage the model left out is absent here.
     """
-    passages = data.get("passages") if isinstance(data, dict) else None
-    if not isinstance(passages, list):
-        begins = repr(data)[:80]
-        raise LLMResponseError(
-            f"{model} returned JSON without a passages list; it begins {begins}",
-            "use a model that follows JSON schemas, or a server with structured output (json_schema)",
-        )
     found: dict[int, RawExtraction] = {}
-    for item in passages:
-        if not isinstance(item, dict) or not isinstance(item.get("p"), int):
+    for item in answer_items(data, "passages", model):
+        if not isinstance(item.get("p"), int):
             continue
         index = item["p"] - 1
         if not 0 <= index < len(candidates):

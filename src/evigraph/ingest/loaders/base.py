@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from evigraph.models import LoadedDocument
+from evigraph.models import Element, LoadedDocument
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class LoaderStrategy(ABC):
 
             def load(self, path: Path, key: str) -> list[LoadedDocument]:
                 text = strip_tags(read_text(path))
-                return [LoadedDocument(key=key, title=path.stem, path=str(path), text=text, loader=self.name)]
+                return [self.document(key, path, path.stem, text)]
     """
 
     name: str = "custom"
@@ -47,6 +47,30 @@ class LoaderStrategy(ABC):
     @abstractmethod
     def load(self, path: Path, key: str) -> list[LoadedDocument]:
         """Read `path`; `key` is the document key the caller chose for the file."""
+
+    def document(
+        self,
+        key: str,
+        path: Path,
+        title: str,
+        text: str,
+        *,
+        elements: tuple[Element, ...] | None = None,
+        pages: tuple[tuple[int, int], ...] | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> LoadedDocument:
+        """A document this loader read from `path`: every loader names the file and itself alike,
+        so a source's status and the re-ingest check find it whichever format it came from."""
+        return LoadedDocument(
+            key=key,
+            title=title,
+            path=str(path),
+            text=text,
+            loader=self.name,
+            elements=elements,
+            pages=pages,
+            metadata=metadata or {},
+        )
 
     def stream(self, path: Path, key: str) -> Iterator[LoadedDocument | RejectedRecord]:
         """Documents one at a time, as the ingest pipeline reads them.

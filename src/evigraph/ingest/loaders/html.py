@@ -357,14 +357,4 @@ class HtmlLoader(FileLoader):
                 f"{path}: no text in the page outside scripts, styles and navigation",
                 "leave the page out of the ingest (--exclude), or save it after its scripts have filled it in",
             )
-        return [
-            LoadedDocument(
-                key=key,
-                title=title or path.stem,
-                path=str(path),
-                text=text,
-                loader=self.name,
-                elements=elements,
-                pages=None,
-            )
-        ]
+        return [self.document(key, path, title or path.stem, text, elements=elements)]

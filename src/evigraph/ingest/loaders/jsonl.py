@@ -143,16 +143,7 @@ class JsonlLoader(LoaderStrategy):
                 )
 
         doc_key = doc_key or f"{key}#{number}"
-        return LoadedDocument(
-            key=doc_key,
-            title=(title or "").strip() or doc_key,
-            path=str(path),
-            text=body,
-            loader=self.name,
-            elements=None,
-            pages=None,
-            metadata=metadata,
-        )
+        return self.document(doc_key, path, (title or "").strip() or doc_key, body, metadata=metadata)
 
 
 def _decode(part: bytes, path: Path, number: int) -> str:

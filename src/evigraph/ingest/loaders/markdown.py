@@ -299,14 +299,4 @@ class MarkdownLoader(FileLoader):
         raw = text_of(data, path)
         text, elements = readable_tables(raw, parse_markdown(raw))
         title = next((e.text for e in elements if e.kind == "heading" and e.level == 1), path.stem)
-        return [
-            LoadedDocument(
-                key=key,
-                title=title,
-                path=str(path),
-                text=text,
-                loader=self.name,
-                elements=elements,
-                pages=None,
-            )
-        ]
+        return [self.document(key, path, title, text, elements=elements)]

@@ -55,18 +55,7 @@ class PdfLoader(FileLoader):
         stated = info.pop("title", "")
         title = stated if stated and not placeholder_title(stated) else path.stem
         info["page_count"] = str(len(texts))
-        return [
-            LoadedDocument(
-                key=key,
-                title=title,
-                path=str(path),
-                text=text,
-                loader=self.name,
-                elements=None,
-                pages=tuple(pages),
-                metadata=info,
-            )
-        ]
+        return [self.document(key, path, title, text, pages=tuple(pages), metadata=info)]
 
 
 def _open(data: bytes, path: Path) -> Any:

@@ -21,14 +21,4 @@ class TextLoader(FileLoader):
     def load_bytes(self, data: bytes, path: Path, key: str) -> list[LoadedDocument]:
         path = Path(path)
         text = text_of(data, path)
-        return [
-            LoadedDocument(
-                key=key,
-                title=path.stem,
-                path=str(path),
-                text=text,
-                loader=self.name,
-                elements=None,
-                pages=None,
-            )
-        ]
+        return [self.document(key, path, path.stem, text)]

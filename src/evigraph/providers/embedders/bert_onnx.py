@@ -39,6 +39,10 @@ def build_bert_graph(weights: dict[str, Any], heads: int, eps: float) -> Any:
         nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
         return output
 
+    def layer_norm(src: str, prefix: str, out: str) -> str:
+        scale, shift = weight(prefix + ".LayerNorm.weight"), weight(prefix + ".LayerNorm.bias")
+        return node("LayerNormalization", [src, scale, shift], out, axis=-1, epsilon=eps)
+
     hidden = int(weights["embeddings.position_embeddings.weight"].shape[1])
     width = hidden // heads
     const("start0", np.asarray([0], dtype=np.int64))
@@ -59,13 +63,7 @@ def build_bert_graph(weights: dict[str, Any], heads: int, eps: float) -> Any:
     token_type = const("token_type", np.asarray(weights["embeddings.token_type_embeddings.weight"][0], np.float32))
     x = node("Add", [words, pos], "embed_sum")
     x = node("Add", [x, token_type], "embed_sum_tt")
-    x = node(
-        "LayerNormalization",
-        [x, weight("embeddings.LayerNorm.weight"), weight("embeddings.LayerNorm.bias")],
-        "embed_out",
-        axis=-1,
-        epsilon=eps,
-    )
+    x = layer_norm(x, "embeddings", "embed_out")
 
     # Additive mask (batch, 1, 1, length): 0 for real tokens, -10000 for padding, as BERT's own.
     maskf = node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
@@ -99,26 +97,15 @@ def build_bert_graph(weights: dict[str, Any], heads: int, eps: float) -> Any:
         context = node("Reshape", [context, "hidden_shape"], t + "context_3d")
         attended = dense(context, a + "output.dense", t + "attn_out")
         attended = node("Add", [attended, x], t + "attn_res")
-        x = node(
-            "LayerNormalization",
-            [attended, weight(a + "output.LayerNorm.weight"), weight(a + "output.LayerNorm.bias")],
-            t + "attn_norm",
-            axis=-1,
-            epsilon=eps,
-        )
+        x = layer_norm(attended, a + "output", t + "attn_norm")
         up = dense(x, p + "intermediate.dense", t + "up")
         erf = node("Erf", [node("Div", [up, "sqrt2"], t + "up_scaled")], t + "erf")
         gelu = node("Mul", [up, node("Add", [erf, "f_one"], t + "erf1")], t + "up_erf")
         gelu = node("Mul", [gelu, "f_half"], t + "gelu")
         down = dense(gelu, p + "output.dense", t + "down")
         down = node("Add", [down, x], t + "ffn_res")
-        x = node(
-            "LayerNormalization",
-            [down, weight(p + "output.LayerNorm.weight"), weight(p + "output.LayerNorm.bias")],
-            OUTPUT if f"encoder.layer.{index + 1}.attention.self.query.weight" not in weights else t + "out",
-            axis=-1,
-            epsilon=eps,
-        )
+        last = f"encoder.layer.{index + 1}.attention.self.query.weight" not in weights
+        x = layer_norm(down, p + "output", OUTPUT if last else t + "out")
         index += 1
     if index == 0:
         raise ValueError("the weights hold no encoder layers (expected encoder.layer.0.*)")

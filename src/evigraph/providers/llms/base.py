@@ -385,10 +385,20 @@ def _schema_name(name: str) -> str:
     return cleaned or "response"
 
 
+_SCHEMA_HINT = "use a model that follows JSON schemas, or a server with structured output (json_schema)"
+
+
+def answer_items(data: Any, key: str, model: str) -> list[dict[str, Any]]:
+    """The objects in the answer's `key` list, in order, anything else in it dropped: an answer
+    about a batch (an item per passage) keeps its good items when the model garbles one. An
+    answer without the list is an `LLMResponseError`, which fails the whole call."""
+    items = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise LLMResponseError(f"{model} returned JSON without a {key} list; it begins {repr(data)[:80]}", _SCHEMA_HINT)
+    return [item for item in items if isinstance(item, dict)]
+
+
 def _shape_error(model: str, schema: str, exc: ValidationError) -> LLMResponseError:
     problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()[:3])
     more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-    return LLMResponseError(
-        f"{model} returned JSON that does not fit {schema}: {problems}{more}",
-        "use a model that follows JSON schemas, or a server with structured output (json_schema)",
-    )
+    return LLMResponseError(f"{model} returned JSON that does not fit {schema}: {problems}{more}", _SCHEMA_HINT)

@@ -9,7 +9,6 @@ and the next call pays nothing for the discovery.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from evigraph.errors import ConfigurationError, LLMConfigurationError, LLMError, LLMResponseError, LLMTimeoutError
 from evigraph.extras import install_hint
 from evigraph.masking import MASK, Secret, mask_credentials, protect_logs, url_secrets
-from evigraph.providers.http import RETRY_STATUS, RetryPolicy, error_message, retry_after
+from evigraph.providers.http import RETRY_STATUS, RetryPolicy, error_message, json_object, retry_after
 from evigraph.providers.llms.base import LLM, ChatRequest, ChatResult, StreamPart, Usage, estimate_usage
 from evigraph.providers.llms.endpoint import Endpoint
 from evigraph.providers.llms.failures import Refusal, refusal_error
@@ -323,11 +322,8 @@ class OpenAICompatibleLLM(LLM):
         return ChatResult(text=answer, usage=usage, model=model, finish_reason=choices[0].get("finish_reason"))
 
     def _json_body(self, text: str) -> dict[str, Any]:
-        try:
-            body = json.loads(text)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
+        body = json_object(text)
+        if body is None:
             raise LLMResponseError(
                 self._mask(f"{self.endpoint.display} did not answer with JSON: {error_message(text, 120)}"),
                 f"check {ENV_BASE_URL}: the server's API root, which usually ends with /v1",
@@ -375,11 +371,8 @@ class OpenAICompatibleLLM(LLM):
             )
 
     def _stream_part(self, data: str) -> StreamPart:
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            chunk = None
-        if not isinstance(chunk, dict):
+        chunk = json_object(data)
+        if chunk is None:
             raise LLMResponseError(
                 self._mask(f"{self.endpoint.display} sent a malformed stream event: {data[:80]!r}"),
                 "check that the server implements OpenAI chat streaming",
