@@ -104,7 +104,7 @@ async def measure(name: str, tree: Path, questions: list[Question], max_file_kb:
             answers = []
             for q in questions:
                 cypher = QUERIES[q.kind]
-                rows = await kb.store.query(cypher, {"s": q.subject}, limit=10_000)
+                rows = await kb.store.cypher_query(cypher, {"s": q.subject}, limit=10_000)
                 graph_tokens = tokens.count(cypher) + tokens.count(json.dumps(rows, ensure_ascii=False))
                 opened = reader_files(tree, files, q, rows)
                 read_tokens = sum(tokens.count(p.read_text("utf-8", "replace")) for p in opened)

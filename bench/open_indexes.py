@@ -5,9 +5,9 @@
 
 In a fresh child process per run, opens the knowledge base read-only and asks the store one
 cheap question per derived index, in turn, so each is made (read from disk, or rebuilt from the
-graph) by its own call: passage BM25 (`search_chunks`), entity BM25 (`search_entities`), names
+graph) by its own call: passage BM25 (`search_passages`), entity BM25 (`search_entities`), names
 (`entities_named`), the graph (`neighbours`), term counts (`term_counts`), titles
-(`chunks_by_ids`), and when the knowledge base has vectors, vectors (`vector_search`) and the
+(`passages_by_ids`), and when the knowledge base has vectors, vectors (`vector_search`) and the
 graph-ranking snapshot (`RankingIndex.snapshot`). For each: seconds and the growth of the resident set (MB).
 Then the same calls again, warm: the baseline each first call is divided by is the sum of the
 warm calls of the same process, and the first retrieve of a second process is divided by that
@@ -66,12 +66,12 @@ def phase_open(db: str) -> dict[str, Any]:
             ranking = RankingIndex()
             model = await store.embedding_model()
             calls: dict[str, Any] = {
-                "passages_bm25": lambda: store.search_chunks("film director", 20),
+                "passages_bm25": lambda: store.search_passages("film director", 20),
                 "entities_bm25": lambda: store.search_entities("film director", 20),
                 "names": lambda: store.entities_named(["France"]),
                 "graph": lambda: store.neighbours(["x"], 1, 10),
                 "terms": lambda: store.term_counts(["film"]),
-                "titles": lambda: store.chunks_by_ids(["x"]),
+                "titles": lambda: store.passages_by_ids(["x"]),
             }
             if model is not None:  # without vectors, retrieval ranks nothing by the graph
                 calls["vectors"] = lambda: store.vector_search([1.0] * model[1], 10)

@@ -318,7 +318,7 @@ async def embedding_work(kb: Any, embedder: Any) -> dict[str, float]:
     while docs := await kb.store.list_documents(1000, offset):
         offset += len(docs)
         for d in docs:
-            for c in await kb.store.document_chunks(d.key):
+            for c in await kb.store.document_passages(d.key):
                 text = embedding_text(d.title, c.text)
                 shift = len(text) - len(c.text)
                 texts.append(text)

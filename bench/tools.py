@@ -108,7 +108,7 @@ async def run(data: Path, db: Path, questions: int, extractor: str, traces: dict
             times.setdefault(name, []).append(seconds)
 
         for question in qs:
-            record("floor: raw BM25 store call", await measure(lambda q=question: store.search_chunks(q, 10)))
+            record("floor: raw BM25 store call", await measure(lambda q=question: store.search_passages(q, 10)))
             await one_question(toolkit.new_session(), question, record)
         trace = None
         if traces["decisions"] > 0:

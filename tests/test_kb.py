@@ -87,22 +87,22 @@ async def test_replacing_a_document_keeps_shared_entities_and_relations(tmp_path
         await kb.ingest(text=f"{fact} Tomas Reyes visited Porto.", key="a")
         await kb.ingest(text=f"{fact} The lab is small.", key="b")
         assert kb.store is not None
-        rel = await kb.store.query(
+        rel = await kb.store.cypher_query(
             "MATCH (a:Entity {name: 'Marta Oliveira'})-[r:RELATES]->(b:Entity {name: 'Lisbon'}) "
-            "RETURN size(string_split(r.source_chunks, ' ')) AS n"
+            "RETURN size(string_split(r.source_passages, ' ')) AS n"
         )
         assert rel == [{"n": 2}]
         report = await kb.ingest(text="Nothing about people here at all.", key="a")
         assert report.documents[0].status == IngestStatus.updated
-        names = {r["n"] for r in await kb.store.query("MATCH (e:Entity) RETURN e.name AS n")}
+        names = {r["n"] for r in await kb.store.cypher_query("MATCH (e:Entity) RETURN e.name AS n")}
         assert {"Marta Oliveira", "Lisbon"} <= names  # still mentioned by b
         assert "Tomas Reyes" not in names and "Porto" not in names  # only a mentioned them
-        rel = await kb.store.query(
+        rel = await kb.store.cypher_query(
             "MATCH (a:Entity {name: 'Marta Oliveira'})-[r:RELATES]->(b:Entity {name: 'Lisbon'}) "
-            "RETURN size(string_split(r.source_chunks, ' ')) AS n"
+            "RETURN size(string_split(r.source_passages, ' ')) AS n"
         )
         assert rel == [{"n": 1}]  # the relation lost a's passage as a source, kept b's
-        chunks = await kb.store.query("MATCH (c:Chunk) RETURN c.text AS t")
+        chunks = await kb.store.cypher_query("MATCH (c:Chunk) RETURN c.text AS t")
         assert not any("Tomas" in r["t"] for r in chunks)
 
 
@@ -111,8 +111,8 @@ async def test_read_only_queries_cannot_write(tmp_path: Path) -> None:
         await kb.ingest(text="Lisbon is in Portugal.", key="a")
         assert kb.store is not None
         with pytest.raises(evigraph.StoreError, match="read-only"):
-            await kb.store.query("MATCH (d:Document) SET d.title = 'hacked'")
-        assert (await kb.store.query("MATCH (d:Document) RETURN d.title AS t")) == [{"t": "a"}]
+            await kb.store.cypher_query("MATCH (d:Document) SET d.title = 'hacked'")
+        assert (await kb.store.cypher_query("MATCH (d:Document) RETURN d.title AS t")) == [{"t": "a"}]
 
 
 class HtmlLoader(LoaderStrategy):

@@ -61,7 +61,7 @@ _EXPORTS = {
     "ToolResult": "evigraph.tools.results",
     "CHEAP_PLAN_LIMITS": "evigraph.tools.plans",
     "PruneReport": "evigraph.models",
-    "RetrieveQuery": "evigraph.retrieval.query",
+    "RetrieveInput": "evigraph.retrieval.query",
     "RetrievalResult": "evigraph.retrieval.result",
     "RetrievalStrategy": "evigraph.retrieval.strategy",
     "RetrievalContext": "evigraph.retrieval.strategy",
@@ -158,7 +158,7 @@ if TYPE_CHECKING:
         TextChunk,
     )
     from evigraph.providers.llms import LLM, Message, OpenAICompatibleLLM
-    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.query import RetrieveInput
     from evigraph.retrieval.recipe import RECIPES, RetrievalRecipe
     from evigraph.retrieval.rerankers import CosineReranker, CrossEncoderReranker
     from evigraph.retrieval.result import RetrievalResult

@@ -490,7 +490,7 @@ class IntegrityReport(BaseModel):
         return not self.remaining
 
 
-class ChunkHit(BaseModel):
+class PassageHit(BaseModel):
     """A passage found by a search, with where it came from."""
 
     id: str
@@ -526,7 +526,7 @@ class Neighbour(BaseModel):
     target_name: str
     confidence: float
     hop: int
-    source_chunks: list[str] = Field(default_factory=list)
+    source_passages: list[str] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -563,7 +563,22 @@ class ThemeRecord(BaseModel):
     size: int
 
 
-class Exploration(BaseModel):
+class WalkBounds(BaseModel):
+    """How far `GraphStore.explore` walks from an entity and how much it returns: every read that
+    explores passes one value instead of the same four arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    depth: int = 1
+    relation_types: tuple[str, ...] | None = None
+    max_nodes: int = 25
+    max_edges: int = 50
+
+
+DEFAULT_WALK = WalkBounds()
+
+
+class GraphWalk(BaseModel):
     """The relations around one entity, and which bound cut the walk short."""
 
     nodes: list[str]

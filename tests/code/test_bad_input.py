@@ -65,7 +65,7 @@ async def test_a_syntax_error_is_reported_the_others_ingested_and_nothing_lost(t
         [failed] = report.failed
         assert failed.path.endswith("b.py") and failed.error.startswith("Python syntax error at line 1")
         assert kb.store is not None
-        names = {r["n"] for r in await kb.store.query("MATCH (f:Function) RETURN f.name AS n")}
+        names = {r["n"] for r in await kb.store.cypher_query("MATCH (f:Function) RETURN f.name AS n")}
         assert names == {"ok", "fine", "new"}  # b.py's last good version stays
 
 

@@ -42,7 +42,7 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 async def graph(kb: KnowledgeBase, cypher: str) -> set[tuple[Any, ...]]:
     assert kb.store is not None
-    return {tuple(r.values()) for r in await kb.store.query(cypher, limit=500)}
+    return {tuple(r.values()) for r in await kb.store.cypher_query(cypher, limit=500)}
 
 
 CALLS = "MATCH (f:Function)-[:CALLS]->(g:Function) RETURN f.qualname, g.qualname"
@@ -126,7 +126,7 @@ async def test_no_calls_leaves_calls_unresolved_until_a_run_with_them(tmp_path: 
         assert await graph(kb, CALLS) == set()
         assert await graph(kb, "MATCH (a:Class)-[:INHERITS]->(b:Class) RETURN a.name, b.name") == {("Client", "Base")}
         assert kb.store is not None
-        rows = await kb.store.query("MATCH (f:Function {name: 'fetch'}) RETURN f.calls AS calls")
+        rows = await kb.store.cypher_query("MATCH (f:Function {name: 'fetch'}) RETURN f.calls AS calls")
         assert rows == [{"calls": ["self.close", "backoff"]}]
         await kb.ingest_code([repo])
         assert await graph(kb, CALLS) == {("Client.fetch", "Base.close"), ("Client.fetch", "backoff")}

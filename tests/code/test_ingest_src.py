@@ -33,7 +33,7 @@ async def src_kb(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tupl
 
 async def rows(kb: KnowledgeBase, cypher: str, **params: Any) -> list[dict[str, Any]]:
     assert kb.store is not None
-    return await kb.store.query(cypher, params, limit=1000)
+    return await kb.store.cypher_query(cypher, params, limit=1000)
 
 
 def called_names(function: object) -> set[str]:
@@ -119,7 +119,7 @@ async def test_no_function_body_is_stored(src_kb: tuple[KnowledgeBase, CodeInges
     texts = stored_strings(path)
     assert len(texts) > 10_000
     assert not [t for t in texts if body_line in t or 'kind="fact")' in t]
-    assert any("def retrieve(self, query: str | RetrieveQuery" in t for t in texts)  # signatures are stored
+    assert any("def retrieve(self, query: str | RetrieveInput" in t for t in texts)  # signatures are stored
 
 
 def stored_strings(path: Path) -> list[str]:

@@ -19,7 +19,7 @@ from evigraph.ingest.code import grammars
 
 async def graph(kb: KnowledgeBase, cypher: str) -> set[tuple[Any, ...]]:
     assert kb.store is not None
-    return {tuple(r.values()) for r in await kb.store.query(cypher, limit=500)}
+    return {tuple(r.values()) for r in await kb.store.cypher_query(cypher, limit=500)}
 
 
 CALLS = "MATCH (f:Function)-[:CALLS]->(g:Function) RETURN f.qualname, g.qualname"

@@ -124,7 +124,7 @@ async def test_an_undecodable_file_fails_alone_and_encoding_fixes_it(tmp_path: P
         assert again.ok and again.counts()["created"] == 1
         assert {d.status for d in (await kb.ingest([folder], progress=False)).documents} == {"unchanged", "failed"}
         assert kb.store is not None
-        rows = await kb.store.query("MATCH (c:Chunk) RETURN c.text AS text")
+        rows = await kb.store.cypher_query("MATCH (c:Chunk) RETURN c.text AS text")
     texts = " ".join(r["text"] for r in rows)
     assert "Ирина Петрова" in texts and "Zoë paid 5 €" in texts and "São Paulo" in texts
 

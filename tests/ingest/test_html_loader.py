@@ -155,7 +155,7 @@ async def test_a_knowledge_base_stores_html_passages_with_breadcrumbs(tmp_path: 
         report = await kb.ingest([_page(tmp_path)], progress=False)
         assert report.ok, report.failed
         assert kb.store is not None
-        rows = await kb.store.query("MATCH (c:Chunk) RETURN c.text AS text, c.breadcrumbs AS crumbs")
+        rows = await kb.store.cypher_query("MATCH (c:Chunk) RETURN c.text AS text, c.breadcrumbs AS crumbs")
         stored = await kb.documents()
     crumbs = {tuple(r["crumbs"]) for r in rows}
     assert ("Install", "Linux") in crumbs or ("Install", "Linux", "Debian") in crumbs

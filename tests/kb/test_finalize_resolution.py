@@ -35,8 +35,8 @@ def opened(kb: KnowledgeBase) -> GraphStore:
 
 
 async def passages_naming(kb: KnowledgeBase, entity: str) -> set[str]:
-    chunks = dict.fromkeys(c for _, c in await opened(kb).chunks_for_entities([entity], per_entity=50))
-    return {c.document for c in await opened(kb).chunks_by_ids(list(chunks))}
+    chunks = dict.fromkeys(c for _, c in await opened(kb).passages_for_entities([entity], per_entity=50))
+    return {c.document for c in await opened(kb).passages_by_ids(list(chunks))}
 
 
 async def test_fuzzy_merges_two_spellings_and_keeps_their_mentions(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from evigraph import KnowledgeBase, ToolError, Toolkit
 from evigraph.errors import ConfigurationError, LLMConfigurationError, LLMTimeoutError
 from evigraph.evidence.citations import check_citations
 from evigraph.evidence.ledger import EvidenceLedger
-from evigraph.kb.answers import NOT_FOUND_TEXT, SYSTEM_PROMPT, WEAK_NOTE, AnswerQuery, judge
+from evigraph.kb.answers import NOT_FOUND_TEXT, SYSTEM_PROMPT, WEAK_NOTE, AnswerInput, judge
 from evigraph.providers.llms import OpenAICompatibleLLM, Usage
 from evigraph.tools.answer_tools import AnswerResult
 from evigraph.tools.passage_tools import RetrieveResult
@@ -280,18 +280,18 @@ def test_a_not_found_statement_on_a_later_line_counts() -> None:
 
 
 async def test_a_retrieve_query_is_taken_as_it_is(kb: KnowledgeBase, replay_server: ReplayServer) -> None:
-    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.query import RetrieveInput
 
     replay_server.queue(chat_reply("Ana Costa leads ReefWatch [1]."))
-    answer = await kb.answer(RetrieveQuery(question=QUESTION, top_k=2, paths=["passages"]), max_answer_tokens=50)
+    answer = await kb.answer(RetrieveInput(question=QUESTION, top_k=2, paths=["passages"]), max_answer_tokens=50)
     assert answer.paths == ["passages"] and len(answer.passages) <= 2 and answer.verified
     assert replay_server.chat_requests()[-1].body["max_tokens"] == 50
 
 
 def test_answer_query_is_the_retrieve_query_plus_budgets() -> None:
-    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.query import RetrieveInput
 
-    extra = set(AnswerQuery.model_fields) - set(RetrieveQuery.model_fields)
+    extra = set(AnswerInput.model_fields) - set(RetrieveInput.model_fields)
     assert extra == {"max_context_tokens", "max_answer_tokens"}
-    query = AnswerQuery(question="q", top_k=4, max_context_tokens=900)
-    assert query.retrieval() == RetrieveQuery(question="q", top_k=4)
+    query = AnswerInput(question="q", top_k=4, max_context_tokens=900)
+    assert query.retrieval() == RetrieveInput(question="q", top_k=4)

@@ -106,7 +106,7 @@ async def test_context_is_stored_searched_and_embedded_but_never_shown(tmp_path:
 
         # Stored with the passage, and embedded with it: title, context, then the text.
         assert f"Harbour notes\n{REPEAL_CONTEXT}\n{top.text}" in embedder.texts
-        stored = await kb.store.document_chunks("harbour")  # type: ignore[union-attr]
+        stored = await kb.store.document_passages("harbour")  # type: ignore[union-attr]
         assert [c.context for c in stored] == ["Part of Harbour notes.", "Part of Harbour notes.", REPEAL_CONTEXT]
 
 

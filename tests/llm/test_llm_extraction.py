@@ -85,7 +85,7 @@ async def kb(tmp_path: Path, server: ReplayServer) -> AsyncIterator[KnowledgeBas
 async def relations(kb: KnowledgeBase) -> list[dict[str, Any]]:
     found = await kb.cypher_query(
         "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.name AS s, a.label AS sl, r.type AS t, b.name AS o, "
-        "b.label AS ol, r.fact AS f, string_split(r.source_chunks, ' ') AS chunks ORDER BY s, t"
+        "b.label AS ol, r.fact AS f, string_split(r.source_passages, ' ') AS chunks ORDER BY s, t"
     )
     return list(found.rows)
 

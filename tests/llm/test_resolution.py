@@ -59,8 +59,8 @@ async def ingested(tmp_path: Path, llm: OpenAICompatibleLLM) -> KnowledgeBase:
 async def documents_naming(kb: KnowledgeBase, entity: str) -> set[str]:
     store = kb.store
     assert store is not None
-    chunks = dict.fromkeys(c for _, c in await store.chunks_for_entities([entity], per_entity=50))
-    return {c.document for c in await store.chunks_by_ids(list(chunks))}
+    chunks = dict.fromkeys(c for _, c in await store.passages_for_entities([entity], per_entity=50))
+    return {c.document for c in await store.passages_by_ids(list(chunks))}
 
 
 async def test_the_llm_merges_what_it_confirms_and_not_what_it_rejects(

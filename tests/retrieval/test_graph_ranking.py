@@ -107,7 +107,7 @@ async def test_index_follows_added_and_deleted_documents_without_a_reload(kb: Kn
     added = await stage.index.snapshot(kb.store)
     assert stage.index.loads == 1  # read the one document, not the whole graph
     live = {c for c, alive in zip(added.passages, added.alive, strict=True) if alive}
-    new = {c.id for c in await kb.store.document_chunks("doc:greta-lind")}
+    new = {c.id for c in await kb.store.document_passages("doc:greta-lind")}
     assert new and new <= live and len(live) == int(before.alive.sum()) + len(new)
     assert "Greta Lind" in [added.entity_names[i] for i in range(len(added.entity_keys)) if added.entity_usable[i]]
 

@@ -25,7 +25,7 @@ from evigraph import (
     RetrievalRecipe,
     RetrievalResult,
     RetrievalStrategy,
-    RetrieveQuery,
+    RetrieveInput,
 )
 from evigraph.evidence.citations import check_citations
 from evigraph.retrieval.hits import passage_item
@@ -81,9 +81,9 @@ class FullTextOnly(RetrievalStrategy):
     def __init__(self) -> None:
         self.asked: list[int] = []
 
-    async def search(self, query: RetrieveQuery, context: RetrievalContext, passages: int) -> RetrievalResult:
+    async def search(self, query: RetrieveInput, context: RetrievalContext, passages: int) -> RetrievalResult:
         self.asked.append(passages)
-        hits = await context.store.search_chunks(query.question, passages)
+        hits = await context.store.search_passages(query.question, passages)
         return RetrievalResult(question=query.question, paths=["passages"], passages=[passage_item(h) for h in hits])
 
 

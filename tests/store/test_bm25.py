@@ -61,7 +61,7 @@ async def test_scores_equal_the_engine_index(tmp_path: Path) -> None:
         assert isinstance(store, EmbeddedStore)
         compared = {"Chunk": 0, "Entity": 0}
         for table, texts, search in (
-            ("Chunk", reads.passage_texts, store.search_chunks),
+            ("Chunk", reads.passage_texts, store.search_passages),
             ("Entity", reads.entity_texts, store.search_entities),
         ):
             engine = engine_scores(store.executor.read_sync(texts), QUESTIONS)
@@ -72,7 +72,7 @@ async def test_scores_equal_the_engine_index(tmp_path: Path) -> None:
                     assert mine[cid] == pytest.approx(score, rel=1e-9), (table, q, cid)
                 compared[table] += len(theirs)
         assert compared["Chunk"] >= 10 and compared["Entity"] >= 10  # many rows compared, not a handful
-        assert [h.document for h in await store.search_chunks("asked")] == ["asked"]
+        assert [h.document for h in await store.search_passages("asked")] == ["asked"]
 
 
 def test_ranking_ties_limits_and_lengths() -> None:

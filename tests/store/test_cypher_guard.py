@@ -238,20 +238,20 @@ def test_the_plan_of_a_read_is_parsed_in_full(store: EmbeddedStore) -> None:
 
 async def test_store_query_runs_the_guarded_query_with_bounds(store_db: Path) -> None:
     async with EmbeddedStore(store_db, read_only=True) as store:
-        rows = await store.query("MATCH (c:Chunk) RETURN c", limit=5)
+        rows = await store.cypher_query("MATCH (c:Chunk) RETURN c", limit=5)
         assert isinstance(rows, QueryRows) and not rows.truncated
         assert rows[0]["c"]["text"] == "Alice met Bob." and "embedding" not in rows[0]["c"]
         assert not {"sentence_starts", "sentence_ends", "sentence_vectors"} & rows[0]["c"].keys()
-        entity = (await store.query("MATCH (e:Entity) RETURN e", limit=1))[0]["e"]
+        entity = (await store.cypher_query("MATCH (e:Entity) RETURN e", limit=1))[0]["e"]
         assert entity["name"] and "embedding" not in entity
-        many = await store.query("UNWIND range(1, 1000) AS x RETURN x", limit=7)
+        many = await store.cypher_query("UNWIND range(1, 1000) AS x RETURN x", limit=7)
         assert [r["x"] for r in many] == list(range(1, 8))
-        big = await store.query("UNWIND range(1, 1000) AS x RETURN range(1, 1000) AS r", limit=1000)
+        big = await store.cypher_query("UNWIND range(1, 1000) AS x RETURN range(1, 1000) AS r", limit=1000)
         assert isinstance(big, QueryRows) and big.truncated and 0 < len(big) < 1000  # stopped at the size cap
         with pytest.raises(CypherRefused, match="mixes kinds"):
-            await store.query("MATCH (e:Entity) WHERE e.id IN $ids RETURN e", {"ids": [1, "a"]})
+            await store.cypher_query("MATCH (e:Entity) WHERE e.id IN $ids RETURN e", {"ids": [1, "a"]})
         with pytest.raises(ReadOnlyQueryError, match="Person"):
-            await store.query("MATCH (p:Person) RETURN p")
+            await store.cypher_query("MATCH (p:Person) RETURN p")
 
 
 async def test_slow_queries_are_limited_and_other_reads_keep_running(
@@ -263,10 +263,10 @@ async def test_slow_queries_are_limited_and_other_reads_keep_running(
     )
     async with EmbeddedStore(store_db, read_only=True) as store:
         store._cypher_slots = cypher_rows.Slots(1)
-        first = asyncio.create_task(store.query(slow, timeout_ms=2500))
+        first = asyncio.create_task(store.cypher_query(slow, timeout_ms=2500))
         await asyncio.sleep(0.3)
         with pytest.raises(CypherRefused, match="already running"):
-            await store.query(slow, timeout_ms=2500)
+            await store.cypher_query(slow, timeout_ms=2500)
         started = time.perf_counter()
         assert (await store.counts()).entities == 1  # the pool and the engine still serve other reads
         assert time.perf_counter() - started < 1.5

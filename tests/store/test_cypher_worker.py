@@ -50,11 +50,11 @@ def names(pool: CypherWorkers) -> list[str]:
 def test_a_read_only_store_answers_cypher_from_a_worker_process(db: Path) -> None:
     async def go() -> None:
         async with EmbeddedStore(db, read_only=True) as store:
-            rows = await store.query("MATCH (e:Entity) RETURN e.name AS name")
+            rows = await store.cypher_query("MATCH (e:Entity) RETURN e.name AS name")
             assert [r["name"] for r in rows] == ["Alice"]
             assert store._cypher_workers is not None and store._cypher_workers._idle  # kept warm
             pid = store._cypher_workers._idle[0]._proc.pid
-            await store.query("MATCH (c:Chunk) RETURN c.text AS t")
+            await store.cypher_query("MATCH (c:Chunk) RETURN c.text AS t")
             assert store._cypher_workers._idle[0]._proc.pid == pid  # the same process answered again
         assert not store._cypher_workers  # closing the store ends its workers
 
@@ -106,7 +106,7 @@ def test_a_writable_store_runs_cypher_in_its_own_process(db: Path) -> None:
     # The engine lets no other process open a file held for writing, so no worker is started.
     async def go() -> None:
         async with EmbeddedStore(db) as store:
-            rows = await store.query("MATCH (e:Entity) RETURN e.name AS name")
+            rows = await store.cypher_query("MATCH (e:Entity) RETURN e.name AS name")
             assert [r["name"] for r in rows] == ["Alice"]
             assert store._cypher_workers is None
 
@@ -131,11 +131,11 @@ def test_a_writable_store_interrupts_a_query_that_grows_its_process(
         async with EmbeddedStore(tmp_path / "kb.db") as store:
             await store.write_versions([doc])
             with pytest.raises(QueryAborted, match="more than the 150 MB"):
-                await store.query(heavy, timeout_ms=60_000)
+                await store.cypher_query(heavy, timeout_ms=60_000)
             assert (await store.counts()).chunks == 300  # the store goes on
             # The engine keeps what a stopped query took: the budget is the process's, not the query's.
             with pytest.raises(QueryAborted, match="until the server restarts") as spent:
-                await store.query("MATCH (c:Chunk) RETURN count(c) AS n")
+                await store.cypher_query("MATCH (c:Chunk) RETURN count(c) AS n")
             assert "read-only" in spent.value.hint
 
     asyncio.run(go())

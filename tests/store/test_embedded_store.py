@@ -27,11 +27,11 @@ async def test_versions_numbers_and_search(tmp_path: Path) -> None:
             [version("a", ["Alice moved to Rome."], [[("Alice", "Person"), ("Rome", "Location")]])]
         )
         assert a2.version == 2
-        hits = await store.search_chunks("Rome", limit=5)
+        hits = await store.search_passages("Rome", limit=5)
         assert [h.text for h in hits] == ["Alice moved to Rome."]
         assert hits[0].document == "a" and hits[0].title == "A" and hits[0].score > 0
-        assert await store.search_chunks("Paris") == []  # the old version is gone from the index
-        assert await store.search_chunks('"(:)"') == []  # query syntax characters are not operators
+        assert await store.search_passages("Paris") == []  # the old version is gone from the index
+        assert await store.search_passages('"(:)"') == []  # query syntax characters are not operators
         counts = await store.counts()
         assert (counts.documents, counts.chunks, counts.entities, counts.relations) == (1, 1, 2, 1)
 
@@ -79,9 +79,9 @@ async def test_reads_refuse_writes_even_inside_procedures(tmp_path: Path) -> Non
             "MERGE (:Entity {id: 'y'})",
         ):
             with pytest.raises(ReadOnlyQueryError):
-                await store.query(cypher)
+                await store.cypher_query(cypher)
         assert (await store.counts()).entities == 2
-        rows = await store.query("MATCH (e:Entity) RETURN e.name AS name ORDER BY name", limit=1)
+        rows = await store.cypher_query("MATCH (e:Entity) RETURN e.name AS name ORDER BY name", limit=1)
         assert rows == [{"name": "Alice"}]
 
 
@@ -117,7 +117,7 @@ async def test_alias_variants_update_an_entity_and_stay_searchable(tmp_path: Pat
     async with EmbeddedStore(tmp_path / "kb.db") as store:
         await store.write_versions([version("a", ["The Vetra River floods."], [[("The Vetra River", "Location")]])])
         await store.write_versions([version("b", ["Vetra River trout."], [[("Vetra River", "Location")]])])
-        [row] = await store.query("MATCH (e:Entity) RETURN e.aliases AS aliases")
+        [row] = await store.cypher_query("MATCH (e:Entity) RETURN e.aliases AS aliases")
         assert set(row["aliases"]) == {"The Vetra River", "Vetra River"}
         assert [e.name for e in await store.search_entities("vetra")] == ["The Vetra River"]
         assert await store.entities_named(["vetra river"]) == {"vetra river": ["location:vetra river"]}
@@ -130,11 +130,11 @@ async def test_passages_carry_their_document_title_without_a_join(tmp_path: Path
 
     async with EmbeddedStore(tmp_path / "kb.db") as store:
         await store.write_versions([version("a", ["Alice met Bob."], [[("Alice", "Person")]])])
-        [hit] = await store.search_chunks("Alice")
+        [hit] = await store.search_passages("Alice")
         assert (hit.document, hit.title) == ("a", "A")
         await store.write_versions([version("b", ["Carol met Dan."], [[("Carol", "Person")]])])
-        [fresh] = await store.search_chunks("Carol")  # the write dropped the map; it is rebuilt
+        [fresh] = await store.search_passages("Carol")  # the write dropped the map; it is rebuilt
         assert (fresh.document, fresh.title) == ("b", "B")
         stale: reads.Titles = {"a": ("A", None)}  # as built before "b" was written
-        [late] = await store.executor.read(lambda tx: reads.chunks_by_ids(tx, [fresh.id], stale))
+        [late] = await store.executor.read(lambda tx: reads.passages_by_ids(tx, [fresh.id], stale))
         assert (late.document, late.title, late.path) == ("b", "B", fresh.path)

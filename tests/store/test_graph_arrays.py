@@ -14,6 +14,7 @@ from typing import Any
 from tests.tools.conftest import write_corpus
 
 from evigraph import KnowledgeBase
+from evigraph.models import WalkBounds
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.graph_arrays import GraphArrays
@@ -30,10 +31,10 @@ def walks(index: GraphIndex) -> dict[str, Any]:
         "mentions": {k: list(index.mentions[k]) for k in sorted(index.mentions)},
         "mentioned": {k: list(index.mentioned[k]) for k in chunks},
         "neighbours": [n.model_dump() for n in index.neighbours(entities, 2, 500)],
-        "chunks_for_entities": index.chunks_for_entities(entities, 5),
-        "entities_for_chunks": index.entities_for_chunks(chunks),
-        "relations_for_chunks": [n.model_dump() for n in index.relations_for_chunks(chunks, 500)],
-        "explore": [index.explore(e, 2, None, 25, 50).model_dump() for e in entities[:5]],
+        "passages_for_entities": index.passages_for_entities(entities, 5),
+        "entities_for_passages": index.entities_for_passages(chunks),
+        "relations_for_passages": [n.model_dump() for n in index.relations_for_passages(chunks, 500)],
+        "explore": [index.explore(e, WalkBounds(depth=2)).model_dump() for e in entities[:5]],
         "weights": sorted(index.weighted_pairs().items()),
     }
 

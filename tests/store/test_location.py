@@ -125,5 +125,5 @@ async def test_scope_is_an_option_of_opening(in_tmp: Path) -> None:
         assert [d.key for d in await scoped.list_documents()] == [BETA.key]
         assert scoped.cypher_guide()
         with pytest.raises(ReadOnlyQueryError, match="scope"):
-            await scoped.query("MATCH (d:Document) RETURN d.key")  # Cypher cannot be bounded by a scope
+            await scoped.cypher_query("MATCH (d:Document) RETURN d.key")  # Cypher cannot be bounded by a scope
         assert all(t.sample_keys == [] for t in await scoped.schema_tables())

@@ -18,6 +18,7 @@ import pytest
 from tests.tools.conftest import HashEmbedder, write_corpus
 
 from evigraph import KnowledgeBase
+from evigraph.models import WalkBounds
 from evigraph.retrieval.ranking_index import RankingIndex
 from evigraph.retrieval.ranking_snapshot import Snapshot
 from evigraph.store.base import GraphStore
@@ -44,7 +45,7 @@ async def answers(store: GraphStore, vectors: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"entities": ids}
     chunk_ids: list[str] = []
     for q in QUERIES:
-        hits = await store.search_chunks(q, 10)
+        hits = await store.search_passages(q, 10)
         out[f"chunks {q}"] = [(h.id, round(h.score, 9), h.title, h.path) for h in hits]
         out[f"entities {q}"] = [(h.id, round(h.score, 9)) for h in await store.search_entities(q, 10)]
         chunk_ids += [h.id for h in hits]
@@ -54,14 +55,14 @@ async def answers(store: GraphStore, vectors: bool = True) -> dict[str, Any]:
     chunk_ids = sorted(set(chunk_ids))
     out["named"] = await store.entities_named(names)
     out["neighbours"] = [n.model_dump() for n in await store.neighbours(ids, hops=2, limit=200)]
-    out["chunks_for_entities"] = await store.chunks_for_entities(ids, per_entity=5)
-    out["entities_for_chunks"] = await store.entities_for_chunks(chunk_ids)
-    out["relations_for_chunks"] = [n.model_dump() for n in await store.relations_for_chunks(chunk_ids, 400)]
-    out["explore"] = [(await store.explore(i, depth=2)).model_dump() for i in ids[:5]]
+    out["passages_for_entities"] = await store.passages_for_entities(ids, per_entity=5)
+    out["entities_for_passages"] = await store.entities_for_passages(chunk_ids)
+    out["relations_for_passages"] = [n.model_dump() for n in await store.relations_for_passages(chunk_ids, 400)]
+    out["explore"] = [(await store.explore(i, WalkBounds(depth=2))).model_dump() for i in ids[:5]]
     out["weights"] = sorted((await store.relation_weights()).items())
     counts = await store.term_counts(["acme", "robot", "depot", "quillborough", "nothing"])
     out["terms"] = (counts.passages, counts.counts)
-    out["by_ids"] = [h.model_dump() for h in await store.chunks_by_ids(chunk_ids)]
+    out["by_ids"] = [h.model_dump() for h in await store.passages_by_ids(chunk_ids)]
     return out
 
 

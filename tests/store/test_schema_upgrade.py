@@ -65,8 +65,8 @@ async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path
     async with connect(path, read_only=True) as store:  # nothing to rank with yet, and no error
         assert await store.ranking_rows() == [] and await store.entity_vectors() == []
         assert await store.pending_ranking_texts() == []
-        assert len(await store.document_chunks(ALPHA.key)) == 2  # everything else reads as before
-        assert [h.context for h in await store.search_chunks("Babbage")] == ["", ""]  # no contexts before them
+        assert len(await store.document_passages(ALPHA.key)) == 2  # everything else reads as before
+        assert [h.context for h in await store.search_passages("Babbage")] == ["", ""]  # no contexts before them
         assert (await store.term_counts(["london"])).counts == {"london": 1}
 
     async with connect(path) as store:
@@ -111,7 +111,7 @@ def _as_before_packed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     old = tuple(
         statement.replace("span_starts STRING, span_ends STRING", "span_starts INT64[], span_ends INT64[]").replace(
-            "source_chunks STRING)", "source_chunks STRING[])"
+            "source_passages STRING)", "source_passages STRING[])"
         )
         for statement in schema.DDL
     )
@@ -151,9 +151,9 @@ async def test_lists_on_relationships_become_text_and_read_the_same(
             assert kb.store is not None
             before = await _relations(kb)
             spans_before = await kb.store.ranking_rows()
-    assert before and any(len(r.source_chunks) == 1 for r in before)
+    assert before and any(len(r.source_passages) == 1 for r in before)
     assert any(m[2] for row in spans_before for m in row.mentions)  # mention spans, to compare
-    assert _types(path)[("RELATES", "source_chunks")] == "STRING[]"
+    assert _types(path)[("RELATES", "source_passages")] == "STRING[]"
     assert _types(path)[("MENTIONED_IN", "span_starts")] == "INT64[]"
 
     async with KnowledgeBase(path, read_only=True) as kb:  # an old file read as it is
@@ -178,8 +178,8 @@ async def test_lists_on_relationships_become_text_and_read_the_same(
 
 async def _relations(kb: Any) -> list[Any]:
     await kb.status()  # opens the store
-    chunks = [c.id for c in await kb.store.document_chunks("ada")]
-    return sorted(await kb.store.relations_for_chunks(chunks), key=lambda r: r.id)
+    chunks = [c.id for c in await kb.store.document_passages("ada")]
+    return sorted(await kb.store.relations_for_passages(chunks), key=lambda r: r.id)
 
 
 def _indexes(path: Path) -> set[str]:
@@ -202,10 +202,10 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Pat
     assert set(RETIRED_FTS_INDEXES) <= _indexes(path)
 
     async with connect(path, read_only=True) as store:  # reads as it is
-        assert {h.document for h in await store.search_chunks("Babbage")} == {ALPHA.key}
+        assert {h.document for h in await store.search_passages("Babbage")} == {ALPHA.key}
     assert set(RETIRED_FTS_INDEXES) <= _indexes(path)
     async with connect(path) as store:
-        assert {h.document for h in await store.search_chunks("Babbage")} == {ALPHA.key}
+        assert {h.document for h in await store.search_passages("Babbage")} == {ALPHA.key}
         await store.write_versions([ALPHA.model_copy(update={"content_hash": "again"})])
     assert not set(RETIRED_FTS_INDEXES) & _indexes(path)
     assert set(FTS_INDEXES) <= _indexes(path)

@@ -51,7 +51,7 @@ async def test_entities_and_ids_outside_scope_are_unreachable(scoped: Toolkit) -
     store = scoped.kb.store
     assert store is not None
     inner = store.inner if isinstance(store, ScopedStore) else store
-    hidden = [c.id for c in await inner.document_chunks("team-b/marrow")]
+    hidden = [c.id for c in await inner.document_passages("team-b/marrow")]
     assert hidden
     read = await scoped.call("read_passages", {"passages": [f"passage:{hidden[0]}"]})
     assert read.passages == [] and read.missing == [f"passage:{hidden[0]}"]

@@ -77,7 +77,7 @@ async def test_a_worn_connection_is_replaced_with_its_extensions_loaded(
     second = connection(store)
     assert second is not first
     assert first.is_closed  # closing it is what frees the engine's memory
-    hits = await store.search_chunks("lagoon", limit=3)  # the full-text extension works on the new one
+    hits = await store.search_passages("lagoon", limit=3)  # the full-text extension works on the new one
     assert hits and "lagoon" in hits[0].text
     assert rows(store, "RETURN $x + 0 AS v", {"x": 41}) == [{"v": 41}]
 
@@ -94,9 +94,9 @@ def rss_mb() -> float:
 async def test_repeated_full_text_searches_do_not_grow_memory(store: EmbeddedStore) -> None:
     queries = [f"{a} {b}" for a in WORDS for b in WORDS]
     for q in queries:  # warm-up: pages, plans and allocator pools
-        await store.search_chunks(q, limit=5)
+        await store.search_passages(q, limit=5)
     before = rss_mb()
     for _ in range(15):  # 1,500 searches: about 73 MB when every call prepares anew
         for q in queries:
-            await store.search_chunks(q, limit=5)
+            await store.search_passages(q, limit=5)
     assert rss_mb() - before < 20

@@ -36,12 +36,12 @@ async def test_an_old_file_reads_no_tasks_and_gets_the_tables_on_a_writable_open
             await store.list_events("p", "t")
         with pytest.raises(TaskNotFoundError):
             await store.list_steps("p", "t", "completed")
-        assert len(await store.document_chunks(ALPHA.key)) == 2
+        assert len(await store.document_passages(ALPHA.key)) == 2
 
     async with connect(path) as store:
         task = await store.create_task("p", "ann", "t", "g")
         assert task.events == 0
-        assert len(await store.document_chunks(ALPHA.key)) == 2
+        assert len(await store.document_passages(ALPHA.key)) == 2
 
 
 async def test_a_document_scope_does_not_hide_traces(tmp_path: Path) -> None:
@@ -78,6 +78,6 @@ async def test_free_form_cypher_cannot_read_traces(tmp_path: Path, cypher: str) 
         await store.write_versions([ALPHA])
         await store.create_task("p", "ann", "secret", "a private goal")
         with pytest.raises(CypherRefused, match=r"knowledge[ -]graph"):
-            await store.query(cypher)
-        rows = await store.query("MATCH (e:Entity) RETURN count(e) AS n")  # labelled reads still run
+            await store.cypher_query(cypher)
+        rows = await store.cypher_query("MATCH (e:Entity) RETURN count(e) AS n")  # labelled reads still run
         assert rows == [{"n": 4}]

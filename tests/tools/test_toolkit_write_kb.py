@@ -38,7 +38,7 @@ async def test_two_sessions_extending_the_ontology_at_once_keep_both_additions(t
             assert {a, b} <= set(await labels(first))
         assert len(await labels(second)) == 11
     async with KnowledgeBase(tmp_path / "kb.db", read_only=True) as reopened:  # and both were stored
-        assert len((await reopened.get_ontology()).entities) == 11
+        assert len((await reopened.load_ontology()).entities) == 11
 
 
 async def test_a_server_scoped_to_an_empty_part_of_a_shared_graph_only_adds_to_the_default(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from evigraph.ingest.sentences import split_sentences
 from evigraph.providers.llms.base import ChatResult, Message, TextStream, Usage
 from evigraph.retrieval.match import MatchQuality
 from evigraph.retrieval.query import HINT as QUERY_HINT
-from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.query import RetrieveInput
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.strict import build
 
@@ -65,11 +65,11 @@ ANSWER_HINT = (
 """What a caller needs to fix a refused answer query, said by every surface that takes one."""
 
 
-class AnswerQuery(RetrieveQuery):
+class AnswerInput(RetrieveInput):
     """What `answer` takes: a retrieval (the same fields and bounds as `retrieve`) and two budgets.
 
     One declaration for `KnowledgeBase.answer`, the `answer` tool and `evigraph ask`, as
-    `RetrieveQuery` is for retrieval.
+    `RetrieveInput` is for retrieval.
     """
 
     max_context_tokens: int = Field(
@@ -82,9 +82,9 @@ class AnswerQuery(RetrieveQuery):
         600, ge=ANSWER_TOKENS[0], le=ANSWER_TOKENS[1], description="most tokens the model may write"
     )
 
-    def retrieval(self) -> RetrieveQuery:
+    def retrieval(self) -> RetrieveInput:
         """The retrieval part, as `retrieve` takes it."""
-        return RetrieveQuery.model_validate(self.model_dump(include=set(RetrieveQuery.model_fields)))
+        return RetrieveInput.model_validate(self.model_dump(include=set(RetrieveInput.model_fields)))
 
 
 class Answer(BaseModel):
@@ -146,7 +146,7 @@ class ShownEvidence:
 class Prepared:
     """A question retrieved and packed, ready for the model."""
 
-    query: AnswerQuery
+    query: AnswerInput
     found: RetrievalResult
     context: str
     shown: ShownEvidence
@@ -226,19 +226,19 @@ def _numbers(numbers: list[int]) -> str:
 # -- running ---------------------------------------------------------------------------------
 
 
-Retrieve = Callable[[RetrieveQuery, EvidenceLedger], Awaitable[RetrievalResult]]
+Retrieve = Callable[[RetrieveInput, EvidenceLedger], Awaitable[RetrievalResult]]
 
 
-def build_query(query: str | RetrieveQuery, options: Mapping[str, Any]) -> AnswerQuery:
-    """The query from a question, or a query (a `RetrieveQuery` too) plus options, refused with
+def build_query(query: str | RetrieveInput, options: Mapping[str, Any]) -> AnswerInput:
+    """The query from a question, or a query (a `RetrieveInput` too) plus options, refused with
     every bad field at once."""
-    if isinstance(query, AnswerQuery) and not options:
+    if isinstance(query, AnswerInput) and not options:
         return query
     given = {"question": query} if isinstance(query, str) else query.model_dump(exclude_unset=True)
-    return build(AnswerQuery, {**given, **options}, hint=ANSWER_HINT)
+    return build(AnswerInput, {**given, **options}, hint=ANSWER_HINT)
 
 
-async def prepare(query: AnswerQuery, llm: LLM | None, retrieve: Retrieve, ledger: EvidenceLedger) -> Prepared:
+async def prepare(query: AnswerInput, llm: LLM | None, retrieve: Retrieve, ledger: EvidenceLedger) -> Prepared:
     """Retrieve into `ledger`, pack the context and note which numbers it shows."""
     if llm is None:
         raise ConfigurationError("no LLM to write answers with", NO_LLM_HINT)

@@ -261,7 +261,7 @@ class KnowledgeBaseCore:
 
     # -- strategies --------------------------------------------------------------------------
 
-    async def get_ontology(self) -> Ontology:
+    async def load_ontology(self) -> Ontology:
         """The ontology extraction uses: the one passed in, else the one stored, else the default."""
         if self._ontology is None and (self._store is not None or self._exists()):
             await self._open(for_write=False)

@@ -87,7 +87,7 @@ Support = Annotated[PassageSupport | DecisionSupport, Field(discriminator="kind"
 Supports = Annotated[list[Support], Field(min_length=1, max_length=20)]
 
 
-class RecordDecision(StrictInput):
+class RecordDecisionInput(StrictInput):
     task_name: TaskName
     choice_key: str = Field(min_length=1, max_length=200, description="what was decided, the same key across tasks")
     conclusion: str = Field(min_length=1, max_length=4000)
@@ -98,7 +98,7 @@ class RecordDecision(StrictInput):
     request_id: RequestId | None = None
 
 
-class SupersedeDecision(StrictInput):
+class SupersedeDecisionInput(StrictInput):
     decision_id: DecisionId
     conclusion: str = Field(min_length=1, max_length=4000)
     rationale: str = Field(min_length=1, max_length=8000)
@@ -109,7 +109,7 @@ class SupersedeDecision(StrictInput):
     request_id: RequestId | None = None
 
 
-class ReaffirmDecision(StrictInput):
+class ReaffirmDecisionInput(StrictInput):
     decision_id: DecisionId
     evidence_ids: list[EvidenceRef] = Field(
         min_length=1, max_length=20, description="passages read in full in this session, at their current versions"
@@ -118,46 +118,46 @@ class ReaffirmDecision(StrictInput):
     request_id: RequestId | None = None
 
 
-class RejectDecision(StrictInput):
+class RejectDecisionInput(StrictInput):
     decision_id: DecisionId
     reason: str = Field(min_length=1, max_length=4000)
     request_id: RequestId | None = None
 
 
-class GetDecision(StrictInput):
+class GetDecisionInput(StrictInput):
     decision_id: DecisionId
 
 
-class ListDecisions(StrictInput):
+class ListDecisionsInput(StrictInput):
     task_name: TaskName
     include_history: bool = Field(True, description="include superseded and rejected decisions")
     after_id: DecisionId | None = Field(None, description="continue after this decision")
     limit: int = Field(50, ge=1, le=100)
 
 
-class ListSupportHistory(StrictInput):
+class ListSupportHistoryInput(StrictInput):
     decision_id: DecisionId
     after_ordinal: int = Field(-1, ge=-1, le=1_000_000, description="list the supports numbered above this")
     limit: int = Field(20, ge=1, le=100)
 
 
-class SearchDecisions(StrictInput):
+class SearchDecisionsInput(StrictInput):
     query: str = Field(min_length=1, max_length=1000)
     limit: int = Field(20, ge=1, le=100)
     include_review: bool = Field(False, description="also return decisions that need review")
 
 
-class ListConflicts(StrictInput):
+class ListConflictsInput(StrictInput):
     limit: int = Field(20, ge=1, le=100, description="the most choice keys listed")
 
 
-class ListDecisionsForReview(StrictInput):
+class ListDecisionsForReviewInput(StrictInput):
     task_name: TaskName | None = Field(None, description="only this task's decisions")
     after_id: DecisionId | None = Field(None, description="continue after this decision")
     limit: int = Field(20, ge=1, le=100)
 
 
-class ContinueReview(StrictInput):
+class ContinueReviewInput(StrictInput):
     limit: int = Field(20, ge=1, le=100, description="the most flagged decisions whose dependents are examined")
 
 
@@ -225,7 +225,7 @@ class DecisionMethods:
         (`StaleEvidenceError`) unless the stored passage still reads exactly so. A passage given
         none is pinned by its id and version alone."""
         values = _decision(conclusion, rationale, supports, assumptions, open_questions, request_id)
-        args = build(RecordDecision, {"task_name": task_name, "choice_key": choice_key, **values}, _HINT)
+        args = build(RecordDecisionInput, {"task_name": task_name, "choice_key": choice_key, **values}, _HINT)
         return await self._write_decision(args, args.task_name, None, None, read_digests)
 
     async def supersede_decision(
@@ -244,7 +244,7 @@ class DecisionMethods:
         """A new decision replacing `decision_id` (which becomes superseded, kept in history);
         `read_digests` as for `record_decision`."""
         values = _decision(conclusion, rationale, supports, assumptions, open_questions, request_id)
-        args = build(SupersedeDecision, {"decision_id": decision_id, "explanation": explanation, **values}, _HINT)
+        args = build(SupersedeDecisionInput, {"decision_id": decision_id, "explanation": explanation, **values}, _HINT)
         old = await self.get_decision(args.decision_id)
         return await self._write_decision(args, old.task, old, args.explanation, read_digests)
 
@@ -260,7 +260,7 @@ class DecisionMethods:
         """Active again, on passages read at their current versions; clears needs_review.
         `read_digests` as for `record_decision`."""
         values = {"decision_id": decision_id, "evidence_ids": list(evidence_ids), "explanation": explanation}
-        args = build(ReaffirmDecision, {**values, "request_id": request_id}, _HINT)
+        args = build(ReaffirmDecisionInput, {**values, "request_id": request_id}, _HINT)
         store = await self._store(True)
         refs = [PassageSupport(kind="passage", evidence=e) for e in args.evidence_ids]
         supports = await self._resolve(store, refs, read_digests)
@@ -276,7 +276,9 @@ class DecisionMethods:
 
     async def reject_decision(self, decision_id: str, reason: str, *, request_id: str | None = None) -> DecisionRecord:
         """A person overturns a decision: rejected, history kept, what rests on it flagged in turn."""
-        args = build(RejectDecision, {"decision_id": decision_id, "reason": reason, "request_id": request_id}, _HINT)
+        args = build(
+            RejectDecisionInput, {"decision_id": decision_id, "reason": reason, "request_id": request_id}, _HINT
+        )
         store = await self._store(True)
         async with self._gate.shared():
             return await store.reject_decision(
@@ -284,7 +286,7 @@ class DecisionMethods:
             )
 
     async def get_decision(self, decision_id: str) -> DecisionRecord:
-        args = build(GetDecision, {"decision_id": decision_id}, _HINT)
+        args = build(GetDecisionInput, {"decision_id": decision_id}, _HINT)
         found = await (await self._store(False)).get_decisions(self.project, [args.decision_id])
         if not found:
             raise DecisionNotFoundError(
@@ -298,7 +300,7 @@ class DecisionMethods:
     ) -> DecisionPage:
         """A task's decisions by creation time; without history, only those that still stand."""
         values = {"task_name": task_name, "include_history": include_history, "after_id": after_id, "limit": limit}
-        args = build(ListDecisions, values, _HINT)
+        args = build(ListDecisionsInput, values, _HINT)
         states = None if args.include_history else OPEN_STATES
         store = await self._store(False)
         found = await store.list_decisions(self.project, args.task_name, states, args.after_id, args.limit + 1)
@@ -308,7 +310,7 @@ class DecisionMethods:
         self, *, task_name: str | None = None, after_id: str | None = None, limit: int = 20
     ) -> DecisionPage:
         """Decisions flagged needs_review, each with the changes that flagged it."""
-        args = build(ListDecisionsForReview, {"task_name": task_name, "after_id": after_id, "limit": limit}, _HINT)
+        args = build(ListDecisionsForReviewInput, {"task_name": task_name, "after_id": after_id, "limit": limit}, _HINT)
         store = await self._store(False)
         found = await store.list_decisions(
             self.project, args.task_name, ["needs_review"], args.after_id, args.limit + 1
@@ -318,9 +320,9 @@ class DecisionMethods:
     async def list_support_history(self, decision_id: str, *, after_ordinal: int = -1, limit: int = 20) -> SupportPage:
         """Every support the decision was given, the replaced ones too (`current` False)."""
         values = {"decision_id": decision_id, "after_ordinal": after_ordinal, "limit": limit}
-        args = build(ListSupportHistory, values, _HINT)
+        args = build(ListSupportHistoryInput, values, _HINT)
         store = await self._store(False)
-        found = await store.support_history(self.project, args.decision_id, args.after_ordinal, args.limit + 1)
+        found = await store.list_support_history(self.project, args.decision_id, args.after_ordinal, args.limit + 1)
         more = len(found) > args.limit
         supports = found[: args.limit]
         return SupportPage(supports=supports, next_after_ordinal=supports[-1].ordinal if more else None)
@@ -328,7 +330,7 @@ class DecisionMethods:
     async def search_decisions(self, query: str, *, limit: int = 20, include_review: bool = False) -> list[DecisionHit]:
         """Precedents: the project's standing decisions (any task) closest to `query`, by words and
         by meaning; decisions that need review only when asked."""
-        args = build(SearchDecisions, {"query": query, "limit": limit, "include_review": include_review}, _HINT)
+        args = build(SearchDecisionsInput, {"query": query, "limit": limit, "include_review": include_review}, _HINT)
         states: list[DecisionState] = list(OPEN_STATES) if args.include_review else ["active"]
         store = await self._store(False)
         texts = await store.decision_texts(self.project, states)
@@ -339,20 +341,20 @@ class DecisionMethods:
 
     async def list_conflicts(self, *, limit: int = 20) -> list[Conflict]:
         """Choice keys on which active decisions reached different conclusions."""
-        args = build(ListConflicts, {"limit": limit}, _HINT)
-        groups = await (await self._store(False)).decision_conflicts(self.project, args.limit)
+        args = build(ListConflictsInput, {"limit": limit}, _HINT)
+        groups = await (await self._store(False)).list_conflicts(self.project, args.limit)
         return [Conflict(choice_key=g[0].choice_key, decisions=g) for g in groups if g]
 
     async def continue_decision_review(self, *, limit: int = 20) -> ReviewProgress:
         """Carry review flags one bounded step further, to decisions resting on flagged ones."""
-        args = build(ContinueReview, {"limit": limit}, _HINT)
+        args = build(ContinueReviewInput, {"limit": limit}, _HINT)
         store = await self._store(True)
         async with self._gate.shared():
-            return await store.continue_review(self.project, args.limit)
+            return await store.continue_decision_review(self.project, args.limit)
 
     async def _write_decision(
         self,
-        args: RecordDecision | SupersedeDecision,
+        args: RecordDecisionInput | SupersedeDecisionInput,
         task: str,
         old: DecisionRecord | None,
         explanation: str | None,
@@ -390,7 +392,7 @@ class DecisionMethods:
             if isinstance(s, PassageSupport):
                 wanted[str(s.evidence)] = _passage_id(s.evidence)
         expected = _digests(read_digests or {}, set(wanted.values()))
-        hits = {h.id: h for h in await store.chunks_by_ids(list(dict.fromkeys(wanted.values())))}
+        hits = {h.id: h for h in await store.passages_by_ids(list(dict.fromkeys(wanted.values())))}
         out = []
         for s in supports:
             if isinstance(s, DecisionSupport):

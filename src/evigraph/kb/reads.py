@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any, get_args
 from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.kb.core import STATUS_FAILED_LISTED, KnowledgeBaseCore, Status
 from evigraph.kb.spend import recorded_spend
-from evigraph.models import SourceRecord, SourceState, StoredDocument
+from evigraph.models import SourceRecord, SourceState, StoredDocument, WalkBounds
 from evigraph.retrieval.entities import EntitySearch, Exploration
 from evigraph.retrieval.navigation import Navigation, Relation
 from evigraph.retrieval.passages import PassageRead, PassageSearch, SearchMode
 from evigraph.retrieval.query import HINT as QUERY_HINT
-from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.query import RetrieveInput
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.schema import CypherRows, OntologyOverview
 from evigraph.retrieval.themes import ThemeSearch
 from evigraph.strict import build, require_at_least, require_choice
 
 if TYPE_CHECKING:
-    from evigraph.kb.answers import Answer, AnswerQuery, AnswerStream, Prepared
+    from evigraph.kb.answers import Answer, AnswerInput, AnswerStream, Prepared
 
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 RELATIONS: tuple[str, ...] = get_args(Relation)
@@ -37,11 +37,11 @@ class ReadOps(KnowledgeBaseCore):
     """The reading half of `KnowledgeBase`."""
 
     async def retrieve(
-        self, query: str | RetrieveQuery, *, ledger: EvidenceLedger | None = None, **options: Any
+        self, query: str | RetrieveInput, *, ledger: EvidenceLedger | None = None, **options: Any
     ) -> RetrievalResult:
         """Find the passages, entities, relations and facts that answer a question, each numbered.
 
-        `options` are the other fields of `RetrieveQuery`: `paths` (search paths by name; all of
+        `options` are the other fields of `RetrieveInput`: `paths` (search paths by name; all of
         passages, exact_names, fuzzy_names, links, facts by default), `top_k` (items per section,
         1-50, default 10) and `expand_hops` (1-5, how far `links` walks from the named entities).
         Items are numbered by `ledger` (a session's), or by a fresh one so `[n]` starts at 1.
@@ -50,9 +50,9 @@ class ReadOps(KnowledgeBaseCore):
         from evigraph.retrieval.strategy import RetrievalContext
 
         if isinstance(query, str):
-            query = build(RetrieveQuery, {"question": query, **options}, hint=QUERY_HINT)
+            query = build(RetrieveInput, {"question": query, **options}, hint=QUERY_HINT)
         elif options:
-            query = build(RetrieveQuery, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
+            query = build(RetrieveInput, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
         store = await self._open(for_write=False)
         with fewer_collections():  # the first retrieve loads models and builds indexes (see gc_threshold)
             context = RetrievalContext(store, self.embedder, self.graph_stage())
@@ -65,11 +65,11 @@ class ReadOps(KnowledgeBaseCore):
         return result
 
     async def answer(
-        self, query: str | RetrieveQuery, *, ledger: EvidenceLedger | None = None, **options: Any
+        self, query: str | RetrieveInput, *, ledger: EvidenceLedger | None = None, **options: Any
     ) -> Answer:
         """An answer the LLM writes from the retrieved evidence, its `[n]` checked (`answer.verified`).
 
-        `options` are the fields of `AnswerQuery`: those of `retrieve`, `max_context_tokens`
+        `options` are the fields of `AnswerInput`: those of `retrieve`, `max_context_tokens`
         (the evidence's budget) and `max_answer_tokens`. Numbers come from `ledger` (a
         session's), else a fresh one. Needs an LLM (`KnowledgeBase(llm=...)`).
         """
@@ -78,7 +78,7 @@ class ReadOps(KnowledgeBaseCore):
         return await answer(await self._prepare_answer(build_query(query, options), ledger))
 
     def answer_stream(
-        self, query: str | RetrieveQuery, *, ledger: EvidenceLedger | None = None, **options: Any
+        self, query: str | RetrieveInput, *, ledger: EvidenceLedger | None = None, **options: Any
     ) -> AnswerStream:
         """`answer` as the model writes it: `async with kb.answer_stream(q) as s: async for delta in s`,
         then `s.result` is the checked `Answer`. Bad options are refused here, before anything runs."""
@@ -87,7 +87,7 @@ class ReadOps(KnowledgeBaseCore):
         chosen = build_query(query, options)
         return AnswerStream(lambda: self._prepare_answer(chosen, ledger))
 
-    async def _prepare_answer(self, query: AnswerQuery, ledger: EvidenceLedger | None) -> Prepared:
+    async def _prepare_answer(self, query: AnswerInput, ledger: EvidenceLedger | None) -> Prepared:
         from evigraph.kb.answers import prepare
 
         await self._open(for_write=False)  # the LLM a knowledge base recorded is known once it is open
@@ -148,8 +148,13 @@ class ReadOps(KnowledgeBaseCore):
 
         for name, value in (("depth", depth), ("max_nodes", max_nodes), ("max_edges", max_edges)):
             require_at_least(name, value)
-        store = await self._open(for_write=False)
-        return await explore(store, entity, depth, relation_types, max_nodes, max_edges)
+        bounds = WalkBounds(
+            depth=depth,
+            relation_types=tuple(relation_types) if relation_types is not None else None,
+            max_nodes=max_nodes,
+            max_edges=max_edges,
+        )
+        return await explore(await self._open(for_write=False), entity, bounds)
 
     async def missing_entities(self, ids: Sequence[str]) -> list[str]:
         """The ids among `ids` that name no entity (visible here)."""
@@ -180,12 +185,12 @@ class ReadOps(KnowledgeBaseCore):
         store = await self._open(for_write=False)
         return await cypher_query(store, query, params or {}, limit)
 
-    async def ontology_overview(self) -> OntologyOverview:
+    async def get_ontology(self) -> OntologyOverview:
         """The ontology's types with stored counts, plus the tables and guide for writing Cypher."""
         from evigraph.retrieval.schema import ontology_overview
 
         store = await self._open(for_write=False)
-        return await ontology_overview(store, await self.get_ontology())
+        return await ontology_overview(store, await self.load_ontology())
 
     async def source_status(self, key: str) -> SourceRecord:
         """Whether a document is being ingested now, current, failed at its last ingest, deleted,

@@ -55,17 +55,17 @@ MAX_SEQ = 1_000_000_000
 """The highest event number an argument may name; a bound the tools' JSON Schema can state."""
 
 
-class CreateTask(StrictInput):
+class CreateTaskInput(StrictInput):
     task_name: TaskName
     goal: str = Field(min_length=1, max_length=4000)
     request_id: RequestId | None = None
 
 
-class GetTask(StrictInput):
+class GetTaskInput(StrictInput):
     task_name: TaskName
 
 
-class RecordEvent(StrictInput):
+class RecordEventInput(StrictInput):
     task_name: TaskName
     kind: EventKind
     payload: str = Field(
@@ -77,18 +77,18 @@ class RecordEvent(StrictInput):
     request_id: RequestId | None = None
 
 
-class ListEvents(StrictInput):
+class ListEventsInput(StrictInput):
     task_name: TaskName
     after_seq: int = Field(0, ge=0, le=MAX_SEQ, description="list the events numbered above this")
     limit: Limit = 50
 
 
-class FetchEvent(StrictInput):
+class FetchEventInput(StrictInput):
     task_name: TaskName
     seq: int = Field(ge=1, le=MAX_SEQ)
 
 
-class SetStep(StrictInput):
+class SetStepInput(StrictInput):
     task_name: TaskName
     name: str = Field(min_length=1, max_length=200)
     state: StepState
@@ -111,19 +111,19 @@ class SetStep(StrictInput):
         return self
 
 
-class ListSteps(StrictInput):
+class ListStepsInput(StrictInput):
     task_name: TaskName
     state: StepState
     after_name: str | None = Field(None, max_length=200, description="continue after this step name")
     limit: Limit = 50
 
 
-class ListTasks(StrictInput):
+class ListTasksInput(StrictInput):
     after_name: str | None = Field(None, max_length=200, description="continue after this task name")
     limit: Limit = 50
 
 
-class Caller(StrictInput):
+class CallerInput(StrictInput):
     project: str = Field(min_length=1, max_length=200)
     agent: str = Field(min_length=1, max_length=200)
 
@@ -174,7 +174,7 @@ class Traces(DecisionMethods):
         embedder: Callable[[], Embedder | None] = lambda: None,
     ) -> None:
         caller = build(
-            Caller, {"project": project, "agent": agent}, "pass a project and an agent of 1 to 200 characters"
+            CallerInput, {"project": project, "agent": agent}, "pass a project and an agent of 1 to 200 characters"
         )
         self.project = caller.project
         self.agent = caller.agent
@@ -185,7 +185,7 @@ class Traces(DecisionMethods):
 
     async def create_task(self, task_name: str, goal: str, *, request_id: str | None = None) -> TaskRecord:
         """The task, created when new; the same name with another goal raises `TaskExistsError`."""
-        args = build(CreateTask, {"task_name": task_name, "goal": goal, "request_id": request_id}, _HINT)
+        args = build(CreateTaskInput, {"task_name": task_name, "goal": goal, "request_id": request_id}, _HINT)
         store = await self._store(True)
         async with self._gate.shared():
             return await store.create_task(
@@ -193,7 +193,7 @@ class Traces(DecisionMethods):
             )
 
     async def get_task(self, task_name: str) -> TaskRecord:
-        args = build(GetTask, {"task_name": task_name}, _HINT)
+        args = build(GetTaskInput, {"task_name": task_name}, _HINT)
         found = await (await self._store(False)).get_task(self.project, args.task_name)
         if found is None:
             raise TaskNotFoundError(
@@ -203,7 +203,7 @@ class Traces(DecisionMethods):
 
     async def list_tasks(self, *, after_name: str | None = None, limit: int = 50) -> TaskPage:
         """The project's tasks by name, whichever agent created them."""
-        args = build(ListTasks, {"after_name": after_name, "limit": limit}, _HINT)
+        args = build(ListTasksInput, {"after_name": after_name, "limit": limit}, _HINT)
         found = await (await self._store(False)).list_tasks(self.project, args.after_name, args.limit + 1)
         more = len(found) > args.limit
         tasks = found[: args.limit]
@@ -221,7 +221,7 @@ class Traces(DecisionMethods):
     ) -> EventSummary:
         """Append an event; a payload over `STORED_EVENT_CHARS` is kept cut, with the full text's hash."""
         values = {"task_name": task_name, "kind": kind, "payload": payload, "role": role, "name": name}
-        args = build(RecordEvent, {**values, "request_id": request_id}, _HINT)
+        args = build(RecordEventInput, {**values, "request_id": request_id}, _HINT)
         event = _event(args.kind, args.payload, role=args.role, name=args.name)
         store = await self._store(True)
         async with self._gate.shared():
@@ -230,7 +230,7 @@ class Traces(DecisionMethods):
             )
 
     async def list_events(self, task_name: str, *, after_seq: int = 0, limit: int = 50) -> EventPage:
-        args = build(ListEvents, {"task_name": task_name, "after_seq": after_seq, "limit": limit}, _HINT)
+        args = build(ListEventsInput, {"task_name": task_name, "after_seq": after_seq, "limit": limit}, _HINT)
         store = await self._store(False)
         found = await store.list_events(self.project, args.task_name, args.after_seq, args.limit + 1)
         more = len(found) > args.limit
@@ -238,7 +238,7 @@ class Traces(DecisionMethods):
         return EventPage(events=events, next_after_seq=events[-1].seq if more else None)
 
     async def fetch_event(self, task_name: str, seq: int) -> EventRecord:
-        args = build(FetchEvent, {"task_name": task_name, "seq": seq}, _HINT)
+        args = build(FetchEventInput, {"task_name": task_name, "seq": seq}, _HINT)
         found = await (await self._store(False)).fetch_event(self.project, args.task_name, args.seq)
         if found is None:
             raise TaskNotFoundError(
@@ -261,7 +261,7 @@ class Traces(DecisionMethods):
         """Create or update a step; a result given as text is recorded as a note event in the same write."""
         values: dict[str, Any] = {"task_name": task_name, "name": name, "state": state, "kind": kind}
         values |= {"result": result, "result_event_seq": result_event_seq, "result_basis": result_basis}
-        args = build(SetStep, {**values, "request_id": request_id}, _HINT)
+        args = build(SetStepInput, {**values, "request_id": request_id}, _HINT)
         step = NewStep.model_validate(args.model_dump(include=set(NewStep.model_fields)))
         note = None if args.result is None else _event("note", args.result, name=args.name)
         store = await self._store(True)
@@ -274,7 +274,7 @@ class Traces(DecisionMethods):
         self, task_name: str, state: StepState, *, after_name: str | None = None, limit: int = 50
     ) -> StepPage:
         values = {"task_name": task_name, "state": state, "after_name": after_name, "limit": limit}
-        args = build(ListSteps, values, _HINT)
+        args = build(ListStepsInput, values, _HINT)
         store = await self._store(False)
         found = await store.list_steps(self.project, args.task_name, args.state, args.after_name, args.limit + 1)
         more = len(found) > args.limit

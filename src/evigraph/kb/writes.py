@@ -364,7 +364,7 @@ class WriteOps(KnowledgeBaseCore):
             if report.llm is not None:
                 await record_spend(store, report.llm)
             if any(d.status in _WRITTEN for d in report.documents):
-                await store.continue_review(None, REVIEW_STEP)
+                await store.continue_decision_review(None, REVIEW_STEP)
 
     @staticmethod
     async def _log_outcomes(store: GraphStore, report: IngestReport) -> None:
@@ -454,7 +454,7 @@ class WriteOps(KnowledgeBaseCore):
             deleted = await store.delete_document(key)
             if deleted:
                 await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
-                await store.continue_review(None, REVIEW_STEP)
+                await store.continue_decision_review(None, REVIEW_STEP)
         if not deleted and not missing_ok:
             raise NotFoundError(
                 f"no document with key {key!r}",

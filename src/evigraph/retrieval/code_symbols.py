@@ -41,5 +41,5 @@ async def details(store: GraphStore, ids: Sequence[str]) -> list[EntityHit]:
 async def mentions(store: GraphStore, ids: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
     """(entity or symbol id, chunk id): the passages that mention each entity or name each symbol."""
     code = [i for i in ids if is_symbol(i)]
-    pairs = await store.chunks_for_entities([i for i in ids if not is_symbol(i)], per_entity)
+    pairs = await store.passages_for_entities([i for i in ids if not is_symbol(i)], per_entity)
     return pairs + (await store.code_mentions(code, per_entity) if code else [])

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, NotFoundError
 from evigraph.evidence.items import EntityCard, EntityItem, RelationItem
+from evigraph.models import WalkBounds
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.code_symbols import details
@@ -60,7 +61,7 @@ async def search_entities(
             result.semantic_skipped = True
         else:
             rank = {cid: i for i, cid in enumerate(chunks)}
-            pairs = sorted(await store.entities_for_chunks(chunks), key=lambda p: rank[p[0]])
+            pairs = sorted(await store.entities_for_passages(chunks), key=lambda p: rank[p[0]])
             lists["semantic"] = list(dict.fromkeys(eid for _, eid in pairs))
     fused = [f.key for f in rrf({k: v for k, v in lists.items() if v})]
     found = {e.id: e for e in await details(store, fused[: pool * 2])}
@@ -73,7 +74,7 @@ async def search_entities(
         if len(result.hits) >= limit:
             break
     mentions = await symbol_mentions(store, [e.id for e in result.hits], per_entity=SUPPORT_PER_ENTITY)
-    texts = {h.id: h for h in await store.chunks_by_ids(list(dict.fromkeys(cid for _, cid in mentions)))}
+    texts = {h.id: h for h in await store.passages_by_ids(list(dict.fromkeys(cid for _, cid in mentions)))}
     cards = {e.id: e for e in result.hits}
     for owner, cid in mentions:
         hit = texts.get(cid)
@@ -108,17 +109,10 @@ class Exploration(BaseModel):
     truncated_by: list[str] = Field(default_factory=list, description="the bounds that cut the walk")
 
 
-async def explore(
-    store: GraphStore,
-    ref: str,
-    depth: int,
-    relation_types: Sequence[str] | None,
-    max_nodes: int,
-    max_edges: int,
-) -> Exploration:
+async def explore(store: GraphStore, ref: str, bounds: WalkBounds) -> Exploration:
     """The relations around the entity `ref` names, bounded, saying which bound cut the walk."""
     eid = await find_entity(store, ref)
-    walk = await store.explore(eid, depth, relation_types, max_nodes, max_edges)
+    walk = await store.explore(eid, bounds)
     details = {e.id: e for e in await store.entities_by_ids(walk.nodes)}
     return Exploration(
         entity=eid,

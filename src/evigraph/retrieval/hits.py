@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem, Source
-from evigraph.models import ChunkHit, EntityHit, Neighbour
+from evigraph.models import EntityHit, Neighbour, PassageHit
 
 
-def source_of(hit: ChunkHit) -> Source:
+def source_of(hit: PassageHit) -> Source:
     return Source(
         document_key=hit.document,
         title=hit.title,
@@ -18,7 +18,7 @@ def source_of(hit: ChunkHit) -> Source:
     )
 
 
-def passage_item(hit: ChunkHit, text: str | None = None) -> PassageItem:
+def passage_item(hit: PassageHit, text: str | None = None) -> PassageItem:
     """The passage of `hit`; `text` when only part of it is shown (then marked partial)."""
     shown = hit.text if text is None else text
     return PassageItem(id=hit.id, text=shown, partial=len(shown) < len(hit.text), source=source_of(hit))
@@ -38,5 +38,5 @@ def relation_item(r: Neighbour) -> RelationItem:
         confidence=r.confidence,
         hop=r.hop,
         score=r.confidence,
-        passages=r.source_chunks,
+        passages=r.source_passages,
     )

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from evigraph.errors import NotFoundError
 from evigraph.evidence.ids import EvidenceId
 from evigraph.evidence.items import PassageText
-from evigraph.models import ChunkHit
+from evigraph.models import PassageHit
 from evigraph.retrieval.passages import passage_text
 from evigraph.store.base import GraphStore
 
@@ -30,7 +30,7 @@ class Navigation(BaseModel):
     truncation_reason: str | None = None
 
 
-def neighbourhood(anchor: ChunkHit, chunks: list[ChunkHit], relation: Relation) -> list[ChunkHit]:
+def neighbourhood(anchor: PassageHit, chunks: list[PassageHit], relation: Relation) -> list[PassageHit]:
     """The passages of `chunks` (one document, reading order) standing in `relation` to `anchor`."""
     crumbs = anchor.breadcrumbs
     before = [c for c in chunks if c.index < anchor.index]
@@ -61,14 +61,14 @@ def neighbourhood(anchor: ChunkHit, chunks: list[ChunkHit], relation: Relation) 
 
 async def navigate(store: GraphStore, passage: str, relation: Relation, limit: int, max_chars: int) -> Navigation:
     """Up to `limit` passages in `relation` to `passage`, sharing `max_chars` of text."""
-    anchors = await store.chunks_by_ids([passage])
+    anchors = await store.passages_by_ids([passage])
     if not anchors:
         raise NotFoundError(
             f"{EvidenceId('passage', passage)} is not a current passage",
             hint="its document was replaced or deleted; search again",
         )
     anchor = anchors[0]
-    picked = neighbourhood(anchor, await store.document_chunks(anchor.document), relation)
+    picked = neighbourhood(anchor, await store.document_passages(anchor.document), relation)
     result = Navigation(anchor=passage, relation=relation, found=len(picked))
     budget = max_chars
     for hit in picked:

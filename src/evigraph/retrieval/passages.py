@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import PassageItem, PassageText
 from evigraph.evidence.render import citation_line
-from evigraph.models import ChunkHit
+from evigraph.models import PassageHit
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import passage_item, source_of
@@ -65,10 +65,10 @@ async def search_passages(
     """Ranked passage snippets for plain words; semantic alone without vectors is an error."""
     result = PassageSearch(query=query, mode=mode)
     lists: dict[str, list[str]] = {}
-    hits: dict[str, ChunkHit] = {}
+    hits: dict[str, PassageHit] = {}
     vectors: VectorSearch | None = None
     if mode in ("lexical", "hybrid"):
-        lexical = await store.search_chunks(query, limit * 2)
+        lexical = await store.search_passages(query, limit * 2)
         hits.update({h.id: h for h in lexical})
         lists["lexical"] = [h.id for h in lexical]
     if mode in ("semantic", "hybrid"):
@@ -87,7 +87,7 @@ async def search_passages(
             result.pending_embeddings = await store.count_pending_embeddings()
     fused = rrf({k: v for k, v in lists.items() if v})[:limit]
     missing = [f.key for f in fused if f.key not in hits]
-    fetched, counts = await asyncio.gather(store.chunks_by_ids(missing), store.term_counts(question_terms(query)))
+    fetched, counts = await asyncio.gather(store.passages_by_ids(missing), store.term_counts(question_terms(query)))
     hits.update({h.id: h for h in fetched})
     first = (hits[f.key] for f in fused if f.key in hits)
     result.match = assess(
@@ -108,7 +108,7 @@ class PassageRead(BaseModel):
     missing: list[str] = Field(default_factory=list, description="ids that name no current passage")
 
 
-def passage_text(hit: ChunkHit, max_chars: int) -> PassageText:
+def passage_text(hit: PassageHit, max_chars: int) -> PassageText:
     text = hit.text[:max_chars]
     source = source_of(hit)
     return PassageText(
@@ -119,7 +119,7 @@ def passage_text(hit: ChunkHit, max_chars: int) -> PassageText:
 async def read_passages(store: GraphStore, ids: Sequence[str], max_chars: int) -> PassageRead:
     """The stored text of each passage (up to `max_chars`), in the order asked, and the ids not found."""
     wanted = list(dict.fromkeys(ids))
-    found = {h.id: h for h in await store.chunks_by_ids(wanted)}
+    found = {h.id: h for h in await store.passages_by_ids(wanted)}
     result = PassageRead()
     for cid in wanted:
         hit = found.get(cid)
@@ -133,5 +133,5 @@ async def read_passages(store: GraphStore, ids: Sequence[str], max_chars: int) -
 async def missing_passages(store: GraphStore, ids: Sequence[str]) -> list[str]:
     """The ids among `ids` that name no current passage."""
     wanted = list(dict.fromkeys(ids))
-    found = {h.id for h in await store.chunks_by_ids(wanted)}
+    found = {h.id for h in await store.passages_by_ids(wanted)}
     return [cid for cid in wanted if cid not in found]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
-from evigraph.models import ChunkHit, EntityHit, Neighbour
+from evigraph.models import EntityHit, Neighbour, PassageHit
 from evigraph.retrieval import code_symbols
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.query import SearchPath
@@ -26,7 +26,7 @@ from evigraph.store.base import GraphStore, VectorSearch
 class Found:
     """What the legs found for one question, each leg writing its own fields."""
 
-    bm25: list[ChunkHit] = field(default_factory=list)
+    bm25: list[PassageHit] = field(default_factory=list)
     vector: list[tuple[str, float]] = field(default_factory=list)
     exact: list[str] = field(default_factory=list)
     fuzzy: list[EntityHit] = field(default_factory=list)
@@ -70,7 +70,7 @@ class Leg:
 
 
 async def _passages(a: Asked, found: Found) -> None:
-    found.bm25 = await a.store.search_chunks(a.question, a.pool)
+    found.bm25 = await a.store.search_passages(a.question, a.pool)
     if a.vector is not None:
         found.vector_stats = await a.store.vector_search_stats(a.vector, max(a.pool, a.vector_pool))
         found.vector = found.vector_stats.hits
@@ -93,7 +93,7 @@ async def _links(a: Asked, found: Found) -> None:
 
 async def _facts(a: Asked, found: Found) -> None:
     top_chunks = [h.id for h in found.bm25[:10]] + [cid for cid, _ in found.vector[:10]]
-    candidates = await a.store.relations_for_chunks(list(dict.fromkeys(top_chunks)), limit=400)
+    candidates = await a.store.relations_for_passages(list(dict.fromkeys(top_chunks)), limit=400)
     found.facts = rank_facts(a.question, candidates)[: a.top_k]
 
 

@@ -1,4 +1,4 @@
-"""`RetrieveQuery`: the one declaration of what `retrieve` takes.
+"""`RetrieveInput`: the one declaration of what `retrieve` takes.
 
 `KnowledgeBase.retrieve`, the `retrieve` tool (and so MCP and REST) and `evigraph search` all
 take this model, so a bound or a default cannot drift between them: the CLI builds its options
@@ -26,7 +26,7 @@ HINT = (
 """What a caller needs to fix a refused query, said by every surface that takes one."""
 
 
-class RetrieveQuery(StrictInput):
+class RetrieveInput(StrictInput):
     question: str = Field(min_length=1, max_length=2000, description="the user's question, word for word")
     paths: list[SearchPath] | None = Field(
         None, min_length=1, description=f"search paths to run ({', '.join(PATHS)}); all when omitted"

@@ -13,13 +13,13 @@ import asyncio
 from collections.abc import Sequence
 
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem
-from evigraph.models import ChunkHit, Neighbour
+from evigraph.models import Neighbour, PassageHit
 from evigraph.retrieval import code_symbols
 from evigraph.retrieval.fusion import Fused, cap_per_label, rrf
 from evigraph.retrieval.hits import relation_item, source_of
 from evigraph.retrieval.match import assess, question_terms
 from evigraph.retrieval.paths import Asked, Found, run_legs
-from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.query import RetrieveInput
 from evigraph.retrieval.recipe import DEFAULT_RECIPE, RetrievalRecipe, recipe_by_name
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.strategy import RetrievalContext, RetrievalStrategy
@@ -29,7 +29,7 @@ from evigraph.store.terms import searchable_text
 
 
 class MultiPathRetrieval(RetrievalStrategy):
-    """Runs the search paths a `RetrieveQuery` names (else the recipe's) and fuses what they find.
+    """Runs the search paths a `RetrieveInput` names (else the recipe's) and fuses what they find.
 
     Items come back unnumbered: numbering is the ledger's job.
     """
@@ -38,7 +38,7 @@ class MultiPathRetrieval(RetrievalStrategy):
         self.recipe = recipe_by_name(recipe) if isinstance(recipe, str) else recipe
         self.name = self.recipe.name
 
-    async def search(self, query: RetrieveQuery, context: RetrievalContext, passages: int) -> RetrievalResult:
+    async def search(self, query: RetrieveInput, context: RetrievalContext, passages: int) -> RetrievalResult:
         recipe, store, embedder = self.recipe, context.store, context.embedder
         question, top_k, passages = query.question, query.top_k, max(query.top_k, passages)
         chosen = query.chosen_paths() if query.paths is not None else list(recipe.paths)
@@ -74,7 +74,7 @@ class MultiPathRetrieval(RetrievalStrategy):
         hits = {h.id: h for h in found.bm25}
         missing = [f.key for f in fused if f.key not in hits]
         fetched, entities, counts = await asyncio.gather(
-            store.chunks_by_ids(missing),
+            store.passages_by_ids(missing),
             self._entities(store, paths, top_k, found),
             store.term_counts(question_terms(question)),
         )
@@ -134,7 +134,9 @@ class MultiPathRetrieval(RetrievalStrategy):
         return cap_per_label(items, lambda e: e.label, self.recipe.label_cap, top_k)
 
 
-async def _attach_sources(store: GraphStore, result: RetrievalResult, found: Found, hits: dict[str, ChunkHit]) -> None:
+async def _attach_sources(
+    store: GraphStore, result: RetrievalResult, found: Found, hits: dict[str, PassageHit]
+) -> None:
     """Give entities and relations the document location of one passage that backs them."""
     first_mention: dict[str, str] = {}
     for eid, cid in found.mentions:
@@ -142,7 +144,7 @@ async def _attach_sources(store: GraphStore, result: RetrievalResult, found: Fou
     wanted = [first_mention[e.id] for e in result.entities if e.id in first_mention]
     wanted += [r.passages[0] for r in (*result.relations, *result.facts) if r.passages]
     missing = [cid for cid in dict.fromkeys(wanted) if cid not in hits]
-    hits.update({h.id: h for h in await store.chunks_by_ids(missing)})
+    hits.update({h.id: h for h in await store.passages_by_ids(missing)})
     for e in result.entities:
         hit = hits.get(first_mention.get(e.id, ""))
         e.location = source_of(hit) if hit else None
@@ -180,7 +182,7 @@ def fused_passages(found: Found, paths: Sequence[str], recipe: RetrievalRecipe) 
         ranked["semantic"] = [cid for cid, _ in found.vector]
     entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
     ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
-    ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_chunks]
+    ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_passages]
     return rrf({k: v for k, v in ranked.items() if v}, recipe.weights, k=recipe.rrf_k)
 
 
@@ -220,6 +222,6 @@ def _graph_paths(paths: Sequence[str], found: Found) -> dict[str, set[str]]:
             out.setdefault(cid, set()).add("fuzzy_names")
     for name, rels in (("links", found.links), ("facts", found.facts)):
         for r in rels:
-            for cid in r.source_chunks:
+            for cid in r.source_passages:
                 out.setdefault(cid, set()).add(name)
     return out

@@ -82,7 +82,7 @@ class CypherRows(BaseModel):
 async def cypher_query(store: GraphStore, query: str, params: dict[str, Any], limit: int) -> CypherRows:
     """Up to `limit` rows of read-only Cypher; engine errors come back with a hint naming the schema."""
     try:
-        rows = await store.query(query, params, limit=limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
+        rows = await store.cypher_query(query, params, limit=limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
     except UnknownLabel as exc:
         raise UnknownLabel(exc.message, hint=f"{await _schema_hint(store)}; {exc.hint}") from exc
     except (CypherRefused, QueryTimeout, QueryAborted) as exc:

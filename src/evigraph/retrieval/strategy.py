@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import PassageItem
 from evigraph.providers.embedders import Embedder
-from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.query import RetrieveInput
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.store.base import GraphStore
 
@@ -59,7 +59,7 @@ class RetrievalStrategy(ABC):
     name: str = "strategy"
 
     async def retrieve(
-        self, query: RetrieveQuery, context: RetrievalContext, reranker: Reranker | None = None
+        self, query: RetrieveInput, context: RetrievalContext, reranker: Reranker | None = None
     ) -> RetrievalResult:
         wanted = query.top_k if reranker is None else max(query.top_k, reranker.candidates)
         result = await self.search(query, context, wanted)
@@ -76,6 +76,6 @@ class RetrievalStrategy(ABC):
         return result
 
     @abstractmethod
-    async def search(self, query: RetrieveQuery, context: RetrievalContext, passages: int) -> RetrievalResult:
+    async def search(self, query: RetrieveInput, context: RetrievalContext, passages: int) -> RetrievalResult:
         """Up to `passages` passages (more than `query.top_k` when a reranker follows), best first,
         and up to `query.top_k` of each other kind of item."""

@@ -71,12 +71,12 @@ async def search_themes(
     if not themes:
         result.index_state = "missing"
         return result
-    chunks = [h.id for h in await store.search_chunks(query, RANKED_PASSAGES)]
+    chunks = [h.id for h in await store.search_passages(query, RANKED_PASSAGES)]
     semantic = await nearest_passages(store, embedder, query, RANKED_PASSAGES)
     ranked = [f.key for f in rrf({"lexical": chunks, "semantic": semantic or []})]
     weight: dict[str, float] = {}
     rank = {cid: i for i, cid in enumerate(ranked)}
-    for cid, eid in await store.entities_for_chunks(ranked):
+    for cid, eid in await store.entities_for_passages(ranked):
         weight[eid] = weight.get(eid, 0.0) + 1.0 / (60 + rank[cid])
     terms = {t.casefold() for t in question_phrases(query)} | set(query.casefold().split())
     index = _theme_index(themes)
@@ -91,14 +91,14 @@ async def search_themes(
     chosen = [(score, themes[i]) for i, score in top]
     # Supporting passages for every chosen theme in two store calls: the passages that mention most members.
     members = [m for _, t in chosen for m in t.members[:MEMBERS_FOR_SUPPORT]]
-    mentions = await store.chunks_for_entities(members, per_entity=3)
+    mentions = await store.passages_for_entities(members, per_entity=3)
     member_of = {m: t.id for _, t in chosen for m in t.members[:MEMBERS_FOR_SUPPORT]}
     per_theme: dict[str, Counter[str]] = {}
     for eid, cid in mentions:
         per_theme.setdefault(member_of[eid], Counter())[cid] += 1
     support = {t.id: [cid for cid, _ in per_theme.get(t.id, Counter()).most_common(support_limit)] for _, t in chosen}
     wanted = list(dict.fromkeys(c for ids in support.values() for c in ids))
-    texts = {h.id: h for h in await store.chunks_by_ids(wanted)}
+    texts = {h.id: h for h in await store.passages_by_ids(wanted)}
     for score, t in chosen:
         names = " ".join(t.names[:THEME_NAMES_SHOWN])
         result.themes.append(

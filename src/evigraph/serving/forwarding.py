@@ -38,7 +38,7 @@ from evigraph import errors
 from evigraph.errors import ConfigurationError, DatabaseLockedError, EvigraphError
 from evigraph.kb.core import Status
 from evigraph.models import StoredDocument
-from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.query import RetrieveInput
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.tools.definitions import ToolSpec
 
@@ -442,7 +442,7 @@ async def _answer_read(backend: LocalBackend, method: object, args: dict[str, An
             found = await kb.documents(limit=int(args.get("limit", 100)), offset=int(args.get("offset", 0)))
             return {"result": [d.model_dump(mode="json") for d in found]}
         if method == "retrieve":
-            result = await kb.retrieve(RetrieveQuery.model_validate(args))
+            result = await kb.retrieve(RetrieveInput.model_validate(args))
             return {"result": result.model_dump(mode="json")}
         if method == "cypher_query":  # checked as the tool checks it: a holder answers any client on its socket
             from evigraph.strict import build
@@ -520,7 +520,7 @@ class HeldReads:
         rows = await self._read("documents", {"limit": limit, "offset": offset})
         return [StoredDocument.model_validate(r) for r in rows]
 
-    async def retrieve(self, query: RetrieveQuery) -> RetrievalResult:
+    async def retrieve(self, query: RetrieveInput) -> RetrievalResult:
         args = query.model_dump(mode="json", exclude_unset=True)
         return RetrievalResult.model_validate(await self._read("retrieve", args))
 

@@ -17,19 +17,21 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.errors import StoreError
 from evigraph.models import (
-    ChunkHit,
+    DEFAULT_WALK,
     DocumentVersion,
     EntityHit,
-    Exploration,
     ExtractedEntity,
     ExtractedRelation,
+    GraphWalk,
     IntegrityReport,
     Neighbour,
+    PassageHit,
     SourceRecord,
     StoreCounts,
     StoredDocument,
     TableInfo,
     ThemeRecord,
+    WalkBounds,
 )
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
@@ -73,7 +75,7 @@ class VectorSearch:
     """
 
     hits: list[tuple[str, float]] = field(default_factory=list)
-    """(chunk id, cosine similarity), nearest first."""
+    """(passage id, cosine similarity), nearest first."""
     passages: int = 0
     """Passages compared (every passage with a vector); 0 when none has one."""
     mean: float = 0.0
@@ -104,7 +106,7 @@ def opened(held: T | None) -> T:
 
 
 class GraphStore(ABC):
-    """One knowledge base: documents, chunks, entities and relations.
+    """One knowledge base: documents, passages, entities and relations.
 
     Writes are atomic per call: `write_versions` replaces every given document's previous
     version in one transaction, so a crash leaves each document at its old or its new version,
@@ -161,7 +163,7 @@ class GraphStore(ABC):
     async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
         """Write new versions of documents, replacing their previous versions in one step.
 
-        Old chunks and mentions go; relations lose the old chunks as sources, and extracted ones
+        Old passages and mentions go; relations lose the old passages as sources, and extracted ones
         go when none remain (an agent's relation stays, as it was before any passage stated it);
         extracted entities that nothing mentions any more go. A key's version numbers only grow,
         across deletes too: a passage id (which names the version) never names two texts.
@@ -201,7 +203,7 @@ class GraphStore(ABC):
         return (await self.counts()).documents > 0
 
     @abstractmethod
-    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+    async def search_passages(self, query: str, limit: int = 10) -> list[PassageHit]:
         """Full-text (BM25) search over passages."""
 
     @abstractmethod
@@ -209,7 +211,7 @@ class GraphStore(ABC):
         """Relations reachable from the given entities, nearest hop first."""
 
     @abstractmethod
-    async def query(
+    async def cypher_query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
         """Run read-only Cypher within `timeout_ms`; writes are refused by the engine.
@@ -226,12 +228,12 @@ class GraphStore(ABC):
     # -- retrieval ---------------------------------------------------------------------------
 
     @abstractmethod
-    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+    async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
         """Passages by id, in the order asked; unknown ids are skipped."""
 
     @abstractmethod
-    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
-        """(entity id, chunk id) pairs: passages that mention each entity."""
+    async def passages_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        """(entity id, passage id) pairs: passages that mention each entity."""
 
     @abstractmethod
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
@@ -245,11 +247,11 @@ class GraphStore(ABC):
         """Entity ids whose name or alias equals each phrase (after normalisation)."""
 
     @abstractmethod
-    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """(chunk id, entity id) pairs: the entities each passage mentions."""
+    async def entities_for_passages(self, passage_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(passage id, entity id) pairs: the entities each passage mentions."""
 
     @abstractmethod
-    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+    async def relations_for_passages(self, passage_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
         """Relations stated in the given passages."""
 
     # -- embeddings --------------------------------------------------------------------------
@@ -264,7 +266,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     async def pending_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
-        """(chunk id, text) of passages without a vector."""
+        """(passage id, text) of passages without a vector."""
 
     @abstractmethod
     async def count_pending_embeddings(self) -> int: ...
@@ -274,7 +276,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity) of the nearest passages."""
+        """(passage id, cosine similarity) of the nearest passages."""
 
     @abstractmethod
     async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
@@ -337,18 +339,11 @@ class GraphStore(ABC):
     # -- graph navigation and agent writes ---------------------------------------------------
 
     @abstractmethod
-    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
+    async def document_passages(self, key: str, limit: int = 5000) -> list[PassageHit]:
         """The passages of a document's current version, in reading order."""
 
     @abstractmethod
-    async def explore(
-        self,
-        entity_id: str,
-        depth: int = 1,
-        relation_types: Sequence[str] | None = None,
-        max_nodes: int = 25,
-        max_edges: int = 50,
-    ) -> Exploration:
+    async def explore(self, entity_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
         """Relations around one entity, bounded, saying which bound cut the walk."""
 
     @abstractmethod
@@ -361,7 +356,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
-        """Create or merge relations written by an agent, each with its supporting chunk ids."""
+        """Create or merge relations written by an agent, each with its supporting passage ids."""
 
     # -- code structure (evigraph/code_records.py) ---------------------------------------------
     #
@@ -388,11 +383,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     async def code_mentions(self, symbol_ids: Sequence[str], per_symbol: int = 3) -> list[tuple[str, str]]:
-        """(symbol id, chunk id) pairs: current passages that name each symbol."""
+        """(symbol id, passage id) pairs: current passages that name each symbol."""
 
     @abstractmethod
     async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Record that passages name symbols, (chunk id, symbol id) each; pairs already linked or naming
+        """Record that passages name symbols, (passage id, symbol id) each; pairs already linked or naming
         a passage or symbol that is gone are skipped."""
 
     # -- resolution at finalize (store/merging.py) ---------------------------------------------
@@ -526,7 +521,7 @@ class GraphStore(ABC):
         """Decisions (of `task`, in `states`) by creation time, those after `after_id`, at most `limit`."""
 
     @abstractmethod
-    async def support_history(
+    async def list_support_history(
         self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
     ) -> list[SupportRecord]:
         """Every support the decision was ever given, current or replaced, by ordinal."""
@@ -536,12 +531,12 @@ class GraphStore(ABC):
         """The text and vector of each decision in `states`, for `search_decisions` to rank."""
 
     @abstractmethod
-    async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
+    async def list_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
         """Groups of active decisions sharing a choice_key with different conclusions (compared
         trimmed and case-folded), by choice_key, at most `limit` groups."""
 
     @abstractmethod
-    async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
+    async def continue_decision_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
         """Examine up to `limit` queued flagged decisions (of `project`, or of every project) and
         flag the active decisions resting on them, queueing those in turn."""
 

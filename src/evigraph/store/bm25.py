@@ -28,10 +28,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from evigraph.models import ChunkHit, EntityHit
+from evigraph.models import EntityHit, PassageHit
 from evigraph.store.search_text import fts_text
 
-Hit = TypeVar("Hit", ChunkHit, EntityHit)
+Hit = TypeVar("Hit", PassageHit, EntityHit)
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -224,7 +224,7 @@ async def search(
     read: Callable[[Sequence[str]], Awaitable[list[Hit]]],
     stem: Stemmer | None = None,
 ) -> list[Hit]:
-    """The `limit` best rows for `query`, read whole by `read` (a store's `chunks_by_ids` or
+    """The `limit` best rows for `query`, read whole by `read` (a store's `passages_by_ids` or
     `entities_by_ids`) and scored; a row gone since the index was built (deleted by a write the
     index has not seen yet) is left out."""
     ranked = index.search(query, limit, stem)

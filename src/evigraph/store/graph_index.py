@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from evigraph.models import Exploration, Neighbour
+from evigraph.models import GraphWalk, Neighbour, WalkBounds
 
 S = TypeVar("S", bound="GraphSink")
 
@@ -46,7 +46,7 @@ class Rel:
             target_name=self.target_name,
             confidence=self.confidence,
             hop=hop,
-            source_chunks=list(self.chunks),
+            source_passages=list(self.chunks),
         )
 
 
@@ -95,22 +95,21 @@ class GraphIndex:
             frontier = nxt
         return out
 
-    def explore(
-        self, entity_id: str, depth: int, types: Sequence[str] | None, max_nodes: int, max_edges: int
-    ) -> Exploration:
+    def explore(self, entity_id: str, bounds: WalkBounds) -> GraphWalk:
         """Relations around one entity, breadth first, most confident first within a hop.
 
         The walk stops at whichever bound it meets first and says which, so an agent knows the
         neighbourhood is bigger than what it sees.
         """
-        wanted = set(types) if types else None
+        wanted = set(bounds.relation_types) if bounds.relation_types else None
+        max_nodes, max_edges = bounds.max_nodes, bounds.max_edges
         nodes = [entity_id]
         known = {entity_id}
         edges: list[Neighbour] = []
         seen: set[str] = set()
         truncated: set[str] = set()
         frontier = [entity_id]
-        for hop in range(1, depth + 1):
+        for hop in range(1, bounds.depth + 1):
             nxt: list[str] = []
             for eid in frontier:
                 for rel in sorted(self.edges.get(eid, ()), key=lambda r: (-r.confidence, r.id)):
@@ -130,7 +129,7 @@ class GraphIndex:
                         nodes.append(other)
                         nxt.append(other)
             frontier = nxt
-        return Exploration(nodes=nodes, edges=edges, truncated_by=sorted(truncated))
+        return GraphWalk(nodes=nodes, edges=edges, truncated_by=sorted(truncated))
 
     def weighted_pairs(self) -> dict[tuple[str, str], float]:
         """Entity pairs joined by relations, weighted by how many relations join them."""
@@ -142,17 +141,17 @@ class GraphIndex:
                     out[(a, b)] += 1.0
         return dict(out)
 
-    def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
+    def passages_for_entities(self, entity_ids: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
         return [(eid, cid) for eid in entity_ids for cid in sorted(self.mentions.get(eid, ()))[:per_entity]]
 
-    def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
-        return [(cid, eid) for cid in chunk_ids for eid in self.mentioned.get(cid, ())]
+    def entities_for_passages(self, passage_ids: Sequence[str]) -> list[tuple[str, str]]:
+        return [(cid, eid) for cid in passage_ids for eid in self.mentioned.get(cid, ())]
 
-    def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int) -> list[Neighbour]:
+    def relations_for_passages(self, passage_ids: Sequence[str], limit: int) -> list[Neighbour]:
         """The relations the chunks state, chunk by chunk; read from the chunk's own list, since
         walking its entities' edges meant scanning every relation of a hub (1,034 on 2Wiki)."""
         out: dict[str, Neighbour] = {}
-        for cid in chunk_ids:
+        for cid in passage_ids:
             for rel in self.stated.get(cid, ()):
                 if rel.id not in out:
                     out[rel.id] = rel.neighbour(1)

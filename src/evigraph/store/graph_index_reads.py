@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evigraph.models import Exploration, Neighbour
+from evigraph.models import DEFAULT_WALK, GraphWalk, Neighbour, WalkBounds
 from evigraph.store.graph_index import GraphIndex
 
 
@@ -23,24 +23,17 @@ class GraphIndexReads:
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         return (await self._graph()).neighbours(entity_ids, hops, limit) if entity_ids else []
 
-    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
-        return (await self._graph()).chunks_for_entities(entity_ids, per_entity) if entity_ids else []
+    async def passages_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+        return (await self._graph()).passages_for_entities(entity_ids, per_entity) if entity_ids else []
 
-    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
-        return (await self._graph()).entities_for_chunks(chunk_ids) if chunk_ids else []
+    async def entities_for_passages(self, passage_ids: Sequence[str]) -> list[tuple[str, str]]:
+        return (await self._graph()).entities_for_passages(passage_ids) if passage_ids else []
 
-    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
-        return (await self._graph()).relations_for_chunks(chunk_ids, limit) if chunk_ids else []
+    async def relations_for_passages(self, passage_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+        return (await self._graph()).relations_for_passages(passage_ids, limit) if passage_ids else []
 
-    async def explore(
-        self,
-        entity_id: str,
-        depth: int = 1,
-        relation_types: Sequence[str] | None = None,
-        max_nodes: int = 25,
-        max_edges: int = 50,
-    ) -> Exploration:
-        return (await self._graph()).explore(entity_id, depth, relation_types, max_nodes, max_edges)
+    async def explore(self, entity_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
+        return (await self._graph()).explore(entity_id, bounds)
 
     async def relation_weights(self) -> dict[tuple[str, str], float]:
         return (await self._graph()).weighted_pairs()

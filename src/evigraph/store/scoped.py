@@ -22,19 +22,21 @@ from typing import Any
 from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.errors import ReadOnlyQueryError, StoreError
 from evigraph.models import (
-    ChunkHit,
+    DEFAULT_WALK,
     DocumentVersion,
     EntityHit,
-    Exploration,
     ExtractedEntity,
     ExtractedRelation,
+    GraphWalk,
     IntegrityReport,
     Neighbour,
+    PassageHit,
     SourceRecord,
     StoreCounts,
     StoredDocument,
     TableInfo,
     ThemeRecord,
+    WalkBounds,
 )
 from evigraph.store.base import GraphStore, TermCounts, VectorSearch
 from evigraph.store.compaction import CompactProgress, CompactReport
@@ -92,7 +94,7 @@ class ScopedStore(ForwardingStore):
                 offset += len(docs)
                 for d in docs:
                     if self.allows(d.key):
-                        chunks.update(c.id for c in await self.inner.document_chunks(d.key, _ALL))
+                        chunks.update(c.id for c in await self.inner.document_passages(d.key, _ALL))
             self._chunks = chunks
         return self._chunks
 
@@ -107,7 +109,7 @@ class ScopedStore(ForwardingStore):
                 offset += len(docs)
                 for d in docs:
                     if self.allows(d.key):
-                        for c in await self.inner.document_chunks(d.key, _ALL):
+                        for c in await self.inner.document_passages(d.key, _ALL):
                             frequencies.update(
                                 passage_terms(searchable_text(c.title, c.breadcrumbs, c.text, c.context))
                             )
@@ -124,17 +126,17 @@ class ScopedStore(ForwardingStore):
         if self.everything:  # entities an agent recorded without a passage belong to no document
             return set(ids)
         allowed = await self._in_scope()
-        pairs = await self.inner.chunks_for_entities(list(ids), per_entity=_ALL)
+        pairs = await self.inner.passages_for_entities(list(ids), per_entity=_ALL)
         return {eid for eid, cid in pairs if cid in allowed}
 
     async def _relations(self, rels: list[Neighbour]) -> list[Neighbour]:
         allowed = await self._in_scope()
         out = []
         for r in rels:
-            kept = [c for c in r.source_chunks if c in allowed]
+            kept = [c for c in r.source_passages if c in allowed]
             if kept:
-                out.append(r.model_copy(update={"source_chunks": kept}))
-            elif self.everything and not r.source_chunks:  # an agent's relation no passage states, as entities
+                out.append(r.model_copy(update={"source_passages": kept}))
+            elif self.everything and not r.source_passages:  # an agent's relation no passage states, as entities
                 out.append(r)
         return out
 
@@ -236,7 +238,7 @@ class ScopedStore(ForwardingStore):
         while docs := await self.inner.list_documents(1000, offset):
             offset += len(docs)
             documents += sum(1 for d in docs if self.allows(d.key))
-        mentions = await self.inner.entities_for_chunks(sorted(allowed))
+        mentions = await self.inner.entities_for_passages(sorted(allowed))
         entity_ids = sorted({eid for _, eid in mentions})
         labels: dict[str, int] = {}
         for e in await self.inner.entities_by_ids(entity_ids):
@@ -257,16 +259,16 @@ class ScopedStore(ForwardingStore):
         self._counted = (whole, counted)
         return counted.model_copy(deep=True)
 
-    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        hits = await self.inner.search_chunks(query, limit * _OVERFETCH)
+    async def search_passages(self, query: str, limit: int = 10) -> list[PassageHit]:
+        hits = await self.inner.search_passages(query, limit * _OVERFETCH)
         return [h for h in hits if self.allows(h.document)][:limit]
 
-    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+    async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
         allowed = await self._in_scope()
-        return await self.inner.chunks_by_ids([i for i in ids if i in allowed])
+        return await self.inner.passages_by_ids([i for i in ids if i in allowed])
 
-    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
-        return await self.inner.document_chunks(key, limit) if self.allows(key) else []
+    async def document_passages(self, key: str, limit: int = 5000) -> list[PassageHit]:
+        return await self.inner.document_passages(key, limit) if self.allows(key) else []
 
     async def vector_search(self, vector: Sequence[float], limit: int = 10) -> list[tuple[str, float]]:
         allowed = await self._in_scope()
@@ -290,19 +292,19 @@ class ScopedStore(ForwardingStore):
 
     # -- entities and relations --------------------------------------------------------------
 
-    async def chunks_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
+    async def passages_for_entities(self, entity_ids: Sequence[str], per_entity: int = 3) -> list[tuple[str, str]]:
         allowed = await self._in_scope()
         out: list[tuple[str, str]] = []
         counts: dict[str, int] = {}
-        for eid, cid in await self.inner.chunks_for_entities(entity_ids, per_entity=_ALL):
+        for eid, cid in await self.inner.passages_for_entities(entity_ids, per_entity=_ALL):
             if cid in allowed and counts.get(eid, 0) < per_entity:
                 counts[eid] = counts.get(eid, 0) + 1
                 out.append((eid, cid))
         return out
 
-    async def entities_for_chunks(self, chunk_ids: Sequence[str]) -> list[tuple[str, str]]:
+    async def entities_for_passages(self, passage_ids: Sequence[str]) -> list[tuple[str, str]]:
         allowed = await self._in_scope()
-        return await self.inner.entities_for_chunks([c for c in chunk_ids if c in allowed])
+        return await self.inner.entities_for_passages([c for c in passage_ids if c in allowed])
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
         hits = await self.inner.search_entities(query, limit * _OVERFETCH)
@@ -321,25 +323,18 @@ class ScopedStore(ForwardingStore):
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         return (await self._relations(await self.inner.neighbours(entity_ids, hops, limit * _OVERFETCH)))[:limit]
 
-    async def relations_for_chunks(self, chunk_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
+    async def relations_for_passages(self, passage_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
         allowed = await self._in_scope()
-        rels = await self.inner.relations_for_chunks([c for c in chunk_ids if c in allowed], limit)
+        rels = await self.inner.relations_for_passages([c for c in passage_ids if c in allowed], limit)
         return await self._relations(rels)
 
-    async def explore(
-        self,
-        entity_id: str,
-        depth: int = 1,
-        relation_types: Sequence[str] | None = None,
-        max_nodes: int = 25,
-        max_edges: int = 50,
-    ) -> Exploration:
+    async def explore(self, entity_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
         if not await self._visible_entities([entity_id]):
-            return Exploration(nodes=[], edges=[])
-        walk = await self.inner.explore(entity_id, depth, relation_types, max_nodes, max_edges)
+            return GraphWalk(nodes=[], edges=[])
+        walk = await self.inner.explore(entity_id, bounds)
         edges = await self._relations(walk.edges)
         ends = {entity_id} | {e for r in edges for e in (r.source, r.target)}
-        return Exploration(nodes=[n for n in walk.nodes if n in ends], edges=edges, truncated_by=walk.truncated_by)
+        return GraphWalk(nodes=[n for n in walk.nodes if n in ends], edges=edges, truncated_by=walk.truncated_by)
 
     async def themes(self) -> list[ThemeRecord]:
         out = []
@@ -360,11 +355,11 @@ class ScopedStore(ForwardingStore):
 
     # -- queries, embeddings, bookkeeping ----------------------------------------------------
 
-    async def query(
+    async def cypher_query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
         if self.everything:
-            return await self.inner.query(cypher, params, limit, timeout_ms)
+            return await self.inner.cypher_query(cypher, params, limit, timeout_ms)
         raise ReadOnlyQueryError(
             "free-form Cypher cannot be limited to this server's document scope, so it is off",
             hint="use retrieve, search_passages, search_entities or explore_relationships",

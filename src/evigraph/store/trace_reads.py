@@ -135,7 +135,7 @@ class TraceReadOps(ABC):
     ) -> list[DecisionRecord]:
         return await self._read_traces(lambda _, decisions: decisions.page(project, task, states, after_id, limit))
 
-    async def support_history(
+    async def list_support_history(
         self, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
     ) -> list[SupportRecord]:
         return await self._read_traces(lambda _, d: d.history(project, decision_id, after_ordinal, limit))
@@ -143,5 +143,5 @@ class TraceReadOps(ABC):
     async def decision_texts(self, project: str, states: Sequence[DecisionState]) -> list[DecisionText]:
         return await self._read_traces(lambda _, decisions: decisions.texts(project, states))
 
-    async def decision_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
+    async def list_conflicts(self, project: str, limit: int = 20) -> list[list[DecisionRecord]]:
         return await self._read_traces(lambda _, decisions: decisions.conflicts(project, limit))

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from evigraph.errors import EvigraphError
 from evigraph.evidence.citations import CitationCheck
-from evigraph.kb.answers import AnswerQuery, AnswerStatus
+from evigraph.kb.answers import AnswerInput, AnswerStatus
 from evigraph.providers.llms.base import Usage
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.passage_tools import RetrieveResult
@@ -48,7 +48,7 @@ def has_llm(tk: Toolkit) -> bool:
 
 @TOOLS.tool(
     "answer",
-    AnswerQuery,
+    AnswerInput,
     "A short answer to a question, written by the knowledge base's LLM from what retrieve finds (same "
     "options, plus max_context_tokens for the evidence and max_answer_tokens), every claim cited [n]. The "
     "citations are checked against the evidence the LLM was shown: trust the answer only when verified is "
@@ -57,7 +57,7 @@ def has_llm(tk: Toolkit) -> bool:
     open_world=True,
     available=has_llm,
 )
-async def answer(tk: Toolkit, args: AnswerQuery) -> AnswerResult:
+async def answer(tk: Toolkit, args: AnswerInput) -> AnswerResult:
     written = await tk.kb.answer(args, ledger=tk.ledger)
     fields = written.model_dump(include=set(AnswerResult.model_fields))
     result = AnswerResult.model_validate({**fields, "answer": written.text})

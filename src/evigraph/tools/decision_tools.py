@@ -22,19 +22,19 @@ from pydantic import Field
 from evigraph.errors import ToolError
 from evigraph.evidence.pack import Section
 from evigraph.kb.decisions import (
-    ContinueReview,
+    ContinueReviewInput,
     DecisionSupport,
-    GetDecision,
-    ListConflicts,
-    ListDecisions,
-    ListDecisionsForReview,
-    ListSupportHistory,
+    GetDecisionInput,
+    ListConflictsInput,
+    ListDecisionsForReviewInput,
+    ListDecisionsInput,
+    ListSupportHistoryInput,
     PassageSupport,
-    ReaffirmDecision,
-    RecordDecision,
-    RejectDecision,
-    SearchDecisions,
-    SupersedeDecision,
+    ReaffirmDecisionInput,
+    RecordDecisionInput,
+    RejectDecisionInput,
+    SearchDecisionsInput,
+    SupersedeDecisionInput,
 )
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.results import ToolResult, next_page
@@ -196,7 +196,9 @@ class _Grounds(TypedDict):
     read_digests: dict[str, str]
 
 
-def _grounds(tk: Toolkit, args: RecordDecision | SupersedeDecision) -> tuple[list[dict[str, object]], _Grounds]:
+def _grounds(
+    tk: Toolkit, args: RecordDecisionInput | SupersedeDecisionInput
+) -> tuple[list[dict[str, object]], _Grounds]:
     """The supports as this session read them, and the rest of the decision's grounds."""
     supports, digests = _read_supports(tk, args.supports)
     grounds = _Grounds(
@@ -220,13 +222,13 @@ _SUPPORTS = (
 @traced_tool(
     TOOLS,
     "record_decision",
-    RecordDecision,
+    RecordDecisionInput,
     "Record a decision of a task: what was decided (choice_key, the same key across tasks), the conclusion, "
     "the rationale, and what it rests on." + _SUPPORTS + " Each passage is pinned to the document version "
     "read; when the document changes the decision is flagged needs_review." + _RETRY + _WHERE,
     write=True,
 )
-async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
+async def record_decision(tk: Toolkit, args: RecordDecisionInput) -> DecisionResult:
     supports, grounds = _grounds(tk, args)
     traces = traces_of(tk)
     found = await traces.record_decision(
@@ -238,12 +240,12 @@ async def record_decision(tk: Toolkit, args: RecordDecision) -> DecisionResult:
 @traced_tool(
     TOOLS,
     "supersede_decision",
-    SupersedeDecision,
+    SupersedeDecisionInput,
     "Replace an active (or needs_review) decision with a new conclusion; the old one is kept as superseded "
     "and decisions resting on it are flagged for review." + _SUPPORTS + _RETRY + _WHERE,
     write=True,
 )
-async def supersede_decision(tk: Toolkit, args: SupersedeDecision) -> DecisionResult:
+async def supersede_decision(tk: Toolkit, args: SupersedeDecisionInput) -> DecisionResult:
     supports, grounds = _grounds(tk, args)
     traces = traces_of(tk)
     found = await traces.supersede_decision(
@@ -255,14 +257,14 @@ async def supersede_decision(tk: Toolkit, args: SupersedeDecision) -> DecisionRe
 @traced_tool(
     TOOLS,
     "reaffirm_decision",
-    ReaffirmDecision,
+    ReaffirmDecisionInput,
     "Confirm a decision still holds after reading the current text: evidence_ids are [n] or evidence ids "
     "of passages read in full in this session, which replace its passage supports; clears needs_review."
     + _RETRY
     + _WHERE,
     write=True,
 )
-async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecision) -> DecisionResult:
+async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecisionInput) -> DecisionResult:
     passages = [PassageSupport(kind="passage", evidence=e) for e in args.evidence_ids]
     supports, digests = _read_supports(tk, list(passages))
     found = await traces_of(tk).reaffirm_decision(
@@ -278,14 +280,14 @@ async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecision) -> DecisionResu
 @traced_tool(
     TOOLS,
     "reject_decision",
-    RejectDecision,
+    RejectDecisionInput,
     "A person overturns a decision: it becomes rejected (history kept) and decisions resting on it are "
     "flagged for review." + _RETRY + _WHERE,
     write=True,
     destructive=True,
     available=may_reject,
 )
-async def reject_decision(tk: Toolkit, args: RejectDecision) -> DecisionResult:
+async def reject_decision(tk: Toolkit, args: RejectDecisionInput) -> DecisionResult:
     found = await traces_of(tk).reject_decision(args.decision_id, args.reason, request_id=args.request_id)
     return DecisionResult(decision=found)
 
@@ -293,21 +295,21 @@ async def reject_decision(tk: Toolkit, args: RejectDecision) -> DecisionResult:
 @traced_tool(
     TOOLS,
     "get_decision",
-    GetDecision,
+    GetDecisionInput,
     "One decision in full: conclusion, rationale, state, why it needs review, and its current supports." + _WHERE,
 )
-async def get_decision(tk: Toolkit, args: GetDecision) -> DecisionResult:
+async def get_decision(tk: Toolkit, args: GetDecisionInput) -> DecisionResult:
     return DecisionResult(decision=await traces_of(tk).get_decision(args.decision_id))
 
 
 @traced_tool(
     TOOLS,
     "list_decisions",
-    ListDecisions,
+    ListDecisionsInput,
     "A task's decisions, oldest first, with superseded and rejected history unless include_history is false; "
     "page with after_id." + _WHERE,
 )
-async def list_decisions(tk: Toolkit, args: ListDecisions) -> DecisionListResult:
+async def list_decisions(tk: Toolkit, args: ListDecisionsInput) -> DecisionListResult:
     page = await traces_of(tk).list_decisions(
         args.task_name, include_history=args.include_history, after_id=args.after_id, limit=args.limit
     )
@@ -318,11 +320,11 @@ async def list_decisions(tk: Toolkit, args: ListDecisions) -> DecisionListResult
 @traced_tool(
     TOOLS,
     "list_support_history",
-    ListSupportHistory,
+    ListSupportHistoryInput,
     "Every support a decision was given, the ones a reaffirmation replaced too, by ordinal; shows what it "
     "was read from when it was flagged." + _WHERE,
 )
-async def list_support_history(tk: Toolkit, args: ListSupportHistory) -> SupportHistoryResult:
+async def list_support_history(tk: Toolkit, args: ListSupportHistoryInput) -> SupportHistoryResult:
     page = await traces_of(tk).list_support_history(
         args.decision_id, after_ordinal=args.after_ordinal, limit=args.limit
     )
@@ -334,11 +336,11 @@ async def list_support_history(tk: Toolkit, args: ListSupportHistory) -> Support
 @traced_tool(
     TOOLS,
     "search_decisions",
-    SearchDecisions,
+    SearchDecisionsInput,
     "Find precedents: active decisions of any task in this project closest to the query, by words and, with "
     "an embedder, by meaning. Decisions that need review are left out unless include_review." + _WHERE,
 )
-async def search_decisions(tk: Toolkit, args: SearchDecisions) -> DecisionSearchResult:
+async def search_decisions(tk: Toolkit, args: SearchDecisionsInput) -> DecisionSearchResult:
     hits = await traces_of(tk).search_decisions(args.query, limit=args.limit, include_review=args.include_review)
     return DecisionSearchResult(
         query=args.query, decisions=[h.decision for h in hits], scores=[round(h.score, 5) for h in hits]
@@ -348,10 +350,10 @@ async def search_decisions(tk: Toolkit, args: SearchDecisions) -> DecisionSearch
 @traced_tool(
     TOOLS,
     "list_conflicts",
-    ListConflicts,
+    ListConflictsInput,
     "Choice keys on which active decisions (of any task) reached different conclusions." + _WHERE,
 )
-async def list_conflicts(tk: Toolkit, args: ListConflicts) -> ConflictsResult:
+async def list_conflicts(tk: Toolkit, args: ListConflictsInput) -> ConflictsResult:
     found = await traces_of(tk).list_conflicts(limit=args.limit)
     return ConflictsResult(conflicts={c.choice_key: c.decisions for c in found})
 
@@ -359,11 +361,11 @@ async def list_conflicts(tk: Toolkit, args: ListConflicts) -> ConflictsResult:
 @traced_tool(
     TOOLS,
     "list_decisions_for_review",
-    ListDecisionsForReview,
+    ListDecisionsForReviewInput,
     "Decisions flagged needs_review (of one task, or all), each with the source change that flagged it; "
     "reaffirm_decision or supersede_decision settles one." + _WHERE,
 )
-async def list_decisions_for_review(tk: Toolkit, args: ListDecisionsForReview) -> DecisionListResult:
+async def list_decisions_for_review(tk: Toolkit, args: ListDecisionsForReviewInput) -> DecisionListResult:
     page = await traces_of(tk).list_decisions_for_review(
         task_name=args.task_name, after_id=args.after_id, limit=args.limit
     )
@@ -375,10 +377,10 @@ async def list_decisions_for_review(tk: Toolkit, args: ListDecisionsForReview) -
 @traced_tool(
     TOOLS,
     "continue_decision_review",
-    ContinueReview,
+    ContinueReviewInput,
     "Carry review flags one bounded step further: decisions resting on a flagged, superseded or rejected "
     "decision become needs_review. Call again while it says some are still queued." + _WHERE,
     write=True,
 )
-async def continue_decision_review(tk: Toolkit, args: ContinueReview) -> ReviewResult:
+async def continue_decision_review(tk: Toolkit, args: ContinueReviewInput) -> ReviewResult:
     return ReviewResult(progress=await traces_of(tk).continue_decision_review(limit=args.limit))

@@ -153,7 +153,7 @@ def _relation_type_text(r: RelationTypeView) -> str:
     "keys and an example. Call it before cypher_query. The result is one evidence number.",
 )
 async def get_ontology(tk: Toolkit, args: NoInput) -> OntologyResult:
-    result = OntologyResult.model_validate(fields_of(await tk.kb.ontology_overview(), OntologyResult))
+    result = OntologyResult.model_validate(fields_of(await tk.kb.get_ontology(), OntologyResult))
     result.numbered(tk, "ontology", "get_ontology")
     return result
 

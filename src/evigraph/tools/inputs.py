@@ -1,7 +1,7 @@
 """The input model of every tool: one definition gives validation, bounds and the JSON Schema.
 
 Every model is a `StrictInput`: unknown fields are refused and text that is not valid Unicode
-is refused for every field at once. Inputs that are not only a tool's (`RetrieveQuery`) are
+is refused for every field at once. Inputs that are not only a tool's (`RetrieveInput`) are
 defined where their operation lives and used here as they are.
 """
 
@@ -18,7 +18,6 @@ from evigraph.ingest.extraction import ExtractorName
 from evigraph.ingest.resolution import ResolverName
 from evigraph.retrieval.navigation import Relation
 from evigraph.retrieval.passages import SearchMode
-from evigraph.retrieval.query import RetrieveQuery
 from evigraph.strict import StrictInput
 
 Mode = SearchMode
@@ -55,10 +54,6 @@ class ToolInput(StrictInput):
 
 class NoInput(ToolInput):
     pass
-
-
-RetrieveInput = RetrieveQuery
-"""`retrieve` takes exactly what `KnowledgeBase.retrieve` and `evigraph search` take."""
 
 
 class SearchPassagesInput(ToolInput):

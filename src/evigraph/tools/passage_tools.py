@@ -13,7 +13,7 @@ from evigraph.evidence.pack import Section
 from evigraph.evidence.render import evidence_sections, passage_block, passages_section
 from evigraph.retrieval.match import MatchQuality
 from evigraph.retrieval.navigation import Relation
-from evigraph.retrieval.query import RetrieveQuery
+from evigraph.retrieval.query import RetrieveInput
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import NavigateInput, ReadPassagesInput, SearchPassagesInput
 from evigraph.tools.results import PASSAGE_LINE_CHARS, ToolResult, key_values
@@ -45,7 +45,7 @@ class RetrieveResult(ToolResult):
 
 @TOOLS.tool(
     "retrieve",
-    RetrieveQuery,
+    RetrieveInput,
     "Hybrid search for a question: the passages, entities, relations and facts that answer it, each with an "
     "evidence number [n] to cite. Call it first with the user's question word for word. Paths: passages "
     "(full-text + vectors), exact_names (entities named in the question), fuzzy_names (full-text on names), "
@@ -53,7 +53,7 @@ class RetrieveResult(ToolResult):
     "across hops), facts (relation sentences matching the question). If the answer is missing, call again "
     "with exact names from what you found or expand_hops 2-3.",
 )
-async def retrieve(tk: Toolkit, args: RetrieveQuery) -> RetrieveResult:
+async def retrieve(tk: Toolkit, args: RetrieveInput) -> RetrieveResult:
     found = await tk.kb.retrieve(args, ledger=tk.ledger)
     result = RetrieveResult(
         question=args.question,

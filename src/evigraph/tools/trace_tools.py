@@ -21,12 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.evidence.pack import Section
 from evigraph.kb.traces import (
-    CreateTask,
-    FetchEvent,
-    ListEvents,
-    ListSteps,
-    RecordEvent,
-    SetStep,
+    CreateTaskInput,
+    FetchEventInput,
+    ListEventsInput,
+    ListStepsInput,
+    RecordEventInput,
+    SetStepInput,
     TaskName,
     Traces,
 )
@@ -73,7 +73,7 @@ def decision_line(d: DecisionRecord) -> str:
     return f"[{d.state}] {d.id} {d.choice_key}: {conclusion}"
 
 
-class GetTaskInput(StrictInput):
+class TaskViewInput(StrictInput):
     task_name: TaskName
     events: int = Field(10, ge=1, le=50, description="how many of the latest events to list, without their bodies")
     steps: int = Field(20, ge=1, le=50, description="the most step names listed for each state")
@@ -111,7 +111,7 @@ class TaskResult(ToolResult):
 
 
 class StepsInState(BaseModel):
-    """The steps of one state the resume view lists, at most `GetTaskInput.steps` of them."""
+    """The steps of one state the resume view lists, at most `TaskViewInput.steps` of them."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -223,7 +223,7 @@ class StepPageResult(ToolResult):
 
 async def task_view(traces: Traces, task_name: str, events: int = 10, steps: int = 20, decisions: int = 20) -> TaskView:
     """The resume view get_task returns; the CLI's `task` verb prints the same one."""
-    args = GetTaskInput(task_name=task_name, events=events, steps=steps, decisions=decisions)
+    args = TaskViewInput(task_name=task_name, events=events, steps=steps, decisions=decisions)
     task = await traces.get_task(args.task_name)
     groups = []
     for state in STEP_STATES:
@@ -255,12 +255,12 @@ _RETRY = " Pass a request_id (1-64 chars): a retry with it returns the first res
 @traced_tool(
     TOOLS,
     "create_task",
-    CreateTask,
+    CreateTaskInput,
     "Create a task (a named piece of work with a goal) to resume later, or get the existing one back; "
     "the same name with another goal is refused." + _RETRY + _WHERE,
     write=True,
 )
-async def create_task(tk: Toolkit, args: CreateTask) -> TaskResult:
+async def create_task(tk: Toolkit, args: CreateTaskInput) -> TaskResult:
     task = await traces_of(tk).create_task(args.task_name, args.goal, request_id=args.request_id)
     return TaskResult(task=task)
 
@@ -268,24 +268,24 @@ async def create_task(tk: Toolkit, args: CreateTask) -> TaskResult:
 @traced_tool(
     TOOLS,
     "get_task",
-    GetTaskInput,
+    TaskViewInput,
     "Resume a task: its goal, its steps by state (names, bounded), its standing decisions and its latest "
     "events without their bodies (fetch_event reads one)." + _WHERE,
 )
-async def get_task(tk: Toolkit, args: GetTaskInput) -> TaskView:
+async def get_task(tk: Toolkit, args: TaskViewInput) -> TaskView:
     return await task_view(traces_of(tk), args.task_name, args.events, args.steps, args.decisions)
 
 
 @traced_tool(
     TOOLS,
     "record_event",
-    RecordEvent,
+    RecordEventInput,
     "Append an event (message, tool_call, tool_result or note) to a task's log; a payload over 32000 "
     "characters is stored cut, with the full text's hash." + _RETRY + _WHERE,
     write=True,
     idempotent=False,
 )
-async def record_event(tk: Toolkit, args: RecordEvent) -> EventResult:
+async def record_event(tk: Toolkit, args: RecordEventInput) -> EventResult:
     event = await traces_of(tk).record_event(
         args.task_name, args.kind, args.payload, role=args.role, name=args.name, request_id=args.request_id
     )
@@ -295,10 +295,10 @@ async def record_event(tk: Toolkit, args: RecordEvent) -> EventResult:
 @traced_tool(
     TOOLS,
     "list_events",
-    ListEvents,
+    ListEventsInput,
     "One page of a task's events after a number, without their bodies, oldest first." + _WHERE,
 )
-async def list_events(tk: Toolkit, args: ListEvents) -> EventPageResult:
+async def list_events(tk: Toolkit, args: ListEventsInput) -> EventPageResult:
     page = await traces_of(tk).list_events(args.task_name, after_seq=args.after_seq, limit=args.limit)
     return EventPageResult(task_name=args.task_name, events=page.events, next_after_seq=page.next_after_seq)
 
@@ -306,22 +306,22 @@ async def list_events(tk: Toolkit, args: ListEvents) -> EventPageResult:
 @traced_tool(
     TOOLS,
     "fetch_event",
-    FetchEvent,
+    FetchEventInput,
     "One event of a task with its stored body, by its number." + _WHERE,
 )
-async def fetch_event(tk: Toolkit, args: FetchEvent) -> EventBodyResult:
+async def fetch_event(tk: Toolkit, args: FetchEventInput) -> EventBodyResult:
     return EventBodyResult(event=await traces_of(tk).fetch_event(args.task_name, args.seq))
 
 
 @traced_tool(
     TOOLS,
     "set_step",
-    SetStep,
+    SetStepInput,
     "Create or update a named step of a task; a completed step needs its result, as text (result, recorded "
     "as a note event) or as the number of an event that holds it (result_event_seq)." + _RETRY + _WHERE,
     write=True,
 )
-async def set_step(tk: Toolkit, args: SetStep) -> StepResult:
+async def set_step(tk: Toolkit, args: SetStepInput) -> StepResult:
     step = await traces_of(tk).set_step(
         args.task_name,
         args.name,
@@ -338,10 +338,10 @@ async def set_step(tk: Toolkit, args: SetStep) -> StepResult:
 @traced_tool(
     TOOLS,
     "list_steps",
-    ListSteps,
+    ListStepsInput,
     "One page of a task's steps in one state, by name; continue with after_name." + _WHERE,
 )
-async def list_steps(tk: Toolkit, args: ListSteps) -> StepPageResult:
+async def list_steps(tk: Toolkit, args: ListStepsInput) -> StepPageResult:
     page = await traces_of(tk).list_steps(args.task_name, args.state, after_name=args.after_name, limit=args.limit)
     return StepPageResult(
         task_name=args.task_name, state=args.state, steps=page.steps, next_after_name=page.next_after_name

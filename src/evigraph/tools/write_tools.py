@@ -466,7 +466,7 @@ class UpsertResult(ToolResult):
 
 
 async def _declared_labels(tk: Toolkit) -> set[str]:
-    return {e.label for e in (await tk.kb.get_ontology()).entities}
+    return {e.label for e in (await tk.kb.load_ontology()).entities}
 
 
 @TOOLS.tool(
@@ -500,7 +500,7 @@ async def upsert_entities(tk: Toolkit, args: UpsertEntitiesInput) -> UpsertResul
     destructive=True,
 )
 async def upsert_relations(tk: Toolkit, args: UpsertRelationsInput) -> UpsertResult:
-    ontology = await tk.kb.get_ontology()
+    ontology = await tk.kb.load_ontology()
     types = {r.type for r in ontology.relations}
     if types and (undeclared := sorted({r.type for r in args.relations} - types)):
         raise ToolError(f"undeclared relation type(s): {', '.join(undeclared)}", hint="declare them with set_ontology")

@@ -104,8 +104,8 @@ class Library:
 
 async def build_library(store: GraphStore) -> Library:
     await store.write_versions([ALPHA, BETA])
-    alpha = [c.id for c in await store.document_chunks(ALPHA.key)]
-    beta = [c.id for c in await store.document_chunks(BETA.key)]
+    alpha = [c.id for c in await store.document_passages(ALPHA.key)]
+    beta = [c.id for c in await store.document_passages(BETA.key)]
     await store.set_embedding_model(*EMBEDDING_MODEL)
     await store.write_embeddings([(alpha[i], vec) for i, vec in VECTORS.items()])
     return Library(store, alpha, beta)

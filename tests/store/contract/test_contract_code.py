@@ -75,7 +75,7 @@ async def test_written_code_reads_back_whole(store: GraphStore) -> None:
     assert graph.repos == [REPO]
     assert sorted(graph.symbols, key=lambda s: s.id) == sorted(SYMBOLS, key=lambda s: s.id)
     assert set(graph.edges) == set(EDGES)  # and each symbol's parent, read from its CONTAINS edge
-    rows = await store.query("MATCH (r:Repo)-[:CONTAINS]->(m:Module)-[:CONTAINS]->(c:Class) RETURN c.id AS c")
+    rows = await store.cypher_query("MATCH (r:Repo)-[:CONTAINS]->(m:Module)-[:CONTAINS]->(c:Class) RETURN c.id AS c")
     assert sorted(r["c"] for r in rows) == sorted([BASE, POLICY])
 
 
@@ -117,7 +117,7 @@ async def test_passages_link_to_the_symbols_they_name(store: GraphStore) -> None
     await store.link_code_mentions([(first, POLICY)])  # linked already: no second edge
     assert await store.code_mentions([POLICY, DELAY, HANDLE]) == [(POLICY, first), (POLICY, second), (DELAY, first)]
     assert await store.code_mentions([POLICY], per_symbol=1) == [(POLICY, first)]
-    rows = await store.query("MATCH (c:Chunk)-[:MENTIONS]->(s) RETURN count(*) AS n")
+    rows = await store.cypher_query("MATCH (c:Chunk)-[:MENTIONS]->(s) RETURN count(*) AS n")
     assert rows == [{"n": 3}]
     await store.delete_document(ALPHA.key)  # a passage that goes takes its links
     assert await store.code_mentions([POLICY, DELAY]) == []
@@ -148,7 +148,7 @@ async def test_the_guides_code_examples_run_as_written(store: GraphStore) -> Non
     ]
     for shape in ("(:Function)-[:CALLS]->(:Function)", "(:Module)-[:IMPORTS]->(:Module)", "[:INHERITS*1..3]"):
         assert shape in guide
-    assert [await store.query(q) for q in examples] == [
+    assert [await store.cypher_query(q) for q in examples] == [
         [{"f.module": "shop.api", "f.qualname": "handle"}],
         [{"x.name": "shop.core"}],
         [{"c.module": "shop.core", "c.qualname": "RetryPolicy"}],

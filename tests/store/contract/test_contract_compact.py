@@ -18,9 +18,9 @@ async def everything(library: Library) -> dict[str, Any]:
     return {
         "counts": (await store.counts()).model_dump(),
         "documents": [d.model_dump() for d in await store.list_documents()],
-        "search": [h.model_dump() for h in await store.search_chunks("Babbage engine")],
+        "search": [h.model_dump() for h in await store.search_passages("Babbage engine")],
         "entities": [h.model_dump() for h in await store.search_entities("Ada")],
-        "passages": [h.model_dump() for h in await store.document_chunks(ALPHA.key)],
+        "passages": [h.model_dump() for h in await store.document_passages(ALPHA.key)],
         "vectors": await store.vector_search(VECTORS[0], limit=5),
         "neighbours": [n.model_dump() for n in await store.neighbours([ADA], hops=2)],
         "model": await store.embedding_model(),

@@ -16,16 +16,18 @@ def _with_context() -> DocumentVersion:
     return ALPHA.model_copy(update={"chunks": (first.model_copy(update={"context": CONTEXT}), *rest)})
 
 
-@covers("write_versions", "search_chunks", "term_counts", "document_chunks", "chunks_by_ids", "pending_embeddings")
+@covers(
+    "write_versions", "search_passages", "term_counts", "document_passages", "passages_by_ids", "pending_embeddings"
+)
 async def test_a_context_is_searched_with_its_passage_but_is_not_its_text(store: GraphStore) -> None:
     await store.write_versions([_with_context()])
-    [hit] = await store.search_chunks("Zanzibar expedition")
+    [hit] = await store.search_passages("Zanzibar expedition")
     assert hit.text == ALPHA.chunks[0].text and hit.context == CONTEXT
     assert "Zanzibar" not in hit.model_dump_json()  # results never carry it
     assert (await store.term_counts(["zanzibar"])).counts == {"zanzibar": 1}
-    chunks = await store.document_chunks(ALPHA.key)
+    chunks = await store.document_passages(ALPHA.key)
     assert [c.context for c in chunks] == [CONTEXT, ""]
-    assert [c.context for c in await store.chunks_by_ids([chunks[0].id])] == [CONTEXT]
+    assert [c.context for c in await store.passages_by_ids([chunks[0].id])] == [CONTEXT]
     pending = dict(await store.pending_embeddings())
     assert pending[chunks[0].id] == f"{ALPHA.title}\n{CONTEXT}\n{ALPHA.chunks[0].text}"
     assert pending[chunks[1].id] == f"{ALPHA.title}\n{ALPHA.chunks[1].text}"

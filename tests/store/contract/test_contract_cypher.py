@@ -56,7 +56,7 @@ ATTACKS = [
 
 async def secrets_store(store: GraphStore) -> None:
     await store.write_versions([ALPHA])
-    [first, *_] = await store.document_chunks(ALPHA.key)
+    [first, *_] = await store.document_passages(ALPHA.key)
     await store.set_embedding_model("contract-test", 3)
     await store.write_embeddings([(first.id, VECTOR)])
     await store.cache_extractions({"k": "ExtractionCache-value-77"})
@@ -71,7 +71,7 @@ async def test_no_query_reads_agents_records_bookkeeping_or_hidden_properties(
 ) -> None:
     await secrets_store(store)
     try:
-        rows = await store.query(attack)
+        rows = await store.cypher_query(attack)
     except ReadOnlyQueryError as refused:
         assert refused.hint
         return
@@ -87,10 +87,12 @@ async def test_the_knowledge_graph_stays_readable(store: GraphStore, factory: St
     await secrets_store(store)
     if factory.scope is not None and factory.scope != ("*",):
         pytest.skip("a scoped store refuses free-form Cypher")
-    rows = await store.query("MATCH (c:Chunk)-[:PART_OF]->(d:Document) RETURN d.key AS key, count(c) AS n")
+    rows = await store.cypher_query("MATCH (c:Chunk)-[:PART_OF]->(d:Document) RETURN d.key AS key, count(c) AS n")
     assert rows == [{"key": ALPHA.key, "n": len(ALPHA.chunks)}]
     # a list index still works where keys are made numeric (Kuzu counts from 1, FalkorDB from 0)
-    rows = await store.query("MATCH (c:Chunk) WITH c, ['a', 'b'] AS l, 1 AS i RETURN l[i] AS x, c.text AS t LIMIT 1")
+    rows = await store.cypher_query(
+        "MATCH (c:Chunk) WITH c, ['a', 'b'] AS l, 1 AS i RETURN l[i] AS x, c.text AS t LIMIT 1"
+    )
     assert rows[0]["x"] == ("b" if factory.name == "falkordb" else "a") and rows[0]["t"]
 
 
@@ -116,9 +118,9 @@ async def test_the_knowledge_graph_stays_readable(store: GraphStore, factory: St
 )
 async def test_queries_over_the_bounds_never_reach_the_engine(store: GraphStore, query: str) -> None:
     with pytest.raises(CypherRefused) as refused:
-        await store.query(query)
+        await store.cypher_query(query)
     assert refused.value.hint
-    assert (await store.query("MATCH (e:Entity) RETURN count(e) AS n")) == [{"n": 0}]  # still answering
+    assert (await store.cypher_query("MATCH (e:Entity) RETURN count(e) AS n")) == [{"n": 0}]  # still answering
 
 
 async def test_nothing_outside_the_knowledge_graph_holds_a_relationship(store: GraphStore) -> None:

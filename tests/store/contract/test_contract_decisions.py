@@ -30,7 +30,7 @@ ALPHA_V3 = version(ALPHA.key, ["Ada Lovelace left Marlow."], [[("Ada Lovelace", 
 async def passage(store: GraphStore, key: str, index: int = 0, note: str | None = None) -> NewSupport:
     """A support on passage `index` of the document's current version, as the knowledge base resolves it."""
     doc = (await store.get_documents([key]))[key]
-    chunk = (await store.document_chunks(key))[index]
+    chunk = (await store.document_passages(key))[index]
     return NewSupport(kind="passage", ref=f"passage:{chunk.id}", document=key, version=doc.version, note=note)
 
 
@@ -117,7 +117,7 @@ async def test_a_retried_decision_request_is_answered_once(store: GraphStore) ->
     made = await store.record_decision("p", "ann", decision(support), asked)
     assert await store.record_decision("p", "ann", decision(support), asked) == made
     assert [d.id for d in await store.list_decisions("p")] == [made.id]
-    assert [s.ordinal for s in await store.support_history("p", made.id)] == [0]
+    assert [s.ordinal for s in await store.list_support_history("p", made.id)] == [0]
     with pytest.raises(RequestConflictError, match="r1"):
         await store.record_decision("p", "ann", decision(support, conclusion="sqlite"), TraceRequest("r1", "other"))
     assert [d.id for d in await store.list_decisions("p")] == [made.id]
@@ -216,22 +216,22 @@ async def test_review_reaches_what_rests_on_a_flagged_decision_a_step_at_a_time(
     a = await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key)))
     b = await store.record_decision("p", "ann", decision(cites(a.id), choice_key="b"))
     c = await store.record_decision("p", "ann", decision(cites(b.id), await passage(store, BETA.key), choice_key="c"))
-    idle = await store.continue_review("p", limit=1)
+    idle = await store.continue_decision_review("p", limit=1)
     assert (idle.processed, idle.flagged, idle.remaining) == (0, [], 0)
     await store.write_versions([ALPHA_V2])
     assert [(await one(store, "p", i)).state for i in (a.id, b.id, c.id)] == ["needs_review", "active", "active"]
-    step = await store.continue_review("p", limit=1)
+    step = await store.continue_decision_review("p", limit=1)
     assert (step.processed, step.flagged, step.remaining) == (1, [b.id], 1)
     flagged_b = await one(store, "p", b.id)
     assert flagged_b.state == "needs_review"
     assert causes(flagged_b) == [cause("needs_review", decision=a.id)]
     assert (await one(store, "p", c.id)).state == "active"
-    step = await store.continue_review("p", limit=1)
+    step = await store.continue_decision_review("p", limit=1)
     assert (step.processed, step.flagged, step.remaining) == (1, [c.id], 1)
     assert causes(await one(store, "p", c.id)) == [cause("needs_review", decision=b.id)]
-    step = await store.continue_review("p", limit=1)
+    step = await store.continue_decision_review("p", limit=1)
     assert (step.processed, step.flagged, step.remaining) == (1, [], 0)
-    step = await store.continue_review("p", limit=1)
+    step = await store.continue_decision_review("p", limit=1)
     assert (step.processed, step.flagged, step.remaining) == (0, [], 0)
 
 
@@ -246,16 +246,16 @@ async def test_review_of_one_project_leaves_another_projects_queue_alone(store: 
     await store.write_versions([ALPHA_V2])
     for project, (base_id, _) in made.items():
         assert (await one(store, project, base_id)).state == "needs_review"
-    step = await store.continue_review("p")
+    step = await store.continue_decision_review("p")
     assert (step.processed, step.flagged, step.remaining) == (1, [made["p"][1]], 1)  # p's dependent now queued
     assert (await one(store, "q", made["q"][1])).state == "active"
-    step = await store.continue_review("p")
+    step = await store.continue_decision_review("p")
     assert (step.processed, step.flagged, step.remaining) == (1, [], 0)
     assert (await one(store, "q", made["q"][1])).state == "active"
-    step = await store.continue_review()
+    step = await store.continue_decision_review()
     assert (step.processed, step.flagged, step.remaining) == (1, [made["q"][1]], 1)
     assert (await one(store, "q", made["q"][1])).state == "needs_review"
-    step = await store.continue_review(None, limit=5)
+    step = await store.continue_decision_review(None, limit=5)
     assert (step.processed, step.flagged, step.remaining) == (1, [], 0)
 
 
@@ -278,7 +278,7 @@ async def test_a_superseded_decision_is_replaced_and_what_rests_on_it_reviewed(s
     replaced = await one(store, "p", old.id)
     assert (replaced.state, replaced.superseded_by) == ("superseded", new.id)
     assert (await one(store, "p", dependent.id)).state == "active"  # until review reaches it
-    step = await store.continue_review("p")
+    step = await store.continue_decision_review("p")
     assert step.flagged == [dependent.id]
     flagged = await one(store, "p", dependent.id)
     assert flagged.state == "needs_review"
@@ -332,7 +332,7 @@ async def test_a_reaffirmed_decision_rests_on_fresh_passages_and_keeps_its_histo
     ]
     assert (again.supports[1].ref, again.supports[1].version, again.supports[1].agent) == (fresh.ref, 2, "bob")
     assert again.supports[1].content_hash == ALPHA_V2.content_hash
-    history = await store.support_history("p", made.id)
+    history = await store.list_support_history("p", made.id)
     assert [(s.ordinal, s.origin, s.current) for s in history] == [
         (0, "recorded", False),
         (1, "recorded", True),
@@ -340,17 +340,17 @@ async def test_a_reaffirmed_decision_rests_on_fresh_passages_and_keeps_its_histo
         (3, "reaffirmed", True),
     ]
     assert (history[0].ref, history[0].version) == (old_support.ref, 1)
-    assert [s.ordinal for s in await store.support_history("p", made.id, after_ordinal=0, limit=2)] == [1, 2]
-    assert [s.ordinal for s in await store.support_history("p", made.id, after_ordinal=2)] == [3]
-    assert await store.support_history("p", made.id, after_ordinal=3) == []
+    assert [s.ordinal for s in await store.list_support_history("p", made.id, after_ordinal=0, limit=2)] == [1, 2]
+    assert [s.ordinal for s in await store.list_support_history("p", made.id, after_ordinal=2)] == [3]
+    assert await store.list_support_history("p", made.id, after_ordinal=3) == []
     with pytest.raises(DecisionNotFoundError):
-        await store.support_history("p", "missing")
+        await store.list_support_history("p", "missing")
     with pytest.raises(DecisionNotFoundError):
-        await store.support_history("q", made.id)
+        await store.list_support_history("q", made.id)
     # An active decision may be reaffirmed too: its passages are replaced again.
     twice = await store.reaffirm_decision("p", "ann", made.id, [await passage(store, ALPHA.key)], "checked")
     assert [s.ordinal for s in twice.supports] == [1, 4]
-    assert [s.ordinal for s in await store.support_history("p", made.id) if s.current] == [1, 4]
+    assert [s.ordinal for s in await store.list_support_history("p", made.id) if s.current] == [1, 4]
     with pytest.raises(DecisionNotFoundError):
         await store.reaffirm_decision("p", "ann", "missing", [fresh], "x")
 
@@ -363,16 +363,16 @@ async def test_reaffirming_waits_for_what_the_decision_rests_on(store: GraphStor
         "p", "ann", decision(cites(base.id), await passage(store, BETA.key), choice_key="dep")
     )
     await store.write_versions([ALPHA_V2])
-    await store.continue_review("p")
+    await store.continue_decision_review("p")
     assert (await one(store, "p", dependent.id)).state == "needs_review"
     with pytest.raises(DecisionStateError, match="needs_review"):
         await store.reaffirm_decision("p", "ann", dependent.id, [await passage(store, BETA.key)], "still")
     assert (await one(store, "p", dependent.id)).state == "needs_review"
-    assert [s.ordinal for s in await store.support_history("p", dependent.id)] == [0, 1]  # nothing written
+    assert [s.ordinal for s in await store.list_support_history("p", dependent.id)] == [0, 1]  # nothing written
     await store.reaffirm_decision("p", "ann", base.id, [await passage(store, ALPHA.key)], "checked")
     back = await store.reaffirm_decision("p", "ann", dependent.id, [await passage(store, BETA.key)], "still")
     assert (back.state, back.review) == ("active", [])
-    step = await store.continue_review("p")
+    step = await store.continue_decision_review("p")
     assert step.flagged == [] and step.remaining == 0
     await store.reject_decision("p", "ann", dependent.id, "no")
     with pytest.raises(DecisionStateError, match="rejected"):
@@ -403,7 +403,7 @@ async def test_a_rejected_decision_stays_rejected_and_what_rests_on_it_is_review
     with pytest.raises(DecisionNotFoundError):
         await store.reject_decision("p", "bob", "missing", "wrong")
     assert (await one(store, "p", made.id)).explanation == "the data is too large"
-    step = await store.continue_review("p")
+    step = await store.continue_decision_review("p")
     assert step.flagged == [dependent.id]
     assert causes(await one(store, "p", dependent.id)) == [cause("rejected", decision=made.id)]
     await store.write_versions([ALPHA_V2])  # a rejected decision is not flagged
@@ -489,7 +489,7 @@ async def test_active_decisions_on_one_choice_with_different_conclusions_conflic
             await store.record_decision(project, "ann", decision(support, choice_key=key, conclusion=conclusion))
         ).id
 
-    assert await store.decision_conflicts("p") == []
+    assert await store.list_conflicts("p") == []
     db = [await made("p", "db", "Kuzu"), await made("p", "db", "Postgres")]
     await made("p", "cache", "Yes")
     await made("p", "cache", " yes ")  # the same conclusion, written otherwise
@@ -501,16 +501,16 @@ async def test_active_decisions_on_one_choice_with_different_conclusions_conflic
     await store.reject_decision("p", "ann", await made("p", "lang", "Rust"), "no")
     await made("q", "db", "Kuzu")
     q_db = [await made("q", "db", "SQLite")]
-    groups = await store.decision_conflicts("p")
+    groups = await store.list_conflicts("p")
     assert [sorted(d.id for d in group) for group in groups] == [sorted(api), sorted(db)]
     assert [{d.choice_key for d in group} for group in groups] == [{"api"}, {"db"}]
     assert all(d.state == "active" for group in groups for d in group)
     assert lang not in {d.id for group in groups for d in group}
-    assert [[d.choice_key for d in group] for group in await store.decision_conflicts("p", limit=1)] == [["api"] * 2]
-    [in_q] = await store.decision_conflicts("q")
+    assert [[d.choice_key for d in group] for group in await store.list_conflicts("p", limit=1)] == [["api"] * 2]
+    [in_q] = await store.list_conflicts("q")
     assert len(in_q) == 2 and q_db[0] in {d.id for d in in_q} and not {d.id for d in in_q} & set(db)
     await store.reject_decision("p", "ann", api[1], "no")
-    assert [{d.choice_key for d in group} for group in await store.decision_conflicts("p")] == [{"db"}]
+    assert [{d.choice_key for d in group} for group in await store.list_conflicts("p")] == [{"db"}]
 
 
 @covers("get_decisions", "list_decisions", "support_history", "decision_texts", "decision_conflicts")
@@ -519,26 +519,26 @@ async def test_decisions_are_read_back_by_a_read_only_open(factory: StoreFactory
         assert await empty.list_decisions("p") == []
         assert await empty.get_decisions("p", ["missing"]) == []
         assert await empty.decision_texts("p", ["active"]) == []
-        assert await empty.decision_conflicts("p") == []
+        assert await empty.list_conflicts("p") == []
     async with factory.connect(location) as store:
         await setup(store)
         first = await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key), vector=(1.0, 0.0)))
         second = await store.record_decision("p", "ann", decision(cites(first.id), conclusion="sqlite"))
         await store.write_versions([ALPHA_V2])
-        await store.continue_review()
+        await store.continue_decision_review()
         written = await store.get_decisions("p", [first.id, second.id])
-        history = await store.support_history("p", second.id)
+        history = await store.list_support_history("p", second.id)
     async with factory.connect(location, read_only=True) as reopened:
         assert await reopened.get_decisions("p", [first.id, second.id]) == written
         assert [d.state for d in written] == ["needs_review", "needs_review"]
         assert [d.id for d in await reopened.list_decisions("p", task="t")] == [first.id, second.id]
-        assert await reopened.support_history("p", second.id) == history
+        assert await reopened.list_support_history("p", second.id) == history
         assert {t.id: t.vector for t in await reopened.decision_texts("p", ["needs_review"])} == {
             first.id: (1.0, 0.0),
             second.id: None,
         }
-        assert await reopened.decision_conflicts("p") == []  # neither is active
+        assert await reopened.list_conflicts("p") == []  # neither is active
         with pytest.raises(StoreError, match="read-only"):
             await reopened.reject_decision("p", "ann", first.id, "no")
         with pytest.raises(StoreError, match="read-only"):
-            await reopened.continue_review()
+            await reopened.continue_decision_review()

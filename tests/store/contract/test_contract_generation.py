@@ -26,7 +26,7 @@ async def test_writes_move_the_generation_and_reads_do_not(factory: StoreFactory
         await store.write_versions([ONE])
         after_write = await store.write_generation()
         assert after_write is not None and after_write != before
-        await store.search_chunks("Lovelace", limit=5)
+        await store.search_passages("Lovelace", limit=5)
         await store.counts()
         assert await store.write_generation() == after_write  # reads leave it alone
         await store.delete_document("doc/one")

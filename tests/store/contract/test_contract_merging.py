@@ -60,7 +60,7 @@ B = doc(
 
 
 async def chunk_of(store: GraphStore, key: str) -> str:
-    return (await store.document_chunks(key))[0].id
+    return (await store.document_passages(key))[0].id
 
 
 @covers("merge_entities", "entity_records", "entity_redirects")
@@ -86,11 +86,11 @@ async def test_a_merge_keeps_aliases_mentions_and_relations(store: GraphStore) -
     survivor = {r.id: r for r in await store.entity_records()}[JOHN]
     assert "J. Smith" in survivor.aliases and "John Smith" in survivor.aliases
     assert survivor.mentions == 2
-    assert sorted(c for _, c in await store.chunks_for_entities([JOHN], per_entity=5)) == sorted([a, b])
+    assert sorted(c for _, c in await store.passages_for_entities([JOHN], per_entity=5)) == sorted([a, b])
     spans = {r.chunk: [m for m in r.mentions if m[0] == JOHN] for r in await store.ranking_rows()}
     assert [s for _, _, s in spans[b]] == [(0, 35)]  # both spellings' spans, in one mention
     rels = {(r.source, r.target, r.fact): r for r in await store.neighbours([JOHN], hops=1)}
-    assert sorted(rels[(JOHN, ADA, FACT)].source_chunks) == sorted([a, b])
+    assert sorted(rels[(JOHN, ADA, FACT)].source_passages) == sorted([a, b])
     assert (ADA, JOHN, "Ada Lovelace knew J. Smith.") in rels
     assert all(JSMITH not in (s, t) and s != t for s, t, _ in rels)
     counts = await store.counts()
@@ -123,8 +123,8 @@ async def test_later_writes_naming_the_merged_away_spelling_attach_to_the_surviv
         await store.write_versions([c])
         cid = await chunk_of(store, "c")
         assert await store.entities_by_ids([JSMITH]) == []
-        assert (JOHN, cid) in await store.chunks_for_entities([JOHN], per_entity=5)
-        assert [(r.source, r.target) for r in await store.relations_for_chunks([cid])] == [(JOHN, LONDON)]
+        assert (JOHN, cid) in await store.passages_for_entities([JOHN], per_entity=5)
+        assert [(r.source, r.target) for r in await store.relations_for_passages([cid])] == [(JOHN, LONDON)]
         await store.upsert_entities([ExtractedEntity.create("J. Smith", "Person", "a clerk")], source="agent:test")
         assert await store.entities_by_ids([JSMITH]) == []
         assert "a clerk" in (await store.entities_by_ids([JOHN]))[0].description

@@ -25,8 +25,8 @@ def with_bridges(v: DocumentVersion, vectors: bool) -> DocumentVersion:
 async def test_ranking_rows_carry_sentences_vectors_and_mentions(store: GraphStore) -> None:
     await store.write_versions([with_bridges(ALPHA, vectors=True), BETA])
     rows = {r.chunk: r for r in await store.ranking_rows()}
-    alpha = [c.id for c in await store.document_chunks(ALPHA.key)]
-    assert set(rows) == {*alpha, *(c.id for c in await store.document_chunks(BETA.key))}
+    alpha = [c.id for c in await store.document_passages(ALPHA.key)]
+    assert set(rows) == {*alpha, *(c.id for c in await store.document_passages(BETA.key))}
     first = rows[alpha[0]]
     assert first.document == ALPHA.key
     assert first.sentences == ((0, len(ALPHA.chunks[0].text)),)

@@ -21,6 +21,7 @@ from tests.store.contract.conftest import (
 )
 
 from evigraph.errors import CypherRefused, QueryTimeout, ReadOnlyQueryError
+from evigraph.models import WalkBounds
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -72,21 +73,21 @@ async def test_counts(library: Library) -> None:
     assert sum(counts.relation_types.values()) == 4
 
 
-@covers("search_chunks")
+@covers("search_passages")
 async def test_full_text_search_over_passages(library: Library) -> None:
-    hits = await library.store.search_chunks("Analytical Engine", limit=5)
+    hits = await library.store.search_passages("Analytical Engine", limit=5)
     assert hits[0].id == library.alpha[1]
     top = hits[0]
     assert (top.document, top.title, top.index, top.text) == (ALPHA.key, "Alpha", 1, ALPHA.chunks[1].text)
     assert top.score > 0
     assert (top.start, top.end) == (ALPHA.chunks[1].start, ALPHA.chunks[1].end)
-    assert [h.id for h in await library.store.search_chunks("Babbage", limit=1)] in (
+    assert [h.id for h in await library.store.search_passages("Babbage", limit=1)] in (
         [library.alpha[0]],
         [library.alpha[1]],
     )
-    assert len(await library.store.search_chunks("Babbage", limit=5)) == 2
-    assert await library.store.search_chunks("zeppelin") == []
-    assert await library.store.search_chunks('"(:)"') == []  # query syntax characters are not operators
+    assert len(await library.store.search_passages("Babbage", limit=5)) == 2
+    assert await library.store.search_passages("zeppelin") == []
+    assert await library.store.search_passages('"(:)"') == []  # query syntax characters are not operators
 
 
 @covers("neighbours")
@@ -94,7 +95,7 @@ async def test_neighbours_walk_hops_nearest_first(library: Library) -> None:
     one = await library.store.neighbours([ADA], hops=1)
     assert [(n.source, n.target, n.hop) for n in one] == [(ADA, BABBAGE, 1)]
     assert one[0].source_name == "Ada Lovelace" and one[0].fact == ALPHA.chunks[0].text
-    assert one[0].source_chunks == [library.alpha[0]] and one[0].id
+    assert one[0].source_passages == [library.alpha[0]] and one[0].id
     two = await library.store.neighbours([ADA], hops=2)
     assert [n.hop for n in two] == sorted(n.hop for n in two)
     assert {(n.source, n.target) for n in two if n.hop == 2} == {(BABBAGE, LONDON), (BABBAGE, ENGINE)}
@@ -106,11 +107,11 @@ async def test_neighbours_walk_hops_nearest_first(library: Library) -> None:
 @covers("query")
 async def test_read_only_cypher_returns_clean_rows(library: Library) -> None:
     store = library.store
-    rows = await store.query("MATCH (e:Entity) RETURN e.name AS name ORDER BY name", limit=2)
+    rows = await store.cypher_query("MATCH (e:Entity) RETURN e.name AS name ORDER BY name", limit=2)
     assert rows == [{"name": "Ada Lovelace"}, {"name": "Analytical Engine"}]
-    rows = await store.query("MATCH (e:Entity {id: $id}) RETURN e.label AS label", {"id": HOPPER})
+    rows = await store.cypher_query("MATCH (e:Entity {id: $id}) RETURN e.label AS label", {"id": HOPPER})
     assert rows == [{"label": "Person"}]
-    [row] = await store.query(
+    [row] = await store.cypher_query(
         "MATCH (c:Chunk)-[r:PART_OF]->(d:Document) WHERE c.id = $id RETURN c, r, d", {"id": library.beta[0]}
     )
     chunk = row["c"]
@@ -120,10 +121,10 @@ async def test_read_only_cypher_returns_clean_rows(library: Library) -> None:
     assert not {"_id", "_src", "_dst"} & set(row["r"])
     assert row["d"]["key"] == BETA.key
     # Provenance stays off whole nodes and relationships, yet a query that names it reads it.
-    [row] = await store.query("MATCH (a:Entity {id: $id})-[r:RELATES]->() RETURN a, r LIMIT 1", {"id": ADA})
+    [row] = await store.cypher_query("MATCH (a:Entity {id: $id})-[r:RELATES]->() RETURN a, r LIMIT 1", {"id": ADA})
     assert row["a"]["name"] == "Ada Lovelace" and row["r"]["type"]
     assert not [k for k in (*row["a"], *row["r"]) if k.startswith("_")]
-    [row] = await store.query("MATCH (a:Entity {id: $id}) RETURN a._source AS source", {"id": ADA})
+    [row] = await store.cypher_query("MATCH (a:Entity {id: $id}) RETURN a._source AS source", {"id": ADA})
     assert row["source"]
     json.dumps(rows, allow_nan=False)  # no engine types, no dates as objects
     assert json.loads(json.dumps(row)) == row
@@ -142,12 +143,12 @@ async def test_read_only_cypher_refuses_writes_and_several_statements(library: L
         "MATCH (e:Entity) RETURN e.name; CREATE (:Entity {id: 'z'})",
     ):
         with pytest.raises(ReadOnlyQueryError) as refused:
-            await store.query(cypher)
+            await store.cypher_query(cypher)
         assert refused.value.hint, cypher
     with pytest.raises(CypherRefused):
-        await store.query("CREATE (:Entity {id: 'x'})")
+        await store.cypher_query("CREATE (:Entity {id: 'x'})")
     with pytest.raises(ReadOnlyQueryError) as unknown:
-        await store.query("MATCH (p:Nope) RETURN p")
+        await store.cypher_query("MATCH (p:Nope) RETURN p")
     assert unknown.value.hint
     assert (await store.counts()).entities == 6
     assert await store.entities_by_ids(["x", "y", "z"]) == []
@@ -157,7 +158,7 @@ async def test_read_only_cypher_refuses_writes_and_several_statements(library: L
 async def test_read_only_cypher_stops_at_its_time_limit(library: Library) -> None:
     slow = "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b UNWIND range(1, 1000) AS c RETURN sum(a*b*c) AS x"
     with pytest.raises(QueryTimeout) as stopped:
-        await library.store.query(slow, timeout_ms=100)
+        await library.store.cypher_query(slow, timeout_ms=100)
     assert stopped.value.hint
 
 
@@ -175,30 +176,30 @@ async def test_cypher_guide_names_tables_that_exist(library: Library) -> None:
     assert ("Chunk", "Document") in tables["PART_OF"].connects
 
 
-@covers("chunks_by_ids")
+@covers("passages_by_ids")
 async def test_passages_by_id_in_the_order_asked(library: Library) -> None:
     a0, a1 = library.alpha
     asked = [library.beta[0], a1, "missing:1:0", a0]
-    hits = await library.store.chunks_by_ids(asked)
+    hits = await library.store.passages_by_ids(asked)
     assert [h.id for h in hits] == [library.beta[0], a1, a0]
     assert [h.text for h in hits] == [BETA.chunks[0].text, ALPHA.chunks[1].text, ALPHA.chunks[0].text]
     assert [h.document for h in hits] == [BETA.key, ALPHA.key, ALPHA.key]
-    assert await library.store.chunks_by_ids([]) == []
+    assert await library.store.passages_by_ids([]) == []
 
 
-@covers("chunks_for_entities", "entities_for_chunks")
+@covers("passages_for_entities", "entities_for_passages")
 async def test_mentions_both_ways(library: Library) -> None:
     a0, a1 = library.alpha
-    pairs = await library.store.chunks_for_entities([BABBAGE, HOPPER], per_entity=5)
+    pairs = await library.store.passages_for_entities([BABBAGE, HOPPER], per_entity=5)
     assert sorted(pairs) == sorted([(BABBAGE, a0), (BABBAGE, a1), (HOPPER, library.beta[0])])
-    capped = await library.store.chunks_for_entities([BABBAGE], per_entity=1)
+    capped = await library.store.passages_for_entities([BABBAGE], per_entity=1)
     assert len(capped) == 1 and capped[0] in {(BABBAGE, a0), (BABBAGE, a1)}
-    assert await library.store.chunks_for_entities([]) == []
-    mentioned = await library.store.entities_for_chunks([a1, library.beta[0]])
+    assert await library.store.passages_for_entities([]) == []
+    mentioned = await library.store.entities_for_passages([a1, library.beta[0]])
     assert sorted(mentioned) == sorted(
         [(a1, BABBAGE), (a1, ENGINE), (library.beta[0], HOPPER), (library.beta[0], PHILLY)]
     )
-    assert await library.store.entities_for_chunks([]) == []
+    assert await library.store.entities_for_passages([]) == []
 
 
 @covers("search_entities", "entities_by_ids", "entities_named")
@@ -217,16 +218,16 @@ async def test_entities_by_text_id_and_name(library: Library) -> None:
     assert named == {"ada lovelace": [ADA], "Grace  Hopper": [HOPPER]}
 
 
-@covers("relations_for_chunks")
+@covers("relations_for_passages")
 async def test_relations_stated_in_passages(library: Library) -> None:
     a0, a1 = library.alpha
-    rels = await library.store.relations_for_chunks([a1])
+    rels = await library.store.relations_for_passages([a1])
     assert [(r.source, r.target, r.fact) for r in rels] == [(BABBAGE, ENGINE, ALPHA.chunks[1].text)]
-    assert rels[0].source_chunks == [a1]
-    both = await library.store.relations_for_chunks([a0, a1])
+    assert rels[0].source_passages == [a1]
+    both = await library.store.relations_for_passages([a0, a1])
     assert {(r.source, r.target) for r in both} == {(ADA, BABBAGE), (BABBAGE, LONDON), (BABBAGE, ENGINE)}
-    assert len(await library.store.relations_for_chunks([a0, a1], limit=1)) == 1
-    assert await library.store.relations_for_chunks([]) == []
+    assert len(await library.store.relations_for_passages([a0, a1], limit=1)) == 1
+    assert await library.store.relations_for_passages([]) == []
 
 
 @covers("embedding_model", "pending_embeddings", "count_pending_embeddings", "vector_search")
@@ -242,24 +243,24 @@ async def test_embeddings_read(library: Library) -> None:
     assert len(await store.vector_search([0.0, 1.0, 0.0], limit=1)) == 1
 
 
-@covers("document_chunks")
+@covers("document_passages")
 async def test_passages_of_a_document_in_reading_order(library: Library) -> None:
-    hits = await library.store.document_chunks(ALPHA.key)
+    hits = await library.store.document_passages(ALPHA.key)
     assert [h.id for h in hits] == library.alpha and [h.index for h in hits] == [0, 1]
     assert [h.text for h in hits] == [c.text for c in ALPHA.chunks]
-    assert [h.id for h in await library.store.document_chunks(ALPHA.key, limit=1)] == library.alpha[:1]
-    assert await library.store.document_chunks("team/none") == []
+    assert [h.id for h in await library.store.document_passages(ALPHA.key, limit=1)] == library.alpha[:1]
+    assert await library.store.document_passages("team/none") == []
 
 
 @covers("explore")
 async def test_explore_is_bounded_and_says_why(library: Library) -> None:
-    walk = await library.store.explore(BABBAGE, depth=1)
+    walk = await library.store.explore(BABBAGE, WalkBounds(depth=1))
     assert set(walk.nodes) == {BABBAGE, ADA, LONDON, ENGINE}
     assert {(e.source, e.target) for e in walk.edges} == {(ADA, BABBAGE), (BABBAGE, LONDON), (BABBAGE, ENGINE)}
     assert walk.truncated_by == []
-    cut = await library.store.explore(BABBAGE, depth=1, max_edges=1)
+    cut = await library.store.explore(BABBAGE, WalkBounds(depth=1, max_edges=1))
     assert len(cut.edges) == 1 and "max_edges" in cut.truncated_by
-    typed = await library.store.explore(BABBAGE, depth=1, relation_types=["NO_SUCH_TYPE"])
+    typed = await library.store.explore(BABBAGE, WalkBounds(depth=1, relation_types=("NO_SUCH_TYPE",)))
     assert typed.edges == []
     assert (await library.store.explore("person:nobody")).edges == []
 

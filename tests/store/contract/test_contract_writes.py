@@ -41,7 +41,7 @@ async def test_what_is_written_is_there_after_reopening(factory: StoreFactory, l
     async with factory.connect(location, read_only=True) as again:
         assert again.read_only is True
         assert (await again.counts()).documents == 2
-        assert [h.document for h in await again.search_chunks("Philadelphia")] == [BETA.key]
+        assert [h.document for h in await again.search_passages("Philadelphia")] == [BETA.key]
         with pytest.raises(StoreError, match="read-only"):
             await again.delete_document(ALPHA.key)
         with pytest.raises(StoreError, match="read-only"):
@@ -59,16 +59,16 @@ async def test_a_new_version_replaces_the_old_in_one_step(store: GraphStore) -> 
     [stored] = await store.write_versions([ALPHA_V2])
     assert (stored.key, stored.version, stored.chunks) == (ALPHA.key, 2, 1)
     assert (await store.get_documents([ALPHA.key]))[ALPHA.key].version == 2
-    new = await store.document_chunks(ALPHA.key)
+    new = await store.document_passages(ALPHA.key)
     assert [c.text for c in new] == [ALPHA_V2.chunks[0].text]
-    assert await store.chunks_by_ids(library.alpha) == []  # old passages go
-    assert await store.search_chunks("Analytical") == []  # and leave the full-text index
-    assert [h.id for h in await store.search_chunks("Marlow")] == [new[0].id]
+    assert await store.passages_by_ids(library.alpha) == []  # old passages go
+    assert await store.search_passages("Analytical") == []  # and leave the full-text index
+    assert [h.id for h in await store.search_passages("Marlow")] == [new[0].id]
     assert await store.entities_by_ids([BABBAGE, LONDON, ENGINE]) == []  # mentioned only by the old version
     assert [e.id for e in await store.entities_by_ids([ADA])] == [ADA]  # still mentioned
-    assert await store.chunks_for_entities([ADA], per_entity=5) == [(ADA, new[0].id)]  # old mentions go
+    assert await store.passages_for_entities([ADA], per_entity=5) == [(ADA, new[0].id)]  # old mentions go
     assert [(r.source, r.target) for r in await store.neighbours([ADA], hops=2)] == [(ADA, MARLOW)]
-    assert await store.relations_for_chunks(library.alpha) == []
+    assert await store.relations_for_passages(library.alpha) == []
     counts = await store.counts()
     assert (counts.documents, counts.chunks, counts.entities, counts.relations, counts.mentions) == (2, 2, 4, 2, 4)
     assert await store.entities_named(["charles babbage"]) == {}
@@ -93,12 +93,12 @@ async def test_a_relation_stated_again_gathers_sources_and_new_endpoints_make_ne
         ],
     )
     await store.write_versions([gamma])
-    restated, new = (c.id for c in await store.document_chunks(gamma.key))
-    by_pair = {(r.source, r.target): r for r in await store.relations_for_chunks([restated, new])}
+    restated, new = (c.id for c in await store.document_passages(gamma.key))
+    by_pair = {(r.source, r.target): r for r in await store.relations_for_passages([restated, new])}
     assert set(by_pair) == {(ADA, BABBAGE), (BABBAGE, LONDON), (ADA, MARLOW)}
-    assert sorted(by_pair[ADA, BABBAGE].source_chunks) == sorted([library.alpha[0], restated])
-    assert sorted(by_pair[BABBAGE, LONDON].source_chunks) == sorted([library.alpha[0], restated])
-    assert by_pair[ADA, MARLOW].source_chunks == [new]
+    assert sorted(by_pair[ADA, BABBAGE].source_passages) == sorted([library.alpha[0], restated])
+    assert sorted(by_pair[BABBAGE, LONDON].source_passages) == sorted([library.alpha[0], restated])
+    assert by_pair[ADA, MARLOW].source_passages == [new]
     counts = await store.counts()
     assert (counts.relations, counts.entities) == (5, 7)  # alpha 3 + beta 1 + Ada-Marlow; Marlow is new
 
@@ -125,7 +125,7 @@ async def test_a_failed_batch_writes_nothing(store: GraphStore) -> None:
     with pytest.raises(ValueError, match="two versions"):
         await store.write_versions([ALPHA, BETA, ALPHA])
     assert (await store.counts()).documents == 0
-    assert await store.search_chunks("Babbage") == []
+    assert await store.search_passages("Babbage") == []
 
 
 @covers("delete_document", "holds_documents")
@@ -136,11 +136,11 @@ async def test_delete_removes_a_document_like_a_replacement(store: GraphStore) -
     assert await store.delete_document(ALPHA.key) is False
     assert await store.delete_document("team/none") is False
     assert list(await store.get_documents([ALPHA.key, BETA.key])) == [BETA.key]
-    assert await store.chunks_by_ids(library.alpha) == []
+    assert await store.passages_by_ids(library.alpha) == []
     assert await store.entities_by_ids([ADA, BABBAGE, LONDON, ENGINE]) == []
     counts = await store.counts()
     assert (counts.documents, counts.chunks, counts.entities, counts.relations, counts.mentions) == (1, 1, 2, 1, 2)
-    assert [h.document for h in await store.search_chunks("Babbage Hopper")] == [BETA.key]
+    assert [h.document for h in await store.search_passages("Babbage Hopper")] == [BETA.key]
     assert await store.relation_weights() != {} and all(ADA not in pair for pair in await store.relation_weights())
     assert (await store.check()).found == []
     assert await store.delete_document(BETA.key) is True
@@ -156,14 +156,14 @@ async def test_a_key_deleted_and_ingested_again_never_gets_a_version_number_back
     async with factory.connect(location) as store:
         await store.write_versions([ALPHA])
         await store.write_versions([ALPHA_V2])
-        read = [c.id for c in await store.document_chunks(ALPHA.key)]
+        read = [c.id for c in await store.document_passages(ALPHA.key)]
         assert await store.delete_document(ALPHA.key) is True
         assert (await store.check()).found == []  # the number kept without its document is no damage
     async with factory.connect(location) as store:  # what the delete kept outlives the session
         [again] = await store.write_versions([ALPHA])
         assert again.version == 3
-        assert await store.chunks_by_ids(read) == []
-        assert not {c.id for c in await store.document_chunks(ALPHA.key)} & set(read)
+        assert await store.passages_by_ids(read) == []
+        assert not {c.id for c in await store.document_passages(ALPHA.key)} & set(read)
         assert [d.version for d in await store.write_versions([ALPHA_V2])] == [4]
         assert (await store.check()).found == []
 
@@ -207,15 +207,15 @@ async def test_agent_writes_create_and_merge(store: GraphStore) -> None:
     relation = ExtractedRelation(source=ADA, target=agent.id, fact=fact, confidence=0.9, chunk_indexes=())
     await store.upsert_relations([(relation, [library.alpha[0]])], source="agent:test")
     added = [r for r in await store.neighbours([ADA]) if r.target == agent.id]
-    assert [(r.fact, r.source_chunks) for r in added] == [(fact, [library.alpha[0]])]
-    assert any(r.target == agent.id for r in await store.relations_for_chunks([library.alpha[0]]))
+    assert [(r.fact, r.source_passages) for r in added] == [(fact, [library.alpha[0]])]
+    assert any(r.target == agent.id for r in await store.relations_for_passages([library.alpha[0]]))
     await store.upsert_relations([(relation, [library.alpha[1]])], source="agent:test")  # the same relation again
     [merged] = [r for r in await store.neighbours([ADA]) if r.target == agent.id]
-    assert sorted(merged.source_chunks) == sorted(library.alpha)
+    assert sorted(merged.source_passages) == sorted(library.alpha)
     assert (await store.counts()).relations == 5
 
 
-@covers("upsert_relations", "write_versions", "relations_for_chunks", "delete_document")
+@covers("upsert_relations", "write_versions", "relations_for_passages", "delete_document")
 async def test_a_document_stating_a_relation_an_agent_recorded_without_passages_becomes_its_source(
     store: GraphStore,
 ) -> None:
@@ -231,15 +231,15 @@ async def test_a_document_stating_a_relation_an_agent_recorded_without_passages_
     for expected_version in (1, 2):
         [written] = await store.write_versions([said])
         assert written.version == expected_version
-        [chunk] = [c.id for c in await store.document_chunks(said.key)]
+        [chunk] = [c.id for c in await store.document_passages(said.key)]
         [relation] = [r for r in await store.neighbours([ADA]) if r.target == BABBAGE]
-        assert relation.source_chunks == [chunk]
-        assert [r.target for r in await store.relations_for_chunks([chunk])] == [BABBAGE]
+        assert relation.source_passages == [chunk]
+        assert [r.target for r in await store.relations_for_passages([chunk])] == [BABBAGE]
         assert relation.confidence == 0.9
     assert (await store.counts()).relations == 1
     assert await store.delete_document(said.key)
     [relation] = [r for r in await store.neighbours([ADA]) if r.target == BABBAGE]
-    assert (relation.fact, relation.confidence, relation.source_chunks) == (fact, 0.9, [])
+    assert (relation.fact, relation.confidence, relation.source_passages) == (fact, 0.9, [])
 
 
 @covers("set_setting", "get_setting")

@@ -52,7 +52,7 @@ async def documents_and_passages(db: str) -> dict[str, tuple[int, int, int]]:
         for d in await kb.documents(limit=1000):
             store = kb.store
             assert store is not None
-            readable = await store.document_chunks(d.key)
+            readable = await store.document_passages(d.key)
             out[d.key] = (d.version, d.chunks, len(readable))
         return out
 
@@ -84,7 +84,7 @@ def test_two_writers_of_one_key_end_with_one_current_version(server: str) -> Non
             await kb.open()
             store = kb.store
             assert store is not None
-            chunks = await store.document_chunks("k0")
+            chunks = await store.document_passages("k0")
             return {w for c in chunks for w in c.text.split() if w in ("first", "second")}
 
     assert len(asyncio.run(texts())) == 1  # every passage of one writer's version, none of the other's

@@ -61,7 +61,7 @@ def test_a_server_lost_mid_ingest_leaves_whole_documents_and_a_one_line_error(tm
                 store = kb.store
                 assert store is not None
                 found = await kb.documents(limit=1000)
-                return [(d.chunks, len(await store.document_chunks(d.key))) for d in found]
+                return [(d.chunks, len(await store.document_passages(d.key))) for d in found]
 
         counts = asyncio.run(whole())
         assert counts, "nothing was written before the server went away"

@@ -13,7 +13,7 @@ from evigraph.trace_records import NewDecision, NewSupport
 
 
 async def decide(store: FalkorStore, key: str) -> str:
-    chunk = (await store.document_chunks(key))[0]
+    chunk = (await store.document_passages(key))[0]
     support = NewSupport(kind="passage", ref=f"passage:{chunk.id}", document=key, version=chunk.version)
     made = await store.record_decision(
         "p", "ann", NewDecision(task="t", choice_key=key, conclusion="c", rationale="r", supports=(support,))
@@ -37,11 +37,11 @@ async def test_changes_whose_flags_were_never_set_are_flagged_by_the_next_review
         documents.delete_document(store.conn, BETA.key)
         assert [d.state for d in await store.get_decisions("p", [on_alpha, on_beta])] == ["active", "active"]
 
-        await store.continue_review("p", 20)
+        await store.continue_decision_review("p", 20)
         found = {d.id: d for d in await store.get_decisions("p", [on_alpha, on_beta])}
         assert found[on_alpha].state == found[on_beta].state == "needs_review"
         assert [(c.change, c.now_version) for c in found[on_alpha].review] == [("new_version", 2)]
         assert [(c.change, c.document) for c in found[on_beta].review] == [("deleted", BETA.key)]
-        await store.continue_review("p", 20)  # caught up once: nothing is flagged twice
+        await store.continue_decision_review("p", 20)  # caught up once: nothing is flagged twice
         again = await store.get_decisions("p", [on_alpha, on_beta])
         assert [len(d.review) for d in again] == [1, 1]

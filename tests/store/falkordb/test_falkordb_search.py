@@ -34,7 +34,7 @@ async def test_scores_equal_the_embedded_stores(db: str, tmp_path: Path) -> None
         async with KnowledgeBase(location, extractor="rules", embedder="none") as kb:
             for key, text in TEXTS.items():
                 await kb.ingest(text=text, key=key, title=key)
-            passages = [[(h.document, h.score) for h in await kb.store.search_chunks(q, 3)] for q in questions]
+            passages = [[(h.document, h.score) for h in await kb.store.search_passages(q, 3)] for q in questions]
             entities = [[(h.id, h.score) for h in await kb.store.search_entities(q, 3)] for q in questions]
             found.append(passages + entities)
     falkordb, embedded = found
@@ -49,11 +49,11 @@ async def test_a_new_version_is_found_by_its_new_words(db: str) -> None:
         await kb.ingest(text="Ada Lovelace wrote notes on the engine.", key="a", title="a")
         store = kb.store
         assert isinstance(store, FalkorStore)
-        assert [h.document for h in await store.search_chunks("Lovelace notes", 5)] == ["a"]
+        assert [h.document for h in await store.search_passages("Lovelace notes", 5)] == ["a"]
         await kb.ingest(text="Ada Lovelace wrote poetry and letters.", key="a", title="a")
-        hits = await store.search_chunks("Lovelace poetry", 5)
+        hits = await store.search_passages("Lovelace poetry", 5)
         assert [h.document for h in hits] == ["a"] and "poetry" in hits[0].text
-        assert await store.search_chunks("notes", 5) == []
+        assert await store.search_passages("notes", 5) == []
 
 
 async def test_a_cache_asked_for_at_once_is_built_once(db: str) -> None:
@@ -99,10 +99,10 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(db: str) -> N
         await kb.status()  # opens the store
         assert isinstance(kb.store, FalkorStore)
         assert set(RETIRED_FULLTEXT) <= _fulltext_labels(kb.store)  # a reader changes nothing
-        assert [h.document for h in await kb.store.search_chunks("Lovelace")] == ["a"]
+        assert [h.document for h in await kb.store.search_passages("Lovelace")] == ["a"]
     async with KnowledgeBase(db, embedder="none") as kb:
         await kb.status()
         assert isinstance(kb.store, FalkorStore)
         labels = _fulltext_labels(kb.store)
         assert not labels & set(RETIRED_FULLTEXT) and {label for label, _ in FULLTEXT} <= labels
-        assert [h.document for h in await kb.store.search_chunks("Lovelace")] == ["a"]
+        assert [h.document for h in await kb.store.search_passages("Lovelace")] == ["a"]

@@ -78,7 +78,7 @@ async def test_repair_removes_what_a_stopped_writer_leaves(store: FalkorStore) -
     )
     conn.write_sync(
         """MATCH (a:Entity)-[x:RELATES]->(b:Entity) WHERE a.id = $a
-           SET x.source_chunks = x.source_chunks + ['missing:9:9']""",
+           SET x.source_passages = x.source_passages + ['missing:9:9']""",
         {"a": ADA},
     )
     store.cache.bump()
@@ -94,7 +94,7 @@ async def test_repair_removes_what_a_stopped_writer_leaves(store: FalkorStore) -
     counts = await store.counts()
     assert (counts.documents, counts.chunks, counts.entities, counts.relations, counts.mentions) == (2, 3, 6, 4, 7)
     [rel] = [n for n in await store.neighbours([ADA]) if n.source == ADA]
-    assert rel.source_chunks == [library.alpha[0]]
+    assert rel.source_passages == [library.alpha[0]]
     assert (await store.check()).found == []
 
 
@@ -134,22 +134,22 @@ async def test_agent_cypher_is_guarded_and_clean(store: FalkorStore) -> None:
         "MATCH (e:Entity) FOREACH (x IN [1] | SET e.name = 'x') RETURN e",
     ):
         with pytest.raises(CypherRefused):
-            await store.query(refused)
+            await store.cypher_query(refused)
     with pytest.raises(ReadOnlyQueryError, match="Nope"):
-        await store.query("MATCH (e:Entity)-[:Nope]->(b:Entity) RETURN b")
-    labels = {r["label"] for r in await store.query("CALL db.labels() YIELD label RETURN label")}
+        await store.cypher_query("MATCH (e:Entity)-[:Nope]->(b:Entity) RETURN b")
+    labels = {r["label"] for r in await store.cypher_query("CALL db.labels() YIELD label RETURN label")}
     assert {"Entity", "Chunk", "Document"} <= labels
-    [row] = await store.query("MATCH (c:Chunk {id: $id}) RETURN c", {"id": library.alpha[0]})
+    [row] = await store.cypher_query("MATCH (c:Chunk {id: $id}) RETURN c", {"id": library.alpha[0]})
     assert row["c"]["table"] == "Chunk" and row["c"]["text"] == ALPHA.chunks[0].text
     assert not {"live", "embedding", "search_text", "sentence_vectors", "passage_context"} & set(row["c"])
-    rows = await store.query("MATCH (e:Entity) RETURN e.name AS n ORDER BY n LIMIT 50", limit=3)
+    rows = await store.cypher_query("MATCH (e:Entity) RETURN e.name AS n ORDER BY n LIMIT 50", limit=3)
     assert len(rows) == 3
-    [names] = await store.query(
+    [names] = await store.cypher_query(
         "MATCH (e:Entity)-[:RELATES|MENTIONED_IN]->(x:Entity) WHERE e.id = $id RETURN [n IN [e, x] | n.name] AS ns",
         {"id": ADA},
     )
     assert names == {"ns": ["Ada Lovelace", "Charles Babbage"]}
-    [path] = await store.query("MATCH p = (a:Entity {id: $id})-[:RELATES]->(b:Entity) RETURN p", {"id": ADA})
+    [path] = await store.cypher_query("MATCH p = (a:Entity {id: $id})-[:RELATES]->(b:Entity) RETURN p", {"id": ADA})
     assert [n["table"] for n in path["p"]["nodes"]] == ["Entity", "Entity"]
 
 

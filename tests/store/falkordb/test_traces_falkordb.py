@@ -123,7 +123,7 @@ async def test_decisions_flags_and_review(harness: Harness) -> None:
         TraceRequest("d", "f"),
     )
     assert await h.get_decisions("p", [second.id]) == [second]
-    assert [sorted(d.id for d in g) for g in await h.decision_conflicts("p")] == [sorted([first.id, second.id])]
+    assert [sorted(d.id for d in g) for g in await h.list_conflicts("p")] == [sorted([first.id, second.id])]
     doc(h, "a", 2)
     with pytest.raises(StaleEvidenceError):
         await h.record_decision(
@@ -134,16 +134,16 @@ async def test_decisions_flags_and_review(harness: Harness) -> None:
     h.flag_documents({"a": 2})
     [flagged] = await h.get_decisions("p", [first.id])
     assert flagged.state == "needs_review" and flagged.review[0].now_version == 2
-    progress = await h.continue_review("p")
+    progress = await h.continue_decision_review("p")
     assert (progress.processed, progress.flagged, progress.remaining) == (1, [second.id], 1)
-    progress = await h.continue_review()
+    progress = await h.continue_decision_review()
     assert (progress.processed, progress.flagged, progress.remaining) == (1, [], 0)
     with pytest.raises(DecisionStateError):
         await h.reaffirm_decision("p", "ann", second.id, [], "again")
     again = await h.reaffirm_decision("p", "ann", first.id, [passage("a", 2)], "fresh")
     assert await h.get_decisions("p", [first.id]) == [again]
     assert [s.ordinal for s in again.supports] == [1]
-    assert [s.current for s in await h.support_history("p", first.id)] == [False, True]
+    assert [s.current for s in await h.list_support_history("p", first.id)] == [False, True]
     rejected = await h.reject_decision("p", "ann", first.id, "no")
     assert await h.get_decisions("p", [first.id]) == [rejected]
     assert [d.id for d in await h.list_decisions("p", after_id=first.id)] == [second.id]
@@ -158,11 +158,11 @@ async def test_a_read_only_harness_reads_nothing_and_writes_nothing(server_url: 
     h = Harness(conn, read_only=True)
     try:
         assert await h.list_decisions("p") == [] and await h.get_task("p", "t") is None
-        assert await h.decision_texts("p", ["active"]) == [] and await h.decision_conflicts("p") == []
+        assert await h.decision_texts("p", ["active"]) == [] and await h.list_conflicts("p") == []
         with pytest.raises(StoreError, match="read-only"):
             await h.create_task("p", "a", "t", "g")
         with pytest.raises(StoreError, match="read-only"):
-            await h.continue_review()
+            await h.continue_decision_review()
     finally:
         conn.close()
 

@@ -74,7 +74,7 @@ async def link_passages(
     keys = list(documents) if documents is not None else await _every_document(store)
     pairs: list[tuple[str, str]] = []
     for key in keys:
-        for chunk in await store.document_chunks(key):
+        for chunk in await store.document_passages(key):
             pairs += [(chunk.id, sid) for sid in sorted(named_in(chunk.text, index))]
     await store.link_code_mentions(pairs)
     return len(pairs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from evigraph.errors import ConfigurationError
+from evigraph.extras import requires
 from evigraph.lazy import lazy_callable, lazy_exports
 from evigraph.strategies import Registry
 
@@ -41,15 +42,9 @@ def _need_spacy_model() -> None:
         raise ConfigurationError("no spaCy model is installed", hint=install_hint("spacy"))
 
 
-def _need_llm_client() -> None:
-    """Which LLM is decided by the knowledge base (`--llm`, EVIGRAPH_LLM_MODEL, the one it recorded), so
-    it is checked when an ingest binds the extractor (`LLMExtraction.for_run`); here, the client."""
-    import importlib.util
-
-    from evigraph.extras import install_hint
-
-    if importlib.util.find_spec("httpx") is None:
-        raise ConfigurationError("the LLM client (httpx) is not installed", hint=install_hint(""))
+_need_llm_client = requires("httpx", "the LLM client (httpx)", "")
+"""Which LLM is decided by the knowledge base (`--llm`, EVIGRAPH_LLM_MODEL, the one it recorded), so
+it is checked when an ingest binds the extractor (`LLMExtraction.for_run`); here, the client."""
 
 
 EXTRACTORS: Registry[ExtractionStrategy] = Registry("extractor")

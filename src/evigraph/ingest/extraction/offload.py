@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import logging
 import os
 import pickle
@@ -37,6 +36,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from evigraph.ingest.gc_threshold import collect_rarely
+from evigraph.processes import end_worker
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +92,7 @@ class _Worker:
         raise value
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()  # the worker ends at the end of its input
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        end_worker(self._proc)
 
 
 _lock = threading.Lock()

@@ -30,10 +30,10 @@ class StorePassages(PassageSource):
         if not wanted:
             return {}
         chunks: dict[str, list[str]] = {}
-        for eid, cid in await self.store.chunks_for_entities(wanted, per_entity=per_entity):
+        for eid, cid in await self.store.passages_for_entities(wanted, per_entity=per_entity):
             chunks.setdefault(eid, []).append(cid)
         every = sorted({c for cs in chunks.values() for c in cs})
-        text = {c.id: c.text for c in await self.store.chunks_by_ids(every)}
+        text = {c.id: c.text for c in await self.store.passages_by_ids(every)}
         return {eid: [text[c] for c in cs if c in text] for eid, cs in chunks.items()}
 
     async def snippets(self, ids: Collection[str]) -> dict[str, str]:

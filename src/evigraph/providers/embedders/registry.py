@@ -6,13 +6,10 @@ help without loading the HTTP and model code.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from evigraph.errors import ConfigurationError
-from evigraph.extras import install_hint, torch_install_hint
+from evigraph.extras import requires, torch_install_hint
 from evigraph.lazy import lazy_callable
 from evigraph.strategies import Registry
 
@@ -27,17 +24,6 @@ _SENTENCE_TRANSFORMERS = lazy_callable(
 
 def _no_embedder() -> None:
     return None
-
-
-def _needs(module: str, package: str, extra: str, hint: Callable[[str], str] = install_hint) -> Callable[[], None]:
-    """A registry check: asking for an embedder whose library is missing fails at once, naming
-    the install, instead of when the first text is embedded (or, worse, never)."""
-
-    def check() -> None:
-        if importlib.util.find_spec(module) is None:
-            raise ConfigurationError(f"{package} is not installed", hint=hint(extra))
-
-    return check
 
 
 def _openai(model: str) -> OpenAIEmbedder:
@@ -63,7 +49,7 @@ EMBEDDERS.register(
 EMBEDDERS.register(
     "minilm",
     lazy_callable("evigraph.providers.embedders.minilm", "MiniLMEmbedder"),
-    check=_needs("tokenizers", "tokenizers", "embed"),
+    check=requires("tokenizers", "tokenizers", "embed"),
     description="all-MiniLM-L6-v2, shipped with evigraph and run without torch; local, 384 dimensions",
 )
 EMBEDDERS.register(
@@ -71,14 +57,14 @@ EMBEDDERS.register(
     _SENTENCE_TRANSFORMERS,
     argument="model or folder",
     aliases=("st",),
-    check=_needs("sentence_transformers", "sentence-transformers", "embed-st", torch_install_hint),
+    check=requires("sentence_transformers", "sentence-transformers", "embed-st", torch_install_hint),
     description="any sentence-transformers model name or local folder, on torch; local",
 )
 EMBEDDERS.register(
     "fastembed",
     lazy_callable("evigraph.providers.embedders.fastembed", "FastEmbedEmbedder"),
     argument="model",
-    check=_needs("fastembed", "fastembed", "embed-fastembed"),
+    check=requires("fastembed", "fastembed", "embed-fastembed"),
     description="a FastEmbed (ONNX) model; local, no torch",
 )
 EMBEDDERS.register(
@@ -86,7 +72,7 @@ EMBEDDERS.register(
     _openai,
     argument="model",
     cheap=False,
-    check=_needs("httpx", "httpx", "embed-remote"),
+    check=requires("httpx", "httpx", "embed-remote"),
     description="an OpenAI-compatible /embeddings endpoint (EVIGRAPH_EMBED_BASE_URL); remote, may cost per token",
 )
 

@@ -7,11 +7,9 @@ loading httpx.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING
 
-from evigraph.errors import ConfigurationError
-from evigraph.extras import install_hint
+from evigraph.extras import requires
 from evigraph.providers.llms.settings import EnvSettings
 from evigraph.strategies import Registry
 
@@ -22,11 +20,6 @@ if TYPE_CHECKING:
 
 def _no_llm() -> None:
     return None
-
-
-def _needs_httpx() -> None:
-    if importlib.util.find_spec("httpx") is None:
-        raise ConfigurationError("httpx is not installed", hint=install_hint(""))
 
 
 def _openai(model: str) -> OpenAICompatibleLLM:
@@ -51,7 +44,7 @@ LLMS.register(
     _openai,
     argument="model",
     cheap=False,
-    check=_needs_httpx,
+    check=requires("httpx", "httpx", ""),
     description="any OpenAI-compatible chat endpoint: OpenAI, Azure, vLLM, llama.cpp (EVIGRAPH_LLM_BASE_URL, "
     "EVIGRAPH_LLM_API_KEY); remote ones cost per token",
 )
@@ -60,7 +53,7 @@ LLMS.register(
     _ollama,
     argument="model",
     cheap=False,
-    check=_needs_httpx,
+    check=requires("httpx", "httpx", ""),
     description="a model served by Ollama (http://localhost:11434/v1 unless EVIGRAPH_LLM_BASE_URL); local",
 )
 

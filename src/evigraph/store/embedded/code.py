@@ -181,7 +181,7 @@ def link_mentions(tx: Tx, pairs: Sequence[tuple[str, str]]) -> None:
 # -- the store's section -----------------------------------------------------------------------
 
 
-class CodeOps:
+class EmbeddedCodeOps:
     """The code section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
 
     _cache: Cached

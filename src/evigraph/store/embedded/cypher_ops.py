@@ -29,7 +29,7 @@ class CypherOps:
     def executor(self) -> Executor:
         raise NotImplementedError  # EmbeddedStore's
 
-    async def query(
+    async def cypher_query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
         """Agent-written Cypher: guarded (cypher_guard), plan-checked, bounded (cypher_run); on a file

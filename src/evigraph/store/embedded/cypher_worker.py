@@ -47,6 +47,7 @@ from evigraph.errors import (
     StoreError,
     UnknownLabel,
 )
+from evigraph.processes import end_worker, kill_worker
 from evigraph.store.cypher.rows import QueryRows
 from evigraph.store.cypher.statement import Guarded
 
@@ -208,26 +209,10 @@ class _Worker:
         return f"it exited with status {code}"
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self._proc.kill()
-        self._proc.wait()
-        self._close_pipes()
+        kill_worker(self._proc)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()  # the worker ends at the end of its input
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self._close_pipes()
-
-    def _close_pipes(self) -> None:
-        for pipe in (self._proc.stdin, self._proc.stdout):
-            with contextlib.suppress(OSError):
-                if pipe is not None:
-                    pipe.close()
+        end_worker(self._proc)
 
 
 def _write_frame(stream: Any, value: Any) -> None:

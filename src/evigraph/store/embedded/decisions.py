@@ -16,16 +16,16 @@ from collections.abc import Mapping
 
 from evigraph.store.decision_writes import DOCUMENT_SUPPORTS, Review, review_queue
 from evigraph.store.embedded.executor import Tx
-from evigraph.store.embedded.traces import TraceOps, decision_reads, run_plan
+from evigraph.store.embedded.traces import EmbeddedTraceOps, decision_reads, run_plan
 from evigraph.store.write_plan import utc_now
 from evigraph.trace_records import ReviewProgress
 
 
-class DecisionOps(TraceOps):
+class DecisionOps(EmbeddedTraceOps):
     """The decisions section of `EmbeddedStore` that is its own: review (its reads are `TraceReadOps`',
     its writes `TraceWriteOps`')."""
 
-    async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
+    async def continue_decision_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
         def work(tx: Tx) -> ReviewProgress:
             first, left = review_queue(project, limit)
             queued = tx.rows(*first)

@@ -65,7 +65,7 @@ class Statements:
     (its `query` path, taken without parameters, does not prepare), and the engine keeps memory
     for each prepare until the connection closes. RSS growth per call after warm-up, one
     connection, 3,000 calls, 500-passage HotpotQA database, each variant in its own process:
-      full-text query (`search_chunks`), `execute(text, params)`   +49 KB
+      full-text query (`search_passages`), `execute(text, params)`   +49 KB
       the same, values inlined into the text, no parameters           0
       the same, prepare only (never executed)                       +49 KB
       the same, one PreparedStatement executed every time             0

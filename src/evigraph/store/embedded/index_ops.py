@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evigraph.models import ChunkHit, EntityHit
+from evigraph.models import EntityHit, PassageHit
 from evigraph.store import bm25
 from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
@@ -58,7 +58,7 @@ class IndexOps(GraphIndexReads):
     def executor(self) -> Executor:
         raise NotImplementedError  # EmbeddedStore's
 
-    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+    async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
         raise NotImplementedError  # EmbeddedStore's
 
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
@@ -106,9 +106,9 @@ class IndexOps(GraphIndexReads):
     async def write_generation(self) -> str | None:
         return await self.executor.read(generation.current)
 
-    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
+    async def search_passages(self, query: str, limit: int = 10) -> list[PassageHit]:
         return await bm25.search(
-            await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids, self._stem
+            await self._text_index(reads.passage_texts), query, limit, self.passages_by_ids, self._stem
         )
 
     async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument, embedding_text
+from evigraph.models import EntityHit, PassageHit, StoreCounts, StoredDocument, embedding_text
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CONTEXT_COLUMN, META_TABLE
 from evigraph.store.terms import searchable_text
@@ -78,7 +78,7 @@ def titles(tx: Tx) -> dict[str, tuple[str, str | None]]:
     return {r["key"]: (r["title"] or "", r["path"]) for r in rows}
 
 
-def _chunk_hits(tx: Tx, rows: list[dict[str, Any]], docs: Titles) -> list[ChunkHit]:
+def _chunk_hits(tx: Tx, rows: list[dict[str, Any]], docs: Titles) -> list[PassageHit]:
     """Rows as hits; a document the map lacks (written since the map was built) is read here."""
     unknown = {r["document"] for r in rows} - docs.keys()
     late = titles_of(tx, sorted(unknown)) if unknown else {}
@@ -90,8 +90,8 @@ def _chunk_hits(tx: Tx, rows: list[dict[str, Any]], docs: Titles) -> list[ChunkH
     return hits
 
 
-def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None]) -> ChunkHit:
-    return ChunkHit(
+def _chunk_hit(r: dict[str, Any], doc: tuple[str, str | None]) -> PassageHit:
+    return PassageHit(
         id=r["id"],
         document=r["document"],
         version=int(r["version"] or 0),
@@ -123,13 +123,13 @@ def each_key(tx: Tx, query: str, keys: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def chunks_by_ids(tx: Tx, ids: Sequence[str], docs: Titles, context: bool = True) -> list[ChunkHit]:
+def passages_by_ids(tx: Tx, ids: Sequence[str], docs: Titles, context: bool = True) -> list[PassageHit]:
     rows = each_key(tx, f"MATCH (c:Chunk {{id: $key}}) RETURN {chunk_fields(context)}", ids)
     by_id = {hit.id: hit for hit in _chunk_hits(tx, rows, docs)}
     return [by_id[i] for i in ids if i in by_id]
 
 
-def document_chunks(tx: Tx, key: str, limit: int, context: bool = True) -> list[ChunkHit]:
+def document_passages(tx: Tx, key: str, limit: int, context: bool = True) -> list[PassageHit]:
     found = titles_of(tx, [key])
     rows = tx.rows(
         f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document {{key: $key}})
@@ -141,7 +141,7 @@ def document_chunks(tx: Tx, key: str, limit: int, context: bool = True) -> list[
 
 def titles_of(tx: Tx, keys: Sequence[str]) -> dict[str, tuple[str, str | None]]:
     """A few documents' titles and paths, one key look-up each (`each_key`): every passage read
-    of `document_chunks` asks for one, and a batched UNWIND would scan the Document table."""
+    of `document_passages` asks for one, and a batched UNWIND would scan the Document table."""
     rows = each_key(tx, "MATCH (d:Document {key: $key}) RETURN d.key AS key, d.title AS title, d.path AS path", keys)
     return {r["key"]: (r["title"] or "", r["path"]) for r in rows}
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.models import (
-    ChunkHit,
     DocumentVersion,
     EntityHit,
     ExtractedEntity,
     ExtractedRelation,
     IntegrityReport,
+    PassageHit,
     SourceRecord,
     StoreCounts,
     StoredDocument,
@@ -40,7 +40,7 @@ from evigraph.store.embedded import (
     records,
     writes,
 )
-from evigraph.store.embedded.code import CodeOps
+from evigraph.store.embedded.code import EmbeddedCodeOps
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
     create_database_file,
@@ -85,7 +85,7 @@ from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 from evigraph.store.saved_indexes import SavedIndexes
 
 
-class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
+class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
@@ -342,11 +342,11 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
 
     # -- retrieval ---------------------------------------------------------------------------
 
-    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
+    async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
         if not ids:
             return []
         docs = await self._titles()
-        return await self.executor.read(lambda tx: reads.chunks_by_ids(tx, ids, docs, self._context_column))
+        return await self.executor.read(lambda tx: reads.passages_by_ids(tx, ids, docs, self._context_column))
 
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         if not ids:
@@ -436,8 +436,8 @@ class EmbeddedStore(CodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
 
     # -- graph navigation and agent writes ---------------------------------------------------
 
-    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
-        return await self.executor.read(lambda tx: reads.document_chunks(tx, key, limit, self._context_column))
+    async def document_passages(self, key: str, limit: int = 5000) -> list[PassageHit]:
+        return await self.executor.read(lambda tx: reads.document_passages(tx, key, limit, self._context_column))
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
         await self._write(lambda tx: writes.upsert_entities(tx, redirect_entities(tx.rows, entities), source))

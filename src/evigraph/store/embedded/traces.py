@@ -40,7 +40,7 @@ def naive_utc(at: datetime) -> datetime:
     return at.astimezone(UTC).replace(tzinfo=None)
 
 
-class TraceOps(TraceReadOps, TraceWriteOps):
+class EmbeddedTraceOps(TraceReadOps, TraceWriteOps):
     """The traces section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
 
     read_only: bool

@@ -31,7 +31,7 @@ class FalkorDecisionOps(FalkorTraceOps):
     """The decisions section of `FalkorStore` that is its own: review (its reads are `TraceReadOps`',
     its writes `TraceWriteOps`')."""
 
-    async def continue_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
+    async def continue_decision_review(self, project: str | None = None, limit: int = 20) -> ReviewProgress:
         if self.read_only:
             raise read_only_error()
         return await asyncio.to_thread(self._continue_review, project, limit)

@@ -150,7 +150,7 @@ class FalkorMaintenanceOps(FalkorSection):
             replaced=False,
         )
 
-    async def query(
+    async def cypher_query(
         self, cypher: str, params: dict[str, Any] | None = None, limit: int = 100, timeout_ms: int = 10_000
     ) -> list[dict[str, Any]]:
         """Agent-written Cypher: guarded, plan-checked, run by `GRAPH.RO_QUERY` within `timeout_ms`."""

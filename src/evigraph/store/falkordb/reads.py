@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evigraph.models import ChunkHit, EntityHit, StoreCounts, StoredDocument
+from evigraph.models import EntityHit, PassageHit, StoreCounts, StoredDocument
 from evigraph.store.base import VectorSearch
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.terms import searchable_text
@@ -61,8 +61,8 @@ def counts(conn: Connection) -> StoreCounts:
     )
 
 
-def chunk_hit(r: dict[str, Any], score: float = 0.0) -> ChunkHit:
-    return ChunkHit(
+def chunk_hit(r: dict[str, Any], score: float = 0.0) -> PassageHit:
+    return PassageHit(
         id=r["id"],
         document=r["document"],
         version=int(r["version"] or 0),
@@ -85,7 +85,7 @@ def passage_texts(conn: Connection) -> list[tuple[str, str]]:
     return [(r["id"], r["st"] or "") for r in rows]
 
 
-def chunks_by_ids(conn: Connection, ids: Sequence[str]) -> list[ChunkHit]:
+def passages_by_ids(conn: Connection, ids: Sequence[str]) -> list[PassageHit]:
     rows = conn.read_sync(
         f"""UNWIND $ids AS i MATCH (c:Chunk {{id: i}}) WHERE c.live
             MATCH (c)-[:PART_OF]->(d:Document) RETURN {CHUNK_FIELDS}""",
@@ -95,7 +95,7 @@ def chunks_by_ids(conn: Connection, ids: Sequence[str]) -> list[ChunkHit]:
     return [found[i] for i in dict.fromkeys(ids) if i in found]
 
 
-def document_chunks(conn: Connection, key: str, limit: int) -> list[ChunkHit]:
+def document_passages(conn: Connection, key: str, limit: int) -> list[PassageHit]:
     rows = conn.read_sync(
         f"""MATCH (c:Chunk {{document: $key}}) WHERE c.live MATCH (c)-[:PART_OF]->(d:Document)
             RETURN {CHUNK_FIELDS} ORDER BY c.index LIMIT $limit""",

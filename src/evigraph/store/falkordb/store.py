@@ -17,11 +17,11 @@ from typing import Any, TypeVar
 
 from evigraph.errors import KnowledgeBaseMissingError, NotAKnowledgeBaseError, StoreError
 from evigraph.models import (
-    ChunkHit,
     DocumentVersion,
     EntityHit,
     ExtractedEntity,
     ExtractedRelation,
+    PassageHit,
     SourceRecord,
     SourceState,
     StoreCounts,
@@ -223,8 +223,8 @@ class FalkorStore(
 
     # -- retrieval ---------------------------------------------------------------------------
 
-    async def search_chunks(self, query: str, limit: int = 10) -> list[ChunkHit]:
-        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.chunks_by_ids)
+    async def search_passages(self, query: str, limit: int = 10) -> list[PassageHit]:
+        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.passages_by_ids)
 
     async def _text_index(self, texts: Callable[[Connection], list[tuple[str, str]]]) -> TextIndex:
         """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
@@ -234,11 +234,11 @@ class FalkorStore(
         )
         return index
 
-    async def chunks_by_ids(self, ids: Sequence[str]) -> list[ChunkHit]:
-        return await self._read(lambda: reads.chunks_by_ids(self.conn, ids)) if ids else []
+    async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
+        return await self._read(lambda: reads.passages_by_ids(self.conn, ids)) if ids else []
 
-    async def document_chunks(self, key: str, limit: int = 5000) -> list[ChunkHit]:
-        return await self._read(lambda: reads.document_chunks(self.conn, key, limit))
+    async def document_passages(self, key: str, limit: int = 5000) -> list[PassageHit]:
+        return await self._read(lambda: reads.document_passages(self.conn, key, limit))
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
         return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
