@@ -137,7 +137,7 @@ async def test_compaction_keeps_the_code_graph_and_its_index(store: GraphStore) 
     assert [h.id for h in await store.search_code("handle request")] == [HANDLE]
 
 
-@covers("cypher_guide", "query")
+@covers("cypher_guide", "cypher_query")
 async def test_the_guides_code_examples_run_as_written(store: GraphStore) -> None:
     await write_shop(store)
     guide = store.cypher_guide()

@@ -64,7 +64,7 @@ async def secrets_store(store: GraphStore) -> None:
     await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key), conclusion=CONCLUSION))
 
 
-@covers("query")
+@covers("cypher_query")
 @pytest.mark.parametrize("attack", ATTACKS)
 async def test_no_query_reads_agents_records_bookkeeping_or_hidden_properties(
     store: GraphStore, factory: StoreFactory, attack: str
@@ -82,7 +82,7 @@ async def test_no_query_reads_agents_records_bookkeeping_or_hidden_properties(
         assert f'"{hidden}"' not in shown, (attack, shown[:300])
 
 
-@covers("query")
+@covers("cypher_query")
 async def test_the_knowledge_graph_stays_readable(store: GraphStore, factory: StoreFactory) -> None:
     await secrets_store(store)
     if factory.scope is not None and factory.scope != ("*",):
@@ -96,7 +96,7 @@ async def test_the_knowledge_graph_stays_readable(store: GraphStore, factory: St
     assert rows[0]["x"] == ("b" if factory.name == "falkordb" else "a") and rows[0]["t"]
 
 
-@covers("query")
+@covers("cypher_query")
 @pytest.mark.parametrize(
     "query",
     [

@@ -210,7 +210,7 @@ async def test_a_changed_document_flags_the_decisions_resting_on_it_in_the_same_
     assert [d.id for d in await store.list_decisions("p", states=["active"])] == []
 
 
-@covers("continue_review")
+@covers("continue_decision_review")
 async def test_review_reaches_what_rests_on_a_flagged_decision_a_step_at_a_time(store: GraphStore) -> None:
     await setup(store)
     a = await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key)))
@@ -235,7 +235,7 @@ async def test_review_reaches_what_rests_on_a_flagged_decision_a_step_at_a_time(
     assert (step.processed, step.flagged, step.remaining) == (0, [], 0)
 
 
-@covers("continue_review")
+@covers("continue_decision_review")
 async def test_review_of_one_project_leaves_another_projects_queue_alone(store: GraphStore) -> None:
     await setup(store, "p", "q")
     made: dict[str, tuple[str, str]] = {}
@@ -259,7 +259,7 @@ async def test_review_of_one_project_leaves_another_projects_queue_alone(store: 
     assert (step.processed, step.flagged, step.remaining) == (1, [], 0)
 
 
-@covers("record_decision", "continue_review")
+@covers("record_decision", "continue_decision_review")
 async def test_a_superseded_decision_is_replaced_and_what_rests_on_it_reviewed(store: GraphStore) -> None:
     await setup(store)
     old = await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key)))
@@ -304,7 +304,7 @@ async def test_a_superseded_decision_is_replaced_and_what_rests_on_it_reviewed(s
     }
 
 
-@covers("reaffirm_decision", "support_history")
+@covers("reaffirm_decision", "list_support_history")
 async def test_a_reaffirmed_decision_rests_on_fresh_passages_and_keeps_its_history(store: GraphStore) -> None:
     await setup(store, "p", "q")
     base = await store.record_decision("p", "ann", decision(await passage(store, BETA.key), choice_key="base"))
@@ -383,7 +383,7 @@ async def test_reaffirming_waits_for_what_the_decision_rests_on(store: GraphStor
     assert (await one(store, "p", successor.id)).state == "active"
 
 
-@covers("reject_decision", "continue_review")
+@covers("reject_decision", "continue_decision_review")
 async def test_a_rejected_decision_stays_rejected_and_what_rests_on_it_is_reviewed(store: GraphStore) -> None:
     await setup(store, "p", "q")
     made = await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key)))
@@ -479,7 +479,7 @@ async def test_decision_texts_hold_what_search_ranks_by(store: GraphStore) -> No
     assert await store.decision_texts("r", ["active"]) == []
 
 
-@covers("decision_conflicts")
+@covers("list_conflicts")
 async def test_active_decisions_on_one_choice_with_different_conclusions_conflict(store: GraphStore) -> None:
     await setup(store, "p", "q")
     support = await passage(store, ALPHA.key)
@@ -513,7 +513,7 @@ async def test_active_decisions_on_one_choice_with_different_conclusions_conflic
     assert [{d.choice_key for d in group} for group in await store.list_conflicts("p")] == [{"db"}]
 
 
-@covers("get_decisions", "list_decisions", "support_history", "decision_texts", "decision_conflicts")
+@covers("get_decisions", "list_decisions", "list_support_history", "decision_texts", "list_conflicts")
 async def test_decisions_are_read_back_by_a_read_only_open(factory: StoreFactory, location: str) -> None:
     async with factory.connect(location, read_only=True) as empty:
         assert await empty.list_decisions("p") == []

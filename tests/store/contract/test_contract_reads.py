@@ -104,7 +104,7 @@ async def test_neighbours_walk_hops_nearest_first(library: Library) -> None:
     assert await library.store.neighbours([]) == []
 
 
-@covers("query")
+@covers("cypher_query")
 async def test_read_only_cypher_returns_clean_rows(library: Library) -> None:
     store = library.store
     rows = await store.cypher_query("MATCH (e:Entity) RETURN e.name AS name ORDER BY name", limit=2)
@@ -131,7 +131,7 @@ async def test_read_only_cypher_returns_clean_rows(library: Library) -> None:
     assert not getattr(rows, "truncated", False)
 
 
-@covers("query")
+@covers("cypher_query")
 async def test_read_only_cypher_refuses_writes_and_several_statements(library: Library) -> None:
     store = library.store
     for cypher in (
@@ -154,7 +154,7 @@ async def test_read_only_cypher_refuses_writes_and_several_statements(library: L
     assert await store.entities_by_ids(["x", "y", "z"]) == []
 
 
-@covers("query")
+@covers("cypher_query")
 async def test_read_only_cypher_stops_at_its_time_limit(library: Library) -> None:
     slow = "UNWIND range(1, 1000) AS a UNWIND range(1, 1000) AS b UNWIND range(1, 1000) AS c RETURN sum(a*b*c) AS x"
     with pytest.raises(QueryTimeout) as stopped:

@@ -78,7 +78,7 @@ class CompactionStopped(StoreError):
 
 
 @dataclass
-class Source:
+class Compacted:
     """The open knowledge base being compacted, and how to let go of its file and take it back."""
 
     executor: Executor
@@ -107,7 +107,7 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in (path, *sidecars(path)) if p.exists())
 
 
-async def run(source: Source, progress: CompactProgress | None = None) -> CompactReport:
+async def run(source: Compacted, progress: CompactProgress | None = None) -> CompactReport:
     """`compact` in a worker thread. Cancelled (Ctrl-C), it stops at its next step and waits for the
     thread to clean up, so the store is open again, on the old file or the new one, when it returns."""
     stop = threading.Event()
@@ -122,7 +122,7 @@ async def run(source: Source, progress: CompactProgress | None = None) -> Compac
 
 
 def compact(
-    source: Source, progress: CompactProgress | None = None, stop: threading.Event | None = None
+    source: Compacted, progress: CompactProgress | None = None, stop: threading.Event | None = None
 ) -> CompactReport:
     """Rebuild `source` in a file beside it and put that file in its place if it is smaller."""
     started = time.monotonic()
@@ -160,7 +160,7 @@ class _Reporter:
             self._progress(stage, done, total)
 
 
-def _build(source: Source, tmp: Path, report: _Reporter) -> _Copied:
+def _build(source: Compacted, tmp: Path, report: _Reporter) -> _Copied:
     """The new file: the schema's tables, every row of the old file, then its indexes; closed."""
     db = source.module.Database(str(tmp), buffer_pool_size=source.buffer_pool_mb * 1024 * 1024, max_db_size=1 << 40)
     try:
@@ -248,7 +248,7 @@ def _check_counts(tx: Tx, tables: list[Table], copied: _Copied, when: str) -> No
             )
 
 
-def _verify(source: Source, tmp: Path, copied: _Copied, report: _Reporter) -> None:
+def _verify(source: Compacted, tmp: Path, copied: _Copied, report: _Reporter) -> None:
     """Open the new file as a reader will and count again: the check covers what the checkpoint wrote."""
     db = source.module.Database(str(tmp), read_only=True, buffer_pool_size=64 * 1024 * 1024, max_db_size=1 << 40)
     try:
@@ -275,7 +275,7 @@ def _verify(source: Source, tmp: Path, copied: _Copied, report: _Reporter) -> No
         db.close()
 
 
-def _swap(source: Source, tmp: Path, real: Path) -> str:
+def _swap(source: Compacted, tmp: Path, real: Path) -> str:
     """Put `tmp` in place of the knowledge base, holding the old file so no process opens it meanwhile.
 
     Raises, with the old file kept, when the swap did not happen. Once it has, nothing undoes it:

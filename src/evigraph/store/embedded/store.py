@@ -260,7 +260,7 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
         if self.read_only:
             raise StoreError(f"cannot compact {self.path}: it is open read-only", hint="open it writable to compact it")
         module = import_engine(self.engine)
-        source = compaction.Source(
+        source = compaction.Compacted(
             self.executor,
             self.path,
             module,
