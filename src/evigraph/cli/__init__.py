@@ -1,9 +1,11 @@
 """The `evigraph` command: thin verbs over `KnowledgeBase`, named as its methods are.
 
-`main` dispatches; `parser` builds every verb's options from the registries and input models;
-`common` holds what the verbs share (exit codes, printing, the specs their flags name); each
-other module is one family of verbs. Only argparse and the small display helpers load up front,
-so `evigraph --help` answers at once; each verb imports what it needs when it runs.
+`main` dispatches; each family module (`ingest`, `reads`, `maintenance`, ...) declares its verbs,
+their options (from the registries and input models) and the functions that run them, and
+`parser` lists the families; `options` holds what their parsers share, `common` what the verbs
+share when they run (exit codes, printing, the specs their flags name). Only argparse, the strategy
+registries and the small display helpers load up front, so `evigraph --help` answers at once; each
+verb imports what it needs when it runs.
 """
 
 from evigraph.cli.main import main

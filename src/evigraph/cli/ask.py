@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from evigraph.cli.options import Verbs, embedder_option, llm_option, query_options
 from evigraph.display import display_name, display_text
 
 if TYPE_CHECKING:
@@ -17,7 +18,25 @@ if TYPE_CHECKING:
     from evigraph.kb.answers import Answer
 
 
+def add_parsers(verbs: Verbs) -> None:
+    parser = verbs.add("ask", run=ask, aliases=["answer"])
+    if verbs.wanted("ask"):  # `AnswerQuery`'s fields: `search`'s and the two budgets, matching `answer`
+        from evigraph.kb.answers import AnswerQuery
+
+        numbers = ["top_k", "expand_hops", "max_context_tokens", "max_answer_tokens"]
+        query_options(parser, AnswerQuery, numbers)
+    parser.add_argument("--stream", action="store_true", help="print the answer as it is written (not with --json)")
+    llm_option(parser)
+    embedder_option(parser)
+
+
 async def ask(args: argparse.Namespace) -> int:
+    """a cited answer from the LLM, with its sources and the citation check (exit 1 if it fails)
+
+    Retrieve as `search` does, let the LLM answer from the numbered evidence only, and check its [n] citations
+    against what it was shown. Prints the answer, the cited sources and the check's verdict; exit 1 when the
+    citations fail the check (an answer saying the knowledge base lacks it exits 0). Needs an OpenAI-compatible
+    endpoint: EVIGRAPH_LLM_BASE_URL, EVIGRAPH_LLM_MODEL, EVIGRAPH_LLM_API_KEY."""
     from evigraph.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, embedder_arg, llm_arg, query_input, report_error
     from evigraph.kb import KnowledgeBase
     from evigraph.kb.answers import ANSWER_HINT, AnswerQuery

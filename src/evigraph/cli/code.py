@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
 
+from evigraph.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_json
+from evigraph.cli.options import Verbs
 from evigraph.display import display_name, display_text
 
-EXIT_OK, EXIT_FAILED = 0, 1
 
-
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    parser = sub.add_parser(
-        "ingest-code",
-        aliases=["ingest_code"],
-        parents=[common],
-        help="ingest the structure of source code (modules, classes, functions, imports, calls)",
-        description="Ingest code structure: Repo, Module, Class and Function nodes (signatures, docstrings, line "
-        "ranges, never bodies) and CONTAINS, IMPORTS, INHERITS and CALLS edges. Python always; TypeScript, "
-        "JavaScript, Go, Rust and Java with `pip install 'evigraph[code]'`. Unchanged files are skipped, changed ones "
-        "replaced, deleted ones removed. Each folder's git work tree is one repository.",
-    )
-    parser.set_defaults(run="evigraph.cli.code:ingest_code")
+def add_parsers(verbs: Verbs) -> None:
+    parser = verbs.add("ingest-code", run=ingest_code, aliases=["ingest_code"])
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a repository's folder, a part of it, or a file")
     parser.add_argument("--no-calls", action="store_true", help="skip CALLS resolution (imports and inheritance only)")
     parser.add_argument(
@@ -36,15 +24,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def ingest_code(args: argparse.Namespace) -> int:
+    """ingest the structure of source code (modules, classes, functions, imports, calls)
+
+    Ingest code structure: Repo, Module, Class and Function nodes (signatures, docstrings, line ranges, never
+    bodies) and CONTAINS, IMPORTS, INHERITS and CALLS edges. Python always; TypeScript, JavaScript, Go, Rust and
+    Java with `pip install 'evigraph[code]'`. Unchanged files are skipped, changed ones replaced, deleted ones
+    removed. Each folder's git work tree is one repository."""
     from evigraph.kb import KnowledgeBase
 
     if args.max_file_kb <= 0:
         print(f"error: --max-file-kb must be positive, not {args.max_file_kb}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     async with KnowledgeBase(args.db, engine=args.engine) as kb:
         report = await kb.ingest_code(args.paths, calls=not args.no_calls, max_file_kb=args.max_file_kb)
     if args.json:
-        print(json.dumps(report.model_dump(), ensure_ascii=False, indent=2))
+        print_json(report.model_dump())
     else:
         print(
             f"{', '.join(report.repos) or 'no repository'}: {report.files} files, {report.parsed} parsed, "

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evigraph.display import display_text
@@ -97,10 +98,12 @@ def spend_line(spend: LLMSpend) -> str:
     return line + (f"; dropped {dropped_text}" if dropped_text else "")
 
 
-def bounded_int(parser: argparse.ArgumentParser, flag: str, field: Any, what: str) -> None:
-    """`flag`, a whole number with the default and bounds the input model's `field` declares, so
-    the help cannot drift from what the model accepts."""
-    low, high = field_bounds(field)
-    parser.add_argument(
-        flag, type=int, default=field.default, help=f"{what}, {low} to {high} (default {field.default})"
-    )
+def flag_values(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """The parsed options `names`, for a call whose parameters the flags are named after."""
+    return {name: getattr(args, name) for name in names}
+
+
+def version() -> str:
+    from evigraph.version import __version__
+
+    return __version__

@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import Any
 
+from evigraph.cli.options import Verbs
 from evigraph.display import display_name, display_text
 
 _STAGES = {"copy": ("copying", "row"), "index": ("indexing", "index"), "verify": ("verifying", "table")}
@@ -17,7 +18,16 @@ BAR_DELAY_S = 1.0
 """A compaction quicker than this (a small knowledge base takes about a second) shows no bar."""
 
 
+def add_parsers(verbs: Verbs) -> None:
+    verbs.add("compact", run=compact)
+
+
 async def compact(args: argparse.Namespace) -> int:
+    """give back the disk space deletes and updates left in the knowledge base file
+
+    Rewrite the knowledge base into a new file beside it, check that every row is there, then swap the files; on any
+    failure the old file is kept. The database engine never shrinks its file by itself. Needs the file to itself:
+    stop a running `evigraph mcp` or ingest on it first."""
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
 

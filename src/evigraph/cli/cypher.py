@@ -13,41 +13,33 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evigraph.cli.options import Verbs, bounded_int
+
 if TYPE_CHECKING:
     from evigraph.retrieval.schema import CypherRows
 
 HINT = 'e.g. evigraph cypher "MATCH (e:Entity) WHERE e.name = \\$name RETURN e.label" --params \'{"name": "Ada"}\''
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, *, options: bool = True) -> None:
-    """The verb, with its options only when `options` (they come from the tool's pydantic input
-    model, which `evigraph --help` and other verbs should not pay to import)."""
-    parser = sub.add_parser(
-        "cypher",
-        aliases=["cypher_query"],
-        parents=[common],
-        help="read-only Cypher on the knowledge base (what the cypher_query tool runs)",
-        description="Run one read-only Cypher query and print its rows as tab-separated columns (--json: the "
-        "columns, rows and whether they were cut at --limit). Writes are refused; a query that runs too long is "
-        "stopped. `evigraph status` and the get_ontology tool list the tables and properties to query.",
-    )
-    parser.set_defaults(run="evigraph.cli.cypher:cypher")
-    if not options:
+def add_parsers(verbs: Verbs) -> None:
+    parser = verbs.add("cypher", run=cypher, aliases=["cypher_query"])
+    if not verbs.wanted("cypher"):  # the options come from the tool's pydantic input model
         return
-    from evigraph.cli.common import field_bounds
     from evigraph.tools.inputs import CypherInput
 
     fields = CypherInput.model_fields
-    limit = fields["limit"]
-    low, high = field_bounds(limit)
     parser.add_argument("query", help=fields["query"].description)
     parser.add_argument("--params", default=None, metavar="JSON", help="query parameters as a JSON object ($name)")
-    parser.add_argument(
-        "--limit", type=int, default=limit.default, help=f"{limit.description} ({low}-{high}, default {limit.default})"
-    )
+    bounded_int(parser, fields["limit"], "--limit")
 
 
 async def cypher(args: argparse.Namespace) -> int:
+    """read-only Cypher on the knowledge base (what the cypher_query tool runs)
+
+    Run one read-only Cypher query and print its rows as tab-separated columns (--json: the columns, rows and
+    whether they were cut at --limit). Writes are refused; a query that runs too long is stopped. `evigraph status`
+    and the get_ontology tool list the tables and properties to query."""
+    from evigraph.cli.common import field_bounds, note
     from evigraph.cli.serving import holder_note, open_for_reads
     from evigraph.errors import ConfigurationError
     from evigraph.strict import build
@@ -63,16 +55,15 @@ async def cypher(args: argparse.Namespace) -> int:
     values = {"query": args.query, "params": params, "limit": args.limit}
     given = build(CypherInput, values, hint=HINT, names=names, what="cypher options")
     async with open_for_reads(args.db, engine=args.engine) as reads:
-        note = holder_note(reads)
-        if note:
-            print(note, file=sys.stderr)
+        note(holder_note(reads))
         found = await reads.cypher_query(given.query, given.params, limit=given.limit)
     if args.json:
         print(found.model_dump_json(indent=2))
     else:
         print_rows(found)
     if found.truncated:
-        print(f"(cut at {given.limit} rows: raise --limit, up to 1000, or narrow the query)", file=sys.stderr)
+        most = field_bounds(CypherInput.model_fields["limit"])[1]
+        print(f"(cut at {given.limit} rows: raise --limit, up to {most}, or narrow the query)", file=sys.stderr)
     return 0
 
 

@@ -14,34 +14,76 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from evigraph.cli.common import field_bounds, flag_values
+from evigraph.cli.options import Verbs, bounded_int
 from evigraph.cli.tasks import READER
-from evigraph.tools.decision_tools import DecisionListResult, DecisionResult, SupportHistoryResult
 
 if TYPE_CHECKING:
     from evigraph.kb.decisions import DecisionPage
     from evigraph.kb.traces import Traces
+    from evigraph.strict import StrictInput
     from evigraph.trace_records import SupportRecord
 
 TEXT_CHARS = 1_000_000
 FLAGS = {"task_name": "--task", "after_id": "--after", "limit": "--limit", "decision_id": "ID"}
-HINT = "--limit is 1 to 100; --after and ID take a decision id as `evigraph decisions` prints it"
+"""The decision input models' fields as the verbs spell them: the parser declares these flags (each
+parsed under its field's name), and a refusal names what the user typed."""
+
+
+def add_parsers(verbs: Verbs) -> None:
+    listing = verbs.add("decisions", run=decisions)
+    listing.add_argument("--project", required=True, help="the project the agents worked in")
+    _field_option(listing, "task_name", "NAME", "only this task's decisions, with history")
+    listing.add_argument("--review", action="store_true", help="only the decisions that need review")
+    _field_option(listing, "after_id", "ID", "continue after this decision (with --task or --review)")
+    if verbs.wanted("decisions"):
+        from evigraph.kb.decisions import ListDecisions
+
+        limit = ListDecisions.model_fields["limit"]
+        bounded_int(listing, limit, FLAGS["limit"], dest="limit", what="the most decisions listed per task")
+    one = verbs.add("decision", run=decision)
+    one.add_argument(
+        "decision_id", metavar=FLAGS["decision_id"], help="the decision's id, as `evigraph decisions` prints it"
+    )
+    one.add_argument("--project", required=True, help="the project the decision belongs to")
+
+
+def _field_option(parser: argparse.ArgumentParser, field: str, metavar: str, help: str) -> None:
+    """The option `FLAGS` spells `field` as, parsed under the field's own name, so the values go to
+    the input model as they are (`flag_values`)."""
+    parser.add_argument(FLAGS[field], dest=field, default=None, metavar=metavar, help=help)
+
+
+def _hint(model: type[StrictInput]) -> str:
+    """How to give `model`'s fields on the command line, its bounds read from the model itself."""
+    hint = f"{FLAGS['after_id']} and {FLAGS['decision_id']} take a decision id as `evigraph decisions` prints it"
+    if "limit" not in model.model_fields:
+        return hint
+    low, high = field_bounds(model.model_fields["limit"])
+    return f"{FLAGS['limit']} is {low} to {high}; {hint}"
 
 
 async def decisions(args: argparse.Namespace) -> int:
+    """list the decisions agents recorded in a project
+
+    List decisions: every task's standing ones (active or needing review) grouped by task; with --task one task's,
+    superseded and rejected history included; with --review those a changed source flagged, each with its cause.
+    Read-only."""
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
+    from evigraph.tools.decision_tools import DecisionListResult
 
     options = _options(args)
-    one_list = args.review or args.task is not None
+    one_list = args.review or args.task_name is not None
     async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
         traces = kb.traces(args.project, READER)
-        if args.task is not None:
-            await traces.get_task(args.task)  # an unknown task is said plainly, not listed as empty
+        if args.task_name is not None:
+            await traces.get_task(args.task_name)  # an unknown task is said plainly, not listed as empty
         if args.review:
-            listed = [(args.task, "decision(s) need review", await traces.list_decisions_for_review(**options))]
-        elif args.task is not None:
-            page = await traces.list_decisions(args.task, include_history=True, after_id=args.after, limit=args.limit)
-            listed = [(args.task, f"decision(s) of task {args.task!r}", page)]
+            listed = [(args.task_name, "decision(s) need review", await traces.list_decisions_for_review(**options))]
+        elif args.task_name is not None:
+            page = await traces.list_decisions(**options)  # ListDecisions: with history
+            listed = [(args.task_name, f"decision(s) of task {args.task_name!r}", page)]
         else:
             standing = await _standing(traces, args.limit)
             listed = [(name, f"standing decision(s) of task {name!r}", page) for name, page in standing]
@@ -64,17 +106,22 @@ async def decisions(args: argparse.Namespace) -> int:
 
 
 async def decision(args: argparse.Namespace) -> int:
+    """show one decision: conclusion, rationale, supports, review causes and support history
+
+    Show a decision as get_decision gives it to an agent, then every support it was given, the replaced ones too.
+    Read-only."""
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.errors import DecisionNotFoundError
     from evigraph.kb import KnowledgeBase
     from evigraph.kb.decisions import GetDecision
     from evigraph.strict import build
+    from evigraph.tools.decision_tools import DecisionResult, SupportHistoryResult
 
-    build(GetDecision, {"decision_id": args.id}, HINT, names=FLAGS, what="decision id")
+    build(GetDecision, flag_values(args, ["decision_id"]), _hint(GetDecision), names=FLAGS, what="decision id")
     async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
         traces = kb.traces(args.project, READER)
         try:
-            found = await traces.get_decision(args.id)
+            found = await traces.get_decision(args.decision_id)
         except DecisionNotFoundError as exc:
             hint = f"`evigraph decisions --project {shlex.quote(args.project)}` lists this project's decisions"
             raise DecisionNotFoundError(exc.message, hint=hint) from None
@@ -97,17 +144,16 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     from evigraph.kb.decisions import ListDecisions, ListDecisionsForReview
     from evigraph.strict import build
 
-    values: dict[str, Any] = {"task_name": args.task, "after_id": args.after, "limit": args.limit}
-    if args.review:
-        return build(ListDecisionsForReview, values, HINT, names=FLAGS, what="decisions options").model_dump()
-    if args.task is None:
-        if args.after is not None:
+    values = flag_values(args, ["task_name", "after_id", "limit"])
+    model: type[StrictInput] = ListDecisionsForReview if args.review else ListDecisions
+    if not args.review and args.task_name is None:
+        if args.after_id is not None:
             raise ConfigurationError(
                 "--after continues one list: a task's decisions or those needing review",
                 hint="add --task NAME or --review",
             )
         values["task_name"] = "any"  # every task is listed; only --limit is checked here
-    return build(ListDecisions, values, HINT, names=FLAGS, what="decisions options").model_dump()
+    return build(model, values, _hint(model), names=FLAGS, what="decisions options").model_dump()
 
 
 async def _standing(traces: Traces, limit: int) -> list[tuple[str, DecisionPage]]:
@@ -139,15 +185,16 @@ async def _history(traces: Traces, decision_id: str) -> list[SupportRecord]:
 
 def _scope(args: argparse.Namespace) -> str:
     scope = f"--project {shlex.quote(args.project)}"
-    scope += f" --task {shlex.quote(args.task)}" if args.task is not None else ""
+    scope += f" --task {shlex.quote(args.task_name)}" if args.task_name is not None else ""
     return scope + (" --review" if args.review else "")
 
 
 def _none(args: argparse.Namespace) -> str:
-    after = f" after {args.after}" if args.after else ""
+    after = f" after {args.after_id}" if args.after_id else ""
     if args.review:
-        where = f"task {args.task!r} of project {args.project!r}" if args.task else f"project {args.project!r}"
+        project = f"project {args.project!r}"
+        where = f"task {args.task_name!r} of {project}" if args.task_name else project
         return f"{where} has no decisions that need review{after}"
-    if args.task is not None:
-        return f"task {args.task!r} of project {args.project!r} has no decisions{after}"
+    if args.task_name is not None:
+        return f"task {args.task_name!r} of project {args.project!r} has no decisions{after}"
     return f"project {args.project!r} has no standing decisions (a task's history: --task NAME)"

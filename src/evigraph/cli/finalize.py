@@ -1,6 +1,6 @@
 """`evigraph finalize`: embed, resolve entities across the graph, recompute themes, and say what it did.
 
-Kept out of `cli.py` so its report lines (candidate pairs, merges, LLM spend) live beside the
+Its own module, so its report lines (candidate pairs, merges, LLM spend) live beside the
 verb they describe.
 """
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from evigraph.cli.options import Verbs, embedder_option, llm_option
 from evigraph.display import display_text
+from evigraph.ingest.graph_resolution import GRAPH_RESOLVERS
 
 if TYPE_CHECKING:
     from evigraph.kb import FinalizeReport
@@ -17,7 +19,24 @@ if TYPE_CHECKING:
 SHOWN_MERGES = 10
 
 
+def add_parsers(verbs: Verbs) -> None:
+    parser = verbs.add("finalize", run=finalize)
+    embedder_option(parser)
+    llm_option(parser)
+    resolvers = "; ".join(f"{name}: {text}" for name, text in GRAPH_RESOLVERS.descriptions().items())
+    parser.add_argument(
+        "--resolver",
+        default="exact",
+        choices=GRAPH_RESOLVERS.names(),
+        help=f"merge duplicate entities across the graph: {resolvers}",
+    )
+
+
 async def finalize(args: argparse.Namespace) -> int:
+    """embed passages without a vector and recompute themes (after ingests)
+
+    Finish a batch of ingests: embed what was stored without a vector (with the knowledge base's embedder, or
+    --embedder) and recompute the themes (communities of entities)."""
     from evigraph.cli.common import EXIT_OK, embedder_arg, llm_arg, print_json
     from evigraph.kb import KnowledgeBase
 

@@ -1,16 +1,11 @@
-"""`evigraph ingest`: what it shows while it runs, how Ctrl-C stops it, who may read meanwhile.
-
-One object, as the three meet: a Ctrl-C acknowledgement and the per-file lines must be printed
-around the bar, and serving reads starts when the ingest tells its progress that the store is open.
-"""
+"""`evigraph ingest`: files, folders and globs into the knowledge base, a line per document as it
+is done, Ctrl-C a clean stop. What it shows while it runs is `ingest_console.IngestConsole`, imported
+when the verb runs, so declaring the verb loads no pydantic model."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evigraph.cli.common import (
@@ -18,106 +13,75 @@ from evigraph.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     embedder_arg,
+    flag_values,
     llm_arg,
     print_json,
     spend_line,
 )
+from evigraph.cli.options import Verbs, embedder_option, llm_option
 from evigraph.display import display_name, display_text
-from evigraph.ingest.cancel import Cancellation, stop_on_interrupt
-from evigraph.ingest.progress import IngestProgress, ProgressBar
-from evigraph.models import DocumentOutcome, IngestReport
+from evigraph.ingest.chunking import CHUNKERS
+from evigraph.ingest.extraction import EXTRACTORS
 
 if TYPE_CHECKING:
-    from evigraph.cli.serving import IngestServing
+    from evigraph.cli.ingest_console import IngestConsole
     from evigraph.kb import KnowledgeBase
+    from evigraph.models import DocumentOutcome, IngestReport
+
+PASSED_ON = ("reextract", "include", "exclude", "encoding", "max_llm_tokens")
+"""Flags named as `KnowledgeBase.ingest`'s parameters, passed on as they are."""
 
 
-class IngestConsole(IngestProgress):
-    """The bar (when wanted), a line per document as soon as it is done, and Ctrl-C as a clean stop.
-
-    Lines are flushed one by one, so a pipe or a log sees each file as it finishes, not when the
-    buffer fills or the ingest ends.
-    """
-
-    def __init__(self, *, bar: bool, print_outcome: Callable[[DocumentOutcome], None] | None) -> None:
-        self.cancellation = Cancellation()
-        self._bar = ProgressBar() if bar else None
-        self._print_outcome = print_outcome
-        self._serving: IngestServing | None = None
-        self._saving_since = 0.0
-
-    @contextlib.contextmanager
-    def interrupts(self) -> Iterator[None]:
-        """Inside, Ctrl-C stops the ingest cleanly instead of raising; keep it around the database's
-        close too, so no Ctrl-C can land while a thread is inside the engine."""
-        with stop_on_interrupt(self.cancellation, self.say):
-            yield
-
-    @contextlib.asynccontextmanager
-    async def serving(self, kb: KnowledgeBase) -> AsyncIterator[None]:
-        """Answer other evigraph processes' reads of `kb` once the ingest has opened it, until the end."""
-        from evigraph.cli.serving import IngestServing
-
-        self._serving = IngestServing(kb)
-        try:
-            yield
-        finally:
-            await self._serving.close()
-
-    def say(self, text: str) -> None:
-        with self._printing():
-            print(text, file=sys.stderr, flush=True)
-
-    # -- IngestProgress ----------------------------------------------------------------------
-
-    def start(self, total: int) -> None:
-        if self._serving is not None:
-            self._serving.start()
-        if self._bar is not None:
-            self._bar.start(total)
-
-    def advance(self, documents: float) -> None:
-        if self._bar is not None:
-            self._bar.advance(documents)
-
-    def finished(self, outcomes: Sequence[DocumentOutcome]) -> None:
-        if self._print_outcome is None:
-            return
-        with self._printing():
-            for outcome in outcomes:
-                self._print_outcome(outcome)
-            sys.stdout.flush()
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-    def saving_indexes(self, name: str, done: int, total: int) -> None:
-        """The retrieval indexes being saved after the ingest (`KnowledgeBase.save_indexes`): a
-        line that counts them, so minutes of saving at 100,000 passages are not a silent exit."""
-        if self._print_outcome is None:
-            return
-        now = time.perf_counter()
-        if done == 0:
-            self._saving_since = now
-        elapsed = now - self._saving_since
-        if done < total:
-            text = f"saving retrieval indexes {done + 1}/{total}: {name} ({elapsed:.0f} s)"
-        else:
-            text = f"saved retrieval indexes in {elapsed:.1f} s"
-        if sys.stderr.isatty():  # one line, redrawn in place
-            end = "\n" if done == total else ""
-            print(f"\r\033[K{text}", end=end, file=sys.stderr, flush=True)
-        elif done == total or elapsed >= 1.0:  # a log gets a line per index only once it takes a while
-            print(text, file=sys.stderr, flush=True)
-
-    def _printing(self) -> contextlib.AbstractContextManager[None]:
-        return self._bar.printing() if self._bar is not None else contextlib.nullcontext()
+def add_parsers(verbs: Verbs) -> None:
+    parser = verbs.add("ingest", run=ingest)
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no per-file lines")
+    parser.add_argument("--chunker", default=None, choices=CHUNKERS.names(), help="default: structural")
+    parser.add_argument(
+        "--extractor",
+        default=None,
+        choices=EXTRACTORS.names(),
+        help="entity extraction (default auto: spaCy when a model is installed, else rules)",
+    )
+    parser.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
+    parser.add_argument(
+        "--reextract",
+        action="store_true",
+        help="process unchanged files too (after the ontology grew, or a knowledge base from an older release)",
+    )
+    embedder_option(parser)
+    llm_option(parser)
+    parser.add_argument(
+        "--max-llm-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="LLM token ceiling (input + output) of this ingest: no call is sent that could pass it; finished "
+        "documents are kept and the rest listed (default: none)",
+    )
+    for flag, verb in (("--include", "take only"), ("--exclude", "leave out")):
+        parser.add_argument(
+            flag,
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help=f"{verb} files matching GLOB (repeatable, or comma-separated): matched against the file's "
+            "name, its folders' names, and (for a GLOB with a /) its path relative to the folder walked; "
+            "'*' crosses folders",
+        )
+    parser.add_argument(
+        "--encoding",
+        default=None,
+        help="encoding of text files that are neither UTF-8 nor marked by a byte order mark, e.g. cp1251 "
+        "(default: UTF-16 with its mark and Latin-1/cp1252 are recognised, other files fail with this hint)",
+    )
 
 
 async def ingest(args: argparse.Namespace) -> int:
-    """`evigraph ingest`: the files into the knowledge base, a line per document, Ctrl-C a clean stop."""
+    """ingest files, folders (recursively) and globs
+
+    Ingest documents. Unchanged files are skipped; changed ones replace their old version."""
+    from evigraph.cli.ingest_console import IngestConsole
     from evigraph.kb import KnowledgeBase
 
     shown = not (args.quiet or args.json)
@@ -139,16 +103,8 @@ async def ingest(args: argparse.Namespace) -> int:
 async def _run(kb: KnowledgeBase, args: argparse.Namespace, console: IngestConsole) -> int:
     async with console.serving(kb):  # `status` and `search` from other processes are answered meanwhile
         try:
-            report = await kb.ingest(
-                args.paths,
-                progress=console,
-                reextract=args.reextract,
-                cancellation=console.cancellation,
-                include=args.include,
-                exclude=args.exclude,
-                encoding=args.encoding,
-                max_llm_tokens=args.max_llm_tokens,
-            )
+            options = flag_values(args, PASSED_ON)
+            report = await kb.ingest(args.paths, progress=console, cancellation=console.cancellation, **options)
         finally:
             console.close()
     await kb.save_indexes(console.saving_indexes)  # what the close would do, with a progress line

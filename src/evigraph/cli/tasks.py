@@ -9,13 +9,36 @@ from __future__ import annotations
 
 import argparse
 
-from evigraph.tools.trace_tools import task_view
+from evigraph.cli.options import Verbs, bounded_int
 
 READER = "evigraph-cli"
 """The agent name the verbs read as; reads record nothing, so it shows nowhere."""
 
 
+def add_parsers(verbs: Verbs) -> None:
+    listing = verbs.add("tasks", run=tasks)
+    listing.add_argument("--project", required=True, help="the project the agents worked in")
+    if verbs.wanted("tasks"):
+        from evigraph.kb.traces import ListTasks
+
+        fields = ListTasks.model_fields
+        listing.add_argument("--after", default=None, help=fields["after_name"].description)
+        bounded_int(listing, fields["limit"], "--limit", what="the most tasks listed")
+    one = verbs.add("task", run=task)
+    one.add_argument("name", metavar="NAME", help="the task's name")
+    one.add_argument("--project", required=True, help="the project the task belongs to")
+    if verbs.wanted("task"):
+        from evigraph.tools.trace_tools import GetTaskInput
+
+        fields = GetTaskInput.model_fields
+        bounded_int(one, fields["events"], "--events")
+        bounded_int(one, fields["steps"], "--steps")
+
+
 async def tasks(args: argparse.Namespace) -> int:
+    """list the tasks agents recorded in a project
+
+    List a project's tasks by name, with their goal, events and creator. Read-only."""
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
 
@@ -34,8 +57,13 @@ async def tasks(args: argparse.Namespace) -> int:
 
 
 async def task(args: argparse.Namespace) -> int:
+    """show one task: goal, steps by state, latest events
+
+    Show a task as an agent resuming it sees it (get_task): its goal, its steps by state and its latest events
+    without their bodies. Read-only."""
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.kb import KnowledgeBase
+    from evigraph.tools.trace_tools import task_view
 
     async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
         view = await task_view(kb.traces(args.project, READER), args.name, events=args.events, steps=args.steps)
