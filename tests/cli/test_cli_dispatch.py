@@ -91,21 +91,32 @@ def test_a_verb_is_helped_by_its_function_docstring_and_declared_once() -> None:
 
 @pytest.mark.parametrize(
     ("alias", "verb"),
-    [("retrieve", "search"), ("answer", "ask"), ("cypher_query", "cypher"), ("ingest_code", "ingest-code")],
+    [
+        ("search", "retrieve"),
+        ("ask", "answer"),
+        ("cypher_query", "cypher"),
+        ("ingest-code", "ingest_code"),
+        ("delete", "delete_document"),
+    ],
 )
 def test_an_alias_is_parsed_as_its_verb(alias: str, verb: str) -> None:
     verbs = _verbs(build_parser())
     assert verbs[alias].get_default("run") is verbs[verb].get_default("run")
     assert verbs[alias] is verbs[verb]
-    args = {"retrieve": ["q"], "answer": ["q"], "cypher_query": ["RETURN 1"], "ingest_code": ["."]}[alias]
+    args = {"search": ["q"], "ask": ["q"], "cypher_query": ["RETURN 1"], "ingest-code": ["."], "delete": ["k"]}[alias]
     assert build_parser([alias]).parse_args([alias, *args]).command == verb
 
 
 def test_options_from_input_models_are_built_for_the_verb_asked_by_any_of_its_names() -> None:
-    for typed, verb in (("retrieve", "search"), ("search", "search"), ("answer", "ask"), ("cypher_query", "cypher")):
+    for typed, verb in (
+        ("search", "retrieve"),
+        ("retrieve", "retrieve"),
+        ("ask", "answer"),
+        ("cypher_query", "cypher"),
+    ):
         options = _verbs(build_parser([typed]))[verb]
         assert any(a.dest == "question" or a.dest == "query" for a in options._actions), typed
-    unasked = _verbs(build_parser(["status"]))["search"]
+    unasked = _verbs(build_parser(["status"]))["retrieve"]
     assert not any(a.dest == "question" for a in unasked._actions)
 
 

@@ -41,13 +41,13 @@ def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
 def test_search_options_are_the_retrieve_query_fields() -> None:
     """The CLI, the tool and the Python method share one declaration, so defaults cannot drift."""
     from evigraph.cli.parser import build_parser
-    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.query import RetrieveInput
     from evigraph.tools.registry import load_tools
 
     args = build_parser().parse_args(["search", "q"])
     schema = load_tools()["retrieve"].input.model_json_schema()["properties"]
     for name in ("top_k", "expand_hops"):
-        default = RetrieveQuery.model_fields[name].default
+        default = RetrieveInput.model_fields[name].default
         assert getattr(args, name) == default == schema[name]["default"]
     assert build_parser().parse_args(["search", "q", "--hops", "3"]).expand_hops == 3
-    assert load_tools()["retrieve"].input is RetrieveQuery
+    assert load_tools()["retrieve"].input is RetrieveInput

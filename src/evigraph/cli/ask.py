@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from evigraph.cli.options import Verbs, embedder_option, llm_option, query_options
+from evigraph.cli.options import Verbs, embedder_option, llm_option, query_options, retrieval_options
 from evigraph.display import display_name, display_text
 
 if TYPE_CHECKING:
@@ -19,18 +19,19 @@ if TYPE_CHECKING:
 
 
 def add_parsers(verbs: Verbs) -> None:
-    parser = verbs.add("ask", run=ask, aliases=["answer"])
-    if verbs.wanted("ask"):  # `AnswerQuery`'s fields: `search`'s and the two budgets, matching `answer`
-        from evigraph.kb.answers import AnswerQuery
+    parser = verbs.add("answer", run=answer, aliases=["ask"])
+    if verbs.wanted("answer"):  # `AnswerInput`'s fields: `search`'s and the two budgets, matching `answer`
+        from evigraph.kb.answers import AnswerInput
 
         numbers = ["top_k", "expand_hops", "max_context_tokens", "max_answer_tokens"]
-        query_options(parser, AnswerQuery, numbers)
+        query_options(parser, AnswerInput, numbers)
     parser.add_argument("--stream", action="store_true", help="print the answer as it is written (not with --json)")
     llm_option(parser)
     embedder_option(parser)
+    retrieval_options(parser, verbs.wanted("answer"))
 
 
-async def ask(args: argparse.Namespace) -> int:
+async def answer(args: argparse.Namespace) -> int:
     """a cited answer from the LLM, with its sources and the citation check (exit 1 if it fails)
 
     Retrieve as `search` does, let the LLM answer from the numbered evidence only, and check its [n] citations
@@ -39,13 +40,21 @@ async def ask(args: argparse.Namespace) -> int:
     endpoint: EVIGRAPH_LLM_BASE_URL, EVIGRAPH_LLM_MODEL, EVIGRAPH_LLM_API_KEY."""
     from evigraph.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, embedder_arg, llm_arg, query_input, report_error
     from evigraph.kb import KnowledgeBase
-    from evigraph.kb.answers import ANSWER_HINT, AnswerQuery
+    from evigraph.kb.answers import ANSWER_HINT, AnswerInput
 
     if args.stream and args.json:
         report_error("--stream prints the answer as it is written, --json one document at its end: choose one", args)
         return EXIT_USAGE
-    query = query_input(args, AnswerQuery, ANSWER_HINT)
-    kb = KnowledgeBase(args.db, engine=args.engine, read_only=True, embedder=embedder_arg(args), llm=llm_arg(args))
+    query = query_input(args, AnswerInput, ANSWER_HINT)
+    kb = KnowledgeBase(
+        args.db,
+        engine=args.engine,
+        read_only=True,
+        embedder=embedder_arg(args),
+        llm=llm_arg(args),
+        retrieval=args.recipe,
+        reranker=args.reranker,
+    )
     async with kb:
         if args.stream:
             async with kb.answer_stream(query) as stream:

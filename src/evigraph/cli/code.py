@@ -11,7 +11,7 @@ from evigraph.display import display_name, display_text
 
 
 def add_parsers(verbs: Verbs) -> None:
-    parser = verbs.add("ingest-code", run=ingest_code, aliases=["ingest_code"])
+    parser = verbs.add("ingest_code", run=ingest_code, aliases=["ingest-code"])
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a repository's folder, a part of it, or a file")
     parser.add_argument("--no-calls", action="store_true", help="skip CALLS resolution (imports and inheritance only)")
     parser.add_argument(

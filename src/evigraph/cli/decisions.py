@@ -37,9 +37,9 @@ def add_parsers(verbs: Verbs) -> None:
     listing.add_argument("--review", action="store_true", help="only the decisions that need review")
     _field_option(listing, "after_id", "ID", "continue after this decision (with --task or --review)")
     if verbs.wanted("decisions"):
-        from evigraph.kb.decisions import ListDecisions
+        from evigraph.kb.decisions import ListDecisionsInput
 
-        limit = ListDecisions.model_fields["limit"]
+        limit = ListDecisionsInput.model_fields["limit"]
         bounded_int(listing, limit, FLAGS["limit"], dest="limit", what="the most decisions listed per task")
     one = verbs.add("decision", run=decision)
     one.add_argument(
@@ -82,7 +82,7 @@ async def decisions(args: argparse.Namespace) -> int:
         if args.review:
             listed = [(args.task_name, "decision(s) need review", await traces.list_decisions_for_review(**options))]
         elif args.task_name is not None:
-            page = await traces.list_decisions(**options)  # ListDecisions: with history
+            page = await traces.list_decisions(**options)  # ListDecisionsInput: with history
             listed = [(args.task_name, f"decision(s) of task {args.task_name!r}", page)]
         else:
             standing = await _standing(traces, args.limit)
@@ -113,11 +113,13 @@ async def decision(args: argparse.Namespace) -> int:
     from evigraph.cli.common import EXIT_OK, print_json
     from evigraph.errors import DecisionNotFoundError
     from evigraph.kb import KnowledgeBase
-    from evigraph.kb.decisions import GetDecision
+    from evigraph.kb.decisions import GetDecisionInput
     from evigraph.strict import build
     from evigraph.tools.decision_tools import DecisionResult, SupportHistoryResult
 
-    build(GetDecision, flag_values(args, ["decision_id"]), _hint(GetDecision), names=FLAGS, what="decision id")
+    build(
+        GetDecisionInput, flag_values(args, ["decision_id"]), _hint(GetDecisionInput), names=FLAGS, what="decision id"
+    )
     async with KnowledgeBase(args.db, engine=args.engine, read_only=True) as kb:
         traces = kb.traces(args.project, READER)
         try:
@@ -141,11 +143,11 @@ async def decision(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The listing's options, checked by the Traces input model and refused with the flags as typed."""
     from evigraph.errors import ConfigurationError
-    from evigraph.kb.decisions import ListDecisions, ListDecisionsForReview
+    from evigraph.kb.decisions import ListDecisionsForReviewInput, ListDecisionsInput
     from evigraph.strict import build
 
     values = flag_values(args, ["task_name", "after_id", "limit"])
-    model: type[StrictInput] = ListDecisionsForReview if args.review else ListDecisions
+    model: type[StrictInput] = ListDecisionsForReviewInput if args.review else ListDecisionsInput
     if not args.review and args.task_name is None:
         if args.after_id is not None:
             raise ConfigurationError(

@@ -15,14 +15,14 @@ from evigraph.display import display_name, display_text
 
 def add_parsers(verbs: Verbs) -> None:
     embedder_option(verbs.add("reembed", run=reembed), required=True)
-    delete_parser = verbs.add("delete", run=delete, aliases=["delete_document"])
+    delete_parser = verbs.add("delete_document", run=delete_document, aliases=["delete"])
     delete_parser.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
     check_parser = verbs.add("check", run=check)
     check_parser.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
     json_option(verbs.add("doctor", run=doctor, opens_kb=False))
 
 
-async def delete(args: argparse.Namespace) -> int:
+async def delete_document(args: argparse.Namespace) -> int:
     """remove a document and what only it mentioned
 
     Remove a document, its passages and the entities only it mentioned. KEY is the key ingest printed (list them

@@ -22,7 +22,7 @@ from evigraph.providers.llms import LLMS
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
 
-    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.query import RetrieveInput
 
 Run = Callable[[argparse.Namespace], int | Awaitable[int]]
 """A verb's function: the parsed options in, the exit code out (awaited when it is a coroutine)."""
@@ -108,6 +108,19 @@ def embedder_option(parser: argparse.ArgumentParser, *, required: bool = False) 
     parser.add_argument("--embedder", default=None, required=required, help=EMBEDDER_HELP)
 
 
+def retrieval_options(parser: argparse.ArgumentParser, described: bool) -> None:
+    """`--recipe` and `--reranker` of the verbs that retrieve; `described`: list the names in the
+    help, which imports the retrieval modules (only for the verb asked)."""
+    recipes = rerankers = "see `evigraph retrieve --help`"
+    if described:
+        from evigraph.retrieval.recipe import RECIPES
+        from evigraph.retrieval.rerankers import RERANKERS
+
+        recipes, rerankers = ", ".join(RECIPES), RERANKERS.choices
+    parser.add_argument("--recipe", default=None, help=f"retrieval recipe: {recipes} (default: default)")
+    parser.add_argument("--reranker", default=None, help=f"reorder the candidates: {rerankers} (default: none)")
+
+
 def llm_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm", default=None, help=LLM_HELP)
 
@@ -129,11 +142,11 @@ def bounded_int(
 
 def query_options(
     parser: argparse.ArgumentParser,
-    model: type[RetrieveQuery],
+    model: type[RetrieveInput],
     numbers: Sequence[str],
     legacy: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
-    """The question and the search options of `model` (`search`: `RetrieveQuery`; `ask`: `AnswerQuery`,
+    """The question and the search options of `model` (`search`: `RetrieveInput`; `ask`: `AnswerInput`,
     which extends it), generated from its fields, so they match the Python method and the tool;
     `legacy`: old spellings of a flag still taken."""
     from evigraph.retrieval.query import PATHS, RANKINGS

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from evigraph.cli.common import EXIT_OK, embedder_arg, note, print_json, query_input, spend_line
-from evigraph.cli.options import Verbs, embedder_option, query_options
+from evigraph.cli.options import Verbs, embedder_option, query_options, retrieval_options
 from evigraph.display import display_name, display_text
 
 LEGACY_FLAGS = {"expand_hops": ("--hops",)}
@@ -15,13 +15,14 @@ LEGACY_FLAGS = {"expand_hops": ("--hops",)}
 
 
 def add_parsers(verbs: Verbs) -> None:
-    search_parser = verbs.add("search", run=search, aliases=["retrieve"])
-    if verbs.wanted("search"):
-        from evigraph.retrieval.query import RetrieveQuery
+    search_parser = verbs.add("retrieve", run=retrieve, aliases=["search"])
+    if verbs.wanted("retrieve"):
+        from evigraph.retrieval.query import RetrieveInput
 
-        query_options(search_parser, RetrieveQuery, ["top_k", "expand_hops"], legacy=LEGACY_FLAGS)
+        query_options(search_parser, RetrieveInput, ["top_k", "expand_hops"], legacy=LEGACY_FLAGS)
     search_parser.add_argument("--max-tokens", type=int, default=1500, help="token budget of the printed context")
     embedder_option(search_parser)
+    retrieval_options(search_parser, verbs.wanted("retrieve"))
     status_parser = verbs.add("status", run=status)
     status_parser.add_argument(
         "--documents", action="store_true", help="also list document keys, and failed files with their errors"
@@ -40,15 +41,16 @@ async def status(args: argparse.Namespace) -> int:
         return await _status(reads, args)
 
 
-async def search(args: argparse.Namespace) -> int:
+async def retrieve(args: argparse.Namespace) -> int:
     """hybrid search: cited passages, entities, relations and facts
 
     Full-text, vector and graph search fused into one result; every item is numbered [n]."""
     from evigraph.cli.serving import holder_note, open_for_reads
-    from evigraph.retrieval.query import HINT, RetrieveQuery
+    from evigraph.retrieval.query import HINT, RetrieveInput
 
-    query = query_input(args, RetrieveQuery, HINT)
-    async with open_for_reads(args.db, engine=args.engine, embedder=embedder_arg(args)) as reads:
+    query = query_input(args, RetrieveInput, HINT)
+    chosen = {"retrieval": args.recipe, "reranker": args.reranker}
+    async with open_for_reads(args.db, engine=args.engine, embedder=embedder_arg(args), **chosen) as reads:
         note(holder_note(reads))  # a running `evigraph mcp` answers with its model loaded
         result = await reads.retrieve(query)
     if args.json:

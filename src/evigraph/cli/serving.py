@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from evigraph.kb.core import Status
     from evigraph.models import StoredDocument
     from evigraph.providers.embedders import Embedder
-    from evigraph.retrieval.query import RetrieveQuery
+    from evigraph.retrieval.query import RetrieveInput
     from evigraph.retrieval.result import RetrievalResult
     from evigraph.retrieval.schema import CypherRows
     from evigraph.serving.forwarding import ForwardingListener, HeldReads
@@ -52,7 +52,7 @@ class Reads(Protocol):
 
     async def documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]: ...
 
-    async def retrieve(self, query: RetrieveQuery) -> RetrievalResult: ...
+    async def retrieve(self, query: RetrieveInput) -> RetrievalResult: ...
 
     async def cypher_query(
         self, query: str, params: dict[str, Any] | None = None, *, limit: int = 100
@@ -61,23 +61,30 @@ class Reads(Protocol):
 
 @contextlib.asynccontextmanager
 async def open_for_reads(
-    db: str | os.PathLike[str] | None, *, engine: str = "auto", embedder: Embedder | str | None = None
+    db: str | os.PathLike[str] | None,
+    *,
+    engine: str = "auto",
+    embedder: Embedder | str | None = None,
+    retrieval: str | None = None,
+    reranker: str | None = None,
 ) -> AsyncIterator[Reads]:
     """The evigraph process serving the knowledge base, answering with its warm embedder; else
     the knowledge base opened read-only here; else, while another process holds it for writing
-    without serving it yet, that process once it serves."""
+    without serving it yet, that process once it serves. An embedder, recipe or reranker asked
+    for runs here: the serving process answers with its own."""
     from evigraph.kb import KnowledgeBase
     from evigraph.serving.forwarding import HeldReads
 
     deadline = asyncio.get_running_loop().time() + HOLDER_WAIT_S
-    kb = KnowledgeBase(db, engine=engine, read_only=True, embedder=embedder)
-    held = await _serving_holder(kb.path) if embedder is None and kb.path is not None else None
+    kb = KnowledgeBase(db, engine=engine, read_only=True, embedder=embedder, retrieval=retrieval, reranker=reranker)
+    own = embedder is not None or retrieval is not None or reranker is not None
+    held = await _serving_holder(kb.path) if not own and kb.path is not None else None
     while held is None:
         try:
             await kb.open()  # a failed open leaves nothing open: it can be tried again
             break
         except DatabaseLockedError:
-            held = await HeldReads.connect(kb.path.resolve()) if kb.path is not None else None
+            held = await HeldReads.connect(kb.path.resolve()) if kb.path is not None and not own else None
             if held is not None:
                 break
             if asyncio.get_running_loop().time() >= deadline:

@@ -19,18 +19,18 @@ def add_parsers(verbs: Verbs) -> None:
     listing = verbs.add("tasks", run=tasks)
     listing.add_argument("--project", required=True, help="the project the agents worked in")
     if verbs.wanted("tasks"):
-        from evigraph.kb.traces import ListTasks
+        from evigraph.kb.traces import ListTasksInput
 
-        fields = ListTasks.model_fields
+        fields = ListTasksInput.model_fields
         listing.add_argument("--after", default=None, help=fields["after_name"].description)
         bounded_int(listing, fields["limit"], "--limit", what="the most tasks listed")
     one = verbs.add("task", run=task)
     one.add_argument("name", metavar="NAME", help="the task's name")
     one.add_argument("--project", required=True, help="the project the task belongs to")
     if verbs.wanted("task"):
-        from evigraph.tools.trace_tools import GetTaskInput
+        from evigraph.tools.trace_tools import TaskViewInput
 
-        fields = GetTaskInput.model_fields
+        fields = TaskViewInput.model_fields
         bounded_int(one, fields["events"], "--events")
         bounded_int(one, fields["steps"], "--steps")
 
