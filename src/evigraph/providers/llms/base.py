@@ -116,7 +116,23 @@ class StreamPart(BaseModel):
     model: str | None = None
 
 
-class LLM(ABC):
+class AsyncClosing:
+    """Leaving `async with` calls `aclose`, however the block ends, so what the object holds (a
+    connection, a stream's slot) is released: the LLM clients and their streams share it."""
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class LLM(AsyncClosing, ABC):
     """A chat model.
 
     Example::
@@ -208,14 +224,6 @@ class LLM(ABC):
         """Releases connections; the LLM opens them again if used after."""
         return None
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     # -- helpers -----------------------------------------------------------------------------
 
     def _request(
@@ -269,7 +277,7 @@ class LLM(ABC):
             ) from None
 
 
-class TextStream(ABC):
+class TextStream(AsyncClosing, ABC):
     """Text deltas read with `async for`, closed by leaving `async with` (or `aclose`), so a
     reader that stops early always releases what the stream holds (a connection, a slot)."""
 
@@ -281,14 +289,6 @@ class TextStream(ABC):
 
     @abstractmethod
     async def aclose(self) -> None: ...
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 class ChatStream(TextStream):

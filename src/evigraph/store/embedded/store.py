@@ -9,20 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evigraph import models
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
-from evigraph.models import (
-    DocumentVersion,
-    EntityHit,
-    ExtractedEntity,
-    ExtractedRelation,
-    IntegrityReport,
-    PassageHit,
-    SourceRecord,
-    StoreCounts,
-    StoredDocument,
-    TableInfo,
-    ThemeRecord,
-)
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, opened
 from evigraph.store.caches import (
     Cached,
@@ -277,19 +265,19 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
 
     # -- documents ---------------------------------------------------------------------------
 
-    async def get_documents(self, keys: Sequence[str]) -> dict[str, StoredDocument]:
+    async def get_documents(self, keys: Sequence[str]) -> dict[str, models.StoredDocument]:
         if not keys:
             return {}
         return await self.executor.read(lambda tx: reads.get_documents(tx, keys))
 
-    async def list_documents(self, limit: int = 100, offset: int = 0) -> list[StoredDocument]:
+    async def list_documents(self, limit: int = 100, offset: int = 0) -> list[models.StoredDocument]:
         return await self.executor.read(lambda tx: reads.list_documents(tx, limit, offset))
 
-    async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
+    async def write_versions(self, versions: Sequence[models.DocumentVersion]) -> list[models.StoredDocument]:
         if not versions:
             return []
 
-        def work(tx: Tx) -> list[StoredDocument]:
+        def work(tx: Tx) -> list[models.StoredDocument]:
             numbers = writes.write_versions(tx, redirect_versions(tx.rows, versions))
             flag_documents(tx, numbers)
             return [v.stored(numbers[v.key]) for v in versions]
@@ -313,9 +301,9 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
             self._cache.invalidate()
             self._journal.documents([key])
 
-    async def check(self, repair: bool = False) -> IntegrityReport:
+    async def check(self, repair: bool = False) -> models.IntegrityReport:
         found = await self.executor.read(integrity.inspect)
-        report = IntegrityReport(found=integrity.problems(found))
+        report = models.IntegrityReport(found=integrity.problems(found))
         if not repair or not report.found:
             report.remaining = report.found
             return report
@@ -335,20 +323,20 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def counts(self) -> StoreCounts:
+    async def counts(self) -> models.StoreCounts:
         # Full scans; cached until the next write, as agents ask for status and the ontology often.
-        found: StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(reads.counts))
+        found: models.StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(reads.counts))
         return found.model_copy(deep=True)
 
     # -- retrieval ---------------------------------------------------------------------------
 
-    async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
+    async def passages_by_ids(self, ids: Sequence[str]) -> list[models.PassageHit]:
         if not ids:
             return []
         docs = await self._titles()
         return await self.executor.read(lambda tx: reads.passages_by_ids(tx, ids, docs, self._context_column))
 
-    async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
+    async def entities_by_ids(self, ids: Sequence[str]) -> list[models.EntityHit]:
         if not ids:
             return []
         return await self.executor.read(lambda tx: reads.entities_by_ids(tx, ids))
@@ -436,13 +424,15 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
 
     # -- graph navigation and agent writes ---------------------------------------------------
 
-    async def document_passages(self, key: str, limit: int = 5000) -> list[PassageHit]:
+    async def document_passages(self, key: str, limit: int = 5000) -> list[models.PassageHit]:
         return await self.executor.read(lambda tx: reads.document_passages(tx, key, limit, self._context_column))
 
-    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
+    async def upsert_entities(self, entities: Sequence[models.ExtractedEntity], source: str) -> None:
         await self._write(lambda tx: writes.upsert_entities(tx, redirect_entities(tx.rows, entities), source))
 
-    async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+    async def upsert_relations(
+        self, relations: Sequence[tuple[models.ExtractedRelation, Sequence[str]]], source: str
+    ) -> None:
         await self._write(lambda tx: writes.upsert_relations(tx, redirect_relations(tx.rows, relations), source))
 
     # -- resolution at finalize (store/merging.py) ---------------------------------------------
@@ -475,16 +465,16 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
     async def set_setting(self, key: str, value: str | None) -> None:
         await self._write(lambda tx: records.set_meta(tx, key, value))
 
-    async def log_sources(self, records_: Sequence[SourceRecord]) -> None:
+    async def log_sources(self, records_: Sequence[models.SourceRecord]) -> None:
         if records_:
             await self.executor.write(lambda tx: records.log_sources(tx, records_))
 
-    async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
+    async def source_log(self, keys: Sequence[str]) -> dict[str, models.SourceRecord]:
         if not keys:
             return {}
         return await self.executor.read(lambda tx: records.source_log(tx, keys))
 
-    async def failed_sources(self, limit: int = 100) -> list[SourceRecord]:
+    async def failed_sources(self, limit: int = 100) -> list[models.SourceRecord]:
         return await self.executor.read(lambda tx: records.failed_sources(tx, limit))
 
     async def count_failed_sources(self) -> int:
@@ -499,16 +489,18 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
         if entries:  # no read cache holds these: no invalidation
             await self.executor.write(lambda tx: records.cache_extractions(tx, entries, kind))
 
-    async def replace_themes(self, themes: Sequence[ThemeRecord]) -> None:
+    async def replace_themes(self, themes: Sequence[models.ThemeRecord]) -> None:
         run = datetime.now(UTC).isoformat()
         await self._write(lambda tx: records.replace_themes(tx, themes, run))
 
-    async def themes(self) -> list[ThemeRecord]:
-        found: list[ThemeRecord] = await self._cache.fetch("themes", lambda: self.executor.read_sync(records.themes))
+    async def themes(self) -> list[models.ThemeRecord]:
+        found: list[models.ThemeRecord] = await self._cache.fetch(
+            "themes", lambda: self.executor.read_sync(records.themes)
+        )
         return found
 
-    async def schema_tables(self) -> list[TableInfo]:
-        found: list[TableInfo] = await self._cache.fetch(
+    async def schema_tables(self) -> list[models.TableInfo]:
+        found: list[models.TableInfo] = await self._cache.fetch(
             "schema", lambda: self.executor.read_sync(records.schema_tables)
         )
         return [t.model_copy(deep=True) for t in found]
