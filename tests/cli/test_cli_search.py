@@ -30,7 +30,7 @@ def test_search_errors_name_the_fix(corpus: Path, tmp_path: Path) -> None:
     bad = run_cli("search", "Lisbon", "--db", str(db), "--paths", "teleport")
     assert bad.code == 1 and "choose from passages" in bad.err
     hops = run_cli("search", "Lisbon", "--db", str(db), "--hops", "9")  # the old flag, kept for one release
-    assert hops.code == 1 and "invalid search options: --expand-hops:" in hops.err  # the flag, not expand_hops=
+    assert hops.code == 1 and "invalid retrieve options: --expand-hops:" in hops.err  # the flag, not expand_hops=
     assert "--expand-hops: 1-5" in hops.err and "--top-k: 1-50" in hops.err and "expand_hops" not in hops.err
     again = run_cli("search", "Lisbon", "--db", str(db), "--expand-hops", "9")
     assert again.code == 1 and again.err == hops.err
