@@ -234,12 +234,12 @@ def ladder(server: Any, corpus: Path, steps: Sequence[float], dimension: int, ca
 
 def read_memory(server: Any, url: str, cap_mb: int) -> dict[str, dict[str, Any]]:
     """Each whole-graph read of the store: the lowest cap it passes (bisection), and its rows."""
+    from evigraph.store.core.merge_plan import read_entity_records
+    from evigraph.store.core.ranking_reads import read_entity_vectors, read_ranking_rows
     from evigraph.store.falkordb import ranking, reads
     from evigraph.store.falkordb.caches import build_graph_index
     from evigraph.store.falkordb.connection import Connection
     from evigraph.store.location import StoreLocation
-    from evigraph.store.merge_plan import read_entity_records
-    from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 
     conn = Connection(StoreLocation.parse(url), read_only=True)
     conn.open()

@@ -1,7 +1,7 @@
 """The graph index written straight from rows to arrays answers exactly as the one built as dicts.
 
 Saving used to build the dicts first and convert them; now the arrays are made from the rows
-(`store/graph_arrays.py`), so this holds the two to each other on a real knowledge base: every
+(`store/core/graph_arrays.py`), so this holds the two to each other on a real knowledge base: every
 list in the same order, and every walk retrieval makes.
 """
 
@@ -15,10 +15,10 @@ from tests.tools.conftest import write_corpus
 
 from evigraph import KnowledgeBase
 from evigraph.models import WalkBounds
+from evigraph.store.core.graph_arrays import GraphArrays
+from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.embedded.store import EmbeddedStore
-from evigraph.store.graph_arrays import GraphArrays
-from evigraph.store.graph_index import GraphIndex
 from evigraph.store.saved_indexes import GRAPH
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData, Mention, TextChunk
-from evigraph.store.version_rows import Folded, add_entity, add_relation, chunk_id, version_rows
+from evigraph.store.core.version_rows import Folded, add_entity, add_relation, chunk_id, version_rows
 
 
 def _version(key: str, description: str, alias: str) -> DocumentVersion:

@@ -15,8 +15,8 @@ from typing import Any, Generic, TypeVar
 
 from evigraph.store.bm25 import TextIndex
 from evigraph.store.caches import NameIndex, TermIndex, VectorMatrix
-from evigraph.store.graph_arrays import REL_TEXTS
-from evigraph.store.graph_index import GraphIndex, Rel
+from evigraph.store.core.graph_arrays import REL_TEXTS
+from evigraph.store.core.graph_index import GraphIndex, Rel
 from evigraph.store.index_files import (
     IndexFiles,
     ListsByKey,

@@ -127,9 +127,9 @@ async def test_nothing_outside_the_knowledge_graph_holds_a_relationship(store: G
     """What makes a walk from a readable label safe: no relationship leads to agents' records or
     bookkeeping, so free-form Cypher checks where a pattern starts, not every node it reaches."""
     await secrets_store(store)
+    from evigraph.store.core.schema_names import CYPHER_NODE_LABELS
     from evigraph.store.embedded.store import EmbeddedStore
     from evigraph.store.falkordb.store import FalkorStore
-    from evigraph.store.schema_names import CYPHER_NODE_LABELS
 
     inner = getattr(store, "inner", store)
     if isinstance(inner, FalkorStore):

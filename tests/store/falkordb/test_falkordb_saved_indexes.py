@@ -17,10 +17,10 @@ from tests.store.test_saved_indexes import NEW_DOC, answers
 from tests.tools.conftest import write_corpus
 
 from evigraph import KnowledgeBase
+from evigraph.store.core.graph_arrays import GraphArrays
 from evigraph.store.falkordb import caches
 from evigraph.store.falkordb.caches import build_graph_index, read_graph
 from evigraph.store.falkordb.store import FalkorStore
-from evigraph.store.graph_arrays import GraphArrays
 from evigraph.store.index_files import user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.saved_indexes import GRAPH

@@ -201,7 +201,7 @@ async def test_concurrent_writers_of_one_task_never_share_an_event_number(harnes
 async def test_a_document_switched_between_check_and_write_refuses_the_decision(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import evigraph.store.decision_writes as decision_writes
+    import evigraph.store.core.decision_writes as decision_writes
 
     h = harness
     doc(h, "a", 1)

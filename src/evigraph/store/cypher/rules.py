@@ -7,7 +7,7 @@ case-insensitively, as the engines do.
 
 from __future__ import annotations
 
-from evigraph.store.schema_names import CONTEXT_COLUMN
+from evigraph.store.core.schema_names import CONTEXT_COLUMN
 
 FORBIDDEN_KEYWORDS = {
     **dict.fromkeys(("CREATE", "MERGE", "SET", "DELETE", "REMOVE", "UPDATE"), "writes"),

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evigraph.errors import UnknownLabel
+from evigraph.store.core.schema_names import CYPHER_TABLES
 from evigraph.store.cypher.lexer import Kind, Token, refuse, tokenize
 from evigraph.store.cypher.rules import FORBIDDEN_KEYWORDS, HIDDEN_PROPERTIES, HINT, LABEL_HINT, RANGE_MAX_ITEMS, STARTS
-from evigraph.store.schema_names import CYPHER_TABLES
 
 Edit = tuple[int, int, str]
 """Replace the query text from offset a to b with the string."""

@@ -24,7 +24,7 @@ from evigraph.code_records import (
 )
 from evigraph.models import EntityHit
 from evigraph.store.caches import Cached
-from evigraph.store.code_rows import (
+from evigraph.store.core.code_rows import (
     REF_COLUMNS,
     SYMBOL_FIELDS,
     by_kind,

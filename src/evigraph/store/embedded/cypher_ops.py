@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from evigraph.errors import EngineError
+from evigraph.store.core.schema_names import CYPHER_GUIDE
 from evigraph.store.cypher.params import check_params
 from evigraph.store.cypher.rows import QueryRows, Slots
 from evigraph.store.embedded import cypher_run
 from evigraph.store.embedded.cypher_guard import guard
 from evigraph.store.embedded.cypher_worker import CypherWorkers, memory_allowance_mb
 from evigraph.store.embedded.executor import Executor
-from evigraph.store.schema_names import CYPHER_GUIDE
 
 
 class CypherOps:

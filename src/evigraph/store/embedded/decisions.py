@@ -7,17 +7,17 @@ change (`flag_documents`, called by the document writes), so no path that change
 Python, MCP, another process) can leave a decision trusting text that is gone. Flags then reach
 the decisions resting on a flagged one through a queue, a bounded step at a time
 (`continue_review`): a hub decision cited by thousands must not make one ingest unbounded. The
-checks and plans are `store/decision_writes.py`'s; this module runs them in a transaction.
+checks and plans are `store/core/decision_writes.py`'s; this module runs them in a transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evigraph.store.decision_writes import DOCUMENT_SUPPORTS, Review, review_queue
+from evigraph.store.core.decision_writes import DOCUMENT_SUPPORTS, Review, review_queue
+from evigraph.store.core.write_plan import utc_now
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.traces import EmbeddedTraceOps, decision_reads, run_plan
-from evigraph.store.write_plan import utc_now
 from evigraph.trace_records import ReviewProgress
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from evigraph.store.core.graph_index import GraphIndex, GraphLists, GraphSink, Rel
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import unpack_ids
-from evigraph.store.graph_index import GraphIndex, GraphLists, GraphSink, Rel
 
 S = TypeVar("S", bound=GraphSink)
 

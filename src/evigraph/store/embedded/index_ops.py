@@ -28,12 +28,12 @@ from evigraph.store.caches import (
     build_name_index,
     build_term_index,
 )
+from evigraph.store.core.graph_arrays import GraphArrays
+from evigraph.store.core.graph_index import GraphIndex
+from evigraph.store.core.graph_index_reads import GraphIndexReads
 from evigraph.store.embedded import generation, reads
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
-from evigraph.store.graph_arrays import GraphArrays
-from evigraph.store.graph_index import GraphIndex
-from evigraph.store.graph_index_reads import GraphIndexReads
 from evigraph.store.index_files import IndexFiles
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes, run_steps
 

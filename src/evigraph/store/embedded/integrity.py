@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evigraph.models import IntegrityProblem
+from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.embedded import writes
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
 from evigraph.store.embedded.schema import EXTRACTION_SOURCE, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
-from evigraph.store.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 
 REL_ENDPOINTS = {
     "PART_OF": ("Chunk", "Document"),

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from evigraph.store.core.merge_plan import MergePlan, plan_merges
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids, unpack_ints
 from evigraph.store.embedded.schema import ENTITY_REDIRECT, EXTRACTION_SOURCE
 from evigraph.store.embedded.writes import _write_entities, _write_relations, delete_entities
-from evigraph.store.merge_plan import MergePlan, plan_merges
 from evigraph.store.merging import EntityMerge, MergeOutcome
 
 

@@ -1,14 +1,14 @@
 """The embedded schema's side of graph ranking's inputs: the texts still to embed and the
-vectors written back (the reads both backends share are in `store/ranking_reads.py`)."""
+vectors written back (the reads both backends share are in `store/core/ranking_reads.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evigraph.store.core.ranking_reads import read_ranking_texts
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.reads import context_of
 from evigraph.store.ranking import RankingText
-from evigraph.store.ranking_reads import read_ranking_texts
 
 
 def pending_ranking_texts(tx: Tx, limit: int, context: bool = True) -> list[RankingText]:

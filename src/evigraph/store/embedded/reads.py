@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.models import EntityHit, PassageHit, StoreCounts, StoredDocument, embedding_text
+from evigraph.store.core.version_rows import DOC_FIELDS, document_page, stored_document
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import CONTEXT_COLUMN, META_TABLE
 from evigraph.store.terms import searchable_text
-from evigraph.store.version_rows import DOC_FIELDS, document_page, stored_document
 
 _DOC_BY_KEY = f"MATCH (d:Document {{key: $key}}) RETURN {DOC_FIELDS}"
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from evigraph.models import SourceRecord, SourceState, TableInfo, ThemeRecord
 from evigraph.store.base import EXTRACTION_KIND
+from evigraph.store.core.source_rows import SOURCE_FIELDS, source_record
 from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.schema import EXTRACTION_CACHE, INTERNAL_TABLES, META_TABLE
-from evigraph.store.source_rows import SOURCE_FIELDS, source_record
 
 _SAMPLE_KEYS = 3
 

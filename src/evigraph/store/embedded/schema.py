@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evigraph.store.schema_names import (
+from evigraph.store.core.schema_names import (
     CODE_NODE_TABLES,
     CODE_REL_TABLES,
     CONTEXT_COLUMN,

@@ -16,6 +16,14 @@ from evigraph.store.caches import (
     Cached,
 )
 from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.core.merge_plan import (
+    read_entity_records,
+    read_redirects,
+    redirect_entities,
+    redirect_relations,
+    redirect_versions,
+)
+from evigraph.store.core.ranking_reads import read_entity_vectors, read_ranking_rows
 from evigraph.store.cypher.rows import Slots
 from evigraph.store.embedded import (
     compaction,
@@ -60,16 +68,8 @@ from evigraph.store.embedded.schema import (
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
 from evigraph.store.index_files import SUFFIX, IndexFiles, prefetch_numpy
-from evigraph.store.merge_plan import (
-    read_entity_records,
-    read_redirects,
-    redirect_entities,
-    redirect_relations,
-    redirect_versions,
-)
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
-from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows
 from evigraph.store.saved_indexes import SavedIndexes
 
 

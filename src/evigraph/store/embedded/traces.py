@@ -1,7 +1,7 @@
 """Trace records in the embedded graph: the `GraphStore` traces section for `EmbeddedStore`.
 
 Rows are keyed by a JSON array of their project, task and own name, so two projects never share
-a row and no separator inside a name can make two keys collide. Each write (`store/trace_writes.py`)
+a row and no separator inside a name can make two keys collide. Each write (`store/core/trace_writes.py`)
 reads what it checks (the task, the saved request) and its plan runs in the one transaction the
 executor gives it, so a crash or a refusal leaves nothing half written.
 """
@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from evigraph.store.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads
+from evigraph.store.core.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads
+from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_SUPPORT, TRACE_TABLES, TRACE_TASK
+from evigraph.store.core.trace_reads import TraceReadOps, TraceReads
+from evigraph.store.core.trace_writes import TraceWrite, TraceWriteOps
+from evigraph.store.core.write_plan import Step, WritePlan, stored
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.schema import DDL
-from evigraph.store.schema_names import TRACE_DECISION, TRACE_SUPPORT, TRACE_TABLES, TRACE_TASK
-from evigraph.store.trace_reads import TraceReadOps, TraceReads
-from evigraph.store.trace_writes import TraceWrite, TraceWriteOps
-from evigraph.store.write_plan import Step, WritePlan, stored
 from evigraph.trace_records import TraceRequest
 
 R = TypeVar("R", bound=BaseModel)

@@ -45,11 +45,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
+from evigraph.store.core.schema_names import EXTRACTION_SOURCE, VERSION_SEQ
+from evigraph.store.core.version_rows import Folded, add_entity, add_relation, version_rows
 from evigraph.store.embedded.executor import Tx, value_batches, vector_texts
 from evigraph.store.embedded.packed import pack, unpack_ids
-from evigraph.store.schema_names import EXTRACTION_SOURCE, VERSION_SEQ
 from evigraph.store.search_text import entity_search_text
-from evigraph.store.version_rows import Folded, add_entity, add_relation, version_rows
 
 EDGE_BATCH = 50_000
 """Rows per statement for the small rows (relations, mentions, links; no vectors). Each statement

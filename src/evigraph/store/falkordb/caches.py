@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from evigraph.store.core.graph_index import GraphIndex, GraphLists, GraphSink, Rel
 from evigraph.store.falkordb.connection import Connection
-from evigraph.store.graph_index import GraphIndex, GraphLists, GraphSink, Rel
 
 S = TypeVar("S", bound=GraphSink)
 

@@ -22,7 +22,7 @@ from evigraph.code_records import (
     code_hit,
 )
 from evigraph.models import EntityHit
-from evigraph.store.code_rows import (
+from evigraph.store.core.code_rows import (
     REF_COLUMNS,
     SYMBOL_FIELDS,
     by_kind,

@@ -1,7 +1,7 @@
 """Decisions on a FalkorDB graph: the `GraphStore` decisions section for `FalkorStore`.
 
 The behaviour is the embedded store's (`store/embedded/decisions.py`), its checks and plans
-written once (`store/decision_writes.py`, `store/trace_writes.py`); how it stays whole is
+written once (`store/core/decision_writes.py`, `store/core/trace_writes.py`); how it stays whole is
 `traces.py`'s: each write holds its project's lock (`project_locks`), reads what it checks, and
 writes as one query. Two checks cannot rely on the lock alone:
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from evigraph.store.decision_writes import DOCUMENT_SUPPORTS, Review, review_queue
+from evigraph.store.core.decision_writes import DOCUMENT_SUPPORTS, Review, review_queue
+from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_SUPPORT
+from evigraph.store.core.write_plan import utc_now
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.falkordb.traces import FalkorTraceOps, Primary, decision_reads, read_only_error
-from evigraph.store.schema_names import TRACE_DECISION, TRACE_SUPPORT
-from evigraph.store.write_plan import utc_now
 from evigraph.trace_records import ReviewProgress
 
 

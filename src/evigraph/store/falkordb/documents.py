@@ -62,18 +62,18 @@ from typing import Any
 
 from evigraph.errors import StoreError
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
-from evigraph.store.falkordb.connection import Connection
-from evigraph.store.falkordb.leases import WriterLease
-from evigraph.store.falkordb.schema import VERSION_SEQ
-from evigraph.store.schema_names import EXTRACTION_SOURCE
-from evigraph.store.search_text import entity_search_text
-from evigraph.store.version_rows import (
+from evigraph.store.core.schema_names import EXTRACTION_SOURCE
+from evigraph.store.core.version_rows import (
     Folded,
     VersionRows,
     add_entity,
     add_relation,
     version_rows,
 )
+from evigraph.store.falkordb.connection import Connection
+from evigraph.store.falkordb.leases import WriterLease
+from evigraph.store.falkordb.schema import VERSION_SEQ
+from evigraph.store.search_text import entity_search_text
 
 SWITCH_TRIES = 8
 """Switches a write tries before it gives up: each refused one drops the documents that lost

@@ -36,15 +36,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evigraph.models import IntegrityProblem
+from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
+from evigraph.store.core.schema_names import EXTRACTION_SOURCE, META_TABLE
 from evigraph.store.falkordb import merging
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import delete_orphans, prune_relation_sources
 from evigraph.store.falkordb.index_changes import change_indexes, missing_indexes
 from evigraph.store.falkordb.leases import live_writers
 from evigraph.store.falkordb.schema import PENDING_CHUNK, SCHEMA_VERSION
-from evigraph.store.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.merging import EntityMerge
-from evigraph.store.schema_names import EXTRACTION_SOURCE, META_TABLE
 
 PENDING_GRACE_S = 3600.0
 """How long a passage an earlier evigraph put aside (no writer's lease marks it) may stay so, or an

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from evigraph.errors import ReadOnlyQueryError, StoreError
 from evigraph.models import IntegrityReport, TableInfo
 from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.core.merge_plan import read_entity_records, read_redirects
 from evigraph.store.cypher.params import check_params
 from evigraph.store.cypher.rows import QueryRows
 from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
@@ -31,7 +32,6 @@ from evigraph.store.falkordb.locks import server_lock
 from evigraph.store.falkordb.schema import INTERNAL_LABELS, NODE_LABELS, RELATIONSHIP_TYPES
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.location import StoreLocation
-from evigraph.store.merge_plan import read_entity_records, read_redirects
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ spanning queries, so a merge here is a sequence of queries ordered so that stopp
 one of them loses nothing and running the merge again finishes it:
 
 1. Everything the merged-away entities hold is read, and the writes are worked out in Python
-   (`store/merge_plan.py`, the same plan as the embedded store's).
+   (`store/core/merge_plan.py`, the same plan as the embedded store's).
 2. The redirects are recorded first (`EntityRedirect`, kept flat): from then on every write
    naming a merged-away id (`redirect_versions`, `redirect_entities`, `redirect_relations`)
    lands on the survivor.
@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from evigraph.store.core.merge_plan import BATCH, MergePlan, plan_merges
+from evigraph.store.core.reader import Rows
+from evigraph.store.core.schema_names import ENTITY_REDIRECT, EXTRACTION_SOURCE
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.documents import write_entities, write_relations
-from evigraph.store.merge_plan import BATCH, MergePlan, plan_merges
 from evigraph.store.merging import EntityMerge, MergeOutcome
-from evigraph.store.reader import Rows
-from evigraph.store.schema_names import ENTITY_REDIRECT, EXTRACTION_SOURCE
 
 
 def primary_reader(conn: Connection) -> Rows:

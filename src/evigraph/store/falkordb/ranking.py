@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from evigraph.store.core.ranking_reads import read_entity_vectors, read_ranking_rows, read_ranking_texts
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
-from evigraph.store.ranking_reads import read_entity_vectors, read_ranking_rows, read_ranking_texts
 
 T = TypeVar("T")
 

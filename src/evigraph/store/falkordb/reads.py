@@ -13,9 +13,9 @@ from typing import Any
 
 from evigraph.models import EntityHit, PassageHit, StoreCounts, StoredDocument
 from evigraph.store.base import VectorSearch
+from evigraph.store.core.version_rows import DOC_FIELDS, document_page, stored_document
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.terms import searchable_text
-from evigraph.store.version_rows import DOC_FIELDS, document_page, stored_document
 
 CHUNK_FIELDS = """c.id AS id, c.document AS document, c.version AS version, c.index AS index, c.text AS text,
                   c.page AS page, c.char_start AS cs, c.char_end AS ce, c.breadcrumbs AS breadcrumbs,

@@ -16,7 +16,7 @@ filter on it, so a version being written is never half visible. Until then it is
 
 from __future__ import annotations
 
-from evigraph.store.schema_names import (
+from evigraph.store.core.schema_names import (
     CODE_NODE_TABLES,
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
@@ -25,7 +25,7 @@ from evigraph.store.schema_names import (
     TRACE_TABLES,
     VERSION_SEQ,
 )
-from evigraph.store.schema_names import (
+from evigraph.store.core.schema_names import (
     CYPHER_GUIDE as EMBEDDED_GUIDE,
 )
 

@@ -40,6 +40,10 @@ from evigraph.store.caches import (
     build_name_index,
     build_term_index,
 )
+from evigraph.store.core.graph_arrays import GraphArrays
+from evigraph.store.core.graph_index import GraphIndex
+from evigraph.store.core.graph_index_reads import GraphIndexReads
+from evigraph.store.core.source_rows import SOURCE_FIELDS, source_record
 from evigraph.store.falkordb import documents, reads
 from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments, read_graph
 from evigraph.store.falkordb.code import FalkorCodeOps
@@ -55,14 +59,10 @@ from evigraph.store.falkordb.schema import (
     SCHEMA_VERSION,
     vector_index,
 )
-from evigraph.store.graph_arrays import GraphArrays
-from evigraph.store.graph_index import GraphIndex
-from evigraph.store.graph_index_reads import GraphIndexReads
 from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
 from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, SavedIndexes
-from evigraph.store.source_rows import SOURCE_FIELDS, source_record
 
 T = TypeVar("T")
 Index = TypeVar("Index")
@@ -186,8 +186,8 @@ class FalkorStore(
     async def write_versions(self, versions: Sequence[DocumentVersion]) -> list[StoredDocument]:
         if not versions:
             return []
+        from evigraph.store.core.merge_plan import redirect_versions
         from evigraph.store.falkordb.merging import primary_reader
-        from evigraph.store.merge_plan import redirect_versions
 
         def work() -> list[StoredDocument]:
             stored, switched = documents.write_versions(
@@ -354,15 +354,15 @@ class FalkorStore(
     # -- agent writes ------------------------------------------------------------------------
 
     async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str) -> None:
+        from evigraph.store.core.merge_plan import redirect_entities
         from evigraph.store.falkordb.merging import primary_reader
-        from evigraph.store.merge_plan import redirect_entities
 
         read = primary_reader(self.conn)
         await self._write(lambda: documents.upsert_entities(self.conn, redirect_entities(read, entities), source))
 
     async def upsert_relations(self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
+        from evigraph.store.core.merge_plan import redirect_relations
         from evigraph.store.falkordb.merging import primary_reader
-        from evigraph.store.merge_plan import redirect_relations
 
         read = primary_reader(self.conn)
         await self._write(lambda: documents.upsert_relations(self.conn, redirect_relations(read, relations), source))

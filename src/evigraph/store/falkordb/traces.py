@@ -2,7 +2,7 @@
 
 The labels, keys and properties are the embedded store's (`store/embedded/traces.py`): rows are
 keyed by a JSON array of their project, task and own name, and what a write checks and plans is
-written once (`store/trace_writes.py`). What differs is how a write stays whole. The server has
+written once (`store/core/trace_writes.py`). What differs is how a write stays whole. The server has
 no transaction spanning queries, so each write here
 
 1. takes the project's lock, a Redis key the server holds (`project_locks`), so no other
@@ -39,14 +39,14 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from evigraph.errors import StoreError
-from evigraph.store.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads
+from evigraph.store.core.decision_reads import DECISION_FIELDS, SUPPORT_FIELDS, DecisionReads
+from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_SUPPORT
+from evigraph.store.core.trace_reads import TraceReadOps, TraceReads
+from evigraph.store.core.trace_writes import TraceWrite, TraceWriteOps
+from evigraph.store.core.write_plan import WritePlan, stored
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.falkordb.section import FalkorSection
-from evigraph.store.schema_names import TRACE_DECISION, TRACE_SUPPORT
-from evigraph.store.trace_reads import TraceReadOps, TraceReads
-from evigraph.store.trace_writes import TraceWrite, TraceWriteOps
-from evigraph.store.write_plan import WritePlan, stored
 from evigraph.trace_records import TraceRequest
 
 R = TypeVar("R", bound=BaseModel)

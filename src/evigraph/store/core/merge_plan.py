@@ -17,9 +17,9 @@ from typing import Any
 
 from evigraph.graphdata import redirect_graph, union
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData
+from evigraph.store.core.reader import Rows
+from evigraph.store.core.schema_names import ENTITY_REDIRECT
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
-from evigraph.store.reader import Rows
-from evigraph.store.schema_names import ENTITY_REDIRECT
 
 Redirects = dict[str, tuple[str, str]]
 """Merged-away id -> (survivor id, survivor name)."""

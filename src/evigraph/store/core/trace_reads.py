@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from evigraph.errors import TaskNotFoundError
-from evigraph.store.decision_reads import DecisionReads, Times
-from evigraph.store.reader import Rows
-from evigraph.store.schema_names import TRACE_EVENT, TRACE_STEP, TRACE_TASK, trace_key
+from evigraph.store.core.decision_reads import DecisionReads, Times
+from evigraph.store.core.reader import Rows
+from evigraph.store.core.schema_names import TRACE_EVENT, TRACE_STEP, TRACE_TASK, trace_key
 from evigraph.trace_records import (
     DecisionRecord,
     DecisionState,

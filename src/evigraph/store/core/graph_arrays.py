@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from evigraph.store.graph_index import Rel
+from evigraph.store.core.graph_index import Rel
 from evigraph.store.index_files import sorted_keys
 
 REL_TEXTS = ("id", "source", "target", "source_name", "target_name", "type", "fact")

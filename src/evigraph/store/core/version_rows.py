@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
-from evigraph.store.reader import Rows
+from evigraph.store.core.reader import Rows
 from evigraph.store.search_text import fts_text
 from evigraph.store.terms import searchable_text
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from evigraph.errors import DecisionStateError, StaleEvidenceError
 from evigraph.store.base import MAX_CAUSES
-from evigraph.store.decision_reads import DecisionReads, missing_decision
-from evigraph.store.schema_names import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT, trace_key
-from evigraph.store.write_plan import WritePlan, utc_now
+from evigraph.store.core.decision_reads import DecisionReads, missing_decision
+from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_REVIEW, TRACE_SUPPORT, trace_key
+from evigraph.store.core.write_plan import WritePlan, utc_now
 from evigraph.trace_records import (
     OPEN_STATES,
     DecisionRecord,

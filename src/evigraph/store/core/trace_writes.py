@@ -17,17 +17,17 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
-from evigraph.store.decision_reads import DecisionReads
-from evigraph.store.decision_writes import reaffirm, record, reject
-from evigraph.store.schema_names import (
+from evigraph.store.core.decision_reads import DecisionReads
+from evigraph.store.core.decision_writes import reaffirm, record, reject
+from evigraph.store.core.schema_names import (
     TRACE_EVENT,
     TRACE_REQUEST,
     TRACE_STEP,
     TRACE_TASK,
     trace_key,
 )
-from evigraph.store.trace_reads import TraceReads
-from evigraph.store.write_plan import WritePlan, utc_now
+from evigraph.store.core.trace_reads import TraceReads
+from evigraph.store.core.write_plan import WritePlan, utc_now
 from evigraph.trace_records import (
     DecisionRecord,
     EventSummary,

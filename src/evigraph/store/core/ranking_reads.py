@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from evigraph.models import embedding_text
+from evigraph.store.core.reader import Rows
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText
-from evigraph.store.reader import Rows
 
 BATCH = 2000
 """Entity ids a look-up statement names at once."""

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evigraph.errors import DecisionNotFoundError, DecisionStateError
-from evigraph.store.reader import Rows
-from evigraph.store.schema_names import TRACE_DECISION, TRACE_SUPPORT
+from evigraph.store.core.reader import Rows
+from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_SUPPORT
 from evigraph.trace_records import OPEN_STATES, DecisionRecord, DecisionState, DecisionText, SupportRecord
 
 DECISION_FIELDS = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evigraph.models import DEFAULT_WALK, GraphWalk, Neighbour, WalkBounds
-from evigraph.store.graph_index import GraphIndex
+from evigraph.store.core.graph_index import GraphIndex
 
 
 class GraphIndexReads:
