@@ -138,4 +138,4 @@ def test_without_an_llm_the_error_names_the_settings(db: Path) -> None:
     assert "no LLM to write answers with" in result.err and "EVIGRAPH_LLM_MODEL" in result.err
     bad = run_cli("ask", QUESTION, "--db", str(db), "--max-context-tokens", "10", "--top-k", "0")
     assert bad.code == 1 and "invalid answer options: --top-k:" in bad.err and "--max-context-tokens:" in bad.err
-    assert "(see `evigraph ask --help`)" in bad.err
+    assert "(see `evigraph answer --help`)" in bad.err
