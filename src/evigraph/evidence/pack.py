@@ -149,13 +149,35 @@ def _trim(measure: Measure, line: str, size: int) -> str:
 
 
 def _fit(measure: Measure, text: str, budget: int) -> str:
-    """Last guard: cut from the end until the text is within the budget."""
+    """Last guard: cut whole lines from the end until the text is within the budget; a first line
+    longer than the whole budget (a header naming eighty types) is cut itself, so the reader still
+    gets the start of the answer rather than nothing."""
     if measure(text) <= budget:
         return text
     lines = text.split("\n")
-    while lines and measure("\n".join(lines)) > budget:
-        lines.pop()
-    return "\n".join(lines)
+    kept = list(lines)
+    while kept and measure("\n".join(kept)) > budget:
+        kept.pop()
+    return "\n".join(kept) if kept else _cut(measure, lines[0], budget)
+
+
+def _cut(measure: Measure, line: str, budget: int) -> str:
+    """The longest start of `line` within `budget`, marked as cut: at a word boundary when a
+    word fits, else mid-word; "" only when not even one character does."""
+    at_word = _trim(measure, line, budget)
+    if measure(at_word) <= budget:
+        return at_word
+    for mark in (" …", ""):
+        lo, hi = 0, len(line)
+        while lo < hi:  # longest prefix that fits with the mark
+            mid = (lo + hi + 1) // 2
+            if measure(line[:mid] + mark) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            return line[:lo] + mark
+    return ""
 
 
 def _omitted(n: int) -> str:
