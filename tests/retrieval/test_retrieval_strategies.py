@@ -196,6 +196,7 @@ def test_bad_choices_are_refused_with_the_names() -> None:
         KnowledgeBase("unused.db", retrieval=42)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         CosineReranker(candidates=0)
+    assert RetrievalRecipe(weights={"semantic": 2.0}).weights == {**DEFAULT_RECIPE.weights, "semantic": 2.0}
     with pytest.raises(ValidationError, match="no passage list is called graph"):
         RetrievalRecipe(weights={"graph": 1.0})
     with pytest.raises(ValidationError, match="negative"):

@@ -20,6 +20,7 @@ PassageList = Literal["lexical", "semantic", "entity_mentions", "relation_source
 """The ranked lists of passages fusion weighs: full-text, vector, passages mentioning the entities
 found, passages backing the relations and facts found."""
 PASSAGE_LISTS: tuple[str, ...] = get_args(PassageList)
+DEFAULT_WEIGHTS = MappingProxyType({"lexical": 1.0, "semantic": 1.2, "entity_mentions": 0.1, "relation_sources": 0.05})
 
 
 class RetrievalRecipe(BaseModel):
@@ -32,8 +33,9 @@ class RetrievalRecipe(BaseModel):
         PATHS, min_length=1, description="paths run when a query names none; a query's own paths win"
     )
     weights: dict[str, float] = Field(
-        default_factory=lambda: {"lexical": 1.0, "semantic": 1.2, "entity_mentions": 0.1, "relation_sources": 0.05},
-        description=f"how much each passage list ({', '.join(PASSAGE_LISTS)}) counts in fusion; one left out counts 1",
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description=f"how much each passage list ({', '.join(PASSAGE_LISTS)}) counts in fusion; "
+        "one left out keeps its default",
     )
     """Direct matches (words, meaning) lead; passages reached through named entities or their
     relations break ties and fill the list, but never outvote a direct match. Measured on the
@@ -72,7 +74,9 @@ class RetrievalRecipe(BaseModel):
             raise ValueError(f"no passage list is called {', '.join(unknown)}; weigh {', '.join(PASSAGE_LISTS)}")
         if any(w < 0 for w in weights.values()):
             raise ValueError("a weight is negative; use 0 to leave a list out of fusion")
-        return weights
+        # A list left out keeps its measured default: read as 1, `{"semantic": 2.0}` would let the
+        # graph lists outvote direct matches (the 12-point loss measured above).
+        return {**DEFAULT_WEIGHTS, **weights}
 
     def pool(self, top_k: int) -> int:
         """Candidates the full-text and vector searches fetch for `top_k` items."""
