@@ -16,7 +16,7 @@ import importlib.util
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
@@ -192,9 +192,21 @@ def _probed(llm: OpenAICompatibleLLM, name: str) -> Check:
         return seen(
             False,
             f"reachable, but the server does not list this model (it lists {shown})",
-            f"check EVIGRAPH_LLM_MODEL (for Ollama: `ollama pull {llm.model}`)",
+            _unlisted_fix(llm.model, listed),
         )
     return seen(True, "reachable")
+
+
+def _unlisted_fix(model: str, listed: Sequence[str]) -> str:
+    """A server of one model (llama.cpp's, llama-cpp-python's) lists its file's path and answers
+    whatever model is asked, so the fix is to name it the same on both sides; Ollama serves many
+    and must have pulled the one asked for."""
+    if len(listed) == 1:
+        return (
+            f"set EVIGRAPH_LLM_MODEL={listed[0]}, or start the server with the model's name: "
+            f"`llama-server --alias {model}` or `python -m llama_cpp.server --model_alias {model}`"
+        )
+    return f"check EVIGRAPH_LLM_MODEL (for Ollama: `ollama pull {model}`)"
 
 
 def _command() -> Check:

@@ -106,6 +106,9 @@ class LLMError(EvigraphError):
     def __init__(self, message: str, hint: str = "", *, status: int | None = None) -> None:
         super().__init__(message, hint)
         self.status = status
+        self.input_tokens: int | None = None
+        """What the server reported the failed call cost, when it answered (a malformed reply)."""
+        self.output_tokens: int | None = None
 
 
 class LLMConfigurationError(LLMError, ConfigurationError):

@@ -364,6 +364,7 @@ class DocumentOutcome(BaseModel):
 
 _SUMMED_SPEND = (
     "calls",
+    "failed_calls",
     "input_tokens",
     "output_tokens",
     "estimated_calls",
@@ -384,7 +385,8 @@ class LLMSpend(BaseModel):
     cost no call and count apart.
     """
 
-    calls: int = 0
+    calls: int = Field(0, description="calls sent, failed ones included")
+    failed_calls: int = Field(0, description="calls refused, timed out or answered with JSON that did not fit")
     input_tokens: int = 0
     output_tokens: int = 0
     estimated_calls: int = Field(0, description="calls whose server reported no usage, counted with a tokenizer")

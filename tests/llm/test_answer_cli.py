@@ -58,7 +58,8 @@ def test_ask_prints_the_answer_its_sources_and_the_verdict(db: Path, replay_serv
     data = typed.json()
     assert data["verified"] is True and data["status"] == "verified" and data["citations"]["cited"] == [1]
     assert data["passages"][0]["n"] == 1 and data["passages"][0]["evidence_id"].startswith("passage:")
-    assert data["usage"] == {"input_tokens": 12, "output_tokens": 7, "calls": 1, "estimated_calls": 0}
+    usage = {"input_tokens": 12, "output_tokens": 7, "calls": 1, "failed_calls": 0, "estimated_calls": 0}
+    assert data["usage"] == usage
 
 
 def test_a_failing_check_shows_and_exits_1(db: Path, replay_server: ReplayServer) -> None:

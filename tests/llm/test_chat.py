@@ -131,10 +131,53 @@ async def test_server_without_json_schema_is_asked_again_and_remembered(
     first = await llm.chat([Message.user("json")], json_schema=People)
     second = await llm.chat([Message.user("json")], json_schema=People)
     assert (first.data, second.data) == ({"names": ["Ana"]}, {"names": ["Rui"]})
-    formats = [r.body.get("response_format", {}).get("type") for r in replay_server.chat_requests()]
-    assert formats == ["json_schema", "json_object", "json_object"]
-    assert llm.json_support == "json"
+    formats = [r.body.get("response_format") for r in replay_server.chat_requests()]
+    assert [f["type"] for f in formats] == ["json_schema", "json_object", "json_object"]
+    # the schema goes along in the form llama-cpp-python turns into a grammar
+    assert formats[1]["schema"] == formats[2]["schema"] == formats[0]["json_schema"]["schema"]
+    assert llm.json_support == "json_object_schema"
     assert llm.usage.calls == 2  # the refused request cost nothing
+
+
+async def test_a_server_refusing_the_schema_too_gets_plain_json_mode(
+    llm: OpenAICompatibleLLM, replay_server: ReplayServer
+) -> None:
+    replay_server.queue(
+        error_reply(400, "response_format type 'json_schema' is not supported by this model"),
+        error_reply(400, "response_format: extra field 'schema' not permitted"),
+        json_reply({"names": ["Ana"]}),
+    )
+    result = await llm.chat([Message.user("json")], json_schema=People)
+    assert result.data == {"names": ["Ana"]}
+    assert replay_server.chat_requests()[-1].body["response_format"] == {"type": "json_object"}
+    assert llm.json_support == "json"
+
+
+async def test_llama_cpp_python_refuses_json_schema_with_a_500_that_is_not_retried(
+    llm: OpenAICompatibleLLM, replay_server: ReplayServer
+) -> None:
+    """What llama-cpp-python 0.3.36's server answers a `json_schema` response format (recorded
+    from the real server in tests/real_llm): HTTP 500 carrying its request validation's message.
+    Retrying it would fail alike four times; it is a refusal of the format, so the next form is asked."""
+    refusal = (
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+        "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", line 376"
+    )
+    replay_server.queue(error_reply(500, refusal, type="internal_server_error"), json_reply({"names": ["Ana"]}))
+    result = await llm.chat([Message.user("json")], json_schema=People)
+    assert result.data == {"names": ["Ana"]}
+    sent = [r.body.get("response_format", {}).get("type") for r in replay_server.chat_requests()]
+    assert sent == ["json_schema", "json_object"]  # no retries of the refused form
+    assert llm.json_support == "json_object_schema"
+
+
+async def test_a_plain_500_is_still_retried(llm: OpenAICompatibleLLM, replay_server: ReplayServer) -> None:
+    replay_server.queue(error_reply(500, "the model crashed"), json_reply({"names": ["Ana"]}))
+    result = await llm.chat([Message.user("json")], json_schema=People)
+    assert result.data == {"names": ["Ana"]}
+    assert [r.body["response_format"]["type"] for r in replay_server.chat_requests()] == ["json_schema"] * 2
+    assert llm.json_support == "json_schema"
 
 
 async def test_max_completion_tokens_servers(llm: OpenAICompatibleLLM, replay_server: ReplayServer) -> None:

@@ -89,3 +89,16 @@ def test_cli_doctor_prints_the_line_without_the_key(replay_server: ReplayServer)
     assert result.code == 0, result.err
     assert "ok  llm        openai:test-model" in result.out and "reachable" in result.out
     assert KEY not in result.out + result.err
+
+
+def test_a_one_model_server_is_told_the_names_to_match(
+    replay_server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp's servers list the model file they serve, whatever name a client asks for."""
+    replay_server.models = ["/models/SmolLM2-135M-Instruct.Q4_1.gguf"]
+    monkeypatch.setenv("EVIGRAPH_LLM_BASE_URL", replay_server.url)
+    monkeypatch.setenv("EVIGRAPH_LLM_MODEL", "smollm2")
+    check = _llm_check()
+    assert not check.ok
+    assert "EVIGRAPH_LLM_MODEL=/models/SmolLM2-135M-Instruct.Q4_1.gguf" in check.hint
+    assert "--model_alias smollm2" in check.hint and "--alias smollm2" in check.hint

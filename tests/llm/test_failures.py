@@ -78,7 +78,7 @@ async def test_5xx_gives_up_after_the_retries_with_a_clear_error(replay_server: 
     text = _one_line(info.value)
     assert "failed with HTTP 500 after 3 attempts: the model crashed" in text
     assert info.value.status == 500 and "retry later" in info.value.hint
-    assert llm.usage.calls == 0
+    assert llm.usage.calls == llm.usage.failed_calls == 1  # a failed call is still a call
 
 
 async def test_timeout_is_a_clear_error_and_not_retried(replay_server: ReplayServer) -> None:

@@ -108,8 +108,9 @@ async def test_a_failed_call_leaves_its_pairs_undecided_and_merges_nothing(
         r = report.resolution
         assert r is not None
         assert (r.candidates, r.judged, r.unjudged, r.merged) == (2, 0, 2, 0)
-        # The server read the prompt: its tokens are counted (estimated), as extraction counts them.
-        assert r.llm is not None and r.llm.calls == 0 and r.llm.input_tokens > 0
+        # A failed call is still a call, with the tokens its server reported, as extraction counts them.
+        assert r.llm is not None and (r.llm.calls, r.llm.failed_calls) == (1, 1)
+        assert (r.llm.input_tokens, r.llm.output_tokens) == (80, 5)
         assert len(r.errors) == 1 and "malformed JSON" in r.errors[0]
         assert await documents_naming(kb, MARTA_TYPO) == {"b"}
     assert KEY not in caplog.text and KEY not in json.dumps(report.model_dump())

@@ -83,7 +83,8 @@ def field_bounds(field: Any) -> tuple[Any, Any]:
 
 def spend_line(spend: LLMSpend) -> str:
     """LLM cost in one line: calls, tokens, and per passage, the figure extractors compare by."""
-    line = f"{spend.calls} calls, {spend.input_tokens:,} input + {spend.output_tokens:,} output tokens"
+    failed = f" ({spend.failed_calls} failed)" if spend.failed_calls else ""
+    line = f"{spend.calls} calls{failed}, {spend.input_tokens:,} input + {spend.output_tokens:,} output tokens"
     if sent := spend.sent_passages:
         line += f" for {sent} passages ({spend.input_tokens / sent:.0f} + {spend.output_tokens / sent:.0f} per passage)"
     if spend.cached_passages:

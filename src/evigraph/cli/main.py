@@ -23,6 +23,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        if getattr(args, "verbose", False):
+            _log_details()
         from evigraph.errors import EvigraphError
 
         try:
@@ -42,6 +44,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # tools killed by SIGPIPE do; stdout goes to /dev/null so the flush at exit has nowhere to fail.
         _drop_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _log_details() -> None:
+    """`--verbose`: evigraph's debug lines, with the logger's name, and the tracebacks behind
+    failures a run reports in one line and carries on past (a model's malformed reply)."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("evigraph")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
 
 
 def _skip_final_collection() -> None:

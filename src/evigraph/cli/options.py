@@ -50,6 +50,7 @@ class Verbs:
         self.verb_of: dict[str, str] = {}
         """Every name a verb answers to (its own and its aliases) -> the verb."""
         self.common = _common_options()
+        self.logging = verbose_option(argparse.ArgumentParser(add_help=False))
 
     def add(
         self, name: str, run: Run, *, aliases: Sequence[str] = (), opens_kb: bool = True
@@ -67,7 +68,7 @@ class Verbs:
         parser = self._sub.add_parser(
             name,
             aliases=list(aliases),
-            parents=[self.common] if opens_kb else [],
+            parents=[self.common, self.logging] if opens_kb else [self.logging],
             help=" ".join(summary.split()),
             description=" ".join(details.split()) or None,
         )
@@ -90,6 +91,15 @@ def _common_options() -> argparse.ArgumentParser:
     )
     common.add_argument("--engine", default="auto", choices=ENGINES, help="embedded engine (default: kuzu)")
     return common
+
+
+def verbose_option(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--verbose`: evigraph's log at debug level, tracebacks of the failures a run carries on
+    past included; without it a failure is one line."""
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help="log details and tracebacks"
+    )
+    return parser
 
 
 def where_options(flag: str, help: str) -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ from evigraph.cli import (
     toolkit,
 )
 from evigraph.cli.common import version
-from evigraph.cli.options import Verbs
+from evigraph.cli.options import Verbs, verbose_option
 
 
 class Family(Protocol):
@@ -65,6 +65,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         description="Local-first GraphRAG knowledge base: ingest documents into a graph, query it with citations.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    verbose_option(parser)
     verbs = Verbs(parser.add_subparsers(dest="command", metavar="COMMAND"), commands)
     for family in FAMILIES:
         family.add_parsers(verbs)

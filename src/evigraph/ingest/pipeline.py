@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from evigraph.display import one_line
 from evigraph.errors import ConfigurationError, EvigraphError, StoreUnavailableError
 from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
@@ -491,8 +492,9 @@ class IngestRun:
             return self._leave(chunked, stop.done)
         except ConfigurationError:
             raise
-        except Exception:
-            log.warning("batched extraction failed; retrying document by document", exc_info=True)
+        except Exception as exc:  # the reason in one line; its traceback only under --verbose
+            log.warning("batched extraction failed (%s); retrying document by document", one_line(str(exc)))
+            log.debug("the batch's failure", exc_info=True)
         graphs: list[GraphData | None] = []
         for i, (p, chunks) in enumerate(chunked):
             try:
@@ -544,7 +546,8 @@ class IngestRun:
                 return
             # Halves, not one document at a time: a group of thousands with one bad document is
             # written in about 2 log2(n) transactions, each paying the store's per-write cost once.
-            log.warning("write of %d documents failed; retrying in halves", len(versions), exc_info=True)
+            log.warning("write of %d documents failed (%s); retrying in halves", len(versions), one_line(str(exc)))
+            log.debug("the write's failure", exc_info=True)
             middle = len(versions) // 2
             for half in (versions[:middle], versions[middle:]):
                 if self.cancellation.cancelled:  # the rest were not written: left for the next run

@@ -251,6 +251,7 @@ class ContextualChunking(ChunkingStrategy):
         try:
             found = read_contexts(result.data, len(batch), result.model or llm.model)
         except LLMResponseError as exc:
+            budget.unusable()
             return exc
         fresh = {batch[n].key: sentence for n, sentence in found.items()}  # one left out: none, and not cached
         contexts.update(fresh)

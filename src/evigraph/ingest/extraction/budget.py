@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evigraph.errors import EvigraphError, LLMError, LLMResponseError, LLMTimeoutError
+from evigraph.errors import EvigraphError, LLMError
 from evigraph.models import GraphData, LLMSpend
-from evigraph.providers.llms.base import LLM, ChatRequest, ChatResult, Message, Usage, estimate_usage
+from evigraph.providers.llms.base import LLM, ChatRequest, ChatResult, Message, Usage, estimate_usage, failed_usage
 from evigraph.providers.tokenizers import default_tokenizer
 
 
@@ -75,12 +75,17 @@ class TokenBudget:
         self.reserved -= reserved
         self.usage = self.usage + usage
 
+    def unusable(self) -> None:
+        """A call answered whose JSON did not fit what was asked: paid for, and failed."""
+        self.usage = self.usage + Usage(failed_calls=1)
+
     def exceeded(self, done: Sequence[GraphData | None] = ()) -> CeilingReached:
         return CeilingReached(self.ceiling or 0, done)
 
     def spend(self) -> LLMSpend:
         return LLMSpend(
             calls=self.usage.calls,
+            failed_calls=self.usage.failed_calls,
             input_tokens=self.usage.input_tokens,
             output_tokens=self.usage.output_tokens,
             estimated_calls=self.usage.estimated_calls,
@@ -100,18 +105,15 @@ async def metered_chat(
 ) -> ChatResult | LLMError | None:
     """One JSON call charged to `budget`: its answer, the error that failed it, or None when the
     ceiling held it back (nothing sent). An error is returned, not raised, so a caller running
-    several calls lets the others finish and keeps what they cost. A call that timed out or was
-    answered with bad JSON is charged its estimated input: the server read the prompt."""
+    several calls lets the others finish and keeps what they cost. A call that failed counts as a
+    call, with what it cost (`failed_usage`)."""
     estimate = estimate_input(messages, schema)
     if not budget.reserve(estimate + max_tokens):
         return None
     try:
         result = await llm.chat(messages, json_schema=schema, max_tokens=max_tokens)
-    except (LLMResponseError, LLMTimeoutError) as exc:
-        budget.settle(estimate + max_tokens, Usage(input_tokens=estimate))
-        return exc
     except LLMError as exc:
-        budget.settle(estimate + max_tokens, Usage())
+        budget.settle(estimate + max_tokens, failed_usage(exc, estimate))
         return exc
     budget.settle(estimate + max_tokens, result.usage)
     return result

@@ -241,6 +241,7 @@ class LLMExtraction(ExtractionStrategy):
         try:
             answered = read_answer(result.data, call.candidates, result.model or llm.model)
         except LLMResponseError as exc:
+            budget.unusable()
             return exc
         fresh = {}
         for i, key in enumerate(call.keys):

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evigraph.errors import LLMConfigurationError, LLMError, LLMResponseError, LLMTimeoutError
+from evigraph.errors import LLMConfigurationError, LLMError, LLMResponseError
 from evigraph.ingest.candidates import CandidatePair
 from evigraph.ingest.graph_resolution.base import GraphResolver, Judgement, PassageSource
 from evigraph.models import LLMSpend
@@ -21,6 +21,7 @@ from evigraph.store.merging import EntityRecord
 
 if TYPE_CHECKING:
     from evigraph.providers.llms import LLM
+    from evigraph.providers.llms.base import Usage
 
 PAIRS_PER_CALL = 16
 """Pairs judged per call: a call's fixed part (instructions, schema) is then a small share of
@@ -92,29 +93,30 @@ class LLMGraphResolution(GraphResolver):
         A failed call leaves its pairs undecided and the others stand; a configuration error
         (a rejected key, an unknown model) would fail every call alike, so it stops finalize.
         """
-        from evigraph.providers.llms.base import ChatRequest, Message, estimate_usage
+        from evigraph.providers.llms.base import ChatRequest, Message, Usage, estimate_usage, failed_usage
 
         messages = (Message.system(SYSTEM), Message.user(user_prompt(batch, entities, context)))
         try:
             result = await self.llm.chat(messages, json_schema=ANSWER_SCHEMA, max_tokens=32 + 8 * len(batch))
         except LLMConfigurationError:
             raise
-        except (LLMResponseError, LLMTimeoutError) as exc:  # the server read the prompt: its estimate is spent
-            request = ChatRequest(messages=messages, output="json_schema", json_schema=ANSWER_SCHEMA)
-            return {}, LLMSpend(input_tokens=estimate_usage(request, "").input_tokens), str(exc)
         except LLMError as exc:
-            return {}, LLMSpend(), str(exc)
-        usage = result.usage
-        spend = LLMSpend(
-            calls=usage.calls,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            estimated_calls=usage.estimated_calls,
-        )
+            request = ChatRequest(messages=messages, output="json_schema", json_schema=ANSWER_SCHEMA)
+            return {}, _spend(failed_usage(exc, estimate_usage(request, "").input_tokens)), str(exc)
         try:
-            return read_verdicts(result.data, len(batch)), spend, None
+            return read_verdicts(result.data, len(batch)), _spend(result.usage), None
         except LLMResponseError as exc:
-            return {}, spend, str(exc)
+            return {}, _spend(result.usage + Usage(failed_calls=1)), str(exc)
+
+
+def _spend(usage: Usage) -> LLMSpend:
+    return LLMSpend(
+        calls=usage.calls,
+        failed_calls=usage.failed_calls,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        estimated_calls=usage.estimated_calls,
+    )
 
 
 def user_prompt(

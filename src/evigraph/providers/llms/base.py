@@ -16,7 +16,7 @@ from typing import Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evigraph.errors import ConfigurationError, LLMResponseError
+from evigraph.errors import ConfigurationError, LLMError, LLMResponseError, LLMTimeoutError
 from evigraph.providers.llms.jsontext import parse_json_text
 
 M = TypeVar("M", bound=BaseModel)
@@ -56,7 +56,9 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
-    """Chat calls answered (retries of one call count once; a call that failed counts none)."""
+    """Chat calls sent, failed ones included (the retries of one call count once)."""
+    failed_calls: int = 0
+    """Calls that gave no usable answer: refused, timed out, or answered with malformed JSON."""
     estimated_calls: int = 0
     """Calls whose server reported no usage, counted here with a tokenizer instead."""
 
@@ -69,6 +71,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             calls=self.calls + other.calls,
+            failed_calls=self.failed_calls + other.failed_calls,
             estimated_calls=self.estimated_calls + other.estimated_calls,
         )
 
@@ -180,13 +183,23 @@ class LLM(AsyncClosing, ABC):
         Some servers want the word "JSON" in the prompt when JSON is asked for.
         """
         request = self._request(messages, json_schema, json_mode, max_tokens, temperature)
-        result = await self._complete(request)
-        self._count(result.usage)
+        try:
+            result = await self._complete(request)
+        except LLMError as exc:
+            self._count(failed_usage(exc, estimate_usage(request, "").input_tokens))
+            raise
         if request.output == "text":
+            self._count(result.usage)
             return result
-        result = result.model_copy(update={"data": self._parse_json(result)})
-        if isinstance(json_schema, type):
-            result.parse(json_schema)
+        try:
+            result = result.model_copy(update={"data": self._parse_json(result)})
+            if isinstance(json_schema, type):
+                result.parse(json_schema)
+        except LLMResponseError as exc:
+            exc.input_tokens, exc.output_tokens = result.usage.input_tokens, result.usage.output_tokens
+            self._count(result.usage + Usage(failed_calls=1))
+            raise
+        self._count(result.usage)
         return result
 
     def stream(
@@ -377,6 +390,16 @@ def estimate_usage(request: ChatRequest, answer: str) -> Usage:
     count = default_tokenizer().count
     prompt = sum(count(m.content) + 4 for m in request.messages) + 3
     return Usage(input_tokens=prompt, output_tokens=count(answer), calls=1, estimated_calls=1)
+
+
+def failed_usage(error: LLMError, estimate: int) -> Usage:
+    """What a call that failed cost: one call, counted in `failed_calls` too, with the tokens its
+    server reported when it answered (a malformed reply), else `estimate` (its input) when the
+    server read the prompt (a timeout, a server error), else none (refused, unreachable)."""
+    if error.input_tokens is not None:
+        return Usage(calls=1, failed_calls=1, input_tokens=error.input_tokens, output_tokens=error.output_tokens or 0)
+    read = isinstance(error, LLMResponseError | LLMTimeoutError) or (error.status or 0) >= 500
+    return Usage(calls=1, failed_calls=1, input_tokens=estimate if read else 0, estimated_calls=int(read))
 
 
 def _schema_name(name: str) -> str:

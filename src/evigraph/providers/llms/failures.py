@@ -18,6 +18,7 @@ from evigraph.providers.llms.settings import ENV_BASE_URL, ENV_CONCURRENCY, ENV_
 _MODEL_MISSING = ("not found", "does not exist", "not exist", "unknown model", "no such model", "invalid model")
 _TOO_LONG = ("context length", "context_length", "maximum context", "context window", "too many tokens", "too long")
 _UNSUPPORTED = ("response_format", "json_schema", "json_object", "structured output", "guided")
+_VALIDATION = ("validation error", "literal_error", "input should be")
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,13 @@ class Refusal:
 
     @property
     def rejects_json_format(self) -> bool:
-        """A server without JSON mode (or without json_schema) saying so."""
+        """A server without JSON mode (or without json_schema) saying so. llama-cpp-python's server
+        answers a `response_format` type it does not know with HTTP 500 and its request
+        validation's message ("literal_error ... response_format"), which is no passing fault:
+        retrying it would fail four times alike."""
         text = self.message.lower()
+        if self.status == 500:
+            return "response_format" in text and any(s in text for s in _VALIDATION)
         return self.status in (400, 422, 501) and any(s in text for s in _UNSUPPORTED)
 
     @property

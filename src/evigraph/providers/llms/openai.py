@@ -39,8 +39,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evigraph.llm")
 
-JsonSupport = Literal["json_schema", "json", "text"]
-_WEAKER: dict[str, JsonSupport] = {"json_schema": "json", "json": "text"}
+JsonSupport = Literal["json_schema", "json_object_schema", "json", "text"]
+"""How a server is asked for JSON, strongest first: OpenAI's `json_schema`; `json_object` with the
+schema beside it (llama-cpp-python's and Anyscale's form, which llama-cpp-python turns into a
+grammar: measured with SmolLM2, the answer then follows the schema); plain `json_object`; none.
+A server that refuses one is asked with the next (`_adapt`)."""
+_WEAKER: dict[str, JsonSupport] = {"json_schema": "json_object_schema", "json_object_schema": "json", "json": "text"}
 _HOSTED_HOSTS = ("api.openai.com",)
 
 
@@ -202,6 +206,8 @@ class OpenAICompatibleLLM(LLM):
     def _response_format(self, request: ChatRequest) -> dict[str, Any] | None:
         if request.output == "json_schema" and self.json_support == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": request.schema_name, "schema": request.json_schema}}
+        if request.output == "json_schema" and self.json_support == "json_object_schema":
+            return {"type": "json_object", "schema": request.json_schema}
         if request.output != "text" and self.json_support != "text":
             return {"type": "json_object"}
         return None
@@ -263,13 +269,13 @@ class OpenAICompatibleLLM(LLM):
             await response.aclose()
             refusal = Refusal.read(response.status_code, text)
             wait = retry_after(response.headers)
+            if self._adapt(refusal, body):
+                continue
             if response.status_code in RETRY_STATUS and not refusal.out_of_quota:
                 delay = self.retry.delay(attempt, wait)
                 if delay is not None:
                     attempt = await self._pause(attempt, delay, f"HTTP {response.status_code}")
                     continue
-            elif self._adapt(refusal, body):
-                continue
             raise self._refusal_error(refusal, attempt + 1, wait)
 
     async def _pause(self, attempt: int, delay: float, why: str) -> int:
