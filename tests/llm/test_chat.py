@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 from tests.llm.conftest import KEY
-from tests.llm.replay_server import ReplayServer, Reply, chat_reply, error_reply, json_reply
+from tests.llm.replay_server import ReplayServer, Reply, Request, chat_reply, error_reply, json_reply
 
 from evigraph.errors import ConfigurationError, LLMResponseError
 from evigraph.providers.llms import LLM, ChatRequest, ChatResult, Message, OpenAICompatibleLLM, Usage
@@ -231,3 +231,19 @@ async def test_a_provider_implements_complete_only() -> None:
     assert stream.result.text == "streamed whole"
     assert echo.usage == Usage(input_tokens=2, output_tokens=2, calls=2)
     assert echo.spec is None
+
+
+async def test_calls_refused_together_step_down_once(llm: OpenAICompatibleLLM, replay_server: ReplayServer) -> None:
+    """Found with the real model: the batches of one ingest were refused json_schema together, and
+    each refusal took a step, leaving plain JSON mode where the schema form was taken."""
+
+    def answer(request: Request) -> Reply:
+        if request.body["response_format"]["type"] == "json_schema":
+            return error_reply(400, "response_format json_schema is not supported", delay=0.3)  # all in flight
+        return json_reply({"names": ["Ana"]})
+
+    replay_server.answer = answer
+    results = await asyncio.gather(*(llm.chat([Message.user("json")], json_schema=People) for _ in range(3)))
+    assert [r.data for r in results] == [{"names": ["Ana"]}] * 3
+    assert llm.json_support == "json_object_schema"
+    assert all("schema" in r.body["response_format"] for r in replay_server.chat_requests()[3:])

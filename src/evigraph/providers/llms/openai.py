@@ -45,6 +45,7 @@ schema beside it (llama-cpp-python's and Anyscale's form, which llama-cpp-python
 grammar: measured with SmolLM2, the answer then follows the schema); plain `json_object`; none.
 A server that refuses one is asked with the next (`_adapt`)."""
 _WEAKER: dict[str, JsonSupport] = {"json_schema": "json_object_schema", "json_object_schema": "json", "json": "text"}
+_STRENGTH: tuple[JsonSupport, ...] = ("json_schema", "json_object_schema", "json", "text")
 _HOSTED_HOSTS = ("api.openai.com",)
 
 
@@ -218,7 +219,7 @@ class OpenAICompatibleLLM(LLM):
         if "stream_options" in payload and refusal.rejects_stream_options:
             self.stream_usage = False
         elif "response_format" in payload and refusal.rejects_json_format:
-            self.json_support = _WEAKER.get(self.json_support, "text")
+            self._weaken_json(payload["response_format"])
         elif "max_tokens" in payload and "max_completion_tokens" in text:
             self._max_tokens_field = "max_completion_tokens"
         elif "temperature" in payload and "temperature" in text and refusal.status in (400, 422):
@@ -227,6 +228,20 @@ class OpenAICompatibleLLM(LLM):
             return False
         log.info(self._mask(f"{self.endpoint.display} refused part of a request, sent again without it: {text}"))
         return True
+
+    def _weaken_json(self, refused: dict[str, Any]) -> None:
+        """One step below the form the server refused, never below what is asked already: calls
+        in flight together, all refused the same form, must not take one step each."""
+        sent: JsonSupport = (
+            "json_schema"
+            if refused.get("type") == "json_schema"
+            else "json_object_schema"
+            if "schema" in refused
+            else "json"
+        )
+        weaker = _WEAKER.get(sent, "text")
+        if _STRENGTH.index(weaker) > _STRENGTH.index(self.json_support):
+            self.json_support = weaker
 
     async def _send(self, payload: Callable[[], dict[str, Any]], *, stream: bool) -> httpx.Response:
         """The server's successful response to one call, after retries; the caller holds a slot
