@@ -88,7 +88,7 @@ async def graph_quality(kb: Any) -> dict[str, Any]:
     }
     relations = (
         await kb.cypher_query(
-            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.name AS a, b.name AS b, r.source_passages AS p",
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.name AS a, b.name AS b, r.source_chunks AS p",
             limit=5000,
         )
     ).rows

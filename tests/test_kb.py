@@ -89,7 +89,7 @@ async def test_replacing_a_document_keeps_shared_entities_and_relations(tmp_path
         assert kb.store is not None
         rel = await kb.store.cypher_query(
             "MATCH (a:Entity {name: 'Marta Oliveira'})-[r:RELATES]->(b:Entity {name: 'Lisbon'}) "
-            "RETURN size(string_split(r.source_passages, ' ')) AS n"
+            "RETURN size(string_split(r.source_chunks, ' ')) AS n"
         )
         assert rel == [{"n": 2}]
         report = await kb.ingest(text="Nothing about people here at all.", key="a")
@@ -99,7 +99,7 @@ async def test_replacing_a_document_keeps_shared_entities_and_relations(tmp_path
         assert "Tomas Reyes" not in names and "Porto" not in names  # only a mentioned them
         rel = await kb.store.cypher_query(
             "MATCH (a:Entity {name: 'Marta Oliveira'})-[r:RELATES]->(b:Entity {name: 'Lisbon'}) "
-            "RETURN size(string_split(r.source_passages, ' ')) AS n"
+            "RETURN size(string_split(r.source_chunks, ' ')) AS n"
         )
         assert rel == [{"n": 1}]  # the relation lost a's passage as a source, kept b's
         chunks = await kb.store.cypher_query("MATCH (c:Chunk) RETURN c.text AS t")

@@ -68,6 +68,8 @@ def server_installed() -> None:
 
 
 def free_port() -> int:
+    """As `tests.conftest.free_port`, which imports pytest: this module stays standard-library only
+    for the benchmarks."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

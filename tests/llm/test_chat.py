@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from tests.llm.conftest import KEY
 from tests.llm.replay_server import ReplayServer, Reply, Request, chat_reply, error_reply, json_reply
 
-from evigraph.errors import ConfigurationError, LLMResponseError
+from evigraph.errors import ConfigurationError, LLMError, LLMResponseError
 from evigraph.providers.llms import LLM, ChatRequest, ChatResult, Message, OpenAICompatibleLLM, Usage
 
 
@@ -247,3 +247,21 @@ async def test_calls_refused_together_step_down_once(llm: OpenAICompatibleLLM, r
     assert [r.data for r in results] == [{"names": ["Ana"]}] * 3
     assert llm.json_support == "json_object_schema"
     assert all("schema" in r.body["response_format"] for r in replay_server.chat_requests()[3:])
+
+
+def test_an_unknown_json_support_is_refused_with_the_choices() -> None:
+    with pytest.raises(ConfigurationError, match="json_object") as info:
+        OpenAICompatibleLLM("m", base_url="http://127.0.0.1:9/v1", api_key="", json_support="json_object")  # type: ignore[arg-type]
+    assert "json_schema, json_object_schema, json, text" in info.value.hint
+
+
+async def test_a_refusal_of_what_cannot_be_dropped_is_not_sent_again_forever(replay_server: ReplayServer) -> None:
+    """A response format the caller forces through extra_body stays in every request: once the
+    client has nothing left to drop, the refusal is the answer."""
+    replay_server.answer = lambda request: error_reply(400, "response_format json_schema is not supported")
+    forced = {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}
+    llm = OpenAICompatibleLLM("m", base_url=replay_server.url, api_key="", backoff=0.01, extra_body=forced)
+    async with llm:
+        with pytest.raises(LLMError, match="HTTP 400"):
+            await llm.chat([Message.user("json")], json_mode=True)
+    assert len(replay_server.chat_requests()) <= 4  # a step down or two, then the error

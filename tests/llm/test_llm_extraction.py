@@ -85,7 +85,7 @@ async def kb(tmp_path: Path, server: ReplayServer) -> AsyncIterator[KnowledgeBas
 async def relations(kb: KnowledgeBase) -> list[dict[str, Any]]:
     found = await kb.cypher_query(
         "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.name AS s, a.label AS sl, r.type AS t, b.name AS o, "
-        "b.label AS ol, r.fact AS f, string_split(r.source_passages, ' ') AS chunks ORDER BY s, t"
+        "b.label AS ol, r.fact AS f, string_split(r.source_chunks, ' ') AS chunks ORDER BY s, t"
     )
     return list(found.rows)
 
@@ -158,6 +158,30 @@ async def test_timeout_and_malformed_json_fail_their_document_and_leave_the_othe
         assert "malformed JSON" in (by_key["bad"].error or "")
         assert [r["s"] for r in await relations(kb)] == ["Grace Hopper"]
         assert (await kb.source_status("bad")).state == "failed"
+
+
+async def test_a_failed_call_sends_again_only_its_own_documents(tmp_path: Path, server: ReplayServer) -> None:
+    """Found with the real model: one failed call of a batch used to send every document again one by
+    one, and the passages the model had skipped (never cached) cost a second call each."""
+    from evigraph.ingest.text_documents import text_document
+
+    def answer(request: Request) -> Reply | None:
+        if "Garbled Gus" in request.prompt:
+            return chat_reply('{"passages": [{"p": 1, "e": [')
+        return chat_reply('{"passages": []}')  # a small model skipping its passage
+
+    server.answer = answer
+    texts = {f"doc-{i}": f"Person{i} Smith works at Company{i} Inc." for i in range(3)}
+    texts["bad"] = "Garbled Gus works at Noise Ltd."
+    extractor = LLMExtraction(passages_per_call=1)
+    async with client(server) as llm, KnowledgeBase(tmp_path / "kb.db", ontology=ONTOLOGY, llm=llm) as kb:
+        report = await kb.ingest_documents([text_document(t, k) for k, t in texts.items()], extractor=extractor)
+        statuses = {d.key: d.status for d in report.documents}
+    assert statuses == {**dict.fromkeys(list(texts)[:3], IngestStatus.created), "bad": IngestStatus.failed}
+    sent = [r.prompt for r in server.chat_requests()]
+    assert len(sent) == 5  # one call per document, then the failed document alone
+    assert sum("Garbled Gus" in prompt for prompt in sent) == 2
+    assert report.llm is not None and (report.llm.calls, report.llm.failed_calls) == (5, 2)
 
 
 async def test_token_ceiling_stops_before_it_and_reports_what_is_left(tmp_path: Path, server: ReplayServer) -> None:

@@ -29,7 +29,7 @@ async def test_every_restated_relation_lists_every_passage(
             assert (await kb.ingest(text=f"{FACT} Record {key}.", key=key)).ok
         assert kb.store is not None
         rows = await kb.store.cypher_query(
-            "MATCH ()-[r:RELATES]->() RETURN r.id AS id, size(string_split(r.source_passages, ' ')) AS n"
+            "MATCH ()-[r:RELATES]->() RETURN r.id AS id, size(string_split(r.source_chunks, ' ')) AS n"
         )
     assert len(rows) > 2  # more rows than one statement of 2 takes
     assert {r["n"] for r in rows} == {3}

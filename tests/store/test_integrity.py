@@ -91,17 +91,17 @@ async def test_injected_damage_is_found_and_repaired(tmp_path: Path) -> None:
             # source left, and an agent's with none left (agents may record unsupported relations).
             run(
                 tx,
-                "MATCH ()-[r:RELATES]->() WHERE string_split(r.source_passages, ' ')[1] = $c "
-                "SET r.source_passages = r.source_passages + ' gone:1:0'",
+                "MATCH ()-[r:RELATES]->() WHERE string_split(r.source_chunks, ' ')[1] = $c "
+                "SET r.source_chunks = r.source_chunks + ' gone:1:0'",
                 {"c": c_chunk},
             )
             run(
                 tx,
                 "MATCH (a:Entity {id: 'unknown:bob marley'}), (b:Entity {id: 'unknown:david bowie'}) "
                 "CREATE (a)-[:RELATES {id: 'x1', type: 'RELATED_TO', fact: 'f', confidence: 0.5,"
-                " source_passages: 'gone:1:0', _source: 'extraction'}]->(b), "
+                " source_chunks: 'gone:1:0', _source: 'extraction'}]->(b), "
                 "(b)-[:RELATES {id: 'x2', type: 'RELATED_TO', fact: 'g', confidence: 0.5,"
-                " source_passages: 'gone:2:0', _source: 'agent'}]->(a)",
+                " source_chunks: 'gone:2:0', _source: 'agent'}]->(a)",
             )
             run(tx, "MATCH (d:Document {key: 'a'}) SET d.chunk_count = 7")
 
@@ -131,7 +131,7 @@ async def test_injected_damage_is_found_and_repaired(tmp_path: Path) -> None:
         after = await store.executor.read(integrity.snapshot)
         rels = await store.executor.read(
             lambda tx: tx.rows(
-                "MATCH ()-[r:RELATES]->() WHERE r.id IN ['x1', 'x2'] RETURN r.id AS id, r.source_passages AS s"
+                "MATCH ()-[r:RELATES]->() WHERE r.id IN ['x1', 'x2'] RETURN r.id AS id, r.source_chunks AS s"
             )
         )
         assert rels == [{"id": "x2", "s": ""}]  # the agent's relation stays, without the missing source

@@ -111,7 +111,7 @@ def _as_before_packed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     old = tuple(
         statement.replace("span_starts STRING, span_ends STRING", "span_starts INT64[], span_ends INT64[]").replace(
-            "source_passages STRING)", "source_passages STRING[])"
+            "source_chunks STRING)", "source_chunks STRING[])"
         )
         for statement in schema.DDL
     )
@@ -153,7 +153,7 @@ async def test_lists_on_relationships_become_text_and_read_the_same(
             spans_before = await kb.store.ranking_rows()
     assert before and any(len(r.source_passages) == 1 for r in before)
     assert any(m[2] for row in spans_before for m in row.mentions)  # mention spans, to compare
-    assert _types(path)[("RELATES", "source_passages")] == "STRING[]"
+    assert _types(path)[("RELATES", "source_chunks")] == "STRING[]"
     assert _types(path)[("MENTIONED_IN", "span_starts")] == "INT64[]"
 
     async with KnowledgeBase(path, read_only=True) as kb:  # an old file read as it is

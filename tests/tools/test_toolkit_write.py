@@ -471,7 +471,7 @@ async def test_upsert_relations_with_evidence_number(tk: Toolkit) -> None:
     stored = await rows(
         tk,
         "MATCH ()-[r:RELATES]->() WHERE r.type = 'WORKS_FOR' "
-        "RETURN string_split(r.source_passages, ' ') AS chunks, r._source AS src",
+        "RETURN string_split(r.source_chunks, ' ') AS chunks, r._source AS src",
     )
     assert stored == [{"chunks": [chunk], "src": "agent"}]
     around = await run(tk, "explore_relationships", {"entity": "person:ingrid halvorsen"}, ExplorationResult)

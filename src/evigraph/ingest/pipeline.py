@@ -41,7 +41,7 @@ from evigraph.ingest.chunking.base import ChunkingStrategy
 from evigraph.ingest.embedding import on_embedding_thread
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
-from evigraph.ingest.extraction.budget import CeilingReached
+from evigraph.ingest.extraction.budget import CeilingReached, PartlyExtracted
 from evigraph.ingest.gc_threshold import fewer_collections
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.name_vectors import NameVectors
@@ -486,21 +486,34 @@ class IngestRun:
         """A ceiling reached keeps the documents finished and leaves the rest; a configuration error
         (a misconfigured LLM) stops the ingest, as it would fail every document alike."""
         extractor, ontology = self.strategies.extractor, self.strategies.ontology
+        done: list[GraphData | None] = [None] * len(chunked)
         try:
             return list(await extractor.extract_many([c for _, c in chunked], ontology))
         except CeilingReached as stop:
             return self._leave(chunked, stop.done)
         except ConfigurationError:
             raise
+        except PartlyExtracted as partly:  # the documents of the failed calls only
+            done = partly.done
+            log.warning(
+                "batched extraction failed (%s); retrying %d of %d documents one by one",
+                one_line(str(partly.cause)),
+                done.count(None),
+                len(done),
+            )
+            log.debug("the batch's failure", exc_info=partly.cause)
         except Exception as exc:  # the reason in one line; its traceback only under --verbose
             log.warning("batched extraction failed (%s); retrying document by document", one_line(str(exc)))
             log.debug("the batch's failure", exc_info=True)
         graphs: list[GraphData | None] = []
         for i, (p, chunks) in enumerate(chunked):
+            if done[i] is not None:
+                graphs.append(done[i])
+                continue
             try:
                 graphs.append(await extractor.extract(chunks, ontology))
             except CeilingReached:
-                return graphs + self._leave(chunked[i:], [])
+                return graphs + self._leave(chunked[i:], done[i:])
             except ConfigurationError:
                 raise
             except Exception as exc:

@@ -118,17 +118,25 @@ PATH_LEGS: MappingProxyType[SearchPath, tuple[str, ...]] = MappingProxyType(
         "passages": ("passages",),
         "exact_names": ("exact", "mentions"),
         "fuzzy_names": ("fuzzy", "mentions"),
-        "links": ("exact", "fuzzy", "links"),
+        "links": ("exact", "links"),
         "facts": ("passages", "facts"),
     }
 )
-"""Public path -> the legs it needs. `links` walks from the entities named exactly and the best
-five by fuzzy name, whichever name paths were asked for."""
+"""Public path -> the legs it needs. `links` walks from the entities the question names exactly,
+and from the best five by fuzzy name when fuzzy names are asked for or exact ones are not
+(`legs_for`): a recipe of exact names and links (`local`) stays with the names the question holds."""
+
+
+def legs_for(paths: Sequence[SearchPath]) -> set[str]:
+    wanted = {leg for path in paths for leg in PATH_LEGS[path]}
+    if "links" in paths and "exact_names" not in paths:
+        wanted.add("fuzzy")
+    return wanted
 
 
 async def run_legs(asked: Asked) -> Found:
     """Every leg the asked paths need, each once, a stage's legs concurrently."""
-    wanted = {leg for path in asked.paths for leg in PATH_LEGS[path]}
+    wanted = legs_for(asked.paths)
     found = Found()
     for stage in sorted({leg.stage for leg in LEGS.values()}):
         await asyncio.gather(

@@ -8,10 +8,11 @@ what its measurement was.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from evigraph.errors import ConfigurationError
 from evigraph.retrieval.query import PATHS, SearchPath
@@ -32,8 +33,8 @@ class RetrievalRecipe(BaseModel):
     paths: tuple[SearchPath, ...] = Field(
         PATHS, min_length=1, description="paths run when a query names none; a query's own paths win"
     )
-    weights: dict[str, float] = Field(
-        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+    weights: Mapping[str, float] = Field(
+        default_factory=lambda: DEFAULT_WEIGHTS,
         description=f"how much each passage list ({', '.join(PASSAGE_LISTS)}) counts in fusion; "
         "one left out keeps its default",
     )
@@ -68,7 +69,7 @@ class RetrievalRecipe(BaseModel):
 
     @field_validator("weights")
     @classmethod
-    def _known_lists(cls, weights: dict[str, float]) -> dict[str, float]:
+    def _known_lists(cls, weights: Mapping[str, float]) -> Mapping[str, float]:
         unknown = sorted(set(weights) - set(PASSAGE_LISTS))
         if unknown:
             raise ValueError(f"no passage list is called {', '.join(unknown)}; weigh {', '.join(PASSAGE_LISTS)}")
@@ -76,7 +77,13 @@ class RetrievalRecipe(BaseModel):
             raise ValueError("a weight is negative; use 0 to leave a list out of fusion")
         # A list left out keeps its measured default: read as 1, `{"semantic": 2.0}` would let the
         # graph lists outvote direct matches (the 12-point loss measured above).
-        return {**DEFAULT_WEIGHTS, **weights}
+        # Read-only, as the recipe is: the built-in recipes are copies of one another and would
+        # otherwise share one dict, so a caller's edit of one would change them all.
+        return MappingProxyType({**DEFAULT_WEIGHTS, **weights})
+
+    @field_serializer("weights")
+    def _plain_weights(self, weights: Mapping[str, float]) -> dict[str, float]:
+        return dict(weights)
 
     def pool(self, top_k: int) -> int:
         """Candidates the full-text and vector searches fetch for `top_k` items."""

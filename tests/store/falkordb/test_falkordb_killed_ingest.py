@@ -91,7 +91,7 @@ CYPHER = (
     "MATCH (e:Entity) RETURN e.name AS name, e.label AS label, e.description AS d, e.aliases AS a ORDER BY name",
     "MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk) RETURN e.name AS e, c.text AS t, m.span_starts AS s ORDER BY e, t",
     """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
-       RETURN a.name AS a, b.name AS b, r.fact AS f, size(r.source_passages) AS n ORDER BY a, b, f""",
+       RETURN a.name AS a, b.name AS b, r.fact AS f, size(r.source_chunks) AS n ORDER BY a, b, f""",
     "MATCH (e:Entity) OPTIONAL MATCH (e)-[m:MENTIONED_IN]->() RETURN count(DISTINCT e) AS e, count(m) AS m",
     "MATCH (c:Chunk) RETURN c.text AS t ORDER BY t",
 )

@@ -78,7 +78,7 @@ async def test_repair_removes_what_a_stopped_writer_leaves(store: FalkorStore) -
     )
     conn.write_sync(
         """MATCH (a:Entity)-[x:RELATES]->(b:Entity) WHERE a.id = $a
-           SET x.source_passages = x.source_passages + ['missing:9:9']""",
+           SET x.source_chunks = x.source_chunks + ['missing:9:9']""",
         {"a": ADA},
     )
     store.cache.bump()

@@ -20,6 +20,17 @@ from evigraph.providers.llms.base import LLM, ChatRequest, ChatResult, Message, 
 from evigraph.providers.tokenizers import default_tokenizer
 
 
+class PartlyExtracted(EvigraphError):
+    """Some calls of a batch failed: `done` holds, per document of the batch, its graph when every
+    passage of it was answered, else None. Only the None ones need extracting again; the others'
+    answers are in hand (a passage the model skipped included, which the cache does not keep)."""
+
+    def __init__(self, cause: EvigraphError, done: Sequence[GraphData | None]) -> None:
+        super().__init__(cause.message, cause.hint)
+        self.cause = cause
+        self.done = list(done)
+
+
 class CeilingReached(EvigraphError):
     """The next LLM call would pass the ingest's token ceiling; it was not sent.
 
@@ -84,11 +95,7 @@ class TokenBudget:
 
     def spend(self) -> LLMSpend:
         return LLMSpend(
-            calls=self.usage.calls,
-            failed_calls=self.usage.failed_calls,
-            input_tokens=self.usage.input_tokens,
-            output_tokens=self.usage.output_tokens,
-            estimated_calls=self.usage.estimated_calls,
+            **self.usage.model_dump(),
             passages=self.passages,
             cached_passages=self.cached_passages,
             contexts=self.contexts,
@@ -98,6 +105,12 @@ class TokenBudget:
             max_tokens=self.ceiling,
             ceiling_reached=self.reached,
         )
+
+
+def spent(usage: Usage) -> LLMSpend:
+    """The calls and tokens of `usage` as a report's spend (extraction, contexts, resolution):
+    every field of a `Usage` is one of an `LLMSpend`."""
+    return LLMSpend(**usage.model_dump())
 
 
 async def metered_chat(

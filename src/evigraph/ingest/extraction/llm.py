@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from evigraph.errors import ConfigurationError, LLMConfigurationError, LLMError, LLMResponseError
 from evigraph.ingest.extraction.base import ExtractionRun, ExtractionStrategy
-from evigraph.ingest.extraction.budget import TokenBudget, metered_chat
+from evigraph.ingest.extraction.budget import PartlyExtracted, TokenBudget, metered_chat
 from evigraph.ingest.extraction.llm_align import align_document
 from evigraph.ingest.extraction.llm_prompts import (
     ANSWER_SCHEMA,
@@ -161,8 +161,9 @@ class LLMExtraction(ExtractionStrategy):
             system = system_prompt(ontology)
             outcomes = await asyncio.gather(*(self._ask(llm, system, call, raws) for call in calls))
             errors = [o for o in outcomes if o is not None]
-            if errors:  # raised before aligning, as the pipeline then extracts each document again
-                raise next((e for e in errors if isinstance(e, LLMConfigurationError)), errors[0])
+            stop = next((e for e in errors if isinstance(e, LLMConfigurationError)), None)
+            if stop is not None:  # every later call would fail alike
+                raise stop
         graphs: list[GraphData | None] = []
         for chunks, ks in zip(documents, keys, strict=True):
             if not all(k in raws for k in ks):
@@ -172,6 +173,8 @@ class LLMExtraction(ExtractionStrategy):
             budget.unaligned_entities += aligned.unaligned_entities
             budget.dangling_relations += aligned.dangling_relations
             graphs.append(aligned.graph)
+        if todo and errors:  # the pipeline extracts the documents of the failed calls one by one
+            raise PartlyExtracted(errors[0], graphs)
         if any(g is None for g in graphs):
             raise budget.exceeded(graphs)
         return [g for g in graphs if g is not None]

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import LLMConfigurationError, LLMError, LLMResponseError
 from evigraph.ingest.candidates import CandidatePair
+from evigraph.ingest.extraction.budget import spent
 from evigraph.ingest.graph_resolution.base import GraphResolver, Judgement, PassageSource
 from evigraph.models import LLMSpend
 from evigraph.store.merging import EntityRecord
 
 if TYPE_CHECKING:
     from evigraph.providers.llms import LLM
-    from evigraph.providers.llms.base import Usage
 
 PAIRS_PER_CALL = 16
 """Pairs judged per call: a call's fixed part (instructions, schema) is then a small share of
@@ -102,21 +102,11 @@ class LLMGraphResolution(GraphResolver):
             raise
         except LLMError as exc:
             request = ChatRequest(messages=messages, output="json_schema", json_schema=ANSWER_SCHEMA)
-            return {}, _spend(failed_usage(exc, estimate_usage(request, "").input_tokens)), str(exc)
+            return {}, spent(failed_usage(exc, estimate_usage(request, "").input_tokens)), str(exc)
         try:
-            return read_verdicts(result.data, len(batch)), _spend(result.usage), None
+            return read_verdicts(result.data, len(batch)), spent(result.usage), None
         except LLMResponseError as exc:
-            return {}, _spend(result.usage + Usage(failed_calls=1)), str(exc)
-
-
-def _spend(usage: Usage) -> LLMSpend:
-    return LLMSpend(
-        calls=usage.calls,
-        failed_calls=usage.failed_calls,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        estimated_calls=usage.estimated_calls,
-    )
+            return {}, spent(result.usage + Usage(failed_calls=1)), str(exc)
 
 
 def user_prompt(

@@ -41,19 +41,23 @@ class Refusal:
         return self.status in (400, 404) and "model" in text and any(s in text for s in _MODEL_MISSING)
 
     @property
-    def rejects_json_format(self) -> bool:
-        """A server without JSON mode (or without json_schema) saying so. llama-cpp-python's server
-        answers a `response_format` type it does not know with HTTP 500 and its request
-        validation's message ("literal_error ... response_format"), which is no passing fault:
-        retrying it would fail four times alike."""
-        text = self.message.lower()
+    def invalid_request(self) -> bool:
+        """The server refused the request itself, which sending it again would not change.
+        llama-cpp-python's server says so with HTTP 500 and its request validation's message
+        ("1 validation error ... literal_error ... response_format"): no passing fault to retry."""
         if self.status == 500:
-            return "response_format" in text and any(s in text for s in _VALIDATION)
-        return self.status in (400, 422, 501) and any(s in text for s in _UNSUPPORTED)
+            return any(s in self.message.lower() for s in _VALIDATION)
+        return self.status in (400, 422)
+
+    @property
+    def rejects_json_format(self) -> bool:
+        """A server without JSON mode (or without json_schema) saying so."""
+        text = self.message.lower()
+        return (self.invalid_request or self.status == 501) and any(s in text for s in _UNSUPPORTED)
 
     @property
     def rejects_stream_options(self) -> bool:
-        return self.status in (400, 422) and "stream_options" in self.message.lower()
+        return self.invalid_request and "stream_options" in self.message.lower()
 
     @property
     def out_of_quota(self) -> bool:

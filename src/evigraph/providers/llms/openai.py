@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from evigraph.errors import ConfigurationError, LLMConfigurationError, LLMError, LLMResponseError, LLMTimeoutError
 from evigraph.extras import install_hint
@@ -44,8 +44,7 @@ JsonSupport = Literal["json_schema", "json_object_schema", "json", "text"]
 schema beside it (llama-cpp-python's and Anyscale's form, which llama-cpp-python turns into a
 grammar: measured with SmolLM2, the answer then follows the schema); plain `json_object`; none.
 A server that refuses one is asked with the next (`_adapt`)."""
-_WEAKER: dict[str, JsonSupport] = {"json_schema": "json_object_schema", "json_object_schema": "json", "json": "text"}
-_STRENGTH: tuple[JsonSupport, ...] = ("json_schema", "json_object_schema", "json", "text")
+_STRENGTH: tuple[JsonSupport, ...] = get_args(JsonSupport)
 _HOSTED_HOSTS = ("api.openai.com",)
 
 
@@ -121,6 +120,11 @@ class OpenAICompatibleLLM(LLM):
                 "timeout and concurrency must be positive, max_retries not negative", "e.g. timeout=60, concurrency=4"
             )
         self.retry = RetryPolicy(retries=max_retries, backoff=backoff, max_wait=max_wait)
+        if json_support not in _STRENGTH:
+            raise ConfigurationError(
+                f"json_support {json_support!r} is not a way to ask for JSON",
+                f"use one of: {', '.join(_STRENGTH)} (strongest first)",
+            )
         self.json_support: JsonSupport = json_support
         self.stream_usage = stream_usage
         self.extra_body = dict(extra_body or {})
@@ -222,7 +226,7 @@ class OpenAICompatibleLLM(LLM):
             self._weaken_json(payload["response_format"])
         elif "max_tokens" in payload and "max_completion_tokens" in text:
             self._max_tokens_field = "max_completion_tokens"
-        elif "temperature" in payload and "temperature" in text and refusal.status in (400, 422):
+        elif "temperature" in payload and "temperature" in text and refusal.invalid_request:
             self._send_temperature = False
         else:
             return False
@@ -239,7 +243,7 @@ class OpenAICompatibleLLM(LLM):
             if "schema" in refused
             else "json"
         )
-        weaker = _WEAKER.get(sent, "text")
+        weaker = _STRENGTH[min(_STRENGTH.index(sent) + 1, len(_STRENGTH) - 1)]
         if _STRENGTH.index(weaker) > _STRENGTH.index(self.json_support):
             self.json_support = weaker
 
@@ -284,13 +288,13 @@ class OpenAICompatibleLLM(LLM):
             await response.aclose()
             refusal = Refusal.read(response.status_code, text)
             wait = retry_after(response.headers)
-            if self._adapt(refusal, body):
-                continue
-            if response.status_code in RETRY_STATUS and not refusal.out_of_quota:
+            if response.status_code in RETRY_STATUS and not (refusal.out_of_quota or refusal.invalid_request):
                 delay = self.retry.delay(attempt, wait)
                 if delay is not None:
                     attempt = await self._pause(attempt, delay, f"HTTP {response.status_code}")
                     continue
+            elif self._adapt(refusal, body) and payload() != body:  # else the same request again, forever
+                continue
             raise self._refusal_error(refusal, attempt + 1, wait)
 
     async def _pause(self, attempt: int, delay: float, why: str) -> int:

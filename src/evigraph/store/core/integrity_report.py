@@ -13,7 +13,7 @@ EXAMPLES = 5
 """Items named in a problem; its count says how many there are."""
 
 RELATION_SOURCES = """MATCH (a:Entity)-[x:RELATES]->(b:Entity)
-           RETURN x.id AS id, a.id AS s, b.id AS d, x.source_passages AS src, x._source AS source"""
+           RETURN x.id AS id, a.id AS s, b.id AS d, x.source_chunks AS src, x._source AS source"""
 
 
 def dangling_relations(

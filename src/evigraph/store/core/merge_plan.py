@@ -144,7 +144,7 @@ def _plan_relations(read: Rows, plan: MergePlan, ids: Callable[[Any], list[str]]
     relation adds its passages to it, one that would join a survivor to itself goes. Whether the
     survivors already hold the new ids is the write's to find (`moved_relations` counts them all)."""
     fields = """RETURN x.id AS id, a.id AS s, b.id AS d, x.type AS type, x.fact AS fact, x.confidence AS conf,
-                      x.source_passages AS src, x._source AS origin"""
+                      x.source_chunks AS src, x._source AS origin"""
     params = {"ids": sorted(plan.to)}
     found = read(f"UNWIND $ids AS eid MATCH (a:Entity {{id: eid}})-[x:RELATES]->(b:Entity) {fields}", params)
     found += read(f"UNWIND $ids AS eid MATCH (a:Entity)-[x:RELATES]->(b:Entity {{id: eid}}) {fields}", params)

@@ -78,8 +78,8 @@ that starts from these labels can never walk into them."""
 
 CYPHER_GUIDE = (
     "Entities are (:Entity) nodes with id, name, label, description; filter a type with e.label = 'Person'. "
-    "Relations are [:RELATES] edges with type, fact, confidence, source_passages (the ids of the passages "
-    "stating it, separated by spaces: string_split(r.source_passages, ' ')); filter with r.type = 'X'. "
+    "Relations are [:RELATES] edges with type, fact, confidence, source_chunks (the ids of the passages "
+    "stating it, separated by spaces: string_split(r.source_chunks, ' ')); filter with r.type = 'X'. "
     "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
     "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
     "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20. "

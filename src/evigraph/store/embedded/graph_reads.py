@@ -20,7 +20,7 @@ def read_graph(tx: Tx, into: S) -> S:
     read as it goes, so only `into` grows)."""
     result = tx.execute(
         """MATCH (a:Entity)-[r:RELATES]->(b:Entity)
-           RETURN r.id, a.id, b.id, a.name, b.name, r.type, r.fact, r.confidence, r.source_passages"""
+           RETURN r.id, a.id, b.id, a.name, b.name, r.type, r.fact, r.confidence, r.source_chunks"""
     )
     try:
         while result.has_next():

@@ -186,7 +186,7 @@ def _prune_sources(tx: Tx, relations: list[dict[str, Any]]) -> None:
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-           SET x.source_passages = src""",
+           SET x.source_chunks = src""",
         [{"s": r["s"], "d": r["d"], "id": r["id"], "src": pack(r["src"])} for r in keep],
     )
     tx.run_batched(

@@ -7,16 +7,16 @@ and a list column makes that rewrite pathologically slow. Measured on 50,000 ent
 
   no property                                   0.04 s
   id STRING, fact STRING                        0.20 s
-  id STRING, source_passages STRING[]            47.6 s
-  id STRING, source_passages STRING (this)        0.27 s
+  id STRING, source_chunks STRING[]            47.6 s
+  id STRING, source_chunks STRING (this)        0.27 s
   span_starts INT64[], span_ends INT64[]        0.56 s
 
 List columns on node tables showed nothing of the kind (1,000 updates of a STRING[] among 500,000
 nodes: 0.15 s). An ingest checkpoints every 16 MB of log, so on a 10,000-passage ingest the
-checkpoints grew from 0.3 s to 9.6 s each and took 43 of its 90 s. Hence `RELATES.source_passages`
+checkpoints grew from 0.3 s to 9.6 s each and took 43 of its 90 s. Hence `RELATES.source_chunks`
 holds passage ids separated by spaces (a passage id, `chunk_id`, never has one) and
 `MENTIONED_IN.span_starts` / `span_ends` hold numbers the same way. In Cypher they read back as
-lists with `string_split(r.source_passages, ' ')`.
+lists with `string_split(r.source_chunks, ' ')`.
 
 A file written before this change holds engine lists; a writable open converts them
 (`RETYPED_COLUMNS`), and the readers here accept both, so a read-only open of an old file works.

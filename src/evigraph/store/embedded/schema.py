@@ -83,7 +83,7 @@ DDL = (
     "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts STRING, span_ends STRING)",
     """CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, type STRING, fact STRING,
-        confidence DOUBLE, _source STRING, source_passages STRING)""",
+        confidence DOUBLE, _source STRING, source_chunks STRING)""",
     """CREATE NODE TABLE IF NOT EXISTS SourceLog(
         key STRING PRIMARY KEY, state STRING, content_hash STRING, version INT64, error STRING, at TIMESTAMP)""",
     """CREATE NODE TABLE IF NOT EXISTS Theme(
@@ -140,7 +140,7 @@ TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like 
 without one) or a re-ingest (contexts)."""
 
 RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("RELATES", "source_passages", "STRING"),
+    ("RELATES", "source_chunks", "STRING"),
     ("MENTIONED_IN", "span_starts", "STRING"),
     ("MENTIONED_IN", "span_ends", "STRING"),
 )

@@ -155,11 +155,11 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
     ids = {"ids": sorted(entity_ids)}
     rels = tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity {id: eid})-[r:RELATES]->(b:Entity)
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_passages AS src, r._source AS source""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source""",
         ids,
     ) + tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity)-[r:RELATES]->(b:Entity {id: eid})
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_passages AS src, r._source AS source""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source""",
         ids,
     )
     update: list[dict[str, Any]] = []
@@ -178,7 +178,7 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-           SET x.source_passages = src""",
+           SET x.source_chunks = src""",
         update,
     )
     tx.run_batched(
@@ -393,7 +393,7 @@ def _write_relations(
         tx.run_batched(
             """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
                MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-               SET x.source_passages = src, x.confidence = conf""",
+               SET x.source_chunks = src, x.confidence = conf""",
             updated,
             EDGE_BATCH,
         )
@@ -403,7 +403,7 @@ def _write_relations(
            WITH r.s AS s, r.d AS d, r.id AS rid, r.type AS type, r.fact AS fact, r.conf AS conf, r.src AS src
            MATCH (a:Entity {id: s}) WITH a, d, rid, type, fact, conf, src MATCH (b:Entity {id: d})
            CREATE (a)-[:RELATES {id: rid, type: type, fact: fact, confidence: conf,
-                                  source_passages: src, _source: $source}]->(b)""",
+                                  source_chunks: src, _source: $source}]->(b)""",
         [{**row, "src": pack(row["src"])} for row in created],
         EDGE_BATCH,
         extra={"source": source},
@@ -432,9 +432,9 @@ def _append_sources(tx: Tx, rows: Sequence[dict[str, Any]]) -> set[str]:
             tx.column(
                 """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src, r.conf AS conf
                    MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-                   SET x.source_passages = CASE WHEN x.source_passages IS NULL OR x.source_passages = ''
+                   SET x.source_chunks = CASE WHEN x.source_chunks IS NULL OR x.source_chunks = ''
                                               THEN CAST(src AS STRING)
-                                              ELSE x.source_passages + ' ' + CAST(src AS STRING) END,
+                                              ELSE x.source_chunks + ' ' + CAST(src AS STRING) END,
                        x.confidence = CASE WHEN x.confidence IS NULL OR conf > x.confidence THEN conf
                                            ELSE x.confidence END
                    RETURN x.id""",
@@ -453,7 +453,7 @@ def _fold_sources(
         tx.rows(
             """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
                MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-               RETURN x.id AS id, x.source_passages AS src, x.confidence AS conf""",
+               RETURN x.id AS id, x.source_chunks AS src, x.confidence AS conf""",
             {"rows": [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in maybe]},
         )
         if maybe

@@ -164,7 +164,7 @@ def read_graph(conn: Connection, into: S) -> S:
             """MATCH (a:Entity) WHERE id(a) >= $lo AND id(a) < $hi
                MATCH (a)-[r:RELATES]->(b:Entity)
                RETURN r.id AS id, a.id AS a, b.id AS b, a.name AS an, b.name AS bn, r.type AS type,
-                      r.fact AS fact, r.confidence AS conf, r.source_passages AS chunks""",
+                      r.fact AS fact, r.confidence AS conf, r.source_chunks AS chunks""",
             {"lo": lo, "hi": lo + PAGE_NODES},
         ):
             rel = Rel(

@@ -238,10 +238,10 @@ def _merge_relations(param: str) -> str:
     return f"""UNWIND ${param} AS r
                MATCH (a:Entity {{id: r.s}}), (b:Entity {{id: r.d}})
                MERGE (a)-[x:RELATES {{id: r.id}}]->(b)
-               ON CREATE SET x.type = r.type, x.fact = r.fact, x.confidence = r.conf, x.source_passages = r.src,
+               ON CREATE SET x.type = r.type, x.fact = r.fact, x.confidence = r.conf, x.source_chunks = r.src,
                              x._source = $source
-               ON MATCH SET x.source_passages = coalesce(x.source_passages, []) +
-                                              [c IN r.src WHERE NOT c IN coalesce(x.source_passages, [])],
+               ON MATCH SET x.source_chunks = coalesce(x.source_chunks, []) +
+                                              [c IN r.src WHERE NOT c IN coalesce(x.source_chunks, [])],
                             x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END"""
 
 
@@ -370,8 +370,8 @@ def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: st
         found = conn.write_sync(
             """UNWIND $rows AS r
                MATCH (:Entity {id: r.s})-[x:RELATES {id: r.id}]->(:Entity {id: r.d})
-               SET x.source_passages = coalesce(x.source_passages, []) +
-                                     [c IN r.src WHERE NOT c IN coalesce(x.source_passages, [])],
+               SET x.source_chunks = coalesce(x.source_chunks, []) +
+                                     [c IN r.src WHERE NOT c IN coalesce(x.source_chunks, [])],
                    x.confidence = CASE WHEN r.conf > x.confidence THEN r.conf ELSE x.confidence END
                RETURN collect(r.id) AS ids""",
             {"rows": [{"id": r["id"], "s": r["s"], "d": r["d"], "src": r["src"], "conf": r["conf"]} for r in part]},
@@ -388,9 +388,9 @@ def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
         return set()
     rows = conn.write_sync(
         """MATCH (a:Entity)-[x:RELATES]->(b:Entity)
-           WHERE any(c IN x.source_passages WHERE c IN $gone)
-           SET x.source_passages = [c IN x.source_passages WHERE NOT c IN $gone]
-           WITH a, b, x, size(x.source_passages) AS left
+           WHERE any(c IN x.source_chunks WHERE c IN $gone)
+           SET x.source_chunks = [c IN x.source_chunks WHERE NOT c IN $gone]
+           WITH a, b, x, size(x.source_chunks) AS left
            WITH a, b, collect(CASE WHEN left = 0 AND coalesce(x._source, $src) = $src THEN x END) AS empty
            FOREACH (x IN empty | DELETE x)
            RETURN a.id AS a, b.id AS b""",

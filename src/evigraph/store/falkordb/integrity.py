@@ -304,16 +304,16 @@ def _prune_sources(conn: Connection, relations: list[dict[str, Any]]) -> None:
     rows = [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in relations]
     conn.write_many(
         """UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES]->(:Entity {id: r.d}) WHERE x.id = r.id
-           WITH x, [c IN x.source_passages WHERE c IS NOT NULL] AS src
+           WITH x, [c IN x.source_chunks WHERE c IS NOT NULL] AS src
            UNWIND (CASE WHEN size(src) = 0 THEN [NULL] ELSE src END) AS cid
            OPTIONAL MATCH (c:Chunk {id: cid})
            WITH x, collect(c.id) AS kept
-           SET x.source_passages = kept""",
+           SET x.source_chunks = kept""",
         rows,
     )
     conn.write_many(  # a second query: FalkorDB dropped the SET above when a DELETE followed it
         """UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES]->(:Entity {id: r.d})
-           WHERE x.id = r.id AND size(coalesce(x.source_passages, [])) = 0 AND x._source = $src
+           WHERE x.id = r.id AND size(coalesce(x.source_chunks, [])) = 0 AND x._source = $src
            DELETE x""",
         rows,
         src=EXTRACTION_SOURCE,

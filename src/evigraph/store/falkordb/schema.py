@@ -1,7 +1,7 @@
 """The FalkorDB graph schema: labels, the indexes every look-up needs, and the mark of a knowledge base.
 
 The labels and properties are the embedded store's (`store/embedded/schema.py`), so an agent's
-Cypher reads the same on both, but for `source_passages`, a list here (`CYPHER_GUIDE`). FalkorDB
+Cypher reads the same on both, but for `source_chunks`, a list here (`CYPHER_GUIDE`). FalkorDB
 creates labels on first use; what
 must exist up front are the indexes: without a range index a `MATCH (c:Chunk {id: $id})` scans
 every chunk. The code labels have the server's full-text indexes (RediSearch); passages and
@@ -34,10 +34,10 @@ __all__ = ["CYPHER_GUIDE", "SCHEMA_VERSION", "TRACE_TABLES", "VERSION_SEQ"]
 SCHEMA_VERSION = "1"
 
 CYPHER_GUIDE = EMBEDDED_GUIDE.replace(
-    "(the ids of the passages stating it, separated by spaces: string_split(r.source_passages, ' '))",
+    "(the ids of the passages stating it, separated by spaces: string_split(r.source_chunks, ' '))",
     "(a list of the ids of the passages stating it)",
 )
-"""The embedded guide but for `source_passages`: lists on relationships cost FalkorDB nothing, while
+"""The embedded guide but for `source_chunks`: lists on relationships cost FalkorDB nothing, while
 the embedded engine keeps them as text (`store/embedded/packed.py`)."""
 PENDING_CHUNK = "PendingChunk"
 """The label of a passage written aside (`documents.py`): its switch copies it into a `Chunk`, so no
