@@ -201,7 +201,7 @@ def _unlisted_fix(model: str, listed: Sequence[str]) -> str:
     """A server of one model (llama.cpp's, llama-cpp-python's) lists its file's path and answers
     whatever model is asked, so the fix is to name it the same on both sides; Ollama serves many
     and must have pulled the one asked for."""
-    if len(listed) == 1:
+    if len(listed) == 1 and ("/" in listed[0] or listed[0].endswith(".gguf")):
         return (
             f"set EVIGRAPH_LLM_MODEL={listed[0]}, or start the server with the model's name: "
             f"`llama-server --alias {model}` or `python -m llama_cpp.server --model_alias {model}`"

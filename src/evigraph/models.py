@@ -571,10 +571,10 @@ class WalkBounds(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    depth: int = 1
+    depth: int = Field(1, ge=1)
     relation_types: tuple[str, ...] | None = None
-    max_nodes: int = 25
-    max_edges: int = 50
+    max_nodes: int = Field(25, ge=1)
+    max_edges: int = Field(50, ge=1)
 
 
 DEFAULT_WALK = WalkBounds()

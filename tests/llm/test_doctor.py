@@ -102,3 +102,13 @@ def test_a_one_model_server_is_told_the_names_to_match(
     assert not check.ok
     assert "EVIGRAPH_LLM_MODEL=/models/SmolLM2-135M-Instruct.Q4_1.gguf" in check.hint
     assert "--model_alias smollm2" in check.hint and "--alias smollm2" in check.hint
+
+
+def test_an_ollama_with_one_model_pulled_is_still_told_to_pull(
+    replay_server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replay_server.models = ["qwen2.5:7b"]
+    monkeypatch.setenv("EVIGRAPH_LLM_BASE_URL", replay_server.url)
+    monkeypatch.setenv("EVIGRAPH_LLM_MODEL", "mistral")
+    check = _llm_check()
+    assert not check.ok and "ollama pull mistral" in check.hint and "--alias" not in check.hint

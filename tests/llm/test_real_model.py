@@ -142,6 +142,7 @@ def test_finalize_with_the_llm_resolver_judges_a_near_duplicate(model: LocalMode
     assert resolution["resolver"] == "llm" and resolution["candidates"] >= 1
     assert resolution["judged"] + resolution["unjudged"] == resolution["candidates"]
     assert resolution["llm"]["calls"] >= 1 and resolution["llm"]["input_tokens"] > 0
+    assert resolution["llm"]["calls"] > resolution["llm"]["failed_calls"] and resolution["judged"] >= 1
     names = {row[0] for row in rows(db, "MATCH (e:Entity) RETURN e.name")}
     merged = resolution["merged"] == 1
     assert ("Marta Olivera" in names) != merged  # a merge the model confirmed took effect, or nothing moved
@@ -164,6 +165,7 @@ def test_contextual_chunker_keeps_the_documents_words(model: LocalModelServer, t
     assert result.code == 0, result.err
     report = result.json()
     assert report["llm"]["contexts"] == 3 and report["llm"]["calls"] >= 1
+    assert report["llm"]["calls"] > report["llm"]["failed_calls"]  # a reply was read, not only sent
     texts = [row[0] for row in rows(db, "MATCH (c:Chunk) RETURN c.text")]
     for body in sections.values():  # what a citation quotes is the document's own text, context or not
         assert any(body in text for text in texts), body

@@ -29,9 +29,9 @@ from evigraph import (
 )
 from evigraph.evidence.citations import check_citations
 from evigraph.retrieval.hits import passage_item
-from evigraph.retrieval.paths import LEGS, PATH_LEGS
+from evigraph.retrieval.paths import LEGS, PATH_LEGS, legs_for
 from evigraph.retrieval.query import PATHS
-from evigraph.retrieval.recipe import DEFAULT_RECIPE
+from evigraph.retrieval.recipe import DEFAULT_RECIPE, DEFAULT_WEIGHTS
 
 QUESTION = "What did the engineer hired by Zorvath Industries design?"
 
@@ -89,8 +89,24 @@ class FullTextOnly(RetrievalStrategy):
 
 def test_every_path_names_legs_that_exist_and_every_leg_serves_a_path() -> None:
     assert set(PATH_LEGS) == set(PATHS)
-    used = {leg for legs in PATH_LEGS.values() for leg in legs}
+    used = {leg for legs in PATH_LEGS.values() for leg in legs} | legs_for(("links",))
     assert used == set(LEGS)
+
+
+def test_links_walks_from_fuzzy_names_only_when_exact_names_are_not_asked() -> None:
+    assert "fuzzy" not in legs_for(RECIPES["local"].paths)  # the names the question holds, no more
+    assert "fuzzy" in legs_for(("passages", "links"))
+    assert "fuzzy" in legs_for(DEFAULT_RECIPE.paths)
+
+
+def test_a_recipes_weights_are_read_only_and_not_shared() -> None:
+    with pytest.raises(TypeError):
+        RECIPES["passages"].weights["semantic"] = 9.0  # type: ignore[index]
+    assert all(r.weights["semantic"] == 1.2 for r in RECIPES.values())
+    own = RECIPES["fusion"].vary(weights={"semantic": 2.0})
+    assert dict(own.weights) == {**DEFAULT_WEIGHTS, "semantic": 2.0} and not own.graph_ranking
+    with pytest.raises(ValidationError):
+        RECIPES["fusion"].vary(paths=("pasages",))
 
 
 async def test_the_default_recipe_by_name_object_or_omitted_ranks_alike(db: Path) -> None:
@@ -158,7 +174,8 @@ async def test_the_cosine_reranker_orders_by_the_embedders_cosine(db: Path) -> N
     ]
     assert [p.score for p in result.passages] == pytest.approx(cosines)
     assert cosines == sorted(cosines, reverse=True)
-    assert all("cosine" in p.scores and "lexical" in p.scores for p in result.passages if p.scores.get("lexical"))
+    assert all("cosine" in p.scores for p in result.passages)
+    assert any(p.scores.get("lexical") for p in result.passages)  # the fused scores stay beside the cosine
     assert result.passages[0].source.document_key == "river"
 
 

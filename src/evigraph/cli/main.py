@@ -56,6 +56,7 @@ def _log_details() -> None:
     logger = logging.getLogger("evigraph")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # the servers configure the root logger too: each line once
 
 
 def _skip_final_collection() -> None:

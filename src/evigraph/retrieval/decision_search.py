@@ -17,7 +17,7 @@ from evigraph.store.terms import passage_terms, passage_words
 from evigraph.trace_records import DecisionText
 
 MEANING_POOL = 100
-"""Decisions the meaning list holds, nearest first: more than a search returns (at most 50)."""
+"""Decisions the meaning list holds, nearest first: as many as a search may return (at most 100)."""
 
 
 def rank_decisions(

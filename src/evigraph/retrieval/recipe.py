@@ -1,7 +1,7 @@
 """Retrieval recipes: which paths run, how their lists are weighed and how graph ranking joins in.
 
 A recipe is data, so a variant of retrieval is a value a user writes (`RetrievalRecipe(...)`,
-`recipe.model_copy(update=...)`) or names (`"fusion"`), not a fork of the retriever. The default
+`recipe.vary(...)`) or names (`"fusion"`), not a fork of the retriever. The default
 recipe's numbers are the ones measured on the dev sets of bench/retrieval.py; each field says
 what its measurement was.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
@@ -85,6 +85,11 @@ class RetrievalRecipe(BaseModel):
     def _plain_weights(self, weights: Mapping[str, float]) -> dict[str, float]:
         return dict(weights)
 
+    def vary(self, **changes: Any) -> RetrievalRecipe:
+        """This recipe with `changes`, checked as a new recipe is: `model_copy(update=...)` checks
+        nothing, so weights left out would count 1 and a misspelt path would pass."""
+        return RetrievalRecipe.model_validate({**self.model_dump(), **changes})
+
     def pool(self, top_k: int) -> int:
         """Candidates the full-text and vector searches fetch for `top_k` items."""
         return max(top_k * self.pool_per_item, self.min_pool)
@@ -96,11 +101,9 @@ RECIPES = MappingProxyType(
         r.name: r
         for r in (
             DEFAULT_RECIPE,
-            DEFAULT_RECIPE.model_copy(update={"name": "fusion", "graph_ranking": False}),
-            DEFAULT_RECIPE.model_copy(update={"name": "passages", "paths": ("passages",), "graph_ranking": False}),
-            DEFAULT_RECIPE.model_copy(
-                update={"name": "local", "paths": ("passages", "exact_names", "links"), "graph_ranking": False}
-            ),
+            DEFAULT_RECIPE.vary(name="fusion", graph_ranking=False),
+            DEFAULT_RECIPE.vary(name="passages", paths=("passages",), graph_ranking=False),
+            DEFAULT_RECIPE.vary(name="local", paths=("passages", "exact_names", "links"), graph_ranking=False),
         )
     }
 )

@@ -15,16 +15,12 @@ from typing import TYPE_CHECKING
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import PassageItem
 from evigraph.extras import requires, torch_install_hint
-from evigraph.retrieval.strategy import Reranker, RetrievalContext
+from evigraph.retrieval.strategy import DEFAULT_CANDIDATES, Reranker, RetrievalContext
 from evigraph.retrieval.vectors import question_vector
 from evigraph.strategies import Registry
 
 if TYPE_CHECKING:
     from evigraph.providers.cross_encoders import CrossEncoderModel
-
-DEFAULT_CANDIDATES = 20
-"""Passages a built-in reranker sees: the default `top_k` twice over, so it can lift a passage from
-the second half of a default retrieval's candidates into its top ten."""
 
 
 def _ordered(passages: Sequence[PassageItem], scores: Sequence[float], name: str) -> list[PassageItem]:

@@ -35,11 +35,16 @@ class RetrievalContext:
     graph: GraphStage | None = None
 
 
+DEFAULT_CANDIDATES = 20
+"""Passages a reranker sees unless it says otherwise: the default `top_k` twice over, so it can lift
+a passage from the second half of a default retrieval's candidates into its top ten."""
+
+
 class Reranker(ABC):
     """Reorders a retrieval's candidate passages, best first; it may drop some, never add."""
 
     name: str = "reranker"
-    candidates: int = 20
+    candidates: int = DEFAULT_CANDIDATES
     """How many passages the strategy hands over (at least `top_k`): a reranker can lift a passage
     only from among those it sees."""
 

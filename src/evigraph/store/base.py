@@ -478,7 +478,7 @@ class GraphStore(ABC):
     # version it was read from (`StaleEvidenceError`), a decision cited or replaced still stands
     # (`DecisionStateError`), the task exists (`TaskNotFoundError`). A document write or delete
     # flags, in its own transaction, every standing decision with a current support on a passage
-    # of the version it replaced; `continue_review` carries the flags to what rests on them.
+    # of the version it replaced; `continue_decision_review` carries the flags to what rests on them.
 
     @abstractmethod
     async def record_decision(

@@ -4,7 +4,7 @@ with (it exists in the project, it still stands).
 
 A backend gives its reader (the transaction on the file; the connection, or its primary, on a
 server), its two queries (the same reads in its own dialect: the embedded engine must not be
-asked with `IN`, see `store/embedded/decisions.py`) and how it stores times.
+asked with `IN`, see `store/embedded/traces.py`) and how it stores times.
 """
 
 from __future__ import annotations

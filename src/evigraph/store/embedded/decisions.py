@@ -6,7 +6,7 @@ still stand. A document changing flags the decisions resting on it in the same t
 change (`flag_documents`, called by the document writes), so no path that changes a document (CLI,
 Python, MCP, another process) can leave a decision trusting text that is gone. Flags then reach
 the decisions resting on a flagged one through a queue, a bounded step at a time
-(`continue_review`): a hub decision cited by thousands must not make one ingest unbounded. The
+(`continue_decision_review`): a hub decision cited by thousands must not make one ingest unbounded. The
 checks and plans are `store/core/decision_writes.py`'s; this module runs them in a transaction.
 """
 

@@ -11,7 +11,6 @@ changed and writes again; the derived edges are diffed against the whole graph o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 
 from evigraph.code_records import (
     EDGE_ENDS,
@@ -36,8 +35,6 @@ from evigraph.store.core.code_rows import (
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.search_text import fts_text
-
-T = TypeVar("T")
 
 
 def code_graph(conn: Connection) -> CodeGraph:

@@ -158,7 +158,7 @@ class Connection:
 
     def write_sync(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         if self.read_only:
-            raise StoreError("the knowledge base is open read-only", hint="open it writable to change it")
+            raise read_only_error()
         return self._run(self.primary, query, params, read=False, where=self._primary_name)
 
     def read_sync(
@@ -311,3 +311,8 @@ def _client_module() -> Any:
             "the FalkorDB backend needs the falkordb client", hint="pip install 'evigraph[falkordb]'"
         ) from exc
     return falkordb
+
+
+def read_only_error() -> StoreError:
+    """What every write refuses with on a knowledge base opened read-only."""
+    return StoreError("the knowledge base is open read-only", hint="open it writable to change it")

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from evigraph.store.core.decision_writes import DOCUMENT_SUPPORTS, Review, review_queue
 from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_SUPPORT
 from evigraph.store.core.write_plan import utc_now
+from evigraph.store.falkordb.connection import read_only_error
 from evigraph.store.falkordb.locks import project_locks
-from evigraph.store.falkordb.traces import FalkorTraceOps, Primary, decision_reads, read_only_error
+from evigraph.store.falkordb.traces import FalkorTraceOps, Primary, decision_reads
 from evigraph.trace_records import ReviewProgress
 
 

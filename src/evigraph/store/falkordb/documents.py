@@ -22,7 +22,7 @@ version is written in steps that readers cannot see, and made visible by one que
    (One query per document was 41% of a 10,000-passage ingest: 10,000 round trips of 2.8 ms.)
 4. The decisions resting on the replaced version are flagged (`flag_documents`), which then
    records `flagged_through` on the document; a writer killed before that is caught up by the
-   next `continue_review` (`catch_up_flags`), as is a deletion whose flags were never set.
+   next `continue_decision_review` (`catch_up_flags`), as is a deletion whose flags were never set.
 5. Cleanup that may lag without being wrong: full-text columns of entities that gained names,
    relation sources naming deleted passages are pruned, and entities no passage mentions any
    more are deleted.
@@ -57,7 +57,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.errors import StoreError
@@ -70,6 +69,7 @@ from evigraph.store.core.version_rows import (
     add_relation,
     version_rows,
 )
+from evigraph.store.core.write_plan import utc_now
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.schema import VERSION_SEQ
@@ -80,10 +80,6 @@ SWITCH_TRIES = 8
 their race, so only writers switching newer versions of the same keys over and over exhaust it."""
 _REFUSED = "Division by zero"
 """What the server answers when the switch refuses (see the module docstring)."""
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
 
 
 def allocate(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
@@ -112,7 +108,7 @@ def write_versions(
         raise ValueError("a batch must not hold two versions of one document")
     numbers = allocate(conn, keys)
     with WriterLease(conn) as lease:
-        rows = version_rows(versions, numbers, now())
+        rows = version_rows(versions, numbers, utc_now())
         try:
             _write_pending(conn, rows, lease.token)
             done = _switch(conn, versions, numbers, rows, lease.token)
@@ -156,7 +152,7 @@ def _switch(
             for key in lost:
                 _discard_version(conn, key, numbers[key])
             todo = [v for v in todo if v.key not in lost]
-            rows = version_rows(todo, numbers, now())
+            rows = version_rows(todo, numbers, utc_now())
             continue
         one = found[0]
         return _Switched(
@@ -195,7 +191,7 @@ def _switch_params(rows: VersionRows, writer: str) -> dict[str, Any]:
     by_chunk: dict[str, list[dict[str, Any]]] = {}
     for m in rows.mentions:
         by_chunk.setdefault(m["c"], []).append({"e": m["e"], "s": m["s"], "t": m["t"]})
-    at = now().isoformat()
+    at = utc_now().isoformat()
     return {
         "docs": [{**d, "at": at} for d in rows.docs],
         "nexts": rows.nexts,
@@ -345,7 +341,7 @@ def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str
     in one query per batch outside a document write (merges, an agent's entities): the server
     applies each MERGE alone, so two writers' additions both land."""
     rows = entity_rows(rows)
-    at = now().isoformat()
+    at = utc_now().isoformat()
     for start in range(0, len(rows), 1000):
         found = conn.write_sync(
             _merge_entities("rows"), {"rows": rows[start : start + 1000], "source": source, "at": at}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from evigraph.errors import ReadOnlyQueryError, StoreError
 from evigraph.models import IntegrityReport, TableInfo
@@ -33,8 +33,6 @@ from evigraph.store.falkordb.schema import INTERNAL_LABELS, NODE_LABELS, RELATIO
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.location import StoreLocation
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
-
-T = TypeVar("T")
 
 MERGE_LOCK = "merge"
 _SAMPLE_KEYS = 3

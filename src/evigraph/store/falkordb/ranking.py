@@ -23,14 +23,12 @@ server lost it) answers `full`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from evigraph.store.core.ranking_reads import read_entity_vectors, read_ranking_rows, read_ranking_texts
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
-
-T = TypeVar("T")
 
 
 def parse_token(token: str | None) -> tuple[str, int] | None:

@@ -47,7 +47,7 @@ from evigraph.store.core.source_rows import SOURCE_FIELDS, source_record
 from evigraph.store.falkordb import documents, reads
 from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments, read_graph
 from evigraph.store.falkordb.code import FalkorCodeOps
-from evigraph.store.falkordb.connection import Connection
+from evigraph.store.falkordb.connection import Connection, read_only_error
 from evigraph.store.falkordb.decisions import FalkorDecisionOps
 from evigraph.store.falkordb.index_changes import change_indexes, create_indexes
 from evigraph.store.falkordb.index_ops import FalkorIndexOps
@@ -479,7 +479,7 @@ class FalkorStore(
         """A write through this process: the generation moves on afterwards, success or not (a
         failed write may have changed part of what caches hold)."""
         if self.read_only:
-            raise StoreError("the knowledge base is open read-only", hint="open it writable to change it")
+            raise read_only_error()
         # Bumped before as well: an index another process builds while the write runs is labelled
         # with the first bump's value and no longer matches once the second lands, and one built
         # before the write started is never labelled with the value after it. (A writer killed

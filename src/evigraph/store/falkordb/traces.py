@@ -44,7 +44,7 @@ from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_SUPPORT
 from evigraph.store.core.trace_reads import TraceReadOps, TraceReads
 from evigraph.store.core.trace_writes import TraceWrite, TraceWriteOps
 from evigraph.store.core.write_plan import WritePlan, stored
-from evigraph.store.falkordb.connection import Connection
+from evigraph.store.falkordb.connection import Connection, read_only_error
 from evigraph.store.falkordb.locks import project_locks
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.trace_records import TraceRequest
@@ -65,10 +65,6 @@ def parsed(row: Mapping[str, Any], *fields: str) -> dict[str, Any]:
         if isinstance(out.get(field), str):
             out[field] = datetime.fromisoformat(out[field])
     return out
-
-
-def read_only_error() -> StoreError:
-    return StoreError("the knowledge base is open read-only", hint="open it writable to change it")
 
 
 class Reader(Protocol):
