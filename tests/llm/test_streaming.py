@@ -81,7 +81,7 @@ async def test_stream_refused_raises_on_first_iteration(replay_server: ReplaySer
             await anext(stream)
         with pytest.raises(RuntimeError, match="has not ended"):
             _ = stream.result
-        assert llm.usage == Usage()
+        assert llm.usage == Usage(calls=1, failed_calls=1)  # a refused call, as `chat` counts one: no tokens read
 
 
 async def test_stream_that_breaks_off_is_an_error(llm: OpenAICompatibleLLM, replay_server: ReplayServer) -> None:
@@ -94,6 +94,7 @@ async def test_stream_that_breaks_off_is_an_error(llm: OpenAICompatibleLLM, repl
                 received.append(delta)
     assert received == ["partial ", "answ"]
     assert llm.usage.calls == 1 and llm.usage.estimated_calls == 1  # what was received was paid for
+    assert llm.usage.failed_calls == 1 and llm.usage.output_tokens > 0
 
 
 async def test_error_event_mid_stream(llm: OpenAICompatibleLLM, replay_server: ReplayServer) -> None:

@@ -308,7 +308,8 @@ class ChatStream(TextStream):
     """A streamed answer: text deltas as they arrive, `result` (text, usage) once it ends.
 
     Usage is added to the LLM's total when the stream ends, is closed, or fails; a stream left
-    early is counted with what was received, estimated by a tokenizer.
+    early is counted with what was received, estimated by a tokenizer; one that failed counts as a
+    failed call.
     """
 
     def __init__(
@@ -337,6 +338,9 @@ class ChatStream(TextStream):
                 part = await anext(self._parts)
             except StopAsyncIteration:
                 self._finish(complete=True)
+                raise
+            except LLMError as exc:
+                self._finish(complete=False, failed=exc)
                 raise
             except BaseException:
                 self._finish(complete=False)
@@ -367,13 +371,19 @@ class ChatStream(TextStream):
             raise RuntimeError("the stream has not ended: iterate it to the end first")
         return self._result
 
-    def _finish(self, *, complete: bool) -> None:
+    def _finish(self, *, complete: bool, failed: LLMError | None = None) -> None:
+        """Counts the stream once: what the server reported, else an estimate of what was received;
+        a stream that failed is a failed call, as a failed `chat` is."""
         if self._done:
             return
         self._done = True
         text = self.text
         usage = self._usage
-        if usage is None:
+        if usage is None and failed is not None and not text:
+            usage = failed_usage(failed, estimate_usage(self._request, "").input_tokens)
+        elif failed is not None:
+            usage = (usage or estimate_usage(self._request, text)) + Usage(failed_calls=1)
+        elif usage is None:
             usage = estimate_usage(self._request, text) if (complete or text) else Usage()
         self._on_done(usage)
         if complete:
