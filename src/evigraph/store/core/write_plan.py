@@ -62,7 +62,12 @@ class WritePlan:
         self._add("delete", label, [{"id": i} for i in ids])
 
     def require_versions(self, versions: Mapping[str, int], refused: Callable[[], None]) -> None:
-        self.versions = dict(versions)
+        """Adds to what the plan requires (a second check of supports must not drop the first's
+        guard); one document required at two versions cannot both hold, so it is refused now."""
+        clash = [k for k, v in versions.items() if self.versions.get(k, v) != v]
+        if clash:
+            refused()
+        self.versions.update(versions)
         self.refused = refused
 
 
