@@ -35,7 +35,8 @@ harder test than an off-topic question.
 Prints a table, writes DIR/retrieval.json ({dataset: {floor: {p50_ms, p95_ms}, system: {recall@1..10,
 p50_ms, p95_ms, p50_vs_floor, p50_vs_dense, ingest_seconds, ingest_per_s, ingest_vs_dense (passages/s
 against dense's), embeddings_per_passage, peak_rss_mb, ingest_peak_rss_mb (when the ingest ended),
-weak_match_answerable, weak_match_no_answer}}}), DIR/retrieval_details.json (everything the children
+weak_match_answerable, weak_match_no_answer, top5_documents: the mean count of distinct documents
+among a top-5 retrieve's passages}}}), DIR/retrieval_details.json (everything the children
 reported) and DIR/retrieval.png (recall@k curves).
 
 Stores (--store): `embedded` (the default) builds each evigraph knowledge base as a file in a
@@ -85,6 +86,8 @@ INGEST_KEYS = ("ingest_seconds", "ingest_per_s", "embeddings_per_passage", "embe
 that build report `ingest_peak_rss_mb` too, the peak when the ingest or indexing ended."""
 WORK_KEYS = ("passage_embed_seconds", "ingest_embed_seconds", "embed_work_vs_passages", "names_per_passage")
 """Reported by systems that embed at ingest: their embedding work timed alone (`embedding_work`)."""
+TOP_DOCUMENTS: list[int] = []
+"""Distinct documents among each top-5 retrieve's passages, this process's (one system's)."""
 MATCH_KEYS = ("weak_match_answerable", "weak_match_no_answer")
 """Reported by evigraph systems: % of questions flagged weak_match, answerable and no-answer halves."""
 NO_ANSWER = "no-answer"  # the work sub-folder of the knowledge bases without the odd half's gold passages
@@ -256,9 +259,12 @@ async def open_evigraph(
 
     async def search(question: str, k: int) -> list[str]:
         result = await kb.retrieve(question, top_k=k, ranking=ranking)
+        keys = [p.source.document_key for p in result.passages]
         if weak is not None and k == TOP_K and result.match is not None:
             weak[question] = result.match.weak_match
-        return distinct([p.source.document_key for p in result.passages])
+        if k == TOP_K:
+            TOP_DOCUMENTS.append(len(set(keys[:TOP_K])))
+        return distinct(keys)
 
     return search
 
@@ -437,6 +443,7 @@ async def ingest_child(
     if system.startswith("evigraph"):
         answerable, held = halves(questions)
         out["weak_match_answerable"] = flag_rate([weak[q["question"]] for q in answerable])
+        out["top5_documents"] = round(sum(TOP_DOCUMENTS) / max(len(TOP_DOCUMENTS), 1), 3)
         out["weak_match_no_answer"] = flag_rate(await no_answer_flags(system, data_dir, work, held, extractor, server))
         out["match_questions"] = [len(answerable), len(held)]
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from evigraph.ingest.extraction import available_spacy_model
-from evigraph.ingest.extraction.consensus import agreed_labels, unify_labels
 from evigraph.ingest.extraction.cooccurrence import Hit
+from evigraph.ingest.extraction.entity_types import type_hits
 from evigraph.ingest.extraction.names import clean_name_span, junk_reason, trim_span
 from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
 from evigraph.kb import KnowledgeBase
-from evigraph.models import UNKNOWN_LABEL, EntityType, Ontology, normalize_name
+from evigraph.models import UNKNOWN_LABEL, EntityType, Ontology, TextChunk, normalize_name
 
 PAGE = """# Deploying Kuzu with Docker
 
@@ -165,23 +165,29 @@ def hit(name: str, label: str) -> Hit:
     return Hit(0, len(name), name, label)
 
 
+def typed(per_chunk: list[list[Hit]], ontology: Ontology = DEFAULT_ONTOLOGY) -> dict[str, set[str]]:
+    """Each name's labels after typing, over chunks whose text is just the name (no other cues)."""
+    chunks = [
+        TextChunk(index=i, text=" ".join(h.name for h in hits), start=0, end=1) for i, hits in enumerate(per_chunk)
+    ]
+    out: dict[str, set[str]] = {}
+    for hits in type_hits([chunks], per_chunk, ontology):
+        for h in hits:
+            out.setdefault(h.name.casefold(), set()).add(h.label)
+    return out
+
+
 def test_majority_label_wins_and_unknown_does_not_vote() -> None:
-    hits = [hit("Docker", "Organization")] * 3 + [hit("docker", "Person"), hit("Lincoln", "Person")]
-    hits += [hit("Lincoln", UNKNOWN_LABEL)] * 4
-    assert agreed_labels(hits, DEFAULT_ONTOLOGY) == {"docker": "Organization", "lincoln": "Person"}
+    per_chunk = [[hit("Docker", "Organization")]] * 3 + [[hit("Docker", "Person")], [hit("Lincoln", "Person")]]
+    per_chunk += [[hit("Lincoln", UNKNOWN_LABEL)]] * 4
+    assert typed(per_chunk) == {"docker": {"Organization"}, "lincoln": {"Person"}}
 
 
 def test_disagreement_gets_the_neutral_label_or_unknown() -> None:
-    hits = [hit("Docker", "Person"), hit("Docker", "Location"), hit("Docker", "Organization"), hit("Docker", "Person")]
-    assert agreed_labels(hits, DEFAULT_ONTOLOGY) == {"docker": "Concept"}  # 2 of 4 is no majority
+    per_chunk = [[hit("Docker", label)] for label in ("Person", "Location", "Organization", "Person")]
+    assert typed(per_chunk) == {"docker": {"Concept"}}  # 2 of 4 is no majority
     bare = Ontology(entities=(EntityType(label="Person"), EntityType(label="Location")))
-    assert agreed_labels(hits, bare) == {"docker": UNKNOWN_LABEL}
-
-
-def test_labels_agree_across_the_documents_of_a_batch() -> None:
-    per_chunk = [[hit("Docker", "Organization")], [hit("Docker", "Organization")], [hit("Docker", "Person")]]
-    unified = unify_labels(per_chunk, DEFAULT_ONTOLOGY)
-    assert {h.label for hits in unified for h in hits} == {"Organization"}
+    assert typed(per_chunk, bare) == {"docker": {UNKNOWN_LABEL}}
 
 
 def test_a_possessive_after_a_space_leaves_no_trailing_space_in_the_id() -> None:

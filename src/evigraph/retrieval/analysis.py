@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from evigraph.store.bm25 import STOPWORDS, query_words
+
 _WORD = re.compile(r"[\w][\w'’.\-&]*", re.UNICODE)
 _STOP = frozenset(
     """
@@ -33,3 +35,15 @@ def question_phrases(question: str, max_tokens: int = 6) -> list[str]:
                 continue
             out[" ".join(gram)] = None
     return list(out)
+
+
+def name_terms(question: str) -> str:
+    """The question's words that may name something, for a search of entity names by their words.
+
+    A question's function words ("how", "do", "it", "use") are no names, yet under the full-text
+    stemmer they meet names that stem alike: "do" met "DoS" and seeded it into every "How do I ...?"
+    question of a corpus about denial of service. Passage search keeps such words (a passage's
+    "asked" is found by a question's "ask"); a name search drops the engine's own stopwords, which
+    its index never held as words of a name anyway.
+    """
+    return " ".join(w for w in query_words(question) if w not in STOPWORDS)

@@ -48,23 +48,19 @@ def cap_per_label(items: Sequence[T], label: Callable[[T], str], cap: int, limit
     """
     if cap <= 0:
         return list(items[:limit])
-    taken: dict[str, int] = defaultdict(int)
-    chosen: list[T] = []
-    overflow: list[T] = []
-    for item in items:
-        if len(chosen) >= limit:
-            break
-        key = label(item)
-        if taken[key] < cap:
-            taken[key] += 1
-            chosen.append(item)
-        else:
-            overflow.append(item)
-    chosen_ids = {id(x) for x in chosen}
-    for item in overflow:
-        if len(chosen) >= limit:
-            break
-        if id(item) not in chosen_ids:
-            chosen.append(item)
+    turns, overflow = split_by_cap(items, label, cap)
+    chosen = [*turns[:limit], *overflow[: max(0, limit - len(turns))]]
     order = {id(x): i for i, x in enumerate(items)}
     return sorted(chosen, key=lambda x: order[id(x)])
+
+
+def split_by_cap(items: Sequence[T], label: Callable[[T], str], cap: int) -> tuple[list[T], list[T]]:
+    """`items` (best first) as the first `cap` of each label, then the rest, each part in rank order."""
+    taken: dict[str, int] = defaultdict(int)
+    turns: list[T] = []
+    overflow: list[T] = []
+    for item in items:
+        key = label(item)
+        taken[key] += 1
+        (turns if taken[key] <= cap else overflow).append(item)
+    return turns, overflow

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from evigraph.models import EntityHit, Neighbour, PassageHit
 from evigraph.retrieval import code_symbols
-from evigraph.retrieval.analysis import question_phrases
+from evigraph.retrieval.analysis import name_terms, question_phrases
 from evigraph.retrieval.query import SearchPath
 from evigraph.store.base import GraphStore, VectorSearch
 
@@ -82,7 +82,8 @@ async def _exact(a: Asked, found: Found) -> None:
 
 
 async def _fuzzy(a: Asked, found: Found) -> None:
-    found.fuzzy = await code_symbols.search_with_code(a.store, a.question, a.top_k * 2)
+    terms = name_terms(a.question)
+    found.fuzzy = await code_symbols.search_with_code(a.store, terms, a.top_k * 2) if terms else []
 
 
 async def _links(a: Asked, found: Found) -> None:

@@ -61,6 +61,11 @@ class RetrievalRecipe(BaseModel):
     questions that rank worse than dense alone from 8 to 5 and 17 to 9; keeping three cost 2Wiki
     0.8 points."""
     label_cap: int = Field(3, ge=0, le=50, description="entities of one label listed before others get a turn (0: off)")
+    document_cap: int = Field(
+        2, ge=0, le=50, description="passages of one document listed before others get a turn (0: off)"
+    )
+    """Two, as a multi-hop answer needs two passages and one document rarely holds both hops;
+    changelogs also wait behind guides (`diversity.py`)."""
 
     @field_validator("paths")
     @classmethod

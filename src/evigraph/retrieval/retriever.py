@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from evigraph.evidence.items import EntityItem, PassageItem, RelationItem
 from evigraph.models import Neighbour, PassageHit
 from evigraph.retrieval import code_symbols
+from evigraph.retrieval.diversity import diversify
 from evigraph.retrieval.fusion import Fused, cap_per_label, rrf
 from evigraph.retrieval.hits import relation_item, source_of
 from evigraph.retrieval.match import assess, question_terms
@@ -62,15 +63,16 @@ class MultiPathRetrieval(RetrievalStrategy):
         )
         found = await run_legs(asked)
         if graph is not None and plan is not None and vector is not None:
-            found.graph = await graph.rank(plan, vector, name_vectors, found.vector, passages)
+            found.graph = await graph.rank(plan, vector, name_vectors, found.vector, self._candidates(passages))
         return await self._assemble(asked, passages, found)
 
     async def _assemble(self, asked: Asked, passages: int, found: Found) -> RetrievalResult:
         """Up to `passages` passages and `asked.top_k` of each other item, with their sources."""
         store, question, paths, top_k = asked.store, asked.question, asked.paths, asked.top_k
-        fused = fused_passages(found, paths, self.recipe)[:passages]
+        candidates = self._candidates(passages)
+        fused = fused_passages(found, paths, self.recipe)[:candidates]
         if found.graph:
-            fused = graph_order(found.graph, fused, passages, self.recipe.hybrid_floor)
+            fused = graph_order(found.graph, fused, passages, self.recipe.hybrid_floor, candidates)
         hits = {h.id: h for h in found.bm25}
         missing = [f.key for f in fused if f.key not in hits]
         fetched, entities, counts = await asyncio.gather(
@@ -96,6 +98,7 @@ class MultiPathRetrieval(RetrievalStrategy):
                     source=source_of(hit),
                 )
             )
+        result.passages = diversify(result.passages, question, passages, self.recipe.document_cap)
         first = (
             searchable_text(p.source.title, p.source.breadcrumbs, p.text, hits[p.id].context) for p in result.passages
         )
@@ -104,6 +107,11 @@ class MultiPathRetrieval(RetrievalStrategy):
         result.relations, result.facts = relations_and_facts(found.links, found.facts)
         await _attach_sources(store, result, found, hits)
         return result
+
+    def _candidates(self, passages: int) -> int:
+        """Passages ranked for `passages` places: twice as many when one document's share is capped,
+        so the places it gives up go to the next documents the search found."""
+        return passages * 2 if self.recipe.document_cap > 0 else passages
 
     async def _entities(self, store: GraphStore, paths: Sequence[str], top_k: int, found: Found) -> list[EntityItem]:
         lists: dict[str, list[str]] = {}
@@ -153,9 +161,11 @@ async def _attach_sources(
         r.location = source_of(hit) if hit else None
 
 
-def graph_order(graph: dict[str, float], fused: Sequence[Fused[str]], top_k: int, floor: int) -> list[Fused[str]]:
+def graph_order(
+    graph: dict[str, float], fused: Sequence[Fused[str]], top_k: int, floor: int, candidates: int | None = None
+) -> list[Fused[str]]:
     """Graph ranking's top `top_k`, with fusion's first `floor` passages kept in it (the recipe's
-    `hybrid_floor`).
+    `hybrid_floor`), then up to `candidates` in all: the graph's next, then fusion's.
 
     The graph re-ranks and reaches passages fusion cannot, but a passage that full-text and
     vectors both rank first is rarely wrong; keeping fusion's best in the list means the graph
@@ -164,6 +174,9 @@ def graph_order(graph: dict[str, float], fused: Sequence[Fused[str]], top_k: int
     order = list(graph)[:top_k]
     kept = [f.key for f in fused[:floor] if f.key not in order]
     order = order[: max(0, top_k - len(kept))] + kept
+    if candidates is not None and candidates > len(order):
+        more = dict.fromkeys([*graph, *(f.key for f in fused)])
+        order += [cid for cid in more if cid not in set(order)][: candidates - len(order)]
     by_key = {f.key: f for f in fused}
     out = []
     for cid in order:

@@ -1,0 +1,417 @@
+"""Entity typing without a model: what the documents themselves say about a name decides its label.
+
+A statistical NER model trained on news types by the shape of a sentence, so technical docs get
+nonsense: on the Starlette docs 7 of 70 Person entities were people, `Starlette`, `Config` and
+`Request` were Person, `GraphQL` a Location, `127.0.0.1` a Date, and the Technology label held
+nothing. The documents carry better evidence than the model's guess, and it costs no download:
+
+- **Code.** A name the documents write as code (in a fenced block or in backticks) or import or
+  install is a software thing: Technology. `TestClient`, `Response`, `uvicorn`.
+- **How a word is written.** A real name is capitalised in the middle of a sentence; a common word
+  is capitalised only where every word is (a heading, a sentence start) and written in lower case
+  elsewhere. So "Method", "Exception", "Path Parameters" in a heading are no entities, while
+  "Apple" in "he joined Apple in 1990" stays one, even where "apple" is also a fruit.
+- **Shape.** CSS values, colours, addresses, versions, code fragments are no names at all
+  (`names.junk_reason` refuses most; the rest need the batch's cues, `name_junk` here).
+
+The model's tag is then one vote among these: it decides only what the documents leave open
+(a person, a city), and a person's name must read as one (no common word, no code in it). What
+fits nothing stays `UNKNOWN_LABEL`.
+
+Everything is judged per batch of documents an extractor call handles, over every hit of a name,
+so a name gets one label across those documents.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from evigraph.ingest.extraction.cooccurrence import Hit
+from evigraph.ingest.extraction.labels import map_candidates
+from evigraph.ingest.extraction.names import is_name
+from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
+from evigraph.store.terms import passage_words
+
+KIND_CANDIDATES: Mapping[str, tuple[str, ...]] = {
+    "Technology": ("Technology", "Software", "Library", "Framework", "Tool", "Technique", "Product"),
+    "Concept": ("Concept", "Topic", "Idea"),
+}
+"""Ontology labels that can hold a kind the documents' cues decide, most fitting first."""
+
+NEUTRAL_CANDIDATES: tuple[str, ...] = ("Concept",)
+"""The label of a name whose model votes disagree, when the ontology declares it."""
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_INLINE_NAME = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`")
+"""Inline code holding one identifier, or a call of one."""
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
+_INSTALL = re.compile(r"\b(?:pip|pip3|uv pip|poetry|npm|yarn|cargo|gem|go)[ \t]+(?:install|add|get)[ \t]+([^\n`]+)")
+_STRINGS = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|(?:^|\s)(?:#|//)[^\n]*|<!--.*?-->", re.S)
+"""String literals and comments: prose inside code ("Hello, world!"), not identifiers."""
+_PACKAGE = re.compile(r"[A-Za-z][\w.\-]*")
+_WORD = re.compile(r"[^\W\d_][\w'’\-]*")
+_PASCAL = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+$|^[A-Z]{2,}[a-z][A-Za-z0-9]*$")
+"""One token capitalised inside: `GraphQL`, `HTMLResponse`, `WebSocket`, `SQLAlchemy`."""
+_NAME_PREFIX = re.compile(r"^(?:Mc|Mac|De|Di|Da|Du|La|Le|Van|Von|O')[A-Z]")
+"""Capitals inside a person's or place's name: McDonald, DeVito, LeBron, O'Brien."""
+_CSS = re.compile(r"\b\d+(?:\.\d+)?(?:px|rem|em|pt|vh|vw|ch|ex|deg|ms|fr)\b")
+_HEX = re.compile(r"^#?(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8}|[0-9A-F]{6})$")
+_ADDRESS = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$|^[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}$", re.I)
+_TRAILING_VERSION = re.compile(r"\s+v?\d+(?:\.\d+)*[a-z]?\d*\+?$")
+"""A version after a name: "Python 3.6", "Django 1.8", "Starlette v0.6.3" are the named thing."""
+_LINK = re.compile(
+    r"\[([^\]\n`]{2,60})\]\(https?://(?:www\.)?"
+    r"(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|pypi\.org|pypi\.python\.org|npmjs\.com|[\w-]+\.readthedocs\.io)"
+    r"/([^)\s]*)\)"
+)
+"""A markdown link to a code host or package index: its text names a project, or an account."""
+_BREAK = re.compile(r"[.!?:;()\[\]\"“”]")
+"""Between two words: a sentence or clause may start after it, so the capital says nothing."""
+_URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)>\]\"'`]+", re.I)
+"""An address in the text: capitals inside it ("...list=PLJtp8Jm8EDzjgVg") are no names."""
+_SHELLS = frozenset({"bash", "sh", "shell", "console", "shell-session", "zsh", "powershell", "ps1", "bat", "cmd"})
+_TECH_SHAPE = re.compile(
+    r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+$"  # Content-Type, X-Forwarded-Proto, WWW-Authenticate
+    r"|^(?=[^ ]*\d)(?=[^ ]*[A-Z])[A-Za-z][A-Za-z0-9./+-]*$"  # HTTP/2, UTF-8, SOCKS5, MSYS2
+)
+_BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
+"""A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
+_CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
+
+
+@functools.cache
+def lexicon() -> frozenset[str]:
+    """English words: the whole lower-case words of the WordPiece vocabulary shipped with the
+    bundled MiniLM model (21,945 of its 30,522 entries; Apache-2.0, no download, 15 ms to read).
+
+    The vocabulary was built from the words frequent in English books and Wikipedia, so it holds
+    "fixed", "support", "cache", "schedule" but not "starlette", "uvicorn", "httpx". It also holds
+    frequent names ("paris", "google", "tom"), which is why it only judges names the model did not
+    type and the documents never write mid-sentence (`Cues.lexical`).
+    """
+    from evigraph.providers.embedders.minilm import MODEL_DIR
+
+    try:
+        vocab = json.loads((MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    except (OSError, ValueError, KeyError):  # a trimmed install: the documents' own cues still work
+        return frozenset()
+    return frozenset(w for w in vocab if w.isalpha() and w.islower())
+
+
+@dataclass(frozen=True)
+class Cues:
+    """What a batch's texts say about how words are written."""
+
+    code: frozenset[str]
+    """Identifiers written as code: in a fenced block, in backticks, imported."""
+    packages: frozenset[str]
+    """Casefolded names imported or installed (`import httpx`, `pip install uvicorn`)."""
+    lower: frozenset[str]
+    """Words written in lower case in prose."""
+    capitalised: frozenset[str]
+    """Words capitalised in the middle of a sentence in prose: written as names."""
+    technical: bool = False
+    """Whether the documents hold code: software documentation, where acronyms, header-like and
+    versioned names (`JSON`, `Content-Type`, `HTTP/2`) are technologies, not the organisations a
+    news-trained model takes them for."""
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> Cues:
+        code: set[str] = set()
+        packages: set[str] = set()
+        lower: set[str] = set()
+        capitalised: set[str] = set()
+        for text in texts:
+            prose, blocks = _split_code(text)
+            for block in blocks:
+                code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", block)))
+                _add_packages(block, packages)
+                _add_commands(block, packages)
+            for inline in _INLINE_CODE.findall(prose):
+                code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", inline)))
+            _add_packages(prose, packages)
+            _add_words(_INLINE_CODE.sub(" ", prose), lower, capitalised)
+        folded = frozenset(fold_word(w) for w in lower)  # each distinct word once
+        return cls(frozenset(code), frozenset(packages), folded, frozenset(capitalised), technical=bool(code))
+
+    def in_code(self, name: str) -> bool:
+        return name in self.code or name.casefold() in self.packages
+
+    def lexical(self, word: str) -> bool:
+        """A word of the English lexicon the documents never write mid-sentence: "Fixed" heading a
+        changelog section, "Support" opening a list item."""
+        if word in self.capitalised:
+            return False
+        words = lexicon()
+        stem = re.split(r"['’]", word, maxsplit=1)[0]  # "We'll", "Don't"
+        return stem.casefold() in words or fold_word(stem) in words
+
+    def common(self, word: str) -> bool:
+        """A word written in lower case in prose and never capitalised mid-sentence: not a name.
+        Plurals fold ("Responses" in a heading, "response" in prose)."""
+        return fold_word(word) in self.lower and word not in self.capitalised
+
+
+def fold_word(word: str) -> str:
+    """A word as search folds it: case, accents and English plurals (`terms.passage_words`)."""
+    folded = passage_words(word)
+    return folded[0] if len(folded) == 1 else word.casefold()
+
+
+def _split_code(text: str) -> tuple[str, list[str]]:
+    """The prose of `text` (fenced blocks blanked, offsets kept) and the fenced blocks' texts."""
+    fences = [m.start() for m in _FENCE.finditer(text)]
+    if not fences:
+        return text, []
+    blocks: list[str] = []
+    prose = list(text)
+    bounds = [*fences, len(text)] if len(fences) % 2 else fences  # an unclosed fence runs to the end
+    for start, end in zip(bounds[::2], bounds[1::2], strict=False):
+        blocks.append(text[start:end])
+        prose[start:end] = " " * (end - start)
+    return "".join(prose), blocks
+
+
+def _add_commands(block: str, packages: set[str]) -> None:
+    """Programs run in a shell block (```shell, or lines prompted by `$`): `python -m`, `uvicorn
+    main:app`. A name the documents run is a technology, whatever case the prose gives it."""
+    first, _, body = block.partition("\n")
+    shell = first.strip("`~ \t").casefold() in _SHELLS
+    for line in body.splitlines():
+        line = line.strip()
+        if line.startswith(("$ ", "> ", "% ")):
+            line = line[2:]
+        elif not shell:
+            continue
+        m = _PACKAGE.match(line)
+        if m:
+            packages.add(m.group().casefold())
+
+
+def _add_packages(text: str, packages: set[str]) -> None:
+    for m in _IMPORT.finditer(text):
+        modules = m.group(1) or m.group(3)  # `from a.b import c`, `import a.b, d`: the packages a and d
+        packages.update(part.split(".")[0].casefold() for part in re.split(r"[\s,]+", modules) if part)
+    for m in _INSTALL.finditer(text):
+        packages.update(p.casefold().split("[")[0] for p in _PACKAGE.findall(m.group(1)) if not p.startswith("-"))
+
+
+def _add_words(prose: str, lower: set[str], capitalised: set[str]) -> None:
+    """Lower-case words, and words capitalised where the position does not force it: not the first
+    word of a line, list item or sentence, nor any word of a heading or a title-case line."""
+    for line in prose.splitlines():
+        stripped = line.lstrip(" \t>*-+|0123456789.)")
+        words = list(_WORD.finditer(stripped))
+        lower.update(m.group() for m in words if m.group().islower())
+        if stripped.startswith("#") or _title_case(words):
+            continue
+        for before, m in itertools.pairwise(words):
+            if m.group()[0].isupper() and not _BREAK.search(stripped, before.end(), m.start()):
+                capitalised.add(m.group())  # inside a sentence: written as a name
+
+
+TITLE_WORDS = 12
+"""Titles are short; a longer line is prose, however many names it holds ("A B met C D. ...")."""
+
+
+def _title_case(words: Sequence[re.Match[str]]) -> bool:
+    """A line whose every longer word is capitalised: a title ("Add HTTP/2 Support", "Bug Fixes &
+    Maintenance"), where capitals say nothing. Prose has lower-case words of four letters or more."""
+    long = [m.group() for m in words if len(m.group()) >= 4]
+    return 2 <= len(words) <= TITLE_WORDS and bool(long) and all(w[0].isupper() for w in long)
+
+
+def name_junk(name: str, cues: Cues) -> bool:
+    """Whether a name the model or the rules found is no entity, given how the batch writes words."""
+    if _CODE_PUNCTUATION.search(name) and not _balanced(name):
+        return True  # "dispatch(self", "CustomMiddleware(BaseHTTPMiddleware"
+    if _CODE_PUNCTUATION.search(name.replace(" (", " ")):
+        return True  # "Request(scope)": a call, not a name
+    if _CSS.search(name) or _HEX.match(name) or _ADDRESS.match(name):
+        return True
+    letters = [c for c in name if c.isalpha()]
+    if not letters:
+        return bool(_BARE_VERSION.match(name))  # "5.1+", "2.7.0"; amounts and dates stay
+    if letters and not any(c.isupper() or c.isdigit() for c in name):
+        return (
+            name.casefold() not in cues.packages
+        )  # "exc", "release-notes"; "uvicorn" is installed  # "byte", "exc", "release-notes"; "uvicorn" is installed
+    words = name.split()
+    if len(words) == 1 and not _PASCAL.match(name) and not name.isupper():
+        return cues.common(name) and not cues.in_code(name)  # "Method", "Exception", "Drop"
+    return False
+
+
+def trim_common_lead(hit: Hit, cues: Cues) -> Hit:
+    """The hit without the common words capitalised only because they open a line or sentence:
+    "Deprecate WSGIMiddleware", "Drop NPN" in release notes name WSGIMiddleware and NPN.
+
+    A word the documents write in lower case goes whatever follows; a word only the lexicon knows
+    goes only from a hit the model did not type and before a name that cannot be a common word
+    (an acronym, PascalCase, code), as the lexicon also holds first names ("Chris Heisel")."""
+    words = list(_WORD.finditer(hit.name))
+    cut = 0
+    while cut < len(words) - 1 and words[cut].group()[0].isupper() and cues.common(words[cut].group()):
+        cut += 1
+    if cut == 0 and hit.label == UNKNOWN_LABEL and len(words) > 1 and cues.lexical(words[0].group()):
+        rest = hit.name[words[1].start() :]
+        if _acronym(rest) or _PASCAL.match(rest) or cues.in_code(rest):
+            cut = 1
+    if cut == 0:
+        return hit
+    offset = words[cut].start()
+    return Hit(hit.start + offset, hit.end, hit.name[offset:], hit.label)
+
+
+def _common_test(hit: Hit, cues: Cues) -> Callable[[str], bool]:
+    if hit.label != UNKNOWN_LABEL:
+        return cues.common  # typed by the model: a name unless the documents say otherwise
+    return lambda word: cues.common(word) or cues.lexical(word)
+
+
+def all_common(hit: Hit, cues: Cues) -> bool:
+    """Whether every word of the hit is a common word ("Path Parameters", "Getting Started",
+    "Bug Fixes & Maintenance", an untyped "Fixed"): a heading or a phrase, not a name. A real name
+    has a word the documents write as one ("the United States"), or one they never write in lower
+    case; PascalCase and acronyms are never common."""
+    if any(c.isdigit() for c in hit.name):
+        return False  # a date, an amount, a versioned name: no phrase of common words
+    words = _WORD.findall(hit.name)
+    common = _common_test(hit, cues)
+    return bool(words) and all(not _PASCAL.match(w) and _not_an_acronym(w, hit, cues) and common(w) for w in words)
+
+
+def _not_an_acronym(word: str, hit: Hit, cues: Cues) -> bool:
+    """Capitals make an acronym of a word the lexicon does not know; an English word in capitals
+    ("IMPLIED", "SPECIAL" in a licence) is shouting, unless the model typed it."""
+    return not _acronym(word) or (hit.label == UNKNOWN_LABEL and cues.lexical(word))
+
+
+def _balanced(name: str) -> bool:
+    depth = 0
+    for c in name:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def kind_of(name: str, votes: Counter[str], cues: Cues, ontology: Ontology) -> str:
+    """The label of a name from the cues, then from the model's votes (ontology labels)."""
+    technology = map_candidates(KIND_CANDIDATES["Technology"], ontology)
+    label = _voted(votes, ontology)
+    if technology != UNKNOWN_LABEL and _technology(_TRAILING_VERSION.sub("", name), label, cues, ontology):
+        return technology
+    person = map_candidates(("Person", "People", "Human", "Individual"), ontology)
+    if label == person and person != UNKNOWN_LABEL and not _reads_as_person(name.split(), cues):
+        return UNKNOWN_LABEL  # "Thread Pool", "Submit Cookie", "JSON": not read as a person's name
+    return label
+
+
+def _technology(name: str, label: str, cues: Cues, ontology: Ontology) -> bool:
+    """Whether the documents' cues make the name a technology: code first, then shapes."""
+    words = name.split()
+    if cues.in_code(name) or (len(words) > 1 and any(cues.in_code(w) for w in words)):
+        return True  # "TestClient"; "Starlette Bridge" (a package named after the framework)
+    organisation = map_candidates(("Organization", "Organisation", "Company"), ontology)
+    if _PASCAL.match(name) and not _NAME_PREFIX.match(name):
+        return cues.technical or label != organisation  # "GraphQL"; outside software docs "YouTube" stays one
+    if cues.technical and label != map_candidates(("Person",), ontology):
+        return _acronym(name) or bool(_TECH_SHAPE.match(name))
+    return False
+
+
+def _reads_as_person(words: Sequence[str], cues: Cues) -> bool:
+    """A person's name holds no common word and no acronym; a one-word name ("Cookie", "Bronze")
+    is not even written in lower case anywhere, as a surname alone would not be."""
+    if len(words) == 1:
+        return fold_word(words[0]) not in cues.lower and not _acronym(words[0])
+    return not any(cues.common(w) or _acronym(w) for w in words)
+
+
+def _acronym(word: str) -> bool:
+    return len(word) > 1 and word.isalpha() and word.isupper()
+
+
+def _voted(votes: Counter[str], ontology: Ontology) -> str:
+    """The label the model's typed votes agree on: a strict majority, else the neutral label."""
+    typed = {label: n for label, n in votes.items() if label != UNKNOWN_LABEL}
+    if not typed:
+        return UNKNOWN_LABEL
+    label, top = max(sorted(typed.items()), key=lambda item: item[1])
+    if top * 2 <= sum(typed.values()):
+        return map_candidates(NEUTRAL_CANDIDATES, ontology)
+    return label
+
+
+def type_hits(
+    documents: Sequence[Sequence[TextChunk]], per_chunk: Sequence[Sequence[Hit]], ontology: Ontology
+) -> list[list[Hit]]:
+    """`per_chunk` without junk, every hit of a name relabelled with the name's one label."""
+    texts = [chunk.text for chunks in documents for chunk in chunks]
+    cues = Cues.of(texts)
+    kept: list[list[Hit]] = []
+    votes: dict[str, Counter[str]] = {}
+    forms: dict[str, str] = {}
+    for text, hits in zip(texts, per_chunk, strict=True):
+        urls = [m.span() for m in _URL_SPAN.finditer(text)]
+        trimmed = [trim_common_lead(h, cues) for h in hits if not any(s <= h.start < e for s, e in urls)]
+        good = [h for h in trimmed if not name_junk(h.name, cues) and not all_common(h, cues)]
+        good, linked = link_hits(text, good, ontology)
+        good = sorted([*good, *linked, *code_hits(text, [*good, *linked], cues)], key=lambda h: h.start)
+        for hit in good:
+            norm = normalize_name(hit.name)
+            votes.setdefault(norm, Counter())[hit.label] += 1
+            forms.setdefault(norm, hit.name)
+        kept.append(good)
+    labels = {norm: kind_of(forms[norm], counts, cues, ontology) for norm, counts in votes.items()}
+    return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+def code_hits(text: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
+    """Names written as code in prose: `AsyncClient`, `Group()`, `INT`, `httpx`. A capitalised
+    identifier in backticks is a class, constant or type a reader looks up; a lower-case one only
+    when the documents import or install it (`scope`, `request` are variables)."""
+    prose, _ = _split_code(text)
+    out: list[Hit] = []
+    for m in _INLINE_NAME.finditer(prose):
+        name = m.group(1)
+        if not (name[0].isupper() or name.casefold() in cues.packages) or len(name) < 2:
+            continue
+        start, end = m.start(1), m.end(1)
+        if not any(h.start < end and start < h.end for h in found):
+            out.append(Hit(start, end, name, UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
+    return out
+
+
+def link_hits(text: str, found: Sequence[Hit], ontology: Ontology) -> tuple[list[Hit], list[Hit]]:
+    """Names linked to a code host or package index: `[httpx-sse](https://github.com/...)` is a
+    project (Technology), `[@adriangb](https://github.com/adriangb)` an account (Person). They
+    replace what the model or the rules found in the same place: the link says what it is.
+    Returns the hits kept and the link hits."""
+    links: list[Hit] = []
+    for m in _LINK.finditer(text):
+        name = m.group(1).strip().lstrip("@")
+        path = [p for p in m.group(3).split("/") if p]
+        account = m.group(2) in ("github.com", "gitlab.com", "codeberg.org") and len(path) == 1
+        if not name or len(name.split()) > 5 or not is_name(name):
+            continue
+        start = m.start(1) + m.group(1).index(name)
+        kind = ("Person",) if account else KIND_CANDIDATES["Technology"]
+        links.append(Hit(start, start + len(name), name, map_candidates(kind, ontology)))
+    if not links:
+        return list(found), []
+    kept = [h for h in found if not any(h.start < link.end and link.start < h.end for link in links)]
+    return kept, links
+
+
+def _relabel(hit: Hit, label: str) -> Hit:
+    return hit if hit.label == label else hit._replace(label=label)
