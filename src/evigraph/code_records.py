@@ -17,16 +17,85 @@ from evigraph.models import EntityHit
 
 SymbolKind = Literal["Module", "Class", "Function"]
 EdgeKind = Literal["CALLS", "IMPORTS", "INHERITS"]
+LinkKind = Literal["CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"]
 
 SYMBOL_KINDS: tuple[SymbolKind, ...] = ("Module", "Class", "Function")
 EDGE_KINDS: tuple[EdgeKind, ...] = ("CALLS", "IMPORTS", "INHERITS")
 _KINDS: dict[str, SymbolKind] = {k: k for k in SYMBOL_KINDS}
+
+CODE_LABELS: tuple[str, ...] = ("Repo", *SYMBOL_KINDS)
+"""Every node table of the code graph: the repositories, then the symbols."""
+
+CODE_LINKS: tuple[tuple[LinkKind, str, str], ...] = (
+    ("CONTAINS", "Repo", "Module"),
+    ("CONTAINS", "Module", "Class"),
+    ("CONTAINS", "Module", "Function"),
+    ("CONTAINS", "Class", "Class"),
+    ("CONTAINS", "Class", "Function"),
+    ("CONTAINS", "Function", "Function"),
+    ("CONTAINS", "Function", "Class"),
+    ("IMPORTS", "Module", "Module"),
+    ("CALLS", "Function", "Function"),
+    ("INHERITS", "Class", "Class"),
+    ("MENTIONS", "Chunk", "Module"),
+    ("MENTIONS", "Chunk", "Class"),
+    ("MENTIONS", "Chunk", "Function"),
+)
+"""Every relationship of the code graph as (type, from label, to label): the one list the stores'
+schemas, the Cypher guide, the agents' instructions and the walks around a symbol are made from.
+CONTAINS is the nesting (a repository's modules, a module's or class's definitions, nested ones);
+MENTIONS joins a document's passage to a symbol it names."""
+
+LINK_TYPES: tuple[LinkKind, ...] = tuple(dict.fromkeys(kind for kind, _, _ in CODE_LINKS))
+
+SYMBOL_LINKS: tuple[tuple[LinkKind, SymbolKind, SymbolKind], ...] = tuple(
+    (kind, _KINDS[a], _KINDS[b]) for kind, a, b in CODE_LINKS if a in _KINDS and b in _KINDS
+)
+"""The relationships joining two symbols: what a walk around a symbol follows (`GraphStore.explore_code`)."""
+SYMBOL_LINK_TYPES: tuple[LinkKind, ...] = tuple(dict.fromkeys(kind for kind, _, _ in SYMBOL_LINKS))
+
 EDGE_ENDS: dict[EdgeKind, tuple[SymbolKind, SymbolKind]] = {
-    "CALLS": ("Function", "Function"),
-    "IMPORTS": ("Module", "Module"),
-    "INHERITS": ("Class", "Class"),
+    kind: (_KINDS[a], _KINDS[b]) for kind, a, b in CODE_LINKS if kind in EDGE_KINDS
 }
 """The node kinds each derived edge joins: one pair each, so a query never guesses the labels."""
+
+
+CODE_QUERIES: tuple[tuple[str, str], ...] = (
+    (
+        "callers of a function",
+        "MATCH (f:Function)-[:CALLS]->(g:Function) WHERE g.qualname = 'Retriever.search' RETURN f.module, f.qualname",
+    ),
+    (
+        "classes in a module",
+        "MATCH (m:Module)-[:CONTAINS]->(c:Class) WHERE m.name = 'pkg.kb' RETURN c.qualname, c.line_start",
+    ),
+    ("what a module imports", "MATCH (m:Module)-[:IMPORTS]->(x:Module) WHERE m.name = 'pkg.kb' RETURN x.name"),
+    (
+        "subclasses",
+        "MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) RETURN c.module, c.qualname",
+    ),
+)
+"""Structural questions and the one Cypher query answering each, as the guide and the agents'
+instructions show them (`Retriever.search`, `pkg.kb` and `Base` stand for the names asked about)."""
+
+
+def link_ends(kind: LinkKind) -> list[tuple[str, str]]:
+    """The (from label, to label) pairs a relationship of the code graph joins."""
+    return [(a, b) for k, a, b in CODE_LINKS if k == kind]
+
+
+def link_shape(kind: LinkKind) -> str:
+    """A relationship's ends as a guide writes them: a pattern to copy when it joins one pair of
+    labels (`(:Function)-[:CALLS]->(:Function)`), else each source with its targets
+    (`[:CONTAINS] (Repo->Module, Module->Class|Function, ...)`), since engines disagree on how a
+    pattern names one of several labels."""
+    pairs = link_ends(kind)
+    if len(pairs) == 1:
+        return f"(:{pairs[0][0]})-[:{kind}]->(:{pairs[0][1]})"
+    targets: dict[str, list[str]] = {}
+    for a, b in pairs:
+        targets.setdefault(a, []).append(b)
+    return f"[:{kind}] (" + ", ".join(f"{a}->{'|'.join(bs)}" for a, bs in targets.items()) + ")"
 
 
 def repo_id(name: str) -> str:
@@ -146,7 +215,13 @@ def symbol_search_text(symbol: CodeSymbol) -> str:
     return " ".join((names, identifier_words(names), symbol.signature, symbol.docstring))
 
 
+def symbol_name(kind: SymbolKind, name: str, module: str, qualname: str) -> str:
+    """The name a symbol is shown by: a module's dotted name, else its module's and its own dotted
+    name inside it (`pkg.mod.Class.method`)."""
+    return name if kind == "Module" else f"{module}.{qualname}"
+
+
 def code_hit(symbol: CodeSymbol, score: float = 0.0) -> EntityHit:
     """A symbol as entity search returns it: label is its kind, the description says where it is."""
-    name = symbol.name if symbol.kind == "Module" else f"{symbol.module}.{symbol.qualname}"
+    name = symbol_name(symbol.kind, symbol.name, symbol.module, symbol.qualname)
     return EntityHit(id=symbol.id, name=name, label=symbol.kind, description=symbol_description(symbol), score=score)

@@ -468,6 +468,9 @@ class StoreCounts(BaseModel):
     mentions: int = 0
     labels: dict[str, int] = Field(default_factory=dict)
     relation_types: dict[str, int] = Field(default_factory=dict)
+    code: dict[str, int] = Field(
+        default_factory=dict, description="nodes per code table (Repo, Module, Class, Function); empty without code"
+    )
 
 
 class IntegrityProblem(BaseModel):

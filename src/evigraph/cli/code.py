@@ -44,7 +44,7 @@ async def ingest_code(args: argparse.Namespace) -> int:
             f"{', '.join(report.repos) or 'no repository'}: {report.files} files, {report.parsed} parsed, "
             f"{report.unchanged} unchanged, {report.removed} removed; nodes +{report.nodes_added} "
             f"-{report.nodes_removed}, edges +{report.edges_added} -{report.edges_removed}"
-            + (f", {report.passages_linked} passages linked" if report.passages_linked else "")
+            + (f", {report.links_text()}" if report.passages_linked else "")
         )
         for issue in report.too_large:
             print(f"skipped {display_name(issue.path)}: {display_text(issue.error)}", file=sys.stderr)

@@ -30,10 +30,11 @@ def add_parsers(verbs: Verbs) -> None:
 
 
 async def status(args: argparse.Namespace) -> int:
-    """counts of documents, passages, entities, relations
+    """counts of documents, passages, entities, relations, code
 
-    What the knowledge base holds: counts, entity labels, relation types, themes, the embedder and passages still
-    waiting for vectors, and documents whose last ingest failed."""
+    What the knowledge base holds: counts, entity labels, relation types, code (repositories, files, classes,
+    functions), themes, the embedder and passages still waiting for vectors, and documents whose last ingest
+    failed."""
     from evigraph.cli.serving import holder_note, open_for_reads
 
     async with open_for_reads(args.db, engine=args.engine) as reads:  # or the process holding the file
@@ -78,6 +79,9 @@ async def _status(kb: Any, args: argparse.Namespace) -> int:
         print("entity labels   " + ", ".join(f"{k} {v}" for k, v in status.labels.items()))
     if status.relation_types:
         print("relation types  " + ", ".join(f"{k} {v}" for k, v in status.relation_types.items()))
+    if status.code_files:
+        code = {"repositories": status.code_repos, "files": status.code_files, **status.code_symbols}
+        print("code            " + ", ".join(f"{k} {v}" for k, v in code.items()))
     if status.embedding_model:
         pending = f", {status.pending_embeddings} passages pending" if status.pending_embeddings else ""
         print(f"embeddings      {status.embedding_model} ({status.embedding_dimension} dimensions{pending})")

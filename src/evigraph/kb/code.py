@@ -70,13 +70,14 @@ class CodeOps(KnowledgeBaseCore):
             )
 
 
-async def link_documents_to_code(store: GraphStore, keys: Sequence[str]) -> int:
-    """Link the passages of documents just written to the code symbols they name (none without code)."""
+async def link_documents_to_code(store: GraphStore, keys: Sequence[str]) -> list[tuple[str, str]]:
+    """Link the passages of documents just written to the code symbols they name (none without code);
+    the (passage id, symbol id) pairs linked."""
     if not keys:
-        return 0
+        return []
     graph = await store.code_graph()
     if not graph.symbols:
-        return 0
+        return []
     from evigraph.ingest.code.mentions import link_passages
 
     return await link_passages(store, graph.symbols, keys)

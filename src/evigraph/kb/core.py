@@ -54,6 +54,11 @@ class Status(BaseModel):
     mentions: int
     labels: dict[str, int]
     relation_types: dict[str, int]
+    code_repos: int = Field(0, description="repositories whose code was ingested (ingest_code)")
+    code_files: int = Field(0, description="source files held as code, one Module node each")
+    code_symbols: dict[str, int] = Field(
+        default_factory=dict, description="classes and functions (methods included) per kind; empty without code"
+    )
     embedding_model: str | None = None
     embedding_dimension: int = 0
     pending_embeddings: int = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
+from evigraph.code_records import SYMBOL_KINDS
 from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.kb.core import STATUS_FAILED_LISTED, KnowledgeBaseCore, Status
 from evigraph.kb.spend import recorded_spend
@@ -143,7 +144,8 @@ class ReadOps(KnowledgeBaseCore):
         max_nodes: int = 25,
         max_edges: int = 50,
     ) -> Exploration:
-        """The relations around one entity (its id or exact name), bounded."""
+        """The relations around one entity or code symbol (its id or exact name), bounded; a symbol's
+        are its code graph edges (CONTAINS, CALLS, IMPORTS, INHERITS), with the passages naming it."""
         from evigraph.retrieval.entities import explore
 
         for name, value in (("depth", depth), ("max_nodes", max_nodes), ("max_edges", max_edges)):
@@ -219,11 +221,15 @@ class ReadOps(KnowledgeBaseCore):
         counts = await store.counts()
         model = await store.embedding_model()
         failed = await store.count_failed_sources()
+        code = counts.code
         return Status(
             db=str(self.location),
             engine=self.engine,
             passages=counts.chunks,
-            **counts.model_dump(exclude={"chunks"}),
+            **counts.model_dump(exclude={"chunks", "code"}),
+            code_repos=code.get("Repo", 0),
+            code_files=code.get("Module", 0),
+            code_symbols={kind: n for kind, n in code.items() if kind in SYMBOL_KINDS and kind != "Module"},
             embedding_model=model[0] if model else None,
             embedding_dimension=model[1] if model else 0,
             pending_embeddings=await store.count_pending_embeddings() if model else 0,

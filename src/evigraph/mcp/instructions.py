@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from evigraph.code_records import CODE_LABELS, CODE_QUERIES, SYMBOL_KINDS, SYMBOL_LINK_TYPES, link_shape
+
 
 def build_instructions(tools: Collection[str]) -> str:
     """Steps that need a tool the server does not offer are left out, so the guide never lies."""
@@ -23,6 +25,8 @@ def build_instructions(tools: Collection[str]) -> str:
         )
     if about := [t for t in ("status", "get_ontology") if t in tools]:
         steps.append(f"For questions about the knowledge base itself, use {' or '.join(about)}.")
+    if "cypher_query" in tools:
+        steps.append(code_step(tools))
     if "answer" in tools:
         steps.append(
             "answer drafts a cited answer with the knowledge base's LLM; use it only when verified is true, "
@@ -59,3 +63,22 @@ def build_instructions(tools: Collection[str]) -> str:
     if write_steps:
         lines.append("To build the knowledge base: " + "; then ".join(write_steps) + ".")
     return "\n".join(lines)
+
+
+def code_step(tools: Collection[str]) -> str:
+    """When to answer a question about source code with Cypher, the code graph's names read from
+    its schema (`code_records.CODE_LINKS`), so the guide cannot name a table that is not there."""
+    labels = ", ".join(f"(:{label})" for label in CODE_LABELS)
+    edges = ", ".join(link_shape(kind) for kind in SYMBOL_LINK_TYPES)
+    questions = ", ".join(question for question, _ in CODE_QUERIES)
+    counted = " (status counts the files held)" if "status" in tools else ""
+    step = (
+        f"For source code{counted}: structural questions ({questions}) take one "
+        f"cypher_query over {labels} joined by {edges}, e.g. {CODE_QUERIES[0][1]}; read a body only at "
+        "path:line_start-line_end."
+    )
+    if "search_entities" in tools:
+        step += f" search_entities finds a symbol by name (labels {', '.join(SYMBOL_KINDS)})."
+    if "explore_relationships" in tools:
+        step += " explore_relationships on a symbol's id or [n] shows its neighbours and the passages naming it."
+    return step

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, NotFoundError
-from evigraph.evidence.items import EntityCard, EntityItem, RelationItem
+from evigraph.evidence.items import EntityCard, EntityItem, PassageItem, RelationItem
 from evigraph.models import WalkBounds
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
-from evigraph.retrieval.code_symbols import details
+from evigraph.retrieval.code_symbols import details, is_symbol
 from evigraph.retrieval.code_symbols import mentions as symbol_mentions
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import entity_item, passage_item, relation_item
@@ -25,6 +25,8 @@ from evigraph.retrieval.vectors import nearest_passages
 from evigraph.store.base import GraphStore
 
 SUPPORT_PER_ENTITY = 3
+NAMED_SYMBOLS = 20
+"""Symbols a name is searched among for the one whose whole name it is (`find_entity`)."""
 
 
 class EntitySearch(BaseModel):
@@ -73,26 +75,50 @@ async def search_entities(
         result.hits.append(EntityCard(id=ent.id, name=ent.name, label=ent.label, description=ent.description))
         if len(result.hits) >= limit:
             break
-    mentions = await symbol_mentions(store, [e.id for e in result.hits], per_entity=SUPPORT_PER_ENTITY)
-    texts = {h.id: h for h in await store.passages_by_ids(list(dict.fromkeys(cid for _, cid in mentions)))}
-    cards = {e.id: e for e in result.hits}
-    for owner, cid in mentions:
-        hit = texts.get(cid)
-        if hit is not None:
-            cards[owner].support.append(passage_item(hit, snippet(hit.text, cards[owner].name)))
+    support = await supporting_passages(store, {e.id: e.name for e in result.hits})
+    for card in result.hits:
+        card.support = support.get(card.id, [])
     return result
 
 
+async def supporting_passages(store: GraphStore, named: dict[str, str]) -> dict[str, list[PassageItem]]:
+    """Entity or symbol id -> up to `SUPPORT_PER_ENTITY` passages that mention it, each cut to the
+    part around its name (`named` gives the id's name)."""
+    mentions = await symbol_mentions(store, list(named), per_entity=SUPPORT_PER_ENTITY)
+    texts = {h.id: h for h in await store.passages_by_ids(list(dict.fromkeys(cid for _, cid in mentions)))}
+    out: dict[str, list[PassageItem]] = {}
+    for owner, cid in mentions:
+        hit = texts.get(cid)
+        if hit is not None:
+            out.setdefault(owner, []).append(passage_item(hit, snippet(hit.text, named[owner])))
+    return out
+
+
+SYMBOL_GONE_HINT = (
+    "its code changed since, or was never ingested here: find the symbol again with search_entities and pass "
+    "the id or evidence number it returns (ingest_code adds or refreshes a repository)"
+)
+
+
 async def find_entity(store: GraphStore, ref: str) -> str:
-    """The id of the entity `ref` names: its id, else its exact name when that names one entity."""
+    """The id of the entity or code symbol `ref` names: its id, else its exact name when that names
+    one entity, or else one symbol (`pkg.mod.Class.method`)."""
+    if is_symbol(ref):
+        if await store.code_by_ids([ref]):
+            return ref
+        raise NotFoundError(f"no code symbol {ref!r}", hint=SYMBOL_GONE_HINT)
     if await store.entities_by_ids([ref]):
         return ref
     named = list(dict.fromkeys(e for ids in (await store.entities_named([ref])).values() for e in ids))
+    if not named:
+        named = [h.id for h in await store.search_code(ref, NAMED_SYMBOLS) if h.name == ref]
     if len(named) == 1:
         return named[0]
     if len(named) > 1:
         raise NotFoundError(f"{ref!r} names {len(named)} entities: {', '.join(named[:5])}", hint="pass one entity id")
-    raise NotFoundError(f"no entity {ref!r}", hint="find it with search_entities and pass its id or evidence number")
+    raise NotFoundError(
+        f"no entity or code symbol {ref!r}", hint="find it with search_entities and pass its id or evidence number"
+    )
 
 
 async def missing_entities(store: GraphStore, ids: Sequence[str]) -> list[str]:
@@ -103,20 +129,30 @@ async def missing_entities(store: GraphStore, ids: Sequence[str]) -> list[str]:
 
 
 class Exploration(BaseModel):
-    entity: str = Field(description="id of the entity explored from")
+    entity: str = Field(description="id of the entity or code symbol explored from")
     nodes: list[EntityItem] = Field(default_factory=list)
     edges: list[RelationItem] = Field(default_factory=list)
     truncated_by: list[str] = Field(default_factory=list, description="the bounds that cut the walk")
+    passages: list[PassageItem] = Field(
+        default_factory=list,
+        description="passages naming the code symbol explored from (an entity's relations list their own passages)",
+    )
 
 
 async def explore(store: GraphStore, ref: str, bounds: WalkBounds) -> Exploration:
-    """The relations around the entity `ref` names, bounded, saying which bound cut the walk."""
+    """The relations around the entity or code symbol `ref` names, bounded, saying which bound cut
+    the walk. A symbol's are the code graph's (CONTAINS, CALLS, IMPORTS, INHERITS), with the
+    passages that name it."""
     eid = await find_entity(store, ref)
-    walk = await store.explore(eid, bounds)
-    details = {e.id: e for e in await store.entities_by_ids(walk.nodes)}
-    return Exploration(
+    symbol = is_symbol(eid)
+    walk = await (store.explore_code(eid, bounds) if symbol else store.explore(eid, bounds))
+    found = {e.id: e for e in await details(store, walk.nodes)}
+    result = Exploration(
         entity=eid,
-        nodes=[entity_item(d) for d in (details.get(n) for n in walk.nodes) if d is not None],
+        nodes=[entity_item(d) for d in (found.get(n) for n in walk.nodes) if d is not None],
         edges=[relation_item(r) for r in walk.edges],
         truncated_by=walk.truncated_by,
     )
+    if symbol and eid in found:
+        result.passages = (await supporting_passages(store, {eid: found[eid].name})).get(eid, [])
+    return result

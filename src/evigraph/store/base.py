@@ -386,6 +386,11 @@ class GraphStore(ABC):
         """(symbol id, passage id) pairs: current passages that name each symbol."""
 
     @abstractmethod
+    async def explore_code(self, symbol_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
+        """The relationships around one symbol (CONTAINS both ways, CALLS, IMPORTS, INHERITS), bounded
+        as `explore` is and saying which bound cut the walk; no nodes when no symbol has that id."""
+
+    @abstractmethod
     async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Record that passages name symbols, (passage id, symbol id) each; pairs already linked or naming
         a passage or symbol that is gone are skipped."""

@@ -198,6 +198,9 @@ class ScopedStore(ForwardingStore):
     async def code_mentions(self, symbol_ids: Sequence[str], per_symbol: int = 3) -> list[tuple[str, str]]:
         return await self.inner.code_mentions(symbol_ids, per_symbol) if self.everything else []
 
+    async def explore_code(self, symbol_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
+        return await self.inner.explore_code(symbol_id, bounds) if self.everything else GraphWalk(nodes=[], edges=[])
+
     async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
         if self.everything:
             await self.inner.link_code_mentions(pairs)

@@ -31,6 +31,7 @@ class IngestCodeResult(CodeIngestReport, ToolResult):
             f"{self.unchanged} unchanged, {self.removed} removed, {len(self.failed)} failed, "
             f"{len(self.too_large)} too large; nodes +{self.nodes_added} -{self.nodes_removed}, "
             f"edges +{self.edges_added} -{self.edges_removed}"
+            + (f"; {self.links_text()}" if self.passages_linked else "")
         )
 
     def sections(self) -> list[Section]:

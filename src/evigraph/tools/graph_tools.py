@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from evigraph.code_records import CODE_QUERIES, SYMBOL_KINDS, SYMBOL_LINK_TYPES, kind_of
 from evigraph.display import one_line
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
-from evigraph.evidence.items import EntityCard, EntityItem, RelationItem, ThemeItem
+from evigraph.evidence.items import EntityCard, EntityItem, PassageItem, RelationItem, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.evidence.render import entity_line, passages_section, relation_line, theme_line
 from evigraph.models import SourceRecord, TableInfo
@@ -57,6 +58,9 @@ class StatusResult(WholeEvidence):
     relations: int
     labels: dict[str, int]
     relation_types: dict[str, int]
+    code_repos: int = 0
+    code_files: int = Field(0, description="source files held as code (ingest_code), one Module node each")
+    code_symbols: dict[str, int] = Field(default_factory=dict, description="classes and functions per kind")
     embedding_model: str | None
     pending_embeddings: int
     themes: int
@@ -83,6 +87,9 @@ class StatusResult(WholeEvidence):
             lines.append("Entity labels: " + key_values(dict(self.labels)) + ".")
         if self.relation_types:
             lines.append("Relation types: " + key_values(dict(self.relation_types)) + ".")
+        if self.code_files:
+            code = {"repositories": self.code_repos, "files": self.code_files, **self.code_symbols}
+            lines.append("Code: " + key_values(code) + ".")
         model = self.embedding_model or "none"
         lines.append(f"Embedding model: {model}; pending embeddings: {self.pending_embeddings}.")
         if self.failed_documents:
@@ -94,7 +101,8 @@ class StatusResult(WholeEvidence):
     "status",
     NoInput,
     "Counts of documents, passages, entities, relations and themes; every entity label and relation type with "
-    "its count; the embedding model and pending embeddings; documents whose last ingest failed, with the errors. "
+    "its count; code ingested with ingest_code (repositories, files, classes, functions); the embedding model "
+    "and pending embeddings; documents whose last ingest failed, with the errors. "
     "The result is one evidence number, so an answer about the knowledge base itself can cite it.",
 )
 async def status(tk: Toolkit, args: NoInput) -> StatusResult:
@@ -176,7 +184,9 @@ class EntitySearchResult(ToolResult):
     SearchEntitiesInput,
     "Entities by name (lexical: exact names in the query and full-text on names and descriptions) or by "
     "meaning (semantic: entities mentioned in the passages closest to the query), or both (hybrid). "
-    "`labels` filters by entity type. Each entity comes with up to 3 passages that mention it.",
+    f"Code symbols come too, labelled by kind ({', '.join(SYMBOL_KINDS)}; with their id, e.g. 'Class:repo:path#Name', "
+    "and path:line_start-line_end). `labels` filters by entity type. Each comes with up to 3 passages that "
+    "mention it.",
 )
 async def search_entities(tk: Toolkit, args: SearchEntitiesInput) -> EntitySearchResult:
     found = await tk.kb.search_entities(args.query, mode=args.mode, labels=args.labels, limit=args.limit)
@@ -198,6 +208,7 @@ class ExplorationResult(ToolResult):
     entity: str
     nodes: list[EntityItem] = Field(default_factory=list)
     edges: list[RelationItem] = Field(default_factory=list)
+    passages: list[PassageItem] = Field(default_factory=list, description="passages naming the code symbol")
     truncated: bool = False
     truncated_by: list[str] = Field(default_factory=list)
 
@@ -205,6 +216,7 @@ class ExplorationResult(ToolResult):
         return [
             Section("Entities", [entity_line(e, with_id=True) for e in self.nodes]),
             Section("Relations", [relation_line(r) for r in self.edges], 2.0),
+            passages_section(self.passages, "Mentioned in", PASSAGE_LINE_CHARS),
         ]
 
 
@@ -212,7 +224,9 @@ class ExplorationResult(ToolResult):
     "explore_relationships",
     ExploreInput,
     "The relations around one entity (its id, evidence number or exact name), depth 1-2, optionally only "
-    "some relation types, bounded by max_nodes and max_edges; says when the bounds cut the neighbourhood.",
+    "some relation types, bounded by max_nodes and max_edges; says when the bounds cut the neighbourhood. "
+    f"For a code symbol ({', '.join(SYMBOL_KINDS)}, from search_entities or retrieve) they are its code "
+    f"edges ({', '.join(SYMBOL_LINK_TYPES)}), with the passages naming it.",
 )
 async def explore_relationships(tk: Toolkit, args: ExploreInput) -> ExplorationResult:
     ref = tk.resolve(args.entity, "entity").id  # an id or an exact name: the knowledge base tells them apart
@@ -227,15 +241,19 @@ async def explore_relationships(tk: Toolkit, args: ExploreInput) -> ExplorationR
         entity=str(EvidenceId("entity", walk.entity)),
         nodes=walk.nodes,
         edges=walk.edges,
+        passages=walk.passages,
         truncated=bool(walk.truncated_by),
         truncated_by=walk.truncated_by,
     )
     tk.ledger.cite("explore_relationships", result.nodes)
     tk.ledger.cite("explore_relationships", result.edges)
+    tk.ledger.cite("explore_relationships", result.passages)
     if result.truncated:
         result.hint = f"cut by {' and '.join(walk.truncated_by)}: raise them or filter relation_types"
     elif not result.edges:
         result.hint = "no relations" + (" of those types" if args.relation_types else "") + " around this entity"
+        if args.relation_types and kind_of(walk.entity) is not None:
+            result.hint += f" (a code symbol's are {', '.join(SYMBOL_LINK_TYPES)})"
     return result
 
 
@@ -295,7 +313,8 @@ class CypherResult(ToolResult):
     CypherInput,
     "Read-only Cypher over the graph (one statement; MATCH ... RETURN), run in a read-only transaction with "
     f"a row limit and a {CYPHER_TIMEOUT_MS // 1000} s time limit. Call get_ontology first for table and "
-    "property names. Errors come back with a hint.",
+    "property names. For code ingested with ingest_code it answers structural questions in one query "
+    f"(e.g. {CODE_QUERIES[0][0]}: {CODE_QUERIES[0][1]}). Errors come back with a hint.",
 )
 async def cypher_query(tk: Toolkit, args: CypherInput) -> CypherResult:
     # The store guards the query (one read statement, allow-listed functions and procedures, the

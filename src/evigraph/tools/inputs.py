@@ -85,7 +85,10 @@ class SearchEntitiesInput(ToolInput):
 
 
 class ExploreInput(ToolInput):
-    entity: EvidenceRef = Field(description="an entity id (from search_entities or retrieve) or its evidence number")
+    entity: EvidenceRef = Field(
+        description="an entity or code symbol id (from search_entities or retrieve), its evidence number, "
+        "or its exact name"
+    )
     depth: int = Field(1, ge=1, le=2)
     relation_types: list[str] | None = Field(None, max_length=20)
     max_nodes: int = Field(25, ge=1, le=200)

@@ -15,6 +15,7 @@ from evigraph.code_records import (
     module_id,
     repo_id,
 )
+from evigraph.models import WalkBounds
 from evigraph.store import GraphStore
 
 REPO = CodeRepo(id=repo_id("shop"), name="shop", root="/src/shop")
@@ -106,6 +107,49 @@ async def test_symbols_are_found_by_words_of_their_names_and_docstrings(store: G
     found = await store.code_by_ids([DELAY, "Function:shop:nope.py#x", CORE, "not-a-symbol"])
     assert [h.id for h in found] == [DELAY, CORE]
     assert found[0].name == "shop.core.RetryPolicy.delay" and found[1].label == "Module"
+
+
+@covers("explore_code")
+async def test_a_walk_around_a_symbol_follows_every_code_edge_both_ways(store: GraphStore) -> None:
+    assert (await store.explore_code(POLICY)).nodes == []  # no code yet
+    await write_shop(store)
+    walk = await store.explore_code(POLICY)
+    assert walk.nodes[0] == POLICY and set(walk.nodes) == {POLICY, CORE, BASE, DELAY}  # never the Repo
+    assert {(e.source, e.type, e.target) for e in walk.edges} == {
+        (CORE, "CONTAINS", POLICY),
+        (POLICY, "CONTAINS", DELAY),
+        (POLICY, "INHERITS", BASE),
+    }
+    assert {e.source_name for e in walk.edges if e.target == DELAY} == {"shop.core.RetryPolicy"}
+    assert {e.hop for e in walk.edges} == {1} and walk.truncated_by == []
+    assert len({e.id for e in walk.edges}) == 3
+    # two hops: the caller of its method, the module importing its module, its module's other class
+    far = await store.explore_code(POLICY, WalkBounds(depth=2))
+    assert set(far.nodes) == {POLICY, CORE, BASE, DELAY, HANDLE, API}
+    assert (HANDLE, "CALLS", DELAY, 2) in {(e.source, e.type, e.target, e.hop) for e in far.edges}
+    assert (API, "IMPORTS", CORE, 2) in {(e.source, e.type, e.target, e.hop) for e in far.edges}
+    # bounded as an entity's walk is, saying which bound cut it
+    cut = await store.explore_code(POLICY, WalkBounds(max_edges=1))
+    assert len(cut.edges) == 1 and cut.truncated_by == ["max_edges"]
+    few = await store.explore_code(POLICY, WalkBounds(depth=2, max_nodes=2))
+    assert len(few.nodes) == 2 and "max_nodes" in few.truncated_by
+    typed = await store.explore_code(DELAY, WalkBounds(depth=2, relation_types=("CALLS",)))
+    assert set(typed.nodes) == {DELAY, HANDLE} and {e.type for e in typed.edges} == {"CALLS"}
+    # the walk from the other end: a module's classes and who imports it
+    around = await store.explore_code(CORE)
+    assert set(around.nodes) == {CORE, BASE, POLICY, API}
+    for gone in (member_id("Class", "shop", "shop/core.py", "Gone"), "Repo:shop", "person:ada lovelace|Person"):
+        assert (await store.explore_code(gone)) == (await store.explore_code("Function:nope:x.py#y"))
+        assert (await store.explore_code(gone)).nodes == []
+
+
+@covers("counts")
+async def test_counts_name_the_code_tables(store: GraphStore) -> None:
+    assert (await store.counts()).code == {}
+    await write_shop(store)
+    assert (await store.counts()).code == {"Repo": 1, "Module": 2, "Class": 2, "Function": 2}
+    await store.write_code(CodeChange(removed=[API, HANDLE]))
+    assert (await store.counts()).code == {"Repo": 1, "Module": 1, "Class": 2, "Function": 1}
 
 
 @covers("link_code_mentions", "code_mentions")

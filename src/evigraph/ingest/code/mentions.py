@@ -63,21 +63,29 @@ async def link_passages(
     symbols: Sequence[CodeSymbol],
     documents: Sequence[str] | None = None,
     only: set[str] | None = None,
-) -> int:
+) -> list[tuple[str, str]]:
     """Link the passages of `documents` (every document when None) naming any of `symbols` (those
-    in `only` when given: a name's uniqueness is judged among them all, the links made to these)."""
+    in `only` when given: a name's uniqueness is judged among them all, the links made to these).
+
+    Returns the (passage id, symbol id) pairs linked: a passage naming three symbols is three
+    pairs, so count passages and symbols from them (`linked_counts`), not the pairs."""
     index = name_index(symbols)
     if only is not None:
         index = {name: kept for name, ids in index.items() if (kept := [i for i in ids if i in only])}
     if not index:
-        return 0
+        return []
     keys = list(documents) if documents is not None else await _every_document(store)
     pairs: list[tuple[str, str]] = []
     for key in keys:
         for chunk in await store.document_passages(key):
             pairs += [(chunk.id, sid) for sid in sorted(named_in(chunk.text, index))]
     await store.link_code_mentions(pairs)
-    return len(pairs)
+    return pairs
+
+
+def linked_counts(pairs: Sequence[tuple[str, str]]) -> tuple[int, int]:
+    """(passages, symbols) among (passage id, symbol id) pairs, each counted once."""
+    return len({p for p, _ in pairs}), len({s for _, s in pairs})
 
 
 async def _every_document(store: GraphStore) -> list[str]:

@@ -56,7 +56,16 @@ class CodeIngestReport(BaseModel):
     nodes_removed: int = 0
     edges_added: int = Field(0, description="CONTAINS, IMPORTS, INHERITS and CALLS edges written")
     edges_removed: int = 0
-    passages_linked: int = Field(0, description="passages newly linked to a symbol they name (MENTIONS)")
+    passages_linked: int = Field(0, description="passages linked to the new symbols they name (MENTIONS)")
+    symbols_linked: int = Field(0, description="new symbols named by those passages")
+
+    def links_text(self) -> str:
+        """`N passages linked to M symbols`, or '' when no passage names a new symbol."""
+        if not self.passages_linked:
+            return ""
+        passages = "passage" if self.passages_linked == 1 else "passages"
+        symbols = "symbol" if self.symbols_linked == 1 else "symbols"
+        return f"{self.passages_linked} {passages} linked to {self.symbols_linked} {symbols}"
 
 
 async def ingest_code(
@@ -115,9 +124,10 @@ async def ingest_code(
     report.edges_added = len(change.added_edges) + len(change.symbols)  # each new symbol's CONTAINS edge
     report.edges_removed = len(change.removed_edges)
     if change.symbols and await store.holds_documents():
-        from evigraph.ingest.code.mentions import link_passages
+        from evigraph.ingest.code.mentions import link_passages, linked_counts
 
-        report.passages_linked = await link_passages(store, after, only={s.id for s in change.symbols})
+        linked = await link_passages(store, after, only={s.id for s in change.symbols})
+        report.passages_linked, report.symbols_linked = linked_counts(linked)
     return report
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evigraph.code_records import (
+    CODE_LABELS,
     EDGE_ENDS,
     SYMBOL_KINDS,
     CodeEdge,
@@ -129,3 +130,9 @@ def read_code_graph(rows: Callable[[str], list[dict[str, Any]]]) -> CodeGraph:
         for row in rows(f"MATCH (a:{a})-[:{edge}]->(b:{b}) RETURN a.id AS s, b.id AS d"):
             graph.edges.append(CodeEdge(kind=edge, source=row["s"], target=row["d"]))
     return graph
+
+
+def count_code(rows: Callable[[str], list[dict[str, Any]]]) -> dict[str, int]:
+    """Nodes per code table (`StoreCounts.code`), every table named; empty when there are none."""
+    counts = {label: int(rows(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"]) for label in CODE_LABELS}
+    return counts if any(counts.values()) else {}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from evigraph.code_records import CODE_LABELS, CODE_QUERIES, LINK_TYPES, link_shape
+
 META_TABLE = "EvigraphMeta"
 
 EXTRACTION_SOURCE = "extraction"
@@ -61,8 +63,8 @@ TRACE_LOOKUPS: tuple[tuple[str, str], ...] = (
 """(label, property) the shared trace and decision queries find rows by (`trace_reads`,
 `trace_writes`, `decision_writes`): what a backend that indexes properties indexes for them."""
 
-CODE_NODE_TABLES = frozenset({"Repo", "Module", "Class", "Function"})
-CODE_REL_TABLES = frozenset({"CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"})
+CODE_NODE_TABLES = frozenset(CODE_LABELS)
+CODE_REL_TABLES = frozenset(LINK_TYPES)
 
 CONTEXT_COLUMN = "passage_context"
 """A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
@@ -76,6 +78,27 @@ later release adds (bookkeeping, agents' records) is unreadable until someone de
 tables outside it hold no relationship to the graph's (checked by tests on both stores), so a pattern
 that starts from these labels can never walk into them."""
 
+CODE_PROPERTIES: dict[str, str] = {
+    "Repo": "id, name, root",
+    "Module": "id, repo, path, name (dotted, e.g. 'pkg.sub.mod'), language, docstring, line_start, line_end, "
+    "imports (dotted targets as written)",
+    "Class": "id, repo, path, module, name, qualname, signature, docstring, line_start, line_end, bases",
+    "Function": "as Class's, with calls (callee names as written, resolved or not) instead of bases",
+}
+"""What the Cypher guide says of each code table's properties (the tables list every column by type)."""
+
+
+def _code_guide() -> str:
+    nodes = ", ".join(f"(:{label} {{{CODE_PROPERTIES[label]}}})" for label in CODE_LABELS)
+    edges = ", ".join(link_shape(kind) for kind in LINK_TYPES)
+    examples = "; ".join(query for _, query in CODE_QUERIES)
+    return (
+        "Code (from ingest_code; structure only, never bodies: read path from line_start to line_end for a body): "
+        f"{nodes}; a method's qualname is 'Class.method'. Edges: {edges}; MENTIONS joins a passage to a symbol "
+        f"it names. Examples: {examples}. "
+    )
+
+
 CYPHER_GUIDE = (
     "Entities are (:Entity) nodes with id, name, label, description; filter a type with e.label = 'Person'. "
     "Relations are [:RELATES] edges with type, fact, confidence, source_chunks (the ids of the passages "
@@ -83,18 +106,8 @@ CYPHER_GUIDE = (
     "Passages are (:Chunk) nodes (id, document, index, text) linked (:Chunk)-[:PART_OF]->(:Document) and "
     "(:Entity)-[:MENTIONED_IN]->(:Chunk). Example: MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
     "WHERE a.name = 'Ada Lovelace' RETURN r.type, b.name, r.fact LIMIT 20. "
-    "Code (from ingest_code; structure only, never bodies: read path from line_start to line_end for a body): "
-    "(:Repo {id, name, root}), (:Module {id, repo, path, name (dotted, e.g. 'pkg.sub.mod'), language, "
-    "docstring, line_start, line_end, imports (dotted targets as written)}), (:Class {id, repo, path, module, name, "
-    "qualname, signature, docstring, line_start, line_end, bases}) and (:Function {same, calls: callee names as "
-    "written, resolved or not}); a method's qualname is 'Class.method'. Edges: [:CONTAINS] (Repo->Module, "
-    "Module->Class|Function, Class->Class|Function, Function->Function|Class), (:Module)-[:IMPORTS]->(:Module), "
-    "(:Function)-[:CALLS]->(:Function), (:Class)-[:INHERITS]->(:Class), (:Chunk)-[:MENTIONS]->(:Module|Class|"
-    "Function) for passages naming a symbol. Examples: MATCH (f:Function)-[:CALLS]->(g:Function) "
-    "WHERE g.qualname = 'Retriever.search' RETURN f.module, f.qualname; MATCH (m:Module)-[:IMPORTS]->(x:Module) "
-    "WHERE m.name = 'pkg.kb' RETURN x.name; MATCH (c:Class)-[:INHERITS*1..3]->(b:Class {name: 'Base'}) "
-    "RETURN c.module, c.qualname. "
-    "Bounds: name a label on every node you match (only these tables are readable); at most 10 levels of "
+    + _code_guide()
+    + "Bounds: name a label on every node you match (only these tables are readable); at most 10 levels of "
     "nesting, 10 relationship patterns and 2,000 tokens; variable-length patterns need an upper bound of "
     "at most 10 hops (e.g. *1..3)."
 )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from evigraph.code_records import (
     EDGE_ENDS,
+    LINK_TYPES,
     SYMBOL_KINDS,
     CodeChange,
     CodeGraph,
@@ -21,20 +22,23 @@ from evigraph.code_records import (
     SymbolKind,
     code_hit,
     kind_of,
+    link_ends,
 )
-from evigraph.models import EntityHit
+from evigraph.models import DEFAULT_WALK, EntityHit, GraphWalk, WalkBounds
 from evigraph.store.caches import Cached
 from evigraph.store.core.code_rows import (
     REF_COLUMNS,
     SYMBOL_FIELDS,
     by_kind,
     contains_rows,
+    count_code,
     edge_rows,
     mention_rows,
     read_code_graph,
     symbol_from_row,
     symbol_row,
 )
+from evigraph.store.core.code_walk import explore_code
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.reads import each_key
@@ -42,9 +46,13 @@ from evigraph.store.embedded.schema import CODE_FTS
 from evigraph.store.search_text import fts_text
 
 _TOUCHING: dict[SymbolKind, tuple[tuple[str, bool], ...]] = {
-    "Module": (("CONTAINS", True), ("CONTAINS", False), ("IMPORTS", True), ("IMPORTS", False), ("MENTIONS", False)),
-    "Class": (("CONTAINS", True), ("CONTAINS", False), ("INHERITS", True), ("INHERITS", False), ("MENTIONS", False)),
-    "Function": (("CONTAINS", True), ("CONTAINS", False), ("CALLS", True), ("CALLS", False), ("MENTIONS", False)),
+    kind: tuple(
+        (rel, outgoing)
+        for rel in LINK_TYPES
+        for outgoing in (True, False)
+        if any((a if outgoing else b) == kind for a, b in link_ends(rel))
+    )
+    for kind in SYMBOL_KINDS
 }
 """(relationship, outgoing) pairs that can touch a node of each kind, deleted before the node."""
 
@@ -61,6 +69,10 @@ def code_graph(tx: Tx) -> CodeGraph:
     if not has_code_tables(tx):
         return CodeGraph()
     return read_code_graph(lambda query: tx.rows(query))
+
+
+def code_counts(tx: Tx) -> dict[str, int]:
+    return count_code(lambda query: tx.rows(query)) if has_code_tables(tx) else {}
 
 
 def count_symbols(tx: Tx) -> int:
@@ -215,6 +227,11 @@ class EmbeddedCodeOps:
         if not symbol_ids or not await self._holds_code():
             return []
         return await self.executor.read(lambda tx: code_mentions(tx, symbol_ids, per_symbol))
+
+    async def explore_code(self, symbol_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
+        if not await self._holds_code():
+            return GraphWalk(nodes=[], edges=[])
+        return await self.executor.read(lambda tx: explore_code(tx.rows, symbol_id, bounds))
 
     async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
         if pairs:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evigraph.code_records import LINK_TYPES, link_ends
 from evigraph.store.core.schema_names import (
     CODE_NODE_TABLES,
     CODE_REL_TABLES,
@@ -119,12 +120,10 @@ DDL = (
         import_aliases STRING[], search_text STRING)""",
     f"CREATE NODE TABLE IF NOT EXISTS Class({_CODE_COLUMNS}, bases STRING[], search_text STRING)",
     f"CREATE NODE TABLE IF NOT EXISTS Function({_CODE_COLUMNS}, calls STRING[], search_text STRING)",
-    """CREATE REL TABLE IF NOT EXISTS CONTAINS(FROM Repo TO Module, FROM Module TO Class, FROM Module TO Function,
-        FROM Class TO Class, FROM Class TO Function, FROM Function TO Function, FROM Function TO Class)""",
-    "CREATE REL TABLE IF NOT EXISTS IMPORTS(FROM Module TO Module)",
-    "CREATE REL TABLE IF NOT EXISTS CALLS(FROM Function TO Function)",
-    "CREATE REL TABLE IF NOT EXISTS INHERITS(FROM Class TO Class)",
-    "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Chunk TO Module, FROM Chunk TO Class, FROM Chunk TO Function)",
+    *(
+        f"CREATE REL TABLE IF NOT EXISTS {kind}({', '.join(f'FROM {a} TO {b}' for a, b in link_ends(kind))})"
+        for kind in LINK_TYPES
+    ),
 )
 
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (

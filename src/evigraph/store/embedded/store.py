@@ -36,7 +36,7 @@ from evigraph.store.embedded import (
     records,
     writes,
 )
-from evigraph.store.embedded.code import EmbeddedCodeOps
+from evigraph.store.embedded.code import EmbeddedCodeOps, code_counts
 from evigraph.store.embedded.creation import (
     UnfinishedSchema,
     create_database_file,
@@ -325,7 +325,7 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
 
     async def counts(self) -> models.StoreCounts:
         # Full scans; cached until the next write, as agents ask for status and the ontology often.
-        found: models.StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(reads.counts))
+        found: models.StoreCounts = await self._cache.fetch("counts", lambda: self.executor.read_sync(_counts))
         return found.model_copy(deep=True)
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -511,3 +511,9 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
             await self.executor.write(bumping(fn))
         finally:
             self._cache.invalidate()
+
+
+def _counts(tx: Tx) -> models.StoreCounts:
+    found = reads.counts(tx)
+    found.code = code_counts(tx)
+    return found

@@ -20,7 +20,7 @@ from evigraph.code_records import (
     CodeSymbol,
     code_hit,
 )
-from evigraph.models import EntityHit
+from evigraph.models import DEFAULT_WALK, EntityHit, GraphWalk, WalkBounds
 from evigraph.store.core.code_rows import (
     REF_COLUMNS,
     SYMBOL_FIELDS,
@@ -32,6 +32,7 @@ from evigraph.store.core.code_rows import (
     symbol_from_row,
     symbol_row,
 )
+from evigraph.store.core.code_walk import explore_code
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.section import FalkorSection
 from evigraph.store.search_text import fts_text
@@ -152,6 +153,11 @@ class FalkorCodeOps(FalkorSection):
         if not symbol_ids or not await self._holds_code():
             return []
         return await self._read(lambda: code_mentions(self.conn, symbol_ids, per_symbol))
+
+    async def explore_code(self, symbol_id: str, bounds: WalkBounds = DEFAULT_WALK) -> GraphWalk:
+        if not await self._holds_code():
+            return GraphWalk(nodes=[], edges=[])
+        return await self._read(lambda: explore_code(self.conn.read_sync, symbol_id, bounds))
 
     async def link_code_mentions(self, pairs: Sequence[tuple[str, str]]) -> None:
         if pairs:

@@ -13,6 +13,7 @@ from typing import Any
 
 from evigraph.models import EntityHit, PassageHit, StoreCounts, StoredDocument
 from evigraph.store.base import VectorSearch
+from evigraph.store.core.code_rows import count_code
 from evigraph.store.core.version_rows import DOC_FIELDS, document_page, stored_document
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.terms import searchable_text
@@ -58,6 +59,7 @@ def counts(conn: Connection) -> StoreCounts:
         mentions=int(one["mentions"]),
         labels=dict(sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))),
         relation_types=dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
+        code=count_code(lambda query: conn.read_sync(query)),
     )
 
 

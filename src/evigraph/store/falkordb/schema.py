@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from evigraph.store.core.schema_names import (
     CODE_NODE_TABLES,
+    CODE_REL_TABLES,
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
     META_TABLE,
@@ -89,9 +90,7 @@ NODE_LABELS = frozenset(
     | TRACE_TABLES
     | CODE_NODE_TABLES
 )
-RELATIONSHIP_TYPES = frozenset(
-    {"PART_OF", "NEXT", "MENTIONED_IN", "RELATES", "CONTAINS", "IMPORTS", "CALLS", "INHERITS", "MENTIONS"}
-)
+RELATIONSHIP_TYPES = frozenset({"PART_OF", "NEXT", "MENTIONED_IN", "RELATES"} | CODE_REL_TABLES)
 """Every relationship type the schema defines. The server knows a type only once an edge has it,
 so `schema_tables` lists these (and `NODE_LABELS`) whether or not one exists yet, as the embedded
 store lists its empty tables: an agent reading the ontology before any code is ingested still

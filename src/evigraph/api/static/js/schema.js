@@ -25,6 +25,12 @@ function counts(status) {
     cell(status.entities, "entities"), cell(status.relations, "relations"));
 }
 
+/** What code the knowledge base holds (`ingest_code`): files, then symbols per kind. */
+function codeLine(status) {
+  const symbols = Object.entries(status.code_symbols || {}).map(([kind, n]) => ` · ${n.toLocaleString()} ${kind}`);
+  return `Code: ${status.code_files.toLocaleString()} files${symbols.join("")}`;
+}
+
 export class SchemaSidebar {
   /** `openQuery(query, mode)` shows a query's result in the Cypher console. */
   constructor({ openQuery }) {
@@ -70,6 +76,7 @@ export class SchemaSidebar {
         `Embedding model: ${status.embedding_model || "none"}`,
         status.themes ? ` · ${status.themes} themes` : "",
         status.pending_embeddings ? ` · ${status.pending_embeddings} pending embeddings` : ""),
+      status.code_files ? h("p", { class: "muted small", id: "schema-code" }, codeLine(status)) : null,
       h("h2", {}, "Entity labels"),
       labels.length ? h("ul", { class: "schema-list", id: "schema-labels" }, labels) : h("p", { class: "muted" }, "No entities yet."),
       idle.length ? h("p", { class: "muted small", title: idle.join(", ") }, `${idle.length} declared labels have no entities yet.`) : null,

@@ -61,7 +61,7 @@ export class Inspector {
     return [
       h("div", { class: "panel-head" }, h("h3", {}, r.type), cite(r.n)),
       h("p", {}, h("b", {}, r.source), " → ", h("b", {}, r.target)),
-      h("blockquote", { class: "fact" }, r.fact),
+      r.fact ? h("blockquote", { class: "fact" }, r.fact) : null, // a code edge states no sentence
       props([
         ["Evidence", r.n ? `[${r.n}] in this session` : "not numbered"],
         ["Evidence id", r.evidence_id, { mono: true }],

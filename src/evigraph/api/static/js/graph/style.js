@@ -19,6 +19,11 @@ const FIXED = {
   Unknown: "#8a94a6",
   Chunk: "#94a3b8",
   Document: "#475569",
+  // code (ingest_code): apart from each other and from the entity labels above
+  Module: "#0d9488",
+  Class: "#dc2626",
+  Function: "#4f46e5",
+  Repo: "#334155",
 };
 
 /** The colour of `label`: a fixed one, else one picked by a hash of the name. */
