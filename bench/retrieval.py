@@ -88,8 +88,9 @@ WORK_KEYS = ("passage_embed_seconds", "ingest_embed_seconds", "embed_work_vs_pas
 """Reported by systems that embed at ingest: their embedding work timed alone (`embedding_work`)."""
 TOP_DOCUMENTS: list[int] = []
 """Distinct documents among each top-5 retrieve's passages, this process's (one system's)."""
-MATCH_KEYS = ("weak_match_answerable", "weak_match_no_answer")
-"""Reported by evigraph systems: % of questions flagged weak_match, answerable and no-answer halves."""
+MATCH_KEYS = ("weak_match_answerable", "weak_match_no_answer", "top5_documents")
+"""Reported by evigraph systems: % of questions flagged weak_match, answerable and no-answer halves,
+and the mean count of distinct documents in a top-5 retrieve."""
 NO_ANSWER = "no-answer"  # the work sub-folder of the knowledge bases without the odd half's gold passages
 STORES = ("embedded", "falkordb")
 

@@ -211,7 +211,7 @@ def _add_words(prose: str, lower: set[str], capitalised: set[str]) -> None:
         stripped = line.lstrip(" \t>*-+|0123456789.)")
         words = list(_WORD.finditer(stripped))
         lower.update(m.group() for m in words if m.group().islower())
-        if stripped.startswith("#") or _title_case(words):
+        if stripped.startswith("#") or _title_case(stripped, words):
             continue
         for before, m in itertools.pairwise(words):
             if m.group()[0].isupper() and not _BREAK.search(stripped, before.end(), m.start()):
@@ -222,11 +222,14 @@ TITLE_WORDS = 12
 """Titles are short; a longer line is prose, however many names it holds ("A B met C D. ...")."""
 
 
-def _title_case(words: Sequence[re.Match[str]]) -> bool:
-    """A line whose every longer word is capitalised: a title ("Add HTTP/2 Support", "Bug Fixes &
-    Maintenance"), where capitals say nothing. Prose has lower-case words of four letters or more."""
+def _title_case(line: str, words: Sequence[re.Match[str]]) -> bool:
+    """A short line with no sentence's full stop, its every longer word capitalised: a title ("Add
+    HTTP/2 Support", "Bug Fixes & Maintenance"), where capitals say nothing. "Alice Walker met Ada
+    in Paris." is a sentence."""
+    if not 2 <= len(words) <= TITLE_WORDS or line.rstrip().endswith((".", "!", "?")):
+        return False
     long = [m.group() for m in words if len(m.group()) >= 4]
-    return 2 <= len(words) <= TITLE_WORDS and bool(long) and all(w[0].isupper() for w in long)
+    return bool(long) and all(w[0].isupper() for w in long)
 
 
 def name_junk(name: str, cues: Cues) -> bool:
