@@ -100,3 +100,26 @@ def test_a_user_ontology_gets_its_own_spelling_or_unknown() -> None:
     assert typed([("TestClient", "Person")], tools) == {"TestClient": "Software"}
     people = Ontology(entities=(EntityType(label="Person"),))
     assert typed([("TestClient", "Person")], people) == {"TestClient": "Person"}  # no label for code: the vote
+
+
+def test_linked_projects_and_accounts_are_typed_by_their_link() -> None:
+    text = (
+        "Packages: [httpx-sse](https://github.com/florimondmanca/httpx-sse) streams events, and\n"
+        "[Starlette Context](https://pypi.org/project/starlette-context/) keeps state. Thanks to\n"
+        "[@adriangb](https://github.com/adriangb) for the review.\n"
+    )
+    chunk = TextChunk(index=0, text=text, start=0, end=len(text))
+    [hits] = type_hits([[chunk]], [[]], DEFAULT_ONTOLOGY)
+    assert {h.name: h.label for h in hits} == {
+        "httpx-sse": "Technology",
+        "Starlette Context": "Technology",
+        "adriangb": "Person",
+    }
+
+
+def test_a_changelog_s_section_words_are_no_entities_but_names_in_sentences_are() -> None:
+    text = "### Fixed\n\n* Support for proxies. We met Paris Hilton in Paris.\n"
+    chunk = TextChunk(index=0, text=text, start=0, end=len(text))
+    untyped = [("Fixed", UNKNOWN_LABEL), ("Support", UNKNOWN_LABEL), ("Paris Hilton", UNKNOWN_LABEL)]
+    [hits] = type_hits([[chunk]], [hits_for(text, untyped)], DEFAULT_ONTOLOGY)
+    assert [h.name for h in hits] == ["Paris Hilton"]  # "Paris" and "Hilton" are written as names

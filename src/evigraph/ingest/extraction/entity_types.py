@@ -5,18 +5,23 @@ nonsense: on the Starlette docs 7 of 70 Person entities were people, `Starlette`
 `Request` were Person, `GraphQL` a Location, `127.0.0.1` a Date, and the Technology label held
 nothing. The documents carry better evidence than the model's guess, and it costs no download:
 
-- **Code.** A name the documents write as code (in a fenced block or in backticks) or import or
-  install is a software thing: Technology. `TestClient`, `Response`, `uvicorn`.
-- **How a word is written.** A real name is capitalised in the middle of a sentence; a common word
-  is capitalised only where every word is (a heading, a sentence start) and written in lower case
-  elsewhere. So "Method", "Exception", "Path Parameters" in a heading are no entities, while
-  "Apple" in "he joined Apple in 1990" stays one, even where "apple" is also a fruit.
-- **Shape.** CSS values, colours, addresses, versions, code fragments are no names at all
+- **Code.** A name the documents write as code (in a fenced block or in backticks), import,
+  install or run in a shell is a software thing: Technology. `TestClient`, `Response`, `uvicorn`.
+  So is a PascalCase name, and in software docs an acronym or a header-like or versioned shape
+  (`JSON`, `Content-Type`, `HTTP/2`). Names in backticks and projects linked to a code host or a
+  package index become entities even where the model saw none.
+- **How a word is written.** A real name is capitalised inside a sentence; a common word is
+  capitalised only where every word is (a heading, a title, a sentence start) and written in lower
+  case elsewhere. So "Method", "Exception", "Path Parameters" in a heading are no entities, while
+  "Apple" in "he joined Apple in 1990" stays one, even where "apple" is also a fruit. A name the
+  model did not type is also checked against an English lexicon (`lexicon`), as a changelog's
+  "Fixed" or "Support" is never written in lower case in it.
+- **Shape.** CSS values, colours, addresses, bare versions, code fragments are no names at all
   (`names.junk_reason` refuses most; the rest need the batch's cues, `name_junk` here).
 
 The model's tag is then one vote among these: it decides only what the documents leave open
-(a person, a city), and a person's name must read as one (no common word, no code in it). What
-fits nothing stays `UNKNOWN_LABEL`.
+(a person, a city), and a person's name must read as one (no common word, no acronym). What
+fits nothing stays `UNKNOWN_LABEL`. Measured by bench/entities.py (README: Typing without an LLM).
 
 Everything is judged per batch of documents an extractor call handles, over every hit of a name,
 so a name gets one label across those documents.
@@ -138,7 +143,7 @@ class Cues:
             for inline in _INLINE_CODE.findall(prose):
                 code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", inline)))
             _add_packages(prose, packages)
-            _add_words(_INLINE_CODE.sub(" ", prose), lower, capitalised)
+            _add_words(_URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose)), lower, capitalised)
         folded = frozenset(fold_word(w) for w in lower)  # each distinct word once
         return cls(frozenset(code), frozenset(packages), folded, frozenset(capitalised), technical=bool(code))
 
@@ -364,18 +369,20 @@ def type_hits(
     kept: list[list[Hit]] = []
     votes: dict[str, Counter[str]] = {}
     forms: dict[str, str] = {}
+    said: dict[str, str] = {}  # names a link typed: the link says what it is
     for text, hits in zip(texts, per_chunk, strict=True):
         urls = [m.span() for m in _URL_SPAN.finditer(text)]
         trimmed = [trim_common_lead(h, cues) for h in hits if not any(s <= h.start < e for s, e in urls)]
         good = [h for h in trimmed if not name_junk(h.name, cues) and not all_common(h, cues)]
         good, linked = link_hits(text, good, ontology)
+        said.update((normalize_name(h.name), h.label) for h in linked)
         good = sorted([*good, *linked, *code_hits(text, [*good, *linked], cues)], key=lambda h: h.start)
         for hit in good:
             norm = normalize_name(hit.name)
             votes.setdefault(norm, Counter())[hit.label] += 1
             forms.setdefault(norm, hit.name)
         kept.append(good)
-    labels = {norm: kind_of(forms[norm], counts, cues, ontology) for norm, counts in votes.items()}
+    labels = {norm: said.get(norm) or kind_of(forms[norm], counts, cues, ontology) for norm, counts in votes.items()}
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
 
 
