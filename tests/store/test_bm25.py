@@ -22,6 +22,7 @@ QUESTIONS = [
     "What did the harbor lab measure at the tide gauge?",
     "sensors buoys temperature salinity",
     "ReefWatch TideScope Harbor Lab team people",
+    "Marta Oliveira, Ana Costa and Tomas Reyes of the University of Porto in Lisbon, Peniche and Berlengas",
     "the of and",  # stopwords only
     "asked",  # a word that is no stopword, though its stem's other form is one ("ask")
     "zeppelin quixotic",  # found nowhere

@@ -89,6 +89,7 @@ _TECH_SHAPE = re.compile(
 )
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
+_NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
 
 
@@ -258,18 +259,20 @@ def name_junk(name: str, cues: Cues) -> bool:
     return False
 
 
-def trim_common_lead(hit: Hit, cues: Cues) -> Hit:
+def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
     """The hit without the common words capitalised only because they open a line or sentence:
     "Deprecate WSGIMiddleware", "Drop NPN" in release notes name WSGIMiddleware and NPN.
 
     A word the documents write in lower case goes whatever follows; a word only the lexicon knows
-    goes only from a hit the model did not type and before a name that cannot be a common word
-    (an acronym, PascalCase, code), as the lexicon also holds first names ("Chris Heisel")."""
+    goes only from a hit the model did not type, on a line whose capitals say nothing
+    (`capitals_forced`), and before a name that cannot be a common word (an acronym, PascalCase,
+    code), as the lexicon also holds first names ("Chris Heisel")."""
     words = list(_WORD.finditer(hit.name))
     cut = 0
     while cut < len(words) - 1 and words[cut].group()[0].isupper() and cues.common(words[cut].group()):
         cut += 1
-    if cut == 0 and hit.label == UNKNOWN_LABEL and len(words) > 1 and cues.lexical(words[0].group()):
+    lexical = structural and hit.label == UNKNOWN_LABEL
+    if cut == 0 and lexical and len(words) > 1 and cues.lexical(words[0].group()):
         rest = hit.name[words[1].start() :]
         if _acronym(rest) or _PASCAL.match(rest) or cues.in_code(rest):
             cut = 1
@@ -279,13 +282,30 @@ def trim_common_lead(hit: Hit, cues: Cues) -> Hit:
     return Hit(hit.start + offset, hit.end, hit.name[offset:], hit.label)
 
 
-def _common_test(hit: Hit, cues: Cues) -> Callable[[str], bool]:
-    if hit.label != UNKNOWN_LABEL:
-        return cues.common  # typed by the model: a name unless the documents say otherwise
+def _common_test(hit: Hit, cues: Cues, structural: bool) -> Callable[[str], bool]:
+    if hit.label != UNKNOWN_LABEL or not structural:
+        return cues.common  # typed by the model, or in a sentence: a name unless the documents say otherwise
     return lambda word: cues.common(word) or cues.lexical(word)
 
 
-def all_common(hit: Hit, cues: Cues) -> bool:
+def capitals_forced(text: str, hit: Hit) -> bool:
+    """Whether the hit's line is one where every word may be capitalised: a heading, a list item,
+    a table row or quote, a title, or a line in capitals (a licence's "THE SOFTWARE IS PROVIDED").
+    There, and only there, the lexicon judges a word the model did not type: a sentence's first
+    word ("Paris met Alice in Berlin.") keeps the benefit of the doubt, as the rules already
+    dropped the common words that open sentences (`rules._looks_common`)."""
+    start = text.rfind("\n", 0, hit.start) + 1
+    end = text.find("\n", hit.end)
+    line = text[start : len(text) if end < 0 else end].strip()
+    if line[:1] in ("#", "-", "*", "+", ">", "|") or _NUMBERED.match(line):
+        return True
+    words = list(_WORD.finditer(line))
+    letters = [c for c in line if c.isalpha()]
+    shouting = len(words) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+    return shouting or _title_case(line, words)
+
+
+def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
     """Whether every word of the hit is a common word ("Path Parameters", "Getting Started",
     "Bug Fixes & Maintenance", an untyped "Fixed"): a heading or a phrase, not a name. A real name
     has a word the documents write as one ("the United States"), or one they never write in lower
@@ -293,14 +313,16 @@ def all_common(hit: Hit, cues: Cues) -> bool:
     if any(c.isdigit() for c in hit.name):
         return False  # a date, an amount, a versioned name: no phrase of common words
     words = _WORD.findall(hit.name)
-    common = _common_test(hit, cues)
-    return bool(words) and all(not _PASCAL.match(w) and _not_an_acronym(w, hit, cues) and common(w) for w in words)
+    common = _common_test(hit, cues, structural)
+    return bool(words) and all(
+        not _PASCAL.match(w) and _not_an_acronym(w, hit, cues, structural) and common(w) for w in words
+    )
 
 
-def _not_an_acronym(word: str, hit: Hit, cues: Cues) -> bool:
+def _not_an_acronym(word: str, hit: Hit, cues: Cues, structural: bool) -> bool:
     """Capitals make an acronym of a word the lexicon does not know; an English word in capitals
     ("IMPLIED", "SPECIAL" in a licence) is shouting, unless the model typed it."""
-    return not _acronym(word) or (hit.label == UNKNOWN_LABEL and cues.lexical(word))
+    return not _acronym(word) or (structural and hit.label == UNKNOWN_LABEL and cues.lexical(word))
 
 
 def _balanced(name: str) -> bool:
@@ -372,8 +394,9 @@ def type_hits(
     said: dict[str, str] = {}  # names a link typed: the link says what it is
     for text, hits in zip(texts, per_chunk, strict=True):
         urls = [m.span() for m in _URL_SPAN.finditer(text)]
-        trimmed = [trim_common_lead(h, cues) for h in hits if not any(s <= h.start < e for s, e in urls)]
-        good = [h for h in trimmed if not name_junk(h.name, cues) and not all_common(h, cues)]
+        placed = [(h, capitals_forced(text, h)) for h in hits if not any(s <= h.start < e for s, e in urls)]
+        trimmed = [(trim_common_lead(h, cues, forced), forced) for h, forced in placed]
+        good = [h for h, forced in trimmed if not name_junk(h.name, cues) and not all_common(h, cues, forced)]
         good, linked = link_hits(text, good, ontology)
         said.update((normalize_name(h.name), h.label) for h in linked)
         good = sorted([*good, *linked, *code_hits(text, [*good, *linked], cues)], key=lambda h: h.start)
