@@ -23,6 +23,27 @@ BENCH_DATA_HELP = (
 )
 
 
+def warn_foreign_source() -> None:
+    """Say so when `evigraph` would be imported from another checkout than this bench's.
+
+    setuptools' editable install puts its finder before PYTHONPATH, so a bench run from a second
+    worktree (a baseline) silently measured the code of the checkout installed last, and its child
+    processes the code as it stood when each started."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("evigraph")
+    repo = Path(__file__).resolve().parents[1]
+    if spec is not None and spec.origin and not Path(spec.origin).resolve().is_relative_to(repo):
+        print(
+            f"warning: evigraph is imported from {Path(spec.origin).parent}, not from this checkout ({repo}/src): "
+            f"run `pip install --no-deps -e {repo}` first, or uninstall the editable install and set PYTHONPATH",
+            file=sys.stderr,
+        )
+
+
+warn_foreign_source()
+
+
 def require_bench_files(*paths: Path) -> None:
     """Stop with a non-zero exit, naming what is missing and where the data belongs, unless every
     path is a file.
