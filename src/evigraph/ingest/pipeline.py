@@ -493,32 +493,25 @@ class IngestRun:
             return self._leave(chunked, stop.done)
         except ConfigurationError:
             raise
-        except PartlyExtracted as partly:  # the documents of the failed calls only
-            done = partly.done
-            log.warning(
-                "batched extraction failed (%s); retrying %d of %d documents one by one",
-                one_line(str(partly.cause)),
-                done.count(None),
-                len(done),
-            )
-            log.debug("the batch's failure", exc_info=partly.cause)
         except Exception as exc:  # the reason in one line; its traceback only under --verbose
-            log.warning("batched extraction failed (%s); retrying document by document", one_line(str(exc)))
-            log.debug("the batch's failure", exc_info=True)
+            # a batch that failed in part retries only the documents of its failed calls
+            done, cause = (exc.done, exc.cause) if isinstance(exc, PartlyExtracted) else (done, exc)
+            retry = "batched extraction failed (%s); retrying %d of %d documents one by one"
+            log.warning(retry, one_line(str(cause)), done.count(None), len(done))
+            log.debug("the batch's failure", exc_info=cause)
         graphs: list[GraphData | None] = []
         for i, (p, chunks) in enumerate(chunked):
-            if done[i] is not None:
-                graphs.append(done[i])
-                continue
-            try:
-                graphs.append(await extractor.extract(chunks, ontology))
-            except CeilingReached:
-                return graphs + self._leave(chunked[i:], done[i:])
-            except ConfigurationError:
-                raise
-            except Exception as exc:
-                self._fail(p.doc.key, f"extraction failed: {exc}", path=p.doc.path)
-                graphs.append(None)
+            graph = done[i]
+            if graph is None:
+                try:
+                    graph = await extractor.extract(chunks, ontology)
+                except CeilingReached:
+                    return graphs + self._leave(chunked[i:], done[i:])
+                except ConfigurationError:
+                    raise
+                except Exception as exc:
+                    self._fail(p.doc.key, f"extraction failed: {exc}", path=p.doc.path)
+            graphs.append(graph)
         return graphs
 
     def _leave(

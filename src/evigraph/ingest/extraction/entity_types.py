@@ -34,20 +34,25 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from evigraph.ingest.extraction.cooccurrence import Hit
-from evigraph.ingest.extraction.labels import map_candidates
+from evigraph.ingest.extraction.labels import TAG_CANDIDATES, map_candidates
 from evigraph.ingest.extraction.names import is_name
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
 from evigraph.store.terms import passage_words
 
-KIND_CANDIDATES: Mapping[str, tuple[str, ...]] = {
-    "Technology": ("Technology", "Software", "Library", "Framework", "Tool", "Technique", "Product"),
-    "Concept": ("Concept", "Topic", "Idea"),
-}
-"""Ontology labels that can hold a kind the documents' cues decide, most fitting first."""
+TECHNOLOGY_CANDIDATES: tuple[str, ...] = (
+    "Technology",
+    "Software",
+    "Library",
+    "Framework",
+    "Tool",
+    "Technique",
+    "Product",
+)
+"""Ontology labels that can hold what the documents' cues make a technology, most fitting first."""
 
 NEUTRAL_CANDIDATES: tuple[str, ...] = ("Concept",)
 """The label of a name whose model votes disagree, when the ontology declares it."""
@@ -93,6 +98,25 @@ _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
 
 
+@dataclass(frozen=True)
+class Kinds:
+    """The ontology's labels for the kinds typing decides, looked up once per batch."""
+
+    technology: str
+    person: str
+    organisation: str
+    neutral: str
+
+    @classmethod
+    def of(cls, ontology: Ontology) -> Kinds:
+        return cls(
+            technology=map_candidates(TECHNOLOGY_CANDIDATES, ontology),
+            person=map_candidates(TAG_CANDIDATES["PERSON"], ontology),
+            organisation=map_candidates(TAG_CANDIDATES["ORG"], ontology),
+            neutral=map_candidates(NEUTRAL_CANDIDATES, ontology),
+        )
+
+
 @functools.cache
 def lexicon() -> frozenset[str]:
     """English words: the whole lower-case words of the WordPiece vocabulary shipped with the
@@ -131,12 +155,16 @@ class Cues:
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Cues:
+        return cls.from_split(_split_code(text) for text in texts)
+
+    @classmethod
+    def from_split(cls, split: Iterable[tuple[str, list[str]]]) -> Cues:
+        """From each text's prose and fenced blocks (`_split_code`), split once for typing too."""
         code: set[str] = set()
         packages: set[str] = set()
         lower: set[str] = set()
         capitalised: set[str] = set()
-        for text in texts:
-            prose, blocks = _split_code(text)
+        for prose, blocks in split:
             for block in blocks:
                 code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", block)))
                 _add_packages(block, packages)
@@ -334,27 +362,24 @@ def _balanced(name: str) -> bool:
     return depth == 0
 
 
-def kind_of(name: str, votes: Counter[str], cues: Cues, ontology: Ontology) -> str:
+def kind_of(name: str, votes: Counter[str], cues: Cues, kinds: Kinds) -> str:
     """The label of a name from the cues, then from the model's votes (ontology labels)."""
-    technology = map_candidates(KIND_CANDIDATES["Technology"], ontology)
-    label = _voted(votes, ontology)
-    if technology != UNKNOWN_LABEL and _technology(_TRAILING_VERSION.sub("", name), label, cues, ontology):
-        return technology
-    person = map_candidates(("Person", "People", "Human", "Individual"), ontology)
-    if label == person and person != UNKNOWN_LABEL and not _reads_as_person(name.split(), cues):
+    label = _voted(votes, kinds)
+    if kinds.technology != UNKNOWN_LABEL and _technology(_TRAILING_VERSION.sub("", name), label, cues, kinds):
+        return kinds.technology
+    if label == kinds.person != UNKNOWN_LABEL and not _reads_as_person(name.split(), cues):
         return UNKNOWN_LABEL  # "Thread Pool", "Submit Cookie", "JSON": not read as a person's name
     return label
 
 
-def _technology(name: str, label: str, cues: Cues, ontology: Ontology) -> bool:
+def _technology(name: str, label: str, cues: Cues, kinds: Kinds) -> bool:
     """Whether the documents' cues make the name a technology: code first, then shapes."""
     words = name.split()
     if cues.in_code(name) or (len(words) > 1 and any(cues.in_code(w) for w in words)):
         return True  # "TestClient"; "Starlette Bridge" (a package named after the framework)
-    organisation = map_candidates(("Organization", "Organisation", "Company"), ontology)
     if _PASCAL.match(name) and not _NAME_PREFIX.match(name):
-        return cues.technical or label != organisation  # "GraphQL"; outside software docs "YouTube" stays one
-    if cues.technical and label != map_candidates(("Person",), ontology):
+        return cues.technical or label != kinds.organisation  # "GraphQL"; outside software docs "YouTube" stays one
+    if cues.technical and label != kinds.person:
         return _acronym(name) or bool(_TECH_SHAPE.match(name))
     return False
 
@@ -371,14 +396,14 @@ def _acronym(word: str) -> bool:
     return len(word) > 1 and word.isalpha() and word.isupper()
 
 
-def _voted(votes: Counter[str], ontology: Ontology) -> str:
+def _voted(votes: Counter[str], kinds: Kinds) -> str:
     """The label the model's typed votes agree on: a strict majority, else the neutral label."""
     typed = {label: n for label, n in votes.items() if label != UNKNOWN_LABEL}
     if not typed:
         return UNKNOWN_LABEL
     label, top = max(sorted(typed.items()), key=lambda item: item[1])
     if top * 2 <= sum(typed.values()):
-        return map_candidates(NEUTRAL_CANDIDATES, ontology)
+        return kinds.neutral
     return label
 
 
@@ -387,33 +412,35 @@ def type_hits(
 ) -> list[list[Hit]]:
     """`per_chunk` without junk, every hit of a name relabelled with the name's one label."""
     texts = [chunk.text for chunks in documents for chunk in chunks]
-    cues = Cues.of(texts)
+    split = [_split_code(text) for text in texts]
+    cues = Cues.from_split(split)
+    kinds = Kinds.of(ontology)
     kept: list[list[Hit]] = []
     votes: dict[str, Counter[str]] = {}
     forms: dict[str, str] = {}
     said: dict[str, str] = {}  # names a link typed: the link says what it is
-    for text, hits in zip(texts, per_chunk, strict=True):
+    for text, (prose, _), hits in zip(texts, split, per_chunk, strict=True):
         urls = [m.span() for m in _URL_SPAN.finditer(text)]
         placed = [(h, capitals_forced(text, h)) for h in hits if not any(s <= h.start < e for s, e in urls)]
         trimmed = [(trim_common_lead(h, cues, forced), forced) for h, forced in placed]
         good = [h for h, forced in trimmed if not name_junk(h.name, cues) and not all_common(h, cues, forced)]
-        good, linked = link_hits(text, good, ontology)
+        good, linked = link_hits(text, good, kinds)
         said.update((normalize_name(h.name), h.label) for h in linked)
-        good = sorted([*good, *linked, *code_hits(text, [*good, *linked], cues)], key=lambda h: h.start)
+        good = sorted([*good, *linked, *code_hits(prose, [*good, *linked], cues)], key=lambda h: h.start)
         for hit in good:
             norm = normalize_name(hit.name)
             votes.setdefault(norm, Counter())[hit.label] += 1
             forms.setdefault(norm, hit.name)
         kept.append(good)
-    labels = {norm: said.get(norm) or kind_of(forms[norm], counts, cues, ontology) for norm, counts in votes.items()}
+    labels = {norm: said.get(norm) or kind_of(forms[norm], counts, cues, kinds) for norm, counts in votes.items()}
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
 
 
-def code_hits(text: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
+def code_hits(prose: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
     """Names written as code in prose: `AsyncClient`, `Group()`, `INT`, `httpx`. A capitalised
     identifier in backticks is a class, constant or type a reader looks up; a lower-case one only
-    when the documents import or install it (`scope`, `request` are variables)."""
-    prose, _ = _split_code(text)
+    when the documents import or install it (`scope`, `request` are variables). `prose` is the
+    chunk's text with its fenced blocks blanked (`_split_code`), offsets kept."""
     out: list[Hit] = []
     for m in _INLINE_NAME.finditer(prose):
         name = m.group(1)
@@ -425,7 +452,7 @@ def code_hits(text: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
     return out
 
 
-def link_hits(text: str, found: Sequence[Hit], ontology: Ontology) -> tuple[list[Hit], list[Hit]]:
+def link_hits(text: str, found: Sequence[Hit], kinds: Kinds) -> tuple[list[Hit], list[Hit]]:
     """Names linked to a code host or package index: `[httpx-sse](https://github.com/...)` is a
     project (Technology), `[@adriangb](https://github.com/adriangb)` an account (Person). They
     replace what the model or the rules found in the same place: the link says what it is.
@@ -438,8 +465,7 @@ def link_hits(text: str, found: Sequence[Hit], ontology: Ontology) -> tuple[list
         if not name or len(name.split()) > 5 or not is_name(name):
             continue
         start = m.start(1) + m.group(1).index(name)
-        kind = ("Person",) if account else KIND_CANDIDATES["Technology"]
-        links.append(Hit(start, start + len(name), name, map_candidates(kind, ontology)))
+        links.append(Hit(start, start + len(name), name, kinds.person if account else kinds.technology))
     if not links:
         return list(found), []
     kept = [h for h in found if not any(h.start < link.end and link.start < h.end for link in links)]
