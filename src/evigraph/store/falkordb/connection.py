@@ -144,7 +144,16 @@ class Connection:
         return redis.Redis(**self._client_options(host, port), single_connection_client=True)
 
     def _client_options(self, host: str, port: int) -> dict[str, Any]:
-        """How every client of this store reaches a server: the graph's and a writer's lease alike."""
+        """How every client of this store reaches a server: the graph's and a writer's lease alike.
+
+        One retry, on a dropped connection only (a server restarted under an idle client). redis-py
+        8's default retries a timed-out command 10 times with backoff: a server that stopped
+        answering held each query 11 minutes instead of 60 s, and a slow write was sent again.
+        """
+        from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as DroppedConnection
+        from redis.retry import Retry
+
         return {
             "host": host,
             "port": port,
@@ -152,6 +161,7 @@ class Connection:
             "password": self._password(host, port),
             "socket_timeout": 60,
             "socket_connect_timeout": 5,
+            "retry": Retry(NoBackoff(), 1, supported_errors=(DroppedConnection,)),
         }
 
     # -- queries -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ and an append-only-file policy that keeps a restart short (`server_config`, with
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -369,10 +370,12 @@ class LocalServer:
 
     # -- stop ----------------------------------------------------------------------------------
 
-    def stop(self, *, timeout: float = STOP_TIMEOUT_S) -> ServerStatus:
+    def stop(self, *, timeout: float = STOP_TIMEOUT_S, force: bool = False) -> ServerStatus:
         """Shut the server down (SIGTERM: Redis saves its data and exits) and wait for it to go.
 
-        Raises `ServerNotRunning` when the folder has none.
+        With `force`, a server still running after `timeout` is killed (SIGKILL): the way out of an
+        engine that stopped answering (FalkorDB can deadlock under write load, its issue #2129), at
+        the cost of writes since its last save. Raises `ServerNotRunning` when the folder has none.
         """
         record, note = self._find()
         if record is None:
@@ -389,18 +392,32 @@ class LocalServer:
                 f"not allowed to stop the FalkorDB server (pid {record.pid})",
                 hint="stop it as the user who started it",
             ) from exc
-        deadline = time.monotonic() + timeout
-        while _alive(record.pid):
-            if time.monotonic() > deadline:
+        note = None
+        if not _gone(record.pid, timeout):
+            if not force:
                 raise StoreError(
                     f"the FalkorDB server (pid {record.pid}) did not stop within {timeout:g} s",
-                    hint=f"see its log ({self.logfile}); to force it: kill -9 {record.pid}",
+                    hint=f"see its log ({self.logfile}); to kill it, losing writes since its last save: "
+                    f"evigraph server stop --force --dir {_shown(self.dir)}",
                 )
-            time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGKILL)
+            note = f"killed: it did not stop within {timeout:g} s; writes since its last save are lost"
+            if not _gone(record.pid, timeout):
+                raise StoreError(
+                    f"the FalkorDB server (pid {record.pid}) survived SIGKILL for {timeout:g} s",
+                    hint=f"see its log ({self.logfile}) and the process's state (ps -o stat -p {record.pid})",
+                )
         self.pidfile.unlink(missing_ok=True)
         local_servers.unregister(record.port, self.dir)
         return ServerStatus(
-            running=False, dir=self.dir, host=record.host, port=record.port, pid=record.pid, persistent=record.persist
+            running=False,
+            dir=self.dir,
+            host=record.host,
+            port=record.port,
+            pid=record.pid,
+            persistent=record.persist,
+            note=note,
         )
 
     # -- status --------------------------------------------------------------------------------
@@ -498,6 +515,16 @@ def _send(proc: subprocess.Popen[bytes], text: bytes) -> None:
         proc.stdin.close()
     except OSError:
         pass
+
+
+def _gone(pid: int, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for `pid` to exit; whether it did."""
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _alive(pid: int) -> bool:
