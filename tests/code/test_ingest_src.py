@@ -18,6 +18,7 @@ from evigraph.ingest.code.files import CODE_EXTENSIONS, generated
 from evigraph.ingest.code.run import CodeIngestReport
 from evigraph.kb.reads import ReadOps
 from evigraph.retrieval.retriever import MultiPathRetrieval
+from evigraph.store import connect
 from evigraph.store.embedded.reads import stored_document
 
 pytestmark = pytest.mark.slow
@@ -53,6 +54,23 @@ async def test_the_whole_tree_is_ingested(src_kb: tuple[KnowledgeBase, CodeInges
     assert not any(f.name.endswith(".min.js") for f in sources)  # its vendored library is passed over
     assert report.files == report.parsed == len(sources) and not report.failed
     assert report.nodes_added > python_files * 5 and report.edges_added > report.nodes_added
+
+
+async def test_the_code_graph_grows_the_file_by_a_small_multiple_of_the_source(tmp_path: Path) -> None:
+    """Issue 34's bar: at most 10x the source's bytes. Before the code graph's edges were appended
+    by COPY and its full-text indexes left for `bm25`, this tree grew the file by about 40x."""
+    empty, full = tmp_path / "empty.db", tmp_path / "code.db"
+    async with connect(empty):  # a new knowledge base, with every table and nothing in them
+        pass
+    async with KnowledgeBase(full) as kb:
+        report = await kb.ingest_code([SRC])
+    sources = [
+        f for f in SRC.rglob("*") if f.suffix in CODE_EXTENSIONS and not generated(f.relative_to(SRC).as_posix())
+    ]
+    source_bytes = sum(f.stat().st_size for f in sources)
+    assert report.parsed == len(sources) and source_bytes > 1_000_000
+    growth = full.stat().st_size - empty.stat().st_size
+    assert 0 < growth <= 10 * source_bytes, (growth, source_bytes)
 
 
 @pytest.mark.asyncio(loop_scope="module")

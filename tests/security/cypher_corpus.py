@@ -170,7 +170,7 @@ def corpus(p: Paths) -> list[Case]:
         Case("read_control", "MATCH (e:Entity) RETURN e.name AS name ORDER BY name LIMIT 5"),
         Case("param_control", "MATCH (e:Entity) WHERE e.label = $l RETURN e.name", {"l": "Person"}),
         Case("procedure_control", "CALL show_tables() RETURN name"),
-        Case("fts_control", "CALL query_fts_index('Module', 'module_text_fts', 'Acme') RETURN node.id, score"),
+        Case("indexes_control", "CALL show_indexes() RETURN *"),
         Case("write_words_in_strings", "MATCH (c:Chunk) WHERE c.text CONTAINS 'CREATE; DROP' RETURN c.id"),
     ]
     return cases

@@ -93,6 +93,7 @@ def test_non_ascii_text_inside_strings_is_fine() -> None:
         ("MATCH (n) `DELETE` n", "DELETE"),
         ("CALL `current_setting`('threads') RETURN *", "current_setting"),
         ("CALL show_functions() RETURN *", "show_functions"),
+        ("CALL query_fts_index('Function', 'function_text_fts', 'Acme') RETURN node.name", "query_fts_index"),
         ("CALL threads=4", "threads"),
         ("RETURN `to_string`(1)", "to_string"),
         ("MATCH (c:Chunk) RETURN c.`embedding`", "embedding"),

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from tests.store.contract.conftest import ALPHA
+from tests.store.contract.test_contract_code import DELAY, write_shop
 
 from evigraph.errors import StoreError
 from evigraph.store import connect
@@ -192,6 +193,7 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Pat
     path = tmp_path / "old.db"
     async with connect(path) as store:
         await store.write_versions([ALPHA])
+        await write_shop(store)
     db = kuzu.Database(str(path))
     conn = kuzu.Connection(db)
     conn.execute("LOAD EXTENSION fts")
@@ -203,12 +205,20 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Pat
 
     async with connect(path, read_only=True) as store:  # reads as it is
         assert {h.document for h in await store.search_passages("Babbage")} == {ALPHA.key}
+        assert [h.id for h in await store.search_code("backoff failure")] == [DELAY]
     assert set(RETIRED_FTS_INDEXES) <= _indexes(path)
     async with connect(path) as store:
         assert {h.document for h in await store.search_passages("Babbage")} == {ALPHA.key}
         await store.write_versions([ALPHA.model_copy(update={"content_hash": "again"})])
-    assert not set(RETIRED_FTS_INDEXES) & _indexes(path)
-    assert set(FTS_INDEXES) <= _indexes(path)
+        assert [h.id for h in await store.search_code("backoff failure")] == [DELAY]
+    assert _indexes(path) == set(FTS_INDEXES) == set()  # a knowledge base keeps no full-text index now
+
+    async with connect(path) as store:  # nor does compacting an old file bring them back
+        compacted = await store.compact()
+    assert compacted.bytes_after <= compacted.bytes_before
+    assert _indexes(path) == set()
+    async with connect(path, read_only=True) as store:
+        assert [h.id for h in await store.search_code("backoff failure")] == [DELAY]
 
 
 async def test_a_file_from_before_version_numbers_were_kept_numbers_on_past_a_delete(tmp_path: Path) -> None:

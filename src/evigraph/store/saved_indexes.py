@@ -75,6 +75,10 @@ def _load_text(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> TextInde
 
 TEXT = Codec(_save_text, _load_text)
 
+TEXT_INDEXES = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25", "code_texts": "code_bm25"}
+"""Each store's reader of a table's full-text column (by its function's name) -> the saved index
+built from it: one list, so both stores name the same index the same way."""
+
 
 # -- names and term counts ---------------------------------------------------------------------
 

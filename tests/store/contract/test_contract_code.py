@@ -104,6 +104,10 @@ async def test_symbols_are_found_by_words_of_their_names_and_docstrings(store: G
     assert "shop/core.py:1-9" in hits[0].description and "How long to wait" in hits[0].description
     assert [h.id for h in await store.search_code("backoff failure")] == [DELAY]
     assert await store.search_code("") == []
+    await store.write_code(CodeChange(removed=[DELAY]))  # the search index follows every write
+    assert await store.search_code("backoff failure") == []
+    await store.write_code(CodeChange(symbols=[SYMBOLS[3]]))
+    assert [h.id for h in await store.search_code("backoff failure")] == [DELAY]
     found = await store.code_by_ids([DELAY, "Function:shop:nope.py#x", CORE, "not-a-symbol"])
     assert [h.id for h in found] == [DELAY, CORE]
     assert found[0].name == "shop.core.RetryPolicy.delay" and found[1].label == "Module"

@@ -51,7 +51,7 @@ from evigraph.store.embedded.creation import (
     sidecars,
 )
 from evigraph.store.embedded.executor import Executor, Statements, Tx
-from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE
+from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, RETIRED_FTS_INDEXES
 from evigraph.store.embedded.table_copy import Table, copy_table, count_rows, read_tables, retyped
 
 COMPACT_SUFFIX = ".compacting"
@@ -215,6 +215,7 @@ def _copy_rows(source: Tx, target: Tx, report: _Reporter) -> _Copied:
     found = {
         r["name"]: r["text"]
         for r in source.rows("CALL SHOW_INDEXES() RETURN index_name AS name, index_definition AS text")
+        if r["name"] not in RETIRED_FTS_INDEXES  # an old file's: this release drops them, not copies them
     }
     copied.indexes = {name: found.get(name, statement) for name, statement in FTS_INDEXES.items()}
     copied.indexes.update(found)  # an index of a later release travels with its own definition

@@ -69,10 +69,11 @@ CAST_TARGETS = frozenset(
 )
 """Types CAST may produce: casting a node to STRING would print its vector and index text."""
 
-PROCEDURES = frozenset({"show_tables", "table_info", "show_indexes", "show_connection", "query_fts_index"})
+PROCEDURES = frozenset({"show_tables", "table_info", "show_indexes", "show_connection"})
 """Procedures callable with CALL, by exact name. `show_functions` is left out: it crashes the
-engine (segmentation fault) in Kuzu 0.11.3 and took an MCP server down."""
+engine (segmentation fault) in Kuzu 0.11.3 and took an MCP server down. `query_fts_index` went
+with the last full-text index (a knowledge base keeps none; `search` is the full-text read)."""
 
-PROCEDURE_TABLE_ARGUMENT = frozenset({"table_info", "query_fts_index", "show_connection"})
+PROCEDURE_TABLE_ARGUMENT = frozenset({"table_info", "show_connection"})
 """Procedures whose first argument names a table: it must be one string literal naming a table
 free-form Cypher reads (`table_info('Trace' + 'Decision')` listed an agents' table's columns)."""

@@ -32,10 +32,22 @@ from evigraph.store.core.graph_arrays import GraphArrays
 from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.core.graph_index_reads import GraphIndexReads
 from evigraph.store.embedded import generation, reads
+from evigraph.store.embedded.code import code_texts
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.index_files import IndexFiles
-from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TITLES, VECTORS, Codec, SavedIndexes, run_steps
+from evigraph.store.saved_indexes import (
+    GRAPH,
+    NAMES,
+    TERMS,
+    TEXT,
+    TEXT_INDEXES,
+    TITLES,
+    VECTORS,
+    Codec,
+    SavedIndexes,
+    run_steps,
+)
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +90,7 @@ class IndexOps(GraphIndexReads):
             steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
                 ("passages_bm25", lambda: self._text_index(reads.passage_texts)),
                 ("entities_bm25", lambda: self._text_index(reads.entity_texts)),
+                ("code_bm25", lambda: self._text_index(code_texts)),
                 ("names", self._names),
                 ("graph", self._graph),
                 ("terms", lambda: self.term_counts([])),
@@ -112,8 +125,9 @@ class IndexOps(GraphIndexReads):
         )
 
     async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
-        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
-        name = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25"}[texts.__name__]
+        """The full-text index of passages, entities or code symbols (`bm25`), built at the first
+        search after a write."""
+        name = TEXT_INDEXES[texts.__name__]
         index: TextIndex = await self._cache.fetch(
             texts.__name__, lambda: self._derived(name, TEXT, texts, build_text_index)
         )

@@ -10,7 +10,7 @@ changed and writes again; the derived edges are diffed against the whole graph o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from evigraph.code_records import (
     EDGE_ENDS,
@@ -21,6 +21,8 @@ from evigraph.code_records import (
     code_hit,
 )
 from evigraph.models import DEFAULT_WALK, EntityHit, GraphWalk, WalkBounds
+from evigraph.store import bm25
+from evigraph.store.bm25 import TextIndex
 from evigraph.store.core.code_rows import (
     REF_COLUMNS,
     SYMBOL_FIELDS,
@@ -35,26 +37,19 @@ from evigraph.store.core.code_rows import (
 from evigraph.store.core.code_walk import explore_code
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.section import FalkorSection
-from evigraph.store.search_text import fts_text
 
 
 def code_graph(conn: Connection) -> CodeGraph:
     return read_code_graph(lambda query: conn.read_sync(query))
 
 
-def search_code(conn: Connection, query: str, limit: int) -> list[EntityHit]:
-    terms = fts_text(query).split()
-    if not terms:
-        return []
-    hits: list[EntityHit] = []
-    for kind in SYMBOL_KINDS:
-        rows = conn.read_sync(
-            f"""CALL db.idx.fulltext.queryNodes('{kind}', $q) YIELD node, score
-                WITH node AS n, score RETURN {SYMBOL_FIELDS}, score ORDER BY score DESC LIMIT $k""",
-            {"q": "|".join(dict.fromkeys(terms)), "k": limit},
-        )
-        hits += [code_hit(symbol_from_row(kind, r), float(r["score"])) for r in rows]
-    return sorted(hits, key=lambda h: -h.score)[:limit]
+def code_texts(conn: Connection) -> list[tuple[str, str]]:
+    """Every code symbol's id and full-text column, for the code search index (`bm25`)."""
+    return [
+        (r["id"], r["st"] or "")
+        for kind in SYMBOL_KINDS
+        for r in conn.read_sync(f"MATCH (n:{kind}) RETURN n.id AS id, n.search_text AS st")
+    ]
 
 
 def code_by_ids(conn: Connection, ids: Sequence[str]) -> list[EntityHit]:
@@ -134,6 +129,9 @@ def link_mentions(conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
 class FalkorCodeOps(FalkorSection):
     """The code section of `FalkorStore`."""
 
+    async def _text_index(self, texts: Callable[[Connection], list[tuple[str, str]]]) -> TextIndex:
+        raise NotImplementedError  # FalkorStore's
+
     async def code_graph(self) -> CodeGraph:
         return await self._read(lambda: code_graph(self.conn))
 
@@ -144,7 +142,7 @@ class FalkorCodeOps(FalkorSection):
     async def search_code(self, query: str, limit: int = 10) -> list[EntityHit]:
         if not await self._holds_code():
             return []
-        return await self._read(lambda: search_code(self.conn, query, limit))
+        return await bm25.search(await self._text_index(code_texts), query, limit, self.code_by_ids)
 
     async def code_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         return await self._read(lambda: code_by_ids(self.conn, ids)) if ids else []

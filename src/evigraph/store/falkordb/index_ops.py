@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evigraph.store.falkordb import reads
+from evigraph.store.falkordb.code import code_texts
 
 if TYPE_CHECKING:
     from evigraph.store.base import IndexProgress
@@ -64,6 +65,7 @@ class FalkorIndexOps:
                 [
                     ("passages_bm25", lambda: self._text_index(reads.passage_texts)),
                     ("entities_bm25", lambda: self._text_index(reads.entity_texts)),
+                    ("code_bm25", lambda: self._text_index(code_texts)),
                     ("names", lambda: self.entities_named([])),
                     ("terms", lambda: self.term_counts([])),
                     ("graph", self._graph),

@@ -68,17 +68,14 @@ RANGE_INDEXES: tuple[tuple[str, str], ...] = (
 )
 EDGE_INDEXES: tuple[tuple[str, str], ...] = (("RELATES", "id"),)
 
-FULLTEXT = (
-    ("Module", "search_text"),
-    ("Class", "search_text"),
-    ("Function", "search_text"),
-)
+FULLTEXT: tuple[tuple[str, str], ...] = ()
+"""(label, property) full-text indexes the server keeps: none. Passages, entities and code symbols
+are searched by the in-process index of `bm25`; the list stays for a later release's index."""
 
-RETIRED_FULLTEXT = ("Chunk", "Entity")
-"""Labels whose server full-text index an earlier release kept, dropped at a writable open:
-passages and entities are searched by the in-process index of `bm25`, which scores BM25 as the
-embedded store does (the server's index ranks by raw term counts), and every write paid to keep
-them."""
+RETIRED_FULLTEXT = ("Chunk", "Entity", "Module", "Class", "Function")
+"""Labels whose server full-text index an earlier release kept, dropped at a writable open: they
+are searched by the in-process index of `bm25`, which scores BM25 as the embedded store does (the
+server's index ranks by raw term counts), and every write paid to keep them."""
 
 VECTOR_EF_RUNTIME = 200
 """The HNSW search breadth. The server's default (10) found 62 % of the exact nearest passages in

@@ -62,7 +62,7 @@ from evigraph.store.falkordb.schema import (
 from evigraph.store.index_files import IndexFiles, prefetch_numpy, user_cache_folder
 from evigraph.store.location import StoreLocation
 from evigraph.store.ranking import ChangeJournal
-from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, SavedIndexes
+from evigraph.store.saved_indexes import GRAPH, NAMES, TERMS, TEXT, TEXT_INDEXES, SavedIndexes
 
 T = TypeVar("T")
 Index = TypeVar("Index")
@@ -227,8 +227,9 @@ class FalkorStore(
         return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.passages_by_ids)
 
     async def _text_index(self, texts: Callable[[Connection], list[tuple[str, str]]]) -> TextIndex:
-        """The full-text index of passages or entities (`bm25`), built at the first search after a write."""
-        name = {"passage_texts": "passages_bm25", "entity_texts": "entities_bm25"}[texts.__name__]
+        """The full-text index of passages, entities or code symbols (`bm25`), built at the first search
+        after a write."""
+        name = TEXT_INDEXES[texts.__name__]
         index: TextIndex = await self.cache.fetch(
             texts.__name__, lambda: self._derived(name, TEXT, lambda: build_text_index(texts(self.conn)))
         )
