@@ -55,6 +55,8 @@ _EXPORTS = {
     "ExactMatchResolution": "evigraph.ingest.resolution",
     "FinalizeReport": "evigraph.kb",
     "ToolError": "evigraph.errors",
+    "DeadlineExceeded": "evigraph.errors",
+    "Limits": "evigraph.limits",
     "ReadOnlyViolation": "evigraph.errors",
     "Toolkit": "evigraph.tools.toolkit",
     "ToolSpec": "evigraph.tools.registry",
@@ -111,6 +113,7 @@ if TYPE_CHECKING:
     from evigraph.errors import (
         ConfigurationError,
         DatabaseLockedError,
+        DeadlineExceeded,
         EngineUnavailableError,
         EvigraphError,
         InputError,
@@ -141,6 +144,7 @@ if TYPE_CHECKING:
     from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
     from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
     from evigraph.kb import FinalizeReport, KnowledgeBase, Status, Traces
+    from evigraph.limits import Limits
     from evigraph.models import (
         DocumentOutcome,
         EntityType,

@@ -84,6 +84,11 @@ class QueryTimeout(ReadOnlyQueryError):
     """Free-form Cypher stopped by the engine because it ran out of its time limit."""
 
 
+class DeadlineExceeded(EvigraphError):
+    """A read ran past the operator's per-read deadline (`read_deadline_seconds`) and was stopped,
+    so one costly call cannot hold a server's client waiting for ever."""
+
+
 class NotFoundError(EvigraphError):
     """A reference names nothing current: a passage, entity or theme that is not (or no longer) stored."""
 

@@ -22,7 +22,7 @@ from tests.mcp.conftest import (
     stdio_mcp_client,
 )
 
-from evigraph import KnowledgeBase, Toolkit
+from evigraph import KnowledgeBase, Limits, Toolkit
 from evigraph.errors import ConfigurationError
 from evigraph.serving.backend import LocalBackend
 from evigraph.serving.forwarding import (
@@ -104,8 +104,9 @@ async def test_two_stdio_servers_on_one_database(db_copy: Path, tmp_path: Path) 
 
 
 async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> None:
-    """A read-only window forwarding to a read-write one serves the read tools only; another scope or files
-    root is refused. In process: the listener and forwarders of two `evigraph mcp` processes, one socket."""
+    """A read-only window forwarding to a read-write one serves the read tools only; another scope, files
+    root or operator limits are refused. In process: the listener and forwarders of two `evigraph mcp`
+    processes, one socket."""
     kb = KnowledgeBase(db_copy)
     await kb.open(for_write=True)
     listener = ForwardingListener(db_copy, LocalBackend(Toolkit(kb, files_root=SAMPLE)))
@@ -138,6 +139,8 @@ async def test_a_forwarder_gets_no_more_than_its_own_options(db_copy: Path) -> N
         assert len((await forwarder(None)).specs()) == len(same.specs())  # options unknown: as before
         with pytest.raises(ConfigurationError, match="project"):  # it would not get its project's task tools
             await forwarder(forward_options(True, None, (), "p", "a"))
+        with pytest.raises(ConfigurationError, match="other limits: max_hits 50 there, 5 here"):
+            await forwarder(forward_options(True, None, (), limits=Limits(max_hits=5)))  # bounds it would not get
     finally:
         for remote in forwarders:
             await remote.close()

@@ -1,4 +1,5 @@
-"""Results over 40,000 characters: shortened, still valid JSON, marked `truncated`, cut evidence not citable."""
+"""Results over the default response size (max_response_chars, 40,000 characters): shortened, still
+valid JSON, marked `truncated`, cut evidence not citable."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from mcp import Client
 from tests.mcp.conftest import build_kb, call, citations, numbers, stdio_mcp_client
 
-from evigraph.serving.shaping import MAX_RESULT_CHARS
+from evigraph.limits import DEFAULT_LIMITS
 
 pytestmark = pytest.mark.slow
 TOPICS = [
@@ -68,12 +69,12 @@ async def oversized_retrieve(client: Client) -> None:
     data = result.structured_content
     assert isinstance(data, dict)
     assert data["truncated"] is True
-    assert wire_size(data) <= MAX_RESULT_CHARS
+    assert wire_size(data) <= DEFAULT_LIMITS.max_response_chars
     assert json.loads(json.dumps(data)) == data  # plain JSON all the way down
     assert "passages (50 → " in data["hint"]
     passages = data["passages"]
     assert 1 < len(passages) < 50
-    assert wire_size(data) > MAX_RESULT_CHARS // 2  # shortened to fit, not far below the limit
+    assert wire_size(data) > DEFAULT_LIMITS.max_response_chars // 2  # shortened to fit, not far below the limit
     text = result.content[0].text  # type: ignore[union-attr]
     assert "shortened" in text
 
@@ -92,6 +93,6 @@ async def oversized_retrieve(client: Client) -> None:
 async def oversized_cypher_rows(client: Client) -> None:
     data = await call(client, "cypher_query", {"query": "MATCH (c:Chunk) RETURN c.text AS text", "limit": 1000})
     assert data["truncated"] is True
-    assert wire_size(data) <= MAX_RESULT_CHARS
+    assert wire_size(data) <= DEFAULT_LIMITS.max_response_chars
     assert 1 < len(data["rows"]) < DOCUMENTS
     assert "rows (" in data["hint"]

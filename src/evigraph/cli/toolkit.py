@@ -26,7 +26,7 @@ import for a parser; `tests/cli/test_cli_dispatch.py` holds them equal."""
 def add_parsers(verbs: Verbs) -> None:
     parser = verbs.add("mcp", run=mcp, opens_kb=False)
     parser.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
-    _toolkit_options(parser)
+    _toolkit_options(parser, verbs.wanted("mcp"))
     parser.add_argument("--transport", default="stdio", choices=TRANSPORTS)
     parser.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=MCP_PORT, help=f"port for http/sse (default {MCP_PORT})")
@@ -57,7 +57,7 @@ def _serve_parser(verbs: Verbs) -> None:
         help="with --db-dir: keep at most N knowledge bases open, closing the least recently used idle one "
         f"(default: $EVIGRAPH_SERVE_MAX_OPEN, else {MAX_OPEN}; each holds its page cache and indexes in memory)",
     )
-    _toolkit_options(serve_parser)
+    _toolkit_options(serve_parser, verbs.wanted("serve"))
     serve_parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, default=SERVE_PORT, help=f"port (default {SERVE_PORT})")
     serve_parser.add_argument(
@@ -79,8 +79,11 @@ def _serve_parser(verbs: Verbs) -> None:
     )
 
 
-def _toolkit_options(parser: argparse.ArgumentParser) -> None:
-    """What the served tools may do: the same flags for `evigraph mcp` and `evigraph serve`."""
+def _toolkit_options(parser: argparse.ArgumentParser, wanted: bool) -> None:
+    """What the served tools may do: the same flags for `evigraph mcp` and `evigraph serve`; the
+    limit flags when the verb is `wanted` (they are generated from `Limits`, which needs pydantic)."""
+    if wanted:
+        _limit_options(parser)
     parser.add_argument("--engine", default="auto", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument(
         "--read-only",
@@ -96,17 +99,41 @@ def _toolkit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default=None, help="the agent the task tools record as (with --project)")
 
 
+def _limit_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per operator limit, named after its `Limits` field (`max_hits` -> `--max-hits`, $EVIGRAPH_MAX_HITS).
+
+    Taken as text: `Limits.from_env` checks flags and variables alike, with one error for both."""
+    from evigraph.limits import Limits, env_name, flag_name
+
+    group = parser.add_argument_group("operator limits (flags win over the variables)")
+    for name, info in Limits.model_fields.items():
+        group.add_argument(
+            flag_name(name),
+            default=None,
+            metavar="N",
+            help=f"{info.description} (default: ${env_name(name)}, else {info.default:g})",
+        )
+
+
+def _limit_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    from evigraph.limits import SETTINGS
+
+    return flag_values(args, SETTINGS)
+
+
 async def mcp(args: argparse.Namespace) -> int:
     """serve the agent toolkit over MCP (stdio, streamable HTTP or SSE)
 
     Serve the toolkit over MCP: the read tools, and the write tools only with --allow-writes or --files-root
     (without either the database is opened read-only). Environment: EVIGRAPH_DB, EVIGRAPH_MCP_ALLOW_WRITES,
     EVIGRAPH_MCP_READ_ONLY, EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required off loopback), EVIGRAPH_MCP_SCOPE,
-    EVIGRAPH_MCP_PROJECT, EVIGRAPH_MCP_AGENT, EVIGRAPH_EMBEDDER; flags win over them."""
+    EVIGRAPH_MCP_PROJECT, EVIGRAPH_MCP_AGENT, EVIGRAPH_EMBEDDER, and the limits' EVIGRAPH_MAX_HITS, ...,
+    EVIGRAPH_READ_DEADLINE_SECONDS; flags win over them."""
     from evigraph.mcp.main import McpConfig, serve
 
     async def start() -> None:
-        await serve(McpConfig.from_env(**flag_values(args, TOOLKIT_FLAGS), transport=args.transport))
+        toolkit = flag_values(args, TOOLKIT_FLAGS)
+        await serve(McpConfig.from_env(**toolkit, transport=args.transport, limits=_limit_flags(args)))
 
     return await _serving(args, start)
 
@@ -127,6 +154,7 @@ async def serve(args: argparse.Namespace) -> int:
             "token": args.token,
             "cors_origins": args.cors_origin,
             "max_open": args.max_open,
+            "limits": _limit_flags(args),
         }
         await run(ServeConfig.from_flags(**flag_values(args, TOOLKIT_FLAGS), **extra, with_mcp=args.with_mcp))
 

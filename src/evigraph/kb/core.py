@@ -7,10 +7,10 @@ fails with a hint and creates nothing. Reads (`reads.py`) and writes (`writes.py
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,7 @@ from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
 from evigraph.ingest.writing import InFlight
 from evigraph.kb.llm import LLMChoice
+from evigraph.limits import Limits
 from evigraph.models import LLMSpend, Ontology, SourceRecord
 from evigraph.providers.embedders import Embedder
 from evigraph.store.base import GraphStore, IndexProgress
@@ -105,7 +106,11 @@ class KnowledgeBaseCore:
         reranker: Reranker | str | None = None,
         max_file_bytes: int = DEFAULT_MAX_BYTES,
         batch_documents: int = 64,
+        limits: Limits | Mapping[str, Any] | None = None,
     ) -> None:
+        self.limits = Limits.of(limits)
+        """The operator's limits (`evigraph.limits`): every surface serving this knowledge base to
+        agents reads them here, so one setting bounds its toolkit, MCP and REST alike."""
         self.location = StoreLocation.parse(db)
         self.path: Path | None = self.location.path
         """The database file of an embedded knowledge base (None for a server one)."""

@@ -102,7 +102,7 @@ class ReadOps(KnowledgeBaseCore):
         require_choice("mode", mode, SEARCH_MODES)
         require_at_least("limit", limit)
         store = await self._open(for_write=False)
-        return await search_passages(store, self.embedder, query, mode, limit)
+        return await search_passages(store, self.embedder, query, mode, limit, self.limits.max_snippet_chars)
 
     async def read_passages(self, ids: Sequence[str], *, max_chars: int = 4000) -> PassageRead:
         """The stored text of passages by id, each with a citation line; ids not found are listed."""
@@ -133,7 +133,8 @@ class ReadOps(KnowledgeBaseCore):
         require_choice("mode", mode, SEARCH_MODES)
         require_at_least("limit", limit)
         store = await self._open(for_write=False)
-        return await search_entities(store, self.embedder, query, mode, labels, limit)
+        snippet_chars = self.limits.max_snippet_chars
+        return await search_entities(store, self.embedder, query, mode, labels, limit, snippet_chars)
 
     async def explore_relationships(
         self,
@@ -156,7 +157,7 @@ class ReadOps(KnowledgeBaseCore):
             max_nodes=max_nodes,
             max_edges=max_edges,
         )
-        return await explore(await self._open(for_write=False), entity, bounds)
+        return await explore(await self._open(for_write=False), entity, bounds, self.limits.max_snippet_chars)
 
     async def missing_entities(self, ids: Sequence[str]) -> list[str]:
         """The ids among `ids` that name no entity (visible here)."""
@@ -177,15 +178,17 @@ class ReadOps(KnowledgeBaseCore):
         require_at_least("limit", limit)
         require_at_least("support_limit", support_limit)
         store = await self._open(for_write=False)
-        return await search_themes(store, self.embedder, query, limit, support_limit)
+        snippet_chars = self.limits.max_snippet_chars
+        return await search_themes(store, self.embedder, query, limit, support_limit, snippet_chars)
 
     async def cypher_query(self, query: str, params: dict[str, Any] | None = None, *, limit: int = 100) -> CypherRows:
-        """Read-only Cypher, guarded and bounded by the store; errors carry a hint."""
+        """Read-only Cypher, guarded and bounded by the store; errors carry a hint. The engine stops
+        it at its time limit or at the read deadline (`limits.read_deadline_seconds`), the sooner."""
         from evigraph.retrieval.schema import cypher_query
 
         require_at_least("limit", limit)
         store = await self._open(for_write=False)
-        return await cypher_query(store, query, params or {}, limit)
+        return await cypher_query(store, query, params or {}, limit, self.limits.read_deadline_seconds)
 
     async def get_ontology(self) -> OntologyOverview:
         """The ontology's types with stored counts, plus the tables and guide for writing Cypher."""

@@ -14,12 +14,14 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
+from evigraph.limits import DEFAULT_LIMITS, Limits
 from evigraph.masking import credential_secrets
 from evigraph.serving.backend import LocalBackend
 from evigraph.serving.forwarding import ForwardingListener, RemoteBackend, forward_options
@@ -65,6 +67,8 @@ class McpConfig:
     """With `project`, the task tools are served, recording as this agent in that project."""
     allow_reject: bool = False
     """Serve reject_decision, a person's override (EVIGRAPH_MCP_ALLOW_REJECT=yes); needs writes and a project."""
+    limits: Limits = DEFAULT_LIMITS
+    """The operator's limits (--max-hits, EVIGRAPH_MAX_HITS, ... see `evigraph.limits`)."""
 
     @classmethod
     def from_env(
@@ -80,11 +84,13 @@ class McpConfig:
         engine: str = "auto",
         project: str | None = None,
         agent: str | None = None,
+        limits: Mapping[str, Any] | None = None,
     ) -> McpConfig:
         """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _ALLOW_WRITES, _FILES_ROOT,
-        _TOKEN, _SCOPE, _PROJECT, _AGENT, _ALLOW_REJECT). Writes are served only when asked for: with --allow-writes or
-        --files-root (or their variables); asking for writes and for read-only at once is refused. The task
-        tools need a project and an agent, both or neither."""
+        _TOKEN, _SCOPE, _PROJECT, _AGENT, _ALLOW_REJECT; `limits`, the limit flags given, over
+        EVIGRAPH_MAX_HITS and the other limits' variables). Writes are served only when asked for: with
+        --allow-writes or --files-root (or their variables); asking for writes and for read-only at once
+        is refused. The task tools need a project and an agent, both or neither."""
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
         mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
@@ -96,6 +102,7 @@ class McpConfig:
                 hint="pass --project P --agent A (or EVIGRAPH_MCP_PROJECT and EVIGRAPH_MCP_AGENT), or neither",
             )
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
+        chosen_limits = Limits.from_env(**(limits or {}))
         # The server needs the database file itself: forwarding between processes meets beside it.
         from evigraph.kb import StoreLocation
 
@@ -115,6 +122,7 @@ class McpConfig:
             project=project,
             agent=agent,
             allow_reject=_flag("EVIGRAPH_MCP_ALLOW_REJECT"),
+            limits=chosen_limits,
         )
 
     def describe(self, forwarding_to: int | None = None) -> str:
@@ -135,6 +143,8 @@ class McpConfig:
             line += f"; task tools for project {self.project!r} as agent {self.agent!r}"
             if self.allow_reject and not self.read_only:
                 line += ", reject_decision served (EVIGRAPH_MCP_ALLOW_REJECT)"
+        if changed := self.limits.changed():
+            line += "; limits: " + ", ".join(f"{name} {value:g}" for name, value in changed.items())
         if self.overridden:
             line += f"; ignored, as the flag wins: {', '.join(self.overridden)}"
         if forwarding_to is not None:
@@ -199,6 +209,7 @@ async def local_backend(config: McpConfig) -> LocalBackend:
         embedder=os.environ.get("EVIGRAPH_EMBEDDER") or None,  # unset: the one the knowledge base records
         llm=llm_spec_from_env(),  # unset: the one the knowledge base records; with one, `answer` is served
         scope=config.scope or None,
+        limits=config.limits,
     )
     with contextlib.suppress(KnowledgeBaseMissingError):  # a read-only server on no database reports it per call
         await kb.open(for_write=not config.read_only)
@@ -242,7 +253,13 @@ async def serve(config: McpConfig) -> None:
             return local
 
         options = forward_options(
-            config.read_only, config.files_root, config.scope, config.project, config.agent, config.allow_reject
+            config.read_only,
+            config.files_root,
+            config.scope,
+            config.project,
+            config.agent,
+            config.allow_reject,
+            config.limits,
         )
         backend = await RemoteBackend.connect(held, take_over, options)
     # Said on every start, as the database's safety depends on it; stderr, as stdout carries the protocol.

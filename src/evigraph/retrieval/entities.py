@@ -20,7 +20,7 @@ from evigraph.retrieval.code_symbols import details, is_symbol
 from evigraph.retrieval.code_symbols import mentions as symbol_mentions
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import entity_item, passage_item, relation_item
-from evigraph.retrieval.passages import SearchMode, snippet
+from evigraph.retrieval.passages import SNIPPET_CHARS, SearchMode, snippet
 from evigraph.retrieval.vectors import nearest_passages
 from evigraph.store.base import GraphStore
 
@@ -42,6 +42,7 @@ async def search_entities(
     mode: SearchMode,
     labels: Sequence[str] | None,
     limit: int,
+    snippet_chars: int = SNIPPET_CHARS,
 ) -> EntitySearch:
     """Entities for `query`, each with up to three passages that mention it."""
     pool = limit * 3
@@ -75,22 +76,24 @@ async def search_entities(
         result.hits.append(EntityCard(id=ent.id, name=ent.name, label=ent.label, description=ent.description))
         if len(result.hits) >= limit:
             break
-    support = await supporting_passages(store, {e.id: e.name for e in result.hits})
+    support = await supporting_passages(store, {e.id: e.name for e in result.hits}, snippet_chars)
     for card in result.hits:
         card.support = support.get(card.id, [])
     return result
 
 
-async def supporting_passages(store: GraphStore, named: dict[str, str]) -> dict[str, list[PassageItem]]:
-    """Entity or symbol id -> up to `SUPPORT_PER_ENTITY` passages that mention it, each cut to the
-    part around its name (`named` gives the id's name)."""
+async def supporting_passages(
+    store: GraphStore, named: dict[str, str], snippet_chars: int = SNIPPET_CHARS
+) -> dict[str, list[PassageItem]]:
+    """Entity or symbol id -> up to `SUPPORT_PER_ENTITY` passages that mention it, each cut to
+    `snippet_chars` around its name (`named` gives the id's name)."""
     mentions = await symbol_mentions(store, list(named), per_entity=SUPPORT_PER_ENTITY)
     texts = {h.id: h for h in await store.passages_by_ids(list(dict.fromkeys(cid for _, cid in mentions)))}
     out: dict[str, list[PassageItem]] = {}
     for owner, cid in mentions:
         hit = texts.get(cid)
         if hit is not None:
-            out.setdefault(owner, []).append(passage_item(hit, snippet(hit.text, named[owner])))
+            out.setdefault(owner, []).append(passage_item(hit, snippet(hit.text, named[owner], snippet_chars)))
     return out
 
 
@@ -139,7 +142,7 @@ class Exploration(BaseModel):
     )
 
 
-async def explore(store: GraphStore, ref: str, bounds: WalkBounds) -> Exploration:
+async def explore(store: GraphStore, ref: str, bounds: WalkBounds, snippet_chars: int = SNIPPET_CHARS) -> Exploration:
     """The relations around the entity or code symbol `ref` names, bounded, saying which bound cut
     the walk. A symbol's are the code graph's (CONTAINS, CALLS, IMPORTS, INHERITS), with the
     passages that name it."""
@@ -154,5 +157,5 @@ async def explore(store: GraphStore, ref: str, bounds: WalkBounds) -> Exploratio
         truncated_by=walk.truncated_by,
     )
     if symbol and eid in found:
-        result.passages = (await supporting_passages(store, {eid: found[eid].name})).get(eid, [])
+        result.passages = (await supporting_passages(store, {eid: found[eid].name}, snippet_chars)).get(eid, [])
     return result

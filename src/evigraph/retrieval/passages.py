@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import PassageItem, PassageText
 from evigraph.evidence.render import citation_line
+from evigraph.limits import DEFAULT_LIMITS
 from evigraph.models import PassageHit
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
@@ -26,7 +27,7 @@ from evigraph.store.base import GraphStore, VectorSearch
 from evigraph.store.terms import searchable_text
 
 SearchMode = Literal["lexical", "semantic", "hybrid"]
-SNIPPET_CHARS = 400
+SNIPPET_CHARS = DEFAULT_LIMITS.max_snippet_chars
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -60,7 +61,12 @@ def snippet(text: str, query: str, size: int = SNIPPET_CHARS) -> str:
 
 
 async def search_passages(
-    store: GraphStore, embedder: Embedder | None, query: str, mode: SearchMode, limit: int
+    store: GraphStore,
+    embedder: Embedder | None,
+    query: str,
+    mode: SearchMode,
+    limit: int,
+    snippet_chars: int = SNIPPET_CHARS,
 ) -> PassageSearch:
     """Ranked passage snippets for plain words; semantic alone without vectors is an error."""
     result = PassageSearch(query=query, mode=mode)
@@ -97,7 +103,7 @@ async def search_passages(
         hit = hits.get(f.key)
         if hit is None:
             continue
-        item = passage_item(hit, snippet(hit.text, query))
+        item = passage_item(hit, snippet(hit.text, query, snippet_chars))
         item.score, item.scores, item.paths = f.score, f.scores, sorted(f.scores)
         result.hits.append(item)
     return result

@@ -11,13 +11,14 @@ from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
+from evigraph.limits import DEFAULT_LIMITS, Hits
 from evigraph.strict import StrictInput
 
 SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
 PATHS: tuple[SearchPath, ...] = get_args(SearchPath)
 Ranking = Literal["graph", "fusion"]
 RANKINGS: tuple[str, ...] = get_args(Ranking)
-MAX_TOP_K = 50
+MAX_TOP_K = DEFAULT_LIMITS.max_hits
 MAX_HOPS = 5
 HINT = (
     f"paths: choose from {', '.join(PATHS)}; top_k: 1-{MAX_TOP_K}; expand_hops: 1-{MAX_HOPS}; "
@@ -31,7 +32,7 @@ class RetrieveInput(StrictInput):
     paths: list[SearchPath] | None = Field(
         None, min_length=1, description=f"search paths to run ({', '.join(PATHS)}); all when omitted"
     )
-    top_k: int = Field(10, ge=1, le=MAX_TOP_K, description="items per section")
+    top_k: Hits = Field(10, description="items per section")
     expand_hops: int = Field(1, ge=1, le=MAX_HOPS, description="how far `links` walks from the entities found")
     ranking: Ranking = Field(
         "graph",

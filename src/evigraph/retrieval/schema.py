@@ -79,13 +79,23 @@ class CypherRows(BaseModel):
     truncated: bool = False
 
 
-async def cypher_query(store: GraphStore, query: str, params: dict[str, Any], limit: int) -> CypherRows:
-    """Up to `limit` rows of read-only Cypher; engine errors come back with a hint naming the schema."""
+async def cypher_query(
+    store: GraphStore, query: str, params: dict[str, Any], limit: int, deadline_s: float | None = None
+) -> CypherRows:
+    """Up to `limit` rows of read-only Cypher, stopped by the engine at its time limit or at the
+    read deadline `deadline_s`, the sooner (the engine, unlike a cancelled wait, stops its work);
+    engine errors come back with a hint naming the schema."""
+    timeout_ms = CYPHER_TIMEOUT_MS if deadline_s is None else max(1, min(CYPHER_TIMEOUT_MS, int(deadline_s * 1000)))
     try:
-        rows = await store.cypher_query(query, params, limit=limit + 1, timeout_ms=CYPHER_TIMEOUT_MS)
+        rows = await store.cypher_query(query, params, limit=limit + 1, timeout_ms=timeout_ms)
     except UnknownLabel as exc:
         raise UnknownLabel(exc.message, hint=f"{await _schema_hint(store)}; {exc.hint}") from exc
-    except (CypherRefused, QueryTimeout, QueryAborted) as exc:
+    except QueryTimeout as exc:
+        hint = exc.hint or CYPHER_HINT
+        if timeout_ms < CYPHER_TIMEOUT_MS:
+            hint += f"; reads stop at the operator's read_deadline_seconds, {timeout_ms / 1000:g} s here"
+        raise QueryTimeout(exc.message, hint=hint) from exc
+    except (CypherRefused, QueryAborted) as exc:
         raise type(exc)(exc.message, hint=exc.hint or CYPHER_HINT) from exc
     except ReadOnlyQueryError as exc:
         raise ReadOnlyQueryError(exc.message, hint=await _schema_hint(store)) from exc

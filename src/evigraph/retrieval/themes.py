@@ -19,7 +19,7 @@ from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.analysis import question_phrases
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import passage_item
-from evigraph.retrieval.passages import snippet
+from evigraph.retrieval.passages import SNIPPET_CHARS, snippet
 from evigraph.retrieval.vectors import nearest_passages
 from evigraph.store.base import GraphStore
 
@@ -64,7 +64,12 @@ def _theme_index(themes: list[ThemeRecord]) -> _ThemeIndex:
 
 
 async def search_themes(
-    store: GraphStore, embedder: Embedder | None, query: str, limit: int, support_limit: int
+    store: GraphStore,
+    embedder: Embedder | None,
+    query: str,
+    limit: int,
+    support_limit: int,
+    snippet_chars: int = SNIPPET_CHARS,
 ) -> ThemeSearch:
     result = ThemeSearch(query=query)
     themes = await store.themes()
@@ -108,7 +113,11 @@ async def search_themes(
                 size=t.size,
                 entities=t.names[:THEME_NAMES_SHOWN],
                 members=", ".join(f"{n} ({lb})" for n, lb in zip(t.names, t.labels, strict=True)),
-                passages=[passage_item(texts[c], snippet(texts[c].text, names)) for c in support[t.id] if c in texts],
+                passages=[
+                    passage_item(texts[c], snippet(texts[c].text, names, snippet_chars))
+                    for c in support[t.id]
+                    if c in texts
+                ],
             )
         )
     return result

@@ -14,7 +14,7 @@ from typing import Any
 from evigraph.errors import ToolError
 from evigraph.masking import env_secrets, mask_secrets
 from evigraph.serving.sessions import Sessions
-from evigraph.serving.shaping import MAX_RESULT_CHARS, failure_kind, truncate
+from evigraph.serving.shaping import failure_kind, truncate
 from evigraph.tools.definitions import ToolSpec
 from evigraph.tools.results import ToolResult
 from evigraph.tools.toolkit import Toolkit
@@ -55,10 +55,11 @@ class Reply:
 class LocalBackend:
     """Tool calls against this process's toolkit, one evidence session per client key."""
 
-    def __init__(self, toolkit: Toolkit, max_chars: int = MAX_RESULT_CHARS) -> None:
+    def __init__(self, toolkit: Toolkit) -> None:
         self.toolkit = toolkit
         self.sessions = Sessions(toolkit)
-        self.max_chars = max_chars
+        self.max_chars = toolkit.limits.max_response_chars
+        """The operator's max_response_chars: a result's JSON is shortened to fit."""
         self.secrets = env_secrets()
         self.calls_in_flight = 0
         """Calls running now, from any surface: a server bounding its open knowledge bases closes none with one."""

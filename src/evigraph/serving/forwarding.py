@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from evigraph import errors
 from evigraph.errors import ConfigurationError, DatabaseLockedError, EvigraphError
 from evigraph.kb.core import Status
+from evigraph.limits import DEFAULT_LIMITS, Limits
 from evigraph.models import StoredDocument
 from evigraph.retrieval.query import RetrieveInput
 from evigraph.retrieval.result import RetrievalResult
@@ -73,6 +74,7 @@ def forward_options(
     project: str | None = None,
     agent: str | None = None,
     allow_reject: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """The options a forwarder compares with the serving process's (see `RemoteBackend.connect`)."""
     root = str(Path(files_root).resolve()) if files_root is not None else None
@@ -83,6 +85,7 @@ def forward_options(
         "project": project,
         "agent": agent,
         "allow_reject": allow_reject,
+        "limits": limits.model_dump(),
     }
 
 
@@ -91,7 +94,8 @@ def backend_options(backend: LocalBackend) -> dict[str, Any]:
     root = toolkit.files_root.root if toolkit.files_root is not None else None
     traces = toolkit.traces
     project, agent = (traces.project, traces.agent) if traces is not None else (None, None)
-    return forward_options(toolkit.read_only, root, toolkit.kb.scope, project, agent, toolkit.shared.allow_reject)
+    reject = toolkit.shared.allow_reject
+    return forward_options(toolkit.read_only, root, toolkit.kb.scope, project, agent, reject, toolkit.limits)
 
 
 def socket_path(db: Path, pid: int | None = None) -> Path:
@@ -399,6 +403,13 @@ def _check_options(db: Path, own: dict[str, Any], served: dict[str, Any], pid: i
     ]
     if not own.get("read_only"):
         keys.append(("files_root", "files root"))
+    # The serving process bounds and times the calls: another limit there would be another server.
+    mine, theirs = own.get("limits") or {}, served.get("limits") or {}
+    if differ := [f"{k} {theirs.get(k)} there, {v} here" for k, v in mine.items() if theirs.get(k) != v]:
+        raise ConfigurationError(
+            f"{db} is served by another evigraph process with other limits: {'; '.join(differ)}",
+            hint="start evigraph mcp with the same limits as the other window, or stop that one",
+        )
     for key, what in keys:
         if own.get(key) != served.get(key):
             raise ConfigurationError(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-MAX_RESULT_CHARS = 40_000
 _MIN_STRING = 200
 
 Path = tuple[str | int, ...]
@@ -86,8 +85,8 @@ def _keep(root_size: int, items: list[Any], budget: int) -> int:
     return keep
 
 
-def truncate(data: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> tuple[dict[str, Any], list[str], set[int]]:
-    """`data` shortened to at most `limit` characters of JSON.
+def truncate(data: dict[str, Any], limit: int) -> tuple[dict[str, Any], list[str], set[int]]:
+    """`data` shortened to at most `limit` characters of JSON (the operator's max_response_chars).
 
     Returns the shortened copy, a description of each list that was cut, and the evidence
     numbers that were cut or shortened.

@@ -308,14 +308,18 @@ class CypherResult(ToolResult):
         return [Section("Rows", [json.dumps(r, ensure_ascii=False, default=str) for r in self.rows], 2.0)]
 
 
-@TOOLS.tool(
-    "cypher_query",
-    CypherInput,
-    "Read-only Cypher over the graph (one statement; MATCH ... RETURN), run in a read-only transaction with "
-    f"a row limit and a {CYPHER_TIMEOUT_MS // 1000} s time limit. Call get_ontology first for table and "
-    "property names. For code ingested with ingest_code it answers structural questions in one query "
-    f"(e.g. {CODE_QUERIES[0][0]}: {CODE_QUERIES[0][1]}). Errors come back with a hint.",
-)
+def _cypher_description(tk: Toolkit) -> str:
+    """The time limit said is the one that applies: the engine's, or the operator's read deadline if sooner."""
+    seconds = min(CYPHER_TIMEOUT_MS / 1000, tk.limits.read_deadline_seconds)
+    return (
+        "Read-only Cypher over the graph (one statement; MATCH ... RETURN), run in a read-only transaction with "
+        f"a row limit and a {seconds:g} s time limit. Call get_ontology first for table and "
+        "property names. For code ingested with ingest_code it answers structural questions in one query "
+        f"(e.g. {CODE_QUERIES[0][0]}: {CODE_QUERIES[0][1]}). Errors come back with a hint."
+    )
+
+
+@TOOLS.tool("cypher_query", CypherInput, _cypher_description)
 async def cypher_query(tk: Toolkit, args: CypherInput) -> CypherResult:
     # The store guards the query (one read statement, allow-listed functions and procedures, the
     # engine's plan checked, rows and sizes bounded); refusals and engine errors carry a hint.

@@ -16,6 +16,7 @@ from evigraph.evidence.ids import EvidenceRef
 from evigraph.ingest.chunking import ChunkerName
 from evigraph.ingest.extraction import ExtractorName
 from evigraph.ingest.resolution import ResolverName
+from evigraph.limits import DEFAULT_LIMITS, FetchChars, Hits, LimitedBy
 from evigraph.retrieval.navigation import Relation
 from evigraph.retrieval.passages import SearchMode
 from evigraph.strict import StrictInput
@@ -59,12 +60,14 @@ class NoInput(ToolInput):
 class SearchPassagesInput(ToolInput):
     query: Query = Field(description="plain words; query syntax has no effect")
     mode: Mode = Field("hybrid", description="lexical (BM25), semantic (vectors) or hybrid (both, fused)")
-    limit: int = Field(10, ge=1, le=50)
+    limit: Hits = 10
 
 
 class ReadPassagesInput(ToolInput):
-    passages: list[EvidenceRef] = Field(min_length=1, max_length=20, description="evidence numbers or ids")
-    max_chars: int = Field(4000, ge=1, le=20000, description="most characters of text per passage")
+    passages: Annotated[list[EvidenceRef], LimitedBy("max_fetch_ids")] = Field(
+        min_length=1, max_length=DEFAULT_LIMITS.max_fetch_ids, description="evidence numbers or ids"
+    )
+    max_chars: FetchChars = Field(4000, description="most characters of text per passage")
 
 
 class NavigateInput(ToolInput):
@@ -73,15 +76,15 @@ class NavigateInput(ToolInput):
         description="parent (the section's first passage), children (passages under this heading), siblings "
         "(same section), previous, next, table_context (the passages around a table)"
     )
-    limit: int = Field(10, ge=1, le=50)
-    max_chars: int = Field(12000, ge=1, le=20000, description="total characters of text returned")
+    limit: Hits = 10
+    max_chars: FetchChars = Field(12000, description="total characters of text returned")
 
 
 class SearchEntitiesInput(ToolInput):
     query: Query
     labels: list[str] | None = Field(None, max_length=20, description="only entities with these labels")
     mode: Mode = "hybrid"
-    limit: int = Field(10, ge=1, le=50)
+    limit: Hits = 10
 
 
 class ExploreInput(ToolInput):
@@ -97,7 +100,7 @@ class ExploreInput(ToolInput):
 
 class SearchThemesInput(ToolInput):
     query: Query
-    limit: int = Field(5, ge=1, le=10)
+    limit: Annotated[int, Field(ge=1, le=10), LimitedBy("max_hits", ceiling=10)] = 5
     support_limit: int = Field(3, ge=1, le=10, description="most passages listed per theme")
 
 

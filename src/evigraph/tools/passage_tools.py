@@ -125,12 +125,14 @@ class PassageReadResult(ToolResult):
         ]
 
 
-@TOOLS.tool(
-    "read_passages",
-    ReadPassagesInput,
-    "The exact stored text of passages, by evidence number [n] or evidence id (up to 20), each with a "
-    "citation line (title, path, location). Use it before quoting a passage found by a search.",
-)
+def _read_description(tk: Toolkit) -> str:
+    return (
+        f"The exact stored text of passages, by evidence number [n] or evidence id (up to {tk.limits.max_fetch_ids}), "
+        "each with a citation line (title, path, location). Use it before quoting a passage found by a search."
+    )
+
+
+@TOOLS.tool("read_passages", ReadPassagesInput, _read_description)
 async def read_passages(tk: Toolkit, args: ReadPassagesInput) -> PassageReadResult:
     """Reads what it can: a reference that names no passage is reported beside the others (as
     `get_context` does), since failing the call made the agent re-ask for passages it had. A call

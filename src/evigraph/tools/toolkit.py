@@ -9,6 +9,8 @@ knowledge base and the same write coordination.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,10 +18,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from evigraph.errors import EngineError, EvigraphError, KnowledgeBaseMissingError, ReadOnlyViolation, ToolError
+from evigraph.errors import (
+    DeadlineExceeded,
+    EngineError,
+    EvigraphError,
+    KnowledgeBaseMissingError,
+    ReadOnlyViolation,
+    ToolError,
+)
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
 from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, Forgotten
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
+from evigraph.limits import Limits, bounded_input, limited_fields, spellings
 from evigraph.strict import validation_errors
 from evigraph.tools.definitions import Tool, ToolAnnotations, ToolSpec
 from evigraph.tools.plans import PlanLimits, plan_limits_from
@@ -132,6 +142,11 @@ class Toolkit:
         return self._shared.files_root
 
     @property
+    def limits(self) -> Limits:
+        """The operator's limits, the knowledge base's (`KnowledgeBase(limits=...)`)."""
+        return self._shared.kb.limits
+
+    @property
     def traces(self) -> Traces | None:
         """The project's task records as this agent, or None when no project and agent were given."""
         return self._shared.traces
@@ -141,7 +156,8 @@ class Toolkit:
         return self._shared
 
     def tools(self) -> list[Tool]:
-        """The tools this toolkit offers, in registry order."""
+        """The tools this toolkit offers, in registry order, their inputs bounded by its limits, so
+        every surface listing or validating them (MCP, REST, OpenAPI) shows the operator's bounds."""
         out = []
         for t in load_tools().values():
             if self._shared.include is not None and t.name not in self._shared.include:
@@ -150,7 +166,8 @@ class Toolkit:
                 continue
             if t.available is not None and not t.available(self):
                 continue
-            out.append(t)
+            bounded = bounded_input(t.input, self.limits)
+            out.append(t if bounded is t.input else dataclasses.replace(t, input=bounded))
         return out
 
     def tool_specs(self) -> list[ToolSpec]:
@@ -176,7 +193,7 @@ class Toolkit:
         except ValidationError as exc:
             raise ToolError(f"invalid arguments for {name}: {validation_errors(exc)}", hint=schema_hint(tool)) from None
         try:
-            result = await tool.handler(self, parsed)
+            result = await self._run(tool, parsed)
         except (ToolError, EngineError):  # an engine failure's text is for the operator's log, not the agent
             raise
         except KnowledgeBaseMissingError as exc:
@@ -188,17 +205,36 @@ class Toolkit:
         result.tool = name
         return result
 
+    async def _run(self, tool: Tool, parsed: Any) -> ToolResult:
+        """The handler, a read stopped at the read deadline. Writes run to the end (a write cut
+        halfway helps nobody) and so does an LLM's answer, bounded by the LLM's own timeout; a
+        stopped read's work already in the engine finishes in the background (Cypher's is stopped
+        by the engine at the same deadline)."""
+        if tool.write or tool.open_world:
+            return await tool.handler(self, parsed)
+        seconds = self.limits.read_deadline_seconds
+        try:
+            async with asyncio.timeout(seconds) as scope:
+                return await tool.handler(self, parsed)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise DeadlineExceeded(
+                f"{tool.name} ran past the read deadline of {seconds:g} s and was stopped",
+                hint="ask for less (a smaller limit, top_k, depth or max_chars, or a narrower query), or have the "
+                f"operator raise {spellings('read_deadline_seconds')}",
+            ) from None
+
     def _tool(self, name: str) -> Tool:
-        every = load_tools()
-        tool = every.get(name)
-        offered = {t.name for t in self.tools()}
-        if tool is not None and name in offered:
-            return tool
+        offered = {t.name: t for t in self.tools()}
+        if name in offered:
+            return offered[name]
+        tool = load_tools().get(name)
         if tool is not None and tool.write and self._shared.read_only:
             raise ReadOnlyViolation(f"{name} writes, and this toolkit is read-only", hint="use the read tools")
         if tool is not None:
-            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(offered))
-        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(offered))
+            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(set(offered)))
+        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(set(offered)))
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[ToolResult]]:
         if name.startswith("_") or name not in load_tools():
@@ -253,13 +289,17 @@ def _traces(kb: KnowledgeBase, project: str | None, agent: str | None) -> Traces
 
 
 def schema_hint(tool: Tool) -> str:
-    """The tool's fields with their bounds: what a caller whose arguments were refused needs to retry."""
+    """The tool's fields with their bounds: what a caller whose arguments were refused needs to retry,
+    and which bounds the operator set (an agent cannot raise those by asking again)."""
     props = tool.input.model_json_schema().get("properties", {})
+    operator = limited_fields(tool.input)
     fields = []
     for name, schema in props.items():
         bounds = [
             f"{k} {schema[k]}" for k in ("minimum", "maximum", "minLength", "maxLength", "maxItems") if k in schema
         ]
+        if name in operator:
+            bounds.append(f"the server's {operator[name].setting}")
         fields.append(f"{name} ({', '.join(bounds)})" if bounds else name)
     return f"{tool.name} takes: {', '.join(fields) or 'no arguments'}"
 
