@@ -88,21 +88,6 @@ class EventRecord(EventSummary):
     """The stored text: the whole payload, or its first `STORED_EVENT_CHARS` when `truncated`."""
 
 
-class NewStep(_Record):
-    name: str
-    state: StepState
-    kind: StepKind = "other"
-    result_basis: ResultBasis = "unknown"
-    result_event_seq: int | None = None
-    """An event of the task holding the result; `set_step` fills it when it records the result itself."""
-
-
-class StepRecord(NewStep):
-    agent: str
-    """The agent that set the step last."""
-    updated_at: datetime
-
-
 # -- decisions ---------------------------------------------------------------------------------
 
 DecisionState = Literal["active", "needs_review", "superseded", "rejected"]
@@ -132,6 +117,25 @@ class NewSupport(_Record):
     content_hash: str | None = None
     note: str | None = None
     """What the support shows, in the recording agent's words."""
+
+
+class NewStep(_Record):
+    name: str
+    state: StepState
+    kind: StepKind = "other"
+    result_basis: ResultBasis = "unknown"
+    result_event_seq: int | None = None
+    """An event of the task holding the result; `set_step` fills it when it records the result itself."""
+    supports: tuple[NewSupport, ...] = ()
+    """What the step's result rests on, resolved and checked as a decision's supports are (a passage
+    pinned to the document version it was read from, with its content hash), so a later run can
+    tell which text a step's work was done on. Each `set_step` replaces them, as it does every field."""
+
+
+class StepRecord(NewStep):
+    agent: str
+    """The agent that set the step last."""
+    updated_at: datetime
 
 
 class SupportRecord(NewSupport):

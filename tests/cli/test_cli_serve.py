@@ -39,6 +39,14 @@ def test_off_loopback_without_a_token_it_does_not_start(tmp_path: Path) -> None:
         (["--cors-origin", "http://localhost:5173/app"], ["is not an origin"]),
         (["--read-only", "--allow-writes"], ["--read-only conflicts with --allow-writes"]),
         (["--db-dir", "{tmp}", "--max-open", "0"], ["--max-open '0' is not a number of knowledge bases of 1 or more"]),
+        (
+            ["--allow-writes", "--project", "p"],
+            ["a writable server was given project 'p' but no agent", "--agent NAME", "EVIGRAPH_MCP_AGENT"],
+        ),
+        (
+            ["--files-root", "{tmp}", "--agent", "a"],
+            ["a writable server was given agent 'a' but no project", "--project NAME", "EVIGRAPH_MCP_PROJECT"],
+        ),
     ],
 )
 def test_contradictions_are_refused(tmp_path: Path, args: list[str], words: list[str]) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from evigraph import KnowledgeBase, Toolkit
 from evigraph.evidence.pack import Section, pack_sections
 from evigraph.providers.tokenizers import default_tokenizer
 from evigraph.retrieval.schema import EntityTypeView
@@ -45,3 +48,18 @@ def test_a_get_ontology_reply_larger_than_the_budget_renders_its_first_lines(max
     text = result.to_llm_text(max_chars)
     assert 0 < len(text) <= max_chars
     assert "Entity types: Type0 (0): a described kind of thing" in text and text.endswith("…")
+
+
+async def test_get_ontology_through_the_toolkit_renders_its_first_lines_past_the_budget(tmp_path: Path) -> None:
+    described = "a described kind of thing, with what it covers and what it does not " * 3
+    entities = [{"label": f"Type{i}", "description": described} for i in range(80)]
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
+        tk = Toolkit(kb, read_only=False)
+        await tk.call("set_ontology", {"entities": entities})
+        result = await tk.call("get_ontology", {})
+        whole = result.to_llm_text(1_000_000)
+        assert len(whole) > 8000  # larger than the default budget
+        for budget in (200, 8000):
+            text = result.to_llm_text(budget)
+            assert 0 < len(text) <= budget and text.endswith("…")
+            assert text.startswith("[1] Entity types: Type0 (0): a described kind of thing")

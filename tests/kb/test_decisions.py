@@ -1,10 +1,12 @@
 """Decisions through `kb.traces()`: evidence named by id, every input bounded, precedents found by
-words and by meaning, flags set by any document change, scopes that hide documents but not decisions."""
+words and by meaning, flags set by any document change, scopes that hide documents but not decisions;
+and a step's supports, the same model, bounded to 20, replaced by each `set_step`."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.tools.conftest import HashEmbedder
@@ -134,3 +136,66 @@ async def test_a_scope_hides_documents_but_not_decisions(kb: KnowledgeBase, trac
         assert (await inside.get_decision(made.id)).conclusion == "The trust funds it"
         with pytest.raises(StaleEvidenceError, match="outside"):  # a support names evidence inside the scope only
             await inside.record_decision("funding", "other", "c", "r", [{"kind": "passage", "evidence": funding}])
+
+
+# -- a step rests on supports as a decision does --------------------------------------------------
+
+MISSING = "00000000-0000-4000-8000-000000000000"
+
+
+def on(ref: str, note: str | None = None) -> dict[str, Any]:
+    return {"kind": "passage", "evidence": ref, "note": note}
+
+
+async def test_a_step_rests_on_passages_and_decisions_and_reads_them_back(
+    tmp_path: Path, kb: KnowledgeBase, traces: Traces
+) -> None:
+    ref = await passage(kb, "funding")
+    standing = await traces.record_decision("funding", "funder", "The trust", "page", [on(ref)])
+    [read] = (await kb.read_passages([ref.removeprefix("passage:")])).passages
+    supports = [on(ref, "names the funder"), {"kind": "decision", "decision_id": standing.id}]
+    step = await traces.set_step(
+        "funding",
+        "read sources",
+        "completed",
+        result="The Harbour Trust.",
+        result_basis="supported",
+        supports=supports,
+        read_digests={ref: passage_digest(read)},
+    )
+    pinned, cited = step.supports
+    assert (pinned.kind, pinned.ref, pinned.document, pinned.version) == ("passage", ref, "funding", 1)
+    assert pinned.note == "names the funder" and pinned.content_hash  # the version's hash, pinned
+    assert (cited.kind, cited.ref) == ("decision", standing.id)
+    assert (await traces.list_steps("funding", "completed")).steps == [step]
+    cleared = await traces.set_step("funding", "read sources", "in_progress")  # each set_step replaces them
+    assert cleared.supports == () and (await traces.list_steps("funding", "in_progress")).steps[0].supports == ()
+    await traces.set_step("funding", "read sources", "completed", result_event_seq=1, supports=supports[:1])
+    await kb.close()
+    async with KnowledgeBase(tmp_path / "kb.db", read_only=True) as again:
+        [kept] = (await again.traces("harbor", "analyst").list_steps("funding", "completed")).steps
+        assert [s.ref for s in kept.supports] == [ref]
+
+
+async def test_bad_supports_are_refused_with_the_fix_and_write_nothing(kb: KnowledgeBase, traces: Traces) -> None:
+    ref = await passage(kb, "funding")
+    with pytest.raises(ConfigurationError, match="supports: List should have at most 20 items"):
+        await traces.set_step("funding", "s", "failed", supports=[on(ref)] * 21)
+    with pytest.raises(ConfigurationError, match=r"supports\.0\.passage\.evidence"):
+        await traces.set_step("funding", "s", "failed", supports=[on("")])
+    with pytest.raises(ConfigurationError, match=r"supports\.0"):
+        await traces.set_step("funding", "s", "failed", supports=[{"kind": "entity", "evidence": ref}])
+    with pytest.raises(StaleEvidenceError, match="names no current passage") as unknown:
+        await traces.set_step("funding", "s", "failed", supports=[on("passage:no-such-passage")])
+    assert "read_passages" in unknown.value.hint
+    with pytest.raises(ConfigurationError, match="number of a tool session") as numbered:
+        await traces.set_step("funding", "s", "failed", supports=[{"kind": "passage", "evidence": 3}])
+    assert "evidence_id" in numbered.value.hint
+    with pytest.raises(DecisionNotFoundError, match=f"no decision {MISSING}") as missing:
+        await traces.set_step("funding", "s", "failed", supports=[{"kind": "decision", "decision_id": MISSING}])
+    assert "list_decisions" in missing.value.hint
+    with pytest.raises(StaleEvidenceError, match="does not read as it did"):
+        await traces.set_step("funding", "s", "failed", supports=[on(ref)], read_digests={ref: "0" * 64})
+    for state in ("failed", "completed", "in_progress"):
+        assert (await traces.list_steps("funding", state)).steps == []  # type: ignore[arg-type]
+    assert (await traces.list_events("funding")).events == []

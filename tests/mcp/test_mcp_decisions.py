@@ -132,3 +132,30 @@ async def test_a_decision_outlives_the_session_and_is_flagged_when_its_source_ch
         assert (await call(client, "reaffirm_decision", reaffirm))["decision"] == settled
         history = (await call(client, "list_support_history", {"decision_id": first["id"]}))["supports"]
         assert [(s["version"], s["current"]) for s in history] == [(1, False), (2, True)]
+
+
+async def test_a_steps_supports_are_a_decisions_and_outlive_the_session(tmp_path: Path) -> None:
+    _, db = corpus(tmp_path)
+    step: dict[str, Any] = {"task_name": "funding", "name": "read", "state": "completed", "result": "The trust."}
+    async with stdio_mcp_client(db, *AS_AGENT) as client:
+        await call(client, "create_task", {"task_name": "funding", "goal": "Find who funds ReefWatch"})
+        hits = (await call(client, "search_passages", {"query": "Marta Oliveira", "mode": "lexical"}))["hits"]
+        unread = next(h["n"] for h in hits if h["source"]["title"] == "People")
+        refused = await error_text(client, "set_step", step | {"supports": [{"kind": "passage", "evidence": unread}]})
+        assert "not read in full" in refused and "read_passages" in refused
+        n = await read_funding_passage(client)
+        too_many = await error_text(client, "set_step", step | {"supports": [{"kind": "passage", "evidence": n}] * 21})
+        assert "supports" in too_many and "20" in too_many
+        missing = {"kind": "decision", "decision_id": "00000000-0000-4000-8000-000000000000"}
+        assert "no decision" in await error_text(client, "set_step", step | {"supports": [missing]})
+        cited = step | {
+            "supports": [{"kind": "passage", "evidence": n, "note": "names the funder"}],
+            "request_id": "s1",
+        }
+        made = (await call(client, "set_step", cited))["step"]
+        assert (await call(client, "set_step", cited))["step"] == made  # a retry is answered once
+        [support] = made["supports"]
+        assert (support["kind"], support["version"], support["note"]) == ("passage", 1, "names the funder")
+    async with stdio_mcp_client(db, *AS_AGENT) as client:
+        [listed] = (await call(client, "list_steps", {"task_name": "funding", "state": "completed"}))["steps"]
+        assert listed["supports"] == [support] and listed["result_event_seq"] == 1

@@ -94,6 +94,23 @@ async def test_project_and_agent_come_from_the_environment(db_copy: Path) -> Non
         assert {t.name for t in (await client.list_tools()).tools} >= TRACE_READS
 
 
+def test_a_writable_server_missing_the_project_or_the_agent_refuses_to_start_naming_it(db_copy: Path) -> None:
+    for args, env, missing, fix in (
+        (("--allow-writes", "--project", "p"), {}, "project 'p' but no agent", "--agent NAME"),
+        (("--allow-writes",), {"EVIGRAPH_MCP_AGENT": "a"}, "agent 'a' but no project", "EVIGRAPH_MCP_PROJECT"),
+        (("--project", "p"), {}, "the server was given project 'p' but no agent", "EVIGRAPH_MCP_AGENT"),
+        (
+            ("--allow-writes",),
+            {"EVIGRAPH_MCP_ALLOW_REJECT": "yes"},
+            "reject_decision, which needs a project and an agent: both are missing",
+            "--project NAME (or set EVIGRAPH_MCP_PROJECT) and --agent NAME",
+        ),
+    ):
+        refused = mcp_exit(db_copy, *args, env=env)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert missing in refused.stderr and fix in refused.stderr, refused.stderr
+
+
 def _assert_bounded(where: str, schema: dict[str, Any], defs: dict[str, Any]) -> None:
     """Every string, array and integer a client may send has an upper bound (or is an enum), down
     through arrays' items, objects' properties and the models a schema refers to (a decision's supports)."""

@@ -18,6 +18,7 @@ from evigraph.store.embedded.schema import (
     RETYPED_COLUMNS,
     VERSION_SEQ,
 )
+from evigraph.trace_records import NewStep
 
 
 def _drop_ranking_columns(path: Path) -> None:
@@ -59,6 +60,8 @@ async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path
     path = tmp_path / "old.db"
     async with connect(path) as store:
         await store.write_versions([ALPHA])
+        await store.create_task("p", "ann", "t", "g")
+        await store.set_step("p", "ann", "t", NewStep(name="s", state="in_progress"))
     _drop_ranking_columns(path)
     wanted = {(t, c) for t, c, _ in ADDED_COLUMNS}
     assert not wanted & _columns(path)
@@ -69,12 +72,15 @@ async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path
         assert len(await store.document_passages(ALPHA.key)) == 2  # everything else reads as before
         assert [h.context for h in await store.search_passages("Babbage")] == ["", ""]  # no contexts before them
         assert (await store.term_counts(["london"])).counts == {"london": 1}
+        [step] = await store.list_steps("p", "t", "in_progress")  # set before steps had supports
+        assert step.name == "s" and step.supports == ()
 
     async with connect(path) as store:
         assert wanted <= _columns_while_open(store)
         rows = await store.ranking_rows()
         assert {r.document for r in rows} == {ALPHA.key}  # old passages, no sentences until re-ingested
         assert len(await store.pending_ranking_texts(limit=100)) == 4  # their entities' names wait for finalize
+        assert (await store.list_steps("p", "t", "in_progress"))[0].supports == ()
 
 
 def _columns_while_open(store: object) -> set[tuple[str, str]]:

@@ -173,3 +173,24 @@ async def test_views_list_decisions_and_conflicts_without_numbering_them(tk: Too
     elsewhere = Toolkit(tk.kb, project="other", agent="analyst")
     assert (await elsewhere.call("search_decisions", {"query": "who funds ReefWatch"})).model_dump()["decisions"] == []
     assert len(tk.ledger) == numbered  # decisions are the agent's notes, not evidence
+
+
+async def test_a_step_rests_on_passages_read_whole_like_a_decision(tk: Toolkit) -> None:
+    n = await found(tk, "Who funds ReefWatch?", "funding")
+    step: dict[str, Any] = {"task_name": "funding", "name": "read", "state": "completed", "result": "The trust."}
+    cited = step | {"supports": [{"kind": "passage", "evidence": n, "note": "names the funder"}]}
+    with pytest.raises(ToolError, match="not read in full") as unread:
+        await tk.call("set_step", cited)
+    assert "read_passages" in unread.value.hint
+    with pytest.raises(ToolError, match="supports"):
+        await tk.call("set_step", step | {"supports": [{"kind": "passage", "evidence": n}] * 21})
+    assert (await tk.call("list_steps", {"task_name": "funding", "state": "completed"})).model_dump()["steps"] == []
+    await tk.call("read_passages", {"passages": [n]})
+    result = await tk.call("set_step", cited)
+    [support] = result.model_dump()["step"]["supports"]
+    evidence_id = tk.ledger.get(n).evidence_id  # type: ignore[union-attr]
+    assert (support["ref"], support["document"], support["version"]) == (evidence_id, "funding", 1)
+    text = result.to_llm_text()
+    assert "1 support(s)" in text and f"passage {evidence_id} ('funding' v1): names the funder" in text
+    listed = await tk.call("list_steps", {"task_name": "funding", "state": "completed"})
+    assert listed.model_dump()["steps"][0]["supports"] == (support,)

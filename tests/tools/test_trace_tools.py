@@ -14,8 +14,11 @@ from evigraph.tools.registry import trace_tool_names
 async def test_task_tools_need_a_project_and_an_agent(tmp_path: Path) -> None:
     async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
         assert not {t.name for t in Toolkit(kb).tools()} & trace_tool_names()
-        with pytest.raises(ToolError, match="both a project and an agent"):
+        with pytest.raises(ToolError, match="given project= but no agent=") as no_agent:
             Toolkit(kb, project="p")
+        assert "pass agent= too" in no_agent.value.hint
+        with pytest.raises(ToolError, match="given agent= but no project="):
+            Toolkit(kb, read_only=False, agent="a")
         with pytest.raises(ToolError, match="project"):
             Toolkit(kb, project="", agent="a")
         reads = {t.name for t in Toolkit(kb, read_only=True, project="p", agent="a").tools()} & trace_tool_names()

@@ -475,11 +475,16 @@ def _decision(
     return {
         "conclusion": conclusion,
         "rationale": rationale,
-        "supports": [s.model_dump() if isinstance(s, BaseModel) else s for s in supports],
+        "supports": support_dicts(supports),
         "assumptions": list(assumptions),
         "open_questions": list(open_questions),
         "request_id": request_id,
     }
+
+
+def support_dicts(supports: Sequence[dict[str, object] | PassageSupport | DecisionSupport]) -> list[dict[str, object]]:
+    """Supports as their input models take them, given as dicts or as the models themselves."""
+    return [s.model_dump() if isinstance(s, BaseModel) else s for s in supports]
 
 
 def _page(found: list[DecisionRecord], limit: int) -> DecisionPage:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evigraph.errors import TaskNotFoundError
 from evigraph.gate import Gate
 from evigraph.kb.core import KnowledgeBaseCore
-from evigraph.kb.decisions import DecisionMethods
+from evigraph.kb.decisions import DecisionMethods, DecisionSupport, PassageSupport, Support, support_dicts
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.decision_search import WordCounts
 from evigraph.store.base import GraphStore
@@ -51,6 +51,8 @@ RequestId = Annotated[
     str, Field(min_length=1, max_length=64, description="a retry with the same id returns the first result")
 ]
 Limit = Annotated[int, Field(ge=1, le=200)]
+MAX_STEP_SUPPORTS = 20
+"""The most supports a step takes (the reference's bound; a decision takes 1 to 20)."""
 MAX_SEQ = 1_000_000_000
 """The highest event number an argument may name; a bound the tools' JSON Schema can state."""
 
@@ -100,6 +102,11 @@ class SetStepInput(StrictInput):
         None, ge=1, le=MAX_SEQ, description="an event of the task that holds the result"
     )
     result_basis: ResultBasis = "unknown"
+    supports: list[Support] | None = Field(
+        None,
+        max_length=MAX_STEP_SUPPORTS,
+        description="what the result rests on, typed as a decision's supports; replaced by each set_step",
+    )
     request_id: RequestId | None = None
 
     @model_validator(mode="after")
@@ -256,15 +263,23 @@ class Traces(DecisionMethods):
         result: str | None = None,
         result_event_seq: int | None = None,
         result_basis: ResultBasis = "unknown",
+        supports: Sequence[dict[str, object] | PassageSupport | DecisionSupport] | None = None,
         request_id: str | None = None,
+        read_digests: Mapping[str, str] | None = None,
     ) -> StepRecord:
-        """Create or update a step; a result given as text is recorded as a note event in the same write."""
+        """Create or update a step; a result given as text is recorded as a note event in the same write.
+
+        `supports` and `read_digests` are a decision's (`record_decision`), checked the same way;
+        each call replaces the step's supports, as it does its other fields."""
         values: dict[str, Any] = {"task_name": task_name, "name": name, "state": state, "kind": kind}
         values |= {"result": result, "result_event_seq": result_event_seq, "result_basis": result_basis}
+        values["supports"] = None if supports is None else support_dicts(supports)
         args = build(SetStepInput, {**values, "request_id": request_id}, _HINT)
-        step = NewStep.model_validate(args.model_dump(include=set(NewStep.model_fields)))
-        note = None if args.result is None else _event("note", args.result, name=args.name)
         store = await self._store(True)
+        resolved = await self._resolve(store, args.supports, read_digests) if args.supports else []
+        fields = args.model_dump(include=set(NewStep.model_fields) - {"supports"})
+        step = NewStep.model_validate({**fields, "supports": resolved})
+        note = None if args.result is None else _event("note", args.result, name=args.name)
         async with self._gate.shared():
             return await store.set_step(
                 self.project, self.agent, args.task_name, step, note, self._request("set_step", args)

@@ -90,17 +90,15 @@ class McpConfig:
         _TOKEN, _SCOPE, _PROJECT, _AGENT, _ALLOW_REJECT; `limits`, the limit flags given, over
         EVIGRAPH_MAX_HITS and the other limits' variables). Writes are served only when asked for: with
         --allow-writes or --files-root (or their variables); asking for writes and for read-only at once
-        is refused. The task tools need a project and an agent, both or neither."""
+        is refused. The task tools need a project and an agent, both or neither; one alone is refused
+        naming the other."""
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
         mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
         project = project or os.environ.get("EVIGRAPH_MCP_PROJECT") or None
         agent = agent or os.environ.get("EVIGRAPH_MCP_AGENT") or None
-        if (project is None) != (agent is None):
-            raise ConfigurationError(
-                "the task tools need both a project and an agent",
-                hint="pass --project P --agent A (or EVIGRAPH_MCP_PROJECT and EVIGRAPH_MCP_AGENT), or neither",
-            )
+        allow_reject = _flag("EVIGRAPH_MCP_ALLOW_REJECT")
+        _check_caller(project, agent, writes=not mode.read_only, allow_reject=allow_reject)
         scope = tuple(s.strip() for s in os.environ.get("EVIGRAPH_MCP_SCOPE", "").split(",") if s.strip())
         chosen_limits = Limits.from_env(**(limits or {}))
         # The server needs the database file itself: forwarding between processes meets beside it.
@@ -121,7 +119,7 @@ class McpConfig:
             overridden=mode.overridden,
             project=project,
             agent=agent,
-            allow_reject=_flag("EVIGRAPH_MCP_ALLOW_REJECT"),
+            allow_reject=allow_reject,
             limits=chosen_limits,
         )
 
@@ -152,6 +150,33 @@ class McpConfig:
         elif self.read_only and isinstance(self.db, Path) and not self.db.exists():
             line += "; no knowledge base there yet (build one with `evigraph ingest`, or serve with --files-root DIR)"
         return line
+
+
+_CALLER = {
+    "project": "--project NAME (or set EVIGRAPH_MCP_PROJECT)",
+    "agent": "--agent NAME (or set EVIGRAPH_MCP_AGENT)",
+}
+
+
+def _check_caller(project: str | None, agent: str | None, *, writes: bool, allow_reject: bool) -> None:
+    """Refuse a start that names half of who records: a server given a project but no agent (or the
+    reverse) would serve no task tools while its operator thinks the agent records its work; with
+    writes on, that work is lost. reject_decision asked for on a writable server needs both too."""
+    served = "a writable server" if writes else "the server"
+    if project is None and agent is None:
+        if writes and allow_reject:
+            raise ConfigurationError(
+                f"EVIGRAPH_MCP_ALLOW_REJECT asks {served} for reject_decision, which needs a project and an "
+                "agent: both are missing",
+                hint=f"pass {_CALLER['project']} and {_CALLER['agent']}, or unset EVIGRAPH_MCP_ALLOW_REJECT",
+            )
+        return
+    if project is None or agent is None:
+        gone, kept, value = ("agent", "project", project) if agent is None else ("project", "agent", agent)
+        raise ConfigurationError(
+            f"{served} was given {kept} {value!r} but no {gone}: the task and decision tools need both",
+            hint=f"pass {_CALLER[gone]}, or leave out the {kept} to serve no task tools",
+        )
 
 
 @dataclass(frozen=True)

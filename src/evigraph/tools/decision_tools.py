@@ -19,11 +19,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import Field
 
-from evigraph.errors import ToolError
 from evigraph.evidence.pack import Section
 from evigraph.kb.decisions import (
     ContinueReviewInput,
-    DecisionSupport,
     GetDecisionInput,
     ListConflictsInput,
     ListDecisionsForReviewInput,
@@ -38,7 +36,7 @@ from evigraph.kb.decisions import (
 )
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.results import ToolResult, next_page
-from evigraph.tools.trace_tools import decision_line, traced_tool, traces_of
+from evigraph.tools.trace_tools import decision_line, read_supports, support_line, traced_tool, traces_of
 from evigraph.trace_records import DecisionRecord, ReviewCause, ReviewProgress, SupportRecord
 
 if TYPE_CHECKING:
@@ -60,10 +58,8 @@ def _cause_line(c: ReviewCause) -> str:
 
 
 def _support_line(s: SupportRecord) -> str:
-    where = f" ({s.document!r} v{s.version})" if s.kind == "passage" else ""
     state = "" if s.current else " [replaced]"
-    note = f": {s.note}" if s.note else ""
-    return f"#{s.ordinal} {s.kind} {s.ref}{where}, {s.origin} by {s.agent}{state}{note}"
+    return f"#{s.ordinal} " + support_line(s, f", {s.origin} by {s.agent}{state}")
 
 
 def _full(d: DecisionRecord) -> list[Section]:
@@ -162,31 +158,6 @@ class ReviewResult(ToolResult):
         return [Section("Newly flagged", list(self.progress.flagged))]
 
 
-def _read_supports(
-    tk: Toolkit, supports: list[PassageSupport | DecisionSupport]
-) -> tuple[list[dict[str, object]], dict[str, str]]:
-    """The supports with each passage named by its evidence id, read in full in this session, and
-    the digest of each passage as it was read, which the knowledge base checks the stored text
-    against (the id alone could name other text in a file whose version numbers were reused)."""
-    out: list[dict[str, object]] = []
-    digests: dict[str, str] = {}
-    for s in supports:
-        if isinstance(s, DecisionSupport):
-            out.append(s.model_dump())
-            continue
-        ref = tk.resolve(s.evidence, "passage")
-        digest = tk.ledger.read_digest(ref)
-        if digest is None:
-            shown = f"[{s.evidence}]" if isinstance(s.evidence, int) else str(ref)
-            raise ToolError(
-                f"{shown} was not read in full in this session; a decision rests only on passages read whole",
-                hint=f"call read_passages on {shown} first (its whole text, not cut by max_chars), then cite it",
-            )
-        out.append({**s.model_dump(), "evidence": str(ref)})
-        digests[str(ref)] = digest
-    return out, digests
-
-
 class _Grounds(TypedDict):
     """What a decision rests on besides its supports, passed alike by record and supersede."""
 
@@ -200,7 +171,7 @@ def _grounds(
     tk: Toolkit, args: RecordDecisionInput | SupersedeDecisionInput
 ) -> tuple[list[dict[str, object]], _Grounds]:
     """The supports as this session read them, and the rest of the decision's grounds."""
-    supports, digests = _read_supports(tk, args.supports)
+    supports, digests = read_supports(tk, args.supports)
     grounds = _Grounds(
         assumptions=args.assumptions,
         open_questions=args.open_questions,
@@ -266,7 +237,7 @@ async def supersede_decision(tk: Toolkit, args: SupersedeDecisionInput) -> Decis
 )
 async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecisionInput) -> DecisionResult:
     passages = [PassageSupport(kind="passage", evidence=e) for e in args.evidence_ids]
-    supports, digests = _read_supports(tk, list(passages))
+    supports, digests = read_supports(tk, list(passages))
     found = await traces_of(tk).reaffirm_decision(
         args.decision_id,
         [str(s["evidence"]) for s in supports],

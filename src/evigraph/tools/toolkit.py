@@ -281,7 +281,11 @@ def _traces(kb: KnowledgeBase, project: str | None, agent: str | None) -> Traces
     if project is None and agent is None:
         return None
     if project is None or agent is None:
-        raise ToolError("the task tools need both a project and an agent", hint="pass project= and agent=, or neither")
+        gone, kept = ("agent", "project") if agent is None else ("project", "agent")
+        raise ToolError(
+            f"the toolkit was given {kept}= but no {gone}=: the task and decision tools need both",
+            hint=f"pass {gone}= too, or leave out {kept}= to offer no task tools",
+        )
     try:
         return kb.traces(project, agent)
     except EvigraphError as exc:

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evigraph.errors import ToolError
 from evigraph.evidence.pack import Section
+from evigraph.kb.decisions import DecisionSupport, PassageSupport
 from evigraph.kb.traces import (
     CreateTaskInput,
     FetchEventInput,
@@ -33,7 +35,15 @@ from evigraph.kb.traces import (
 from evigraph.strict import StrictInput
 from evigraph.tools.definitions import Handler, ToolGroup
 from evigraph.tools.results import ToolResult, next_page
-from evigraph.trace_records import DecisionRecord, EventRecord, EventSummary, StepRecord, StepState, TaskRecord
+from evigraph.trace_records import (
+    DecisionRecord,
+    EventRecord,
+    EventSummary,
+    NewSupport,
+    StepRecord,
+    StepState,
+    TaskRecord,
+)
 
 if TYPE_CHECKING:
     from evigraph.tools.toolkit import Toolkit
@@ -91,6 +101,39 @@ def traces_of(tk: Toolkit) -> Traces:
     return traces
 
 
+def read_supports(
+    tk: Toolkit, supports: list[PassageSupport | DecisionSupport]
+) -> tuple[list[dict[str, object]], dict[str, str]]:
+    """The supports (a decision's or a step's) with each passage named by its evidence id, read in
+    full in this session, and the digest of each passage as it was read, which the knowledge base
+    checks the stored text against (the id alone could name other text in a file whose version
+    numbers were reused)."""
+    out: list[dict[str, object]] = []
+    digests: dict[str, str] = {}
+    for s in supports:
+        if isinstance(s, DecisionSupport):
+            out.append(s.model_dump())
+            continue
+        ref = tk.resolve(s.evidence, "passage")
+        digest = tk.ledger.read_digest(ref)
+        if digest is None:
+            shown = f"[{s.evidence}]" if isinstance(s.evidence, int) else str(ref)
+            raise ToolError(
+                f"{shown} was not read in full in this session; a decision or a step rests only on passages read whole",
+                hint=f"call read_passages on {shown} first (its whole text, not cut by max_chars), then cite it",
+            )
+        out.append({**s.model_dump(), "evidence": str(ref)})
+        digests[str(ref)] = digest
+    return out, digests
+
+
+def support_line(s: NewSupport, extra: str = "") -> str:
+    """A support on one line: what it names, the version read, `extra` (a decision's history), its note."""
+    where = f" ({s.document!r} v{s.version})" if s.kind == "passage" else ""
+    note = f": {s.note}" if s.note else ""
+    return f"{s.kind} {s.ref}{where}{extra}{note}"
+
+
 def _event_line(e: EventSummary) -> str:
     who = " ".join(x for x in (e.role, e.name) if x)
     cut = ", cut" if e.truncated else ""
@@ -99,7 +142,8 @@ def _event_line(e: EventSummary) -> str:
 
 def _step_line(s: StepRecord) -> str:
     result = f", result in event #{s.result_event_seq}" if s.result_event_seq else ""
-    return f"{s.name} [{s.state}, {s.kind}, basis {s.result_basis}]{result} by {s.agent}"
+    supports = f", {len(s.supports)} support(s)" if s.supports else ""
+    return f"{s.name} [{s.state}, {s.kind}, basis {s.result_basis}]{result}{supports} by {s.agent}"
 
 
 class TaskResult(ToolResult):
@@ -205,6 +249,9 @@ class StepResult(ToolResult):
 
     def header(self) -> str:
         return f"step {_step_line(self.step)}"
+
+    def sections(self) -> list[Section]:
+        return [Section("Supports", [support_line(s) for s in self.step.supports])]
 
 
 class StepPageResult(ToolResult):
@@ -318,10 +365,14 @@ async def fetch_event(tk: Toolkit, args: FetchEventInput) -> EventBodyResult:
     "set_step",
     SetStepInput,
     "Create or update a named step of a task; a completed step needs its result, as text (result, recorded "
-    "as a note event) or as the number of an event that holds it (result_event_seq)." + _RETRY + _WHERE,
+    "as a note event) or as the number of an event that holds it (result_event_seq). supports: up to 20 of "
+    "{kind: 'passage', evidence: [n] or evidence_id} (passages read in full with read_passages in this "
+    "session, pinned to the version read) or {kind: 'decision', decision_id} (an active decision), each with "
+    "an optional note; each set_step replaces the step's supports." + _RETRY + _WHERE,
     write=True,
 )
 async def set_step(tk: Toolkit, args: SetStepInput) -> StepResult:
+    supports, digests = read_supports(tk, args.supports) if args.supports is not None else (None, None)
     step = await traces_of(tk).set_step(
         args.task_name,
         args.name,
@@ -330,7 +381,9 @@ async def set_step(tk: Toolkit, args: SetStepInput) -> StepResult:
         result=args.result,
         result_event_seq=args.result_event_seq,
         result_basis=args.result_basis,
+        supports=supports,
         request_id=args.request_id,
+        read_digests=digests,
     )
     return StepResult(step=step)
 

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from tests.store.contract.conftest import StoreFactory, covers
+from tests.store.contract.conftest import ALPHA, StoreFactory, covers
+from tests.store.contract.test_contract_decisions import ALPHA_V2, cites, decision, passage, setup
 
-from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
+from evigraph.errors import (
+    DecisionNotFoundError,
+    DecisionStateError,
+    RequestConflictError,
+    StaleEvidenceError,
+    TaskExistsError,
+    TaskNotFoundError,
+)
 from evigraph.store import GraphStore
 from evigraph.trace_records import NewEvent, NewStep, TraceRequest
+
+MISSING = "00000000-0000-4000-8000-000000000000"
 
 
 def note(text: str) -> NewEvent:
@@ -140,3 +150,32 @@ async def test_traces_are_no_part_of_the_graph(store: GraphStore) -> None:
     await store.set_step("p", "ann", "t", NewStep(name="s", state="in_progress"))
     assert (await store.counts()).documents == 0
     assert not {t.name for t in await store.schema_tables()} & {"TraceTask", "TraceEvent", "TraceStep", "TraceRequest"}
+
+
+@covers("set_step", "list_steps")
+async def test_a_steps_supports_are_checked_pinned_and_replaced_as_a_decisions_are(store: GraphStore) -> None:
+    await setup(store)
+    read = await passage(store, ALPHA.key, 1, note="who designed it")
+    standing = await store.record_decision("p", "ann", decision(read))
+    step = NewStep(name="s", state="completed", result_basis="supported", supports=(read, cites(standing.id)))
+    done = await store.set_step("p", "ann", "t", step, note("the result"))
+    alpha = (await store.get_documents([ALPHA.key]))[ALPHA.key]
+    pinned = read.model_copy(update={"content_hash": alpha.content_hash})
+    assert done.supports == (pinned, cites(standing.id))
+    [listed] = await store.list_steps("p", "t", "completed")
+    assert listed == done
+
+    await store.write_versions([ALPHA_V2])  # the passage read is now of an old version
+    with pytest.raises(StaleEvidenceError, match=f"version {read.version} of 'team/alpha'"):
+        await store.set_step("p", "ann", "t", NewStep(name="s", state="failed", supports=(read,)))
+    with pytest.raises(DecisionNotFoundError):
+        await store.set_step("p", "ann", "t", NewStep(name="s", state="failed", supports=(cites(MISSING),)))
+    superseding = decision(await passage(store, ALPHA.key), supersedes=standing.id)
+    await store.record_decision("p", "ann", superseding)
+    with pytest.raises(DecisionStateError, match="a step can only rest on an active one"):
+        await store.set_step("p", "ann", "t", NewStep(name="s", state="failed", supports=(cites(standing.id),)))
+    assert await store.list_steps("p", "t", "completed") == [done]  # the refused writes changed nothing
+
+    cleared = await store.set_step("p", "bob", "t", NewStep(name="s", state="in_progress"))
+    assert cleared.supports == ()
+    assert (await store.list_steps("p", "t", "in_progress"))[0].supports == ()

@@ -57,11 +57,12 @@ def review_queue(project: str | None, limit: int) -> tuple[Query, Query]:
 
 
 def check_supports(
-    reads: DecisionReads, plan: WritePlan, project: str, supports: Sequence[NewSupport]
+    reads: DecisionReads, plan: WritePlan, project: str, supports: Sequence[NewSupport], subject: str = "decision"
 ) -> list[NewSupport]:
     """The supports with their documents' content hashes; a passage read from a version no longer
     current, or a decision that does not stand, is refused. The versions are required again by
-    `plan`, for a backend whose checks and writes are not one transaction."""
+    `plan`, for a backend whose checks and writes are not one transaction. `subject` names what
+    rests on them (a decision, a step) in the errors."""
     docs = [s.document for s in supports if s.kind == "passage" and s.document is not None]
 
     def versions() -> dict[str, tuple[int, str]]:
@@ -81,7 +82,7 @@ def check_supports(
     def refused() -> None:
         check(versions())
         raise StaleEvidenceError(
-            "a document a passage support was read from changed while the decision was written",
+            f"a document a passage support was read from changed while the {subject} was written",
             hint="search again and read the current passage with read_passages, then cite it",
         )
 
@@ -96,7 +97,7 @@ def check_supports(
             raise missing_decision(project, ref)
         if found[ref].state != "active":
             raise DecisionStateError(
-                f"decision {ref} is {found[ref].state}; a decision can only rest on an active one",
+                f"decision {ref} is {found[ref].state}; a {subject} can only rest on an active one",
                 hint="cite an active decision (search_decisions), or the evidence itself",
             )
     return [

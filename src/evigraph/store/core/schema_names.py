@@ -35,6 +35,10 @@ TRACE_TASK, TRACE_EVENT, TRACE_STEP, TRACE_REQUEST = "TraceTask", "TraceEvent", 
 """An agent's tasks, events and steps, and the saved results of its requests (`store/traces.py`).
 Keyed by project inside the id, so no look-up reaches another project's rows."""
 
+STEP_SUPPORTS = "supports"
+"""The step column holding its supports as JSON (`NewStep.supports`): read and written only with
+their step, so kept in its row; a decision's have rows of their own, which review finds."""
+
 TRACE_DECISION, TRACE_SUPPORT, TRACE_REVIEW = "TraceDecision", "TraceSupport", "TraceReview"
 """Decisions, the supports they rest on (every one ever given, `current` or replaced), and the
 queue of flagged decisions whose dependents are still to be flagged (`store/embedded/decisions.py`)."""

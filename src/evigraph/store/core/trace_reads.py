@@ -6,6 +6,7 @@ transaction; one query under a project lock) stays with it."""
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,13 +15,14 @@ from typing import TypeVar
 from evigraph.errors import TaskNotFoundError
 from evigraph.store.core.decision_reads import DecisionReads, Times
 from evigraph.store.core.reader import Rows
-from evigraph.store.core.schema_names import TRACE_EVENT, TRACE_STEP, TRACE_TASK, trace_key
+from evigraph.store.core.schema_names import STEP_SUPPORTS, TRACE_EVENT, TRACE_STEP, TRACE_TASK, trace_key
 from evigraph.trace_records import (
     DecisionRecord,
     DecisionState,
     DecisionText,
     EventRecord,
     EventSummary,
+    NewStep,
     StepRecord,
     StepState,
     SupportRecord,
@@ -40,6 +42,12 @@ STEP_FIELDS = (
 )
 
 
+def step_supports_json(step: NewStep) -> str:
+    """How a step's supports are stored; "[]" rather than null, which a server's merge would skip,
+    keeping the supports an earlier `set_step` gave."""
+    return json.dumps([s.model_dump(mode="json") for s in step.supports])
+
+
 def missing_task(project: str, name: str) -> TaskNotFoundError:
     return TaskNotFoundError(
         f"project {project!r} has no task {name!r}", hint="create it with create_task first, or check the name"
@@ -52,6 +60,8 @@ class TraceReads:
 
     read: Rows
     times: Times
+    step_supports: bool = True
+    """False on a read-only open of a file written before steps had supports: none to read."""
 
     def task(self, project: str, name: str) -> TaskRecord | None:
         rows = self.read(f"MATCH (t:{TRACE_TASK} {{id: $id}}) RETURN {TASK_FIELDS}", {"id": trace_key(project, name)})
@@ -90,12 +100,18 @@ class TraceReads:
 
     def steps(self, project: str, task: str, state: StepState, after_name: str | None, limit: int) -> list[StepRecord]:
         found = self.existing_task(project, task)
+        fields = f"{STEP_FIELDS}, s.{STEP_SUPPORTS} AS supports" if self.step_supports else STEP_FIELDS
         rows = self.read(
             f"MATCH (s:{TRACE_STEP}) WHERE s.task = $task AND s.state = $state AND s.name > $after "
-            f"RETURN {STEP_FIELDS} ORDER BY s.name LIMIT $limit",
+            f"RETURN {fields} ORDER BY s.name LIMIT $limit",
             {"task": trace_key(project, found.name), "state": state, "after": after_name or "", "limit": limit},
         )
-        return [StepRecord.model_validate(self.times(r, "updated_at")) for r in rows]
+        return [
+            StepRecord.model_validate(
+                {**self.times(r, "updated_at"), "supports": json.loads(r.get("supports") or "[]")}
+            )
+            for r in rows
+        ]
 
 
 class TraceReadOps(ABC):

@@ -18,15 +18,16 @@ from pydantic import BaseModel
 
 from evigraph.errors import RequestConflictError, TaskExistsError, TaskNotFoundError
 from evigraph.store.core.decision_reads import DecisionReads
-from evigraph.store.core.decision_writes import reaffirm, record, reject
+from evigraph.store.core.decision_writes import check_supports, reaffirm, record, reject
 from evigraph.store.core.schema_names import (
+    STEP_SUPPORTS,
     TRACE_EVENT,
     TRACE_REQUEST,
     TRACE_STEP,
     TRACE_TASK,
     trace_key,
 )
-from evigraph.store.core.trace_reads import TraceReads
+from evigraph.store.core.trace_reads import TraceReads, step_supports_json
 from evigraph.store.core.write_plan import WritePlan, utc_now
 from evigraph.trace_records import (
     DecisionRecord,
@@ -142,11 +143,16 @@ class TraceWriteOps(ABC):
                     f"task {task!r} has no event {seq} (its last is {found.events})",
                     hint="record the result with record_event first and pass its seq",
                 )
+            supports = (
+                check_supports(write.decisions, write.plan, project, step.supports, "step") if step.supports else []
+            )
             done = StepRecord.model_validate(
                 {**step.model_dump(), "result_event_seq": seq, "agent": agent, "updated_at": utc_now()}
+                | {"supports": supports}
             )
             ids = {"id": trace_key(project, task, step.name), "task": trace_key(project, task)}
-            write.plan.merge(TRACE_STEP, [{**done.model_dump(), **ids}])
+            row = {**done.model_dump(exclude={"supports"}), **ids, STEP_SUPPORTS: step_supports_json(done)}
+            write.plan.merge(TRACE_STEP, [row])
             return done
 
         return await self._requested(project, request, StepRecord, work)

@@ -17,6 +17,7 @@ from evigraph.store.core.schema_names import (
     EXTRACTION_CACHE,
     EXTRACTION_SOURCE,
     META_TABLE,
+    STEP_SUPPORTS,
     TRACE_DECISION,
     TRACE_EVENT,
     TRACE_REQUEST,
@@ -39,6 +40,7 @@ __all__ = [
     "EXTRACTION_CACHE",
     "EXTRACTION_SOURCE",
     "META_TABLE",
+    "STEP_SUPPORTS",
     "TRACE_DECISION",
     "TRACE_EVENT",
     "TRACE_REQUEST",
@@ -101,7 +103,7 @@ DDL = (
         at TIMESTAMP, payload STRING, chars INT64, sha256 STRING, truncated BOOLEAN)""",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_STEP}(
         id STRING PRIMARY KEY, task STRING, name STRING, state STRING, kind STRING, result_basis STRING,
-        result_event_seq INT64, agent STRING, updated_at TIMESTAMP)""",
+        result_event_seq INT64, agent STRING, updated_at TIMESTAMP, supports STRING)""",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_REQUEST}(
         id STRING PRIMARY KEY, fingerprint STRING, result STRING, at TIMESTAMP)""",
     f"""CREATE NODE TABLE IF NOT EXISTS {TRACE_DECISION}(
@@ -132,11 +134,12 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Chunk", "sentence_vectors", "FLOAT[][]"),
     ("Entity", "embedding", "FLOAT[]"),
     ("Chunk", CONTEXT_COLUMN, "STRING"),
+    (TRACE_STEP, STEP_SUPPORTS, "STRING"),
 )
 """(table, column, type) added after schema version 1 shipped: graph ranking's bridge sentences and
-name vectors, then contextual chunks' contexts. A writable open adds what a file lacks (`ALTER
-TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like any passage
-without one) or a re-ingest (contexts)."""
+name vectors, then contextual chunks' contexts, then steps' supports. A writable open adds what a
+file lacks (`ALTER TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like
+any passage without one) or a re-ingest (contexts); a step set before has no supports."""
 
 RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("RELATES", "source_chunks", "STRING"),

@@ -64,7 +64,9 @@ from evigraph.store.embedded.schema import (
     META_TABLE,
     NODE_TABLES,
     SCHEMA_VERSION,
+    STEP_SUPPORTS,
     TABLES,
+    TRACE_STEP,
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
 from evigraph.store.index_files import SUFFIX, IndexFiles, prefetch_numpy
@@ -119,6 +121,7 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
         self._journal = ChangeJournal()
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
+        self._step_supports = True  # False on a read-only open of a file from before steps' supports
         self._cypher_slots = Slots()
         self._cypher_workers: CypherWorkers | None = None
         self._cypher_budget: cypher_run.MemoryBudget | None = None
@@ -191,9 +194,10 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
                     if self._refusal is None:  # else `compact` leaves them behind as it copies
                         drop_retired_indexes(tx)
                 else:
-                    missing = {column for _, column, _ in missing_columns(tx)}
-                    self._ranking_columns = not missing - {CONTEXT_COLUMN}
-                    self._context_column = CONTEXT_COLUMN not in missing
+                    missing = {(table, column) for table, column, _ in missing_columns(tx)}
+                    self._ranking_columns = not missing - {("Chunk", CONTEXT_COLUMN), (TRACE_STEP, STEP_SUPPORTS)}
+                    self._context_column = ("Chunk", CONTEXT_COLUMN) not in missing
+                    self._step_supports = (TRACE_STEP, STEP_SUPPORTS) not in missing
                 return
         if not tables <= TABLES:
             raise NotAKnowledgeBaseError(

@@ -44,6 +44,7 @@ class EmbeddedTraceOps(TraceReadOps, TraceWriteOps):
     """The traces section of `EmbeddedStore`, kept apart so the store module stays a wiring."""
 
     read_only: bool
+    _step_supports: bool
 
     @property
     def executor(self) -> Executor:
@@ -53,7 +54,7 @@ class EmbeddedTraceOps(TraceReadOps, TraceWriteOps):
         def read(tx: Tx) -> T:
             if not self._traced(tx):  # the file predates traces: no trace to read, as on a graph without one
                 return work(TraceReads(_no_rows, as_utc), DecisionReads(_no_rows, _DECISIONS, _SUPPORTS, as_utc))
-            return work(trace_reads(tx), decision_reads(tx))
+            return work(TraceReads(tx.rows, as_utc, self._step_supports), decision_reads(tx))
 
         return await self.executor.read(read)
 

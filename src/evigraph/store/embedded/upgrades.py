@@ -46,8 +46,11 @@ def drop_retired_indexes(tx: Tx) -> None:
 
 
 def missing_columns(tx: Tx) -> list[tuple[str, str, str]]:
-    names = _columns(tx, {table for table, _, _ in ADDED_COLUMNS})
-    return [(t, c, k) for t, c, k in ADDED_COLUMNS if c not in names[t]]
+    """The added columns a file lacks, in the tables it has: a table it lacks (a file from before
+    traces, opened read-only) is read as empty, and created whole on a writable open."""
+    tables = {r["name"] for r in tx.rows("CALL SHOW_TABLES() RETURN name")}
+    names = _columns(tx, {table for table, _, _ in ADDED_COLUMNS} & tables)
+    return [(t, c, k) for t, c, k in ADDED_COLUMNS if t in names and c not in names[t]]
 
 
 def lists_to_retype(tx: Tx) -> list[tuple[str, str, str]]:
