@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,25 +21,29 @@ from starlette.types import ASGIApp
 
 from evigraph.api.bodies import ApiError, ApiProblem, JsonBody, problem_response
 from evigraph.api.catalog import Catalog
-from evigraph.api.config import ServeConfig
+from evigraph.api.config import STATIC, ServeConfig
 from evigraph.api.guard import secure
 from evigraph.api.routes import Routes
 from evigraph.serving.backend import LocalBackend
 
-STATIC = Path(__file__).resolve().parent / "static"
 log = logging.getLogger("evigraph.api")
 
 
 def build_app(config: ServeConfig, catalog: Catalog, mcp_backend: LocalBackend | None = None) -> ASGIApp:
-    """The whole app; with `mcp_backend`, MCP (streamable HTTP) is served at /mcp over that backend."""
-    routes: list[BaseRoute] = [Routes(catalog, token=bool(config.token)).mount()]
+    """The whole app: the REST routes and the web UI unless `config.rest` is off, and with
+    `config.with_mcp` MCP (streamable HTTP) at `config.mcp_path`, over `mcp_backend` when one
+    knowledge base is served, else over the catalog's, chosen per request as REST chooses them."""
+    routes: list[BaseRoute] = [Routes(catalog, token=bool(config.token)).mount()] if config.rest else []
     session_manager = None
-    if mcp_backend is not None:
-        from evigraph.mcp.server import build_server
+    if config.with_mcp:
+        from evigraph.mcp.server import build_routing_server, build_server
         from evigraph.mcp.transports import streamable_app
 
-        server = build_server(mcp_backend)
-        routes += streamable_app(server, config.host, config.port).routes
+        if mcp_backend is not None:
+            server = build_server(mcp_backend)
+        else:
+            server = build_routing_server(catalog.backend_for, catalog.tool_names())
+        routes += streamable_app(server, config.host, config.port, config.mcp_path).routes
         session_manager = server.session_manager
 
     @contextlib.asynccontextmanager
@@ -51,7 +54,8 @@ def build_app(config: ServeConfig, catalog: Catalog, mcp_backend: LocalBackend |
         async with session_manager.run():  # the MCP sessions' task group lives as long as the server
             yield
 
-    routes.append(Mount("/", app=StaticFiles(directory=STATIC, html=True), name="ui"))
+    if config.rest:
+        routes.append(Mount("/", app=StaticFiles(directory=STATIC, html=True), name="ui"))
     app = Starlette(
         routes=routes,
         lifespan=lifespan,

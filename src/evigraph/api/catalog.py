@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evigraph.api.bodies import ApiError, ApiProblem
-from evigraph.errors import EvigraphError
+from evigraph.errors import EvigraphError, ToolError
 from evigraph.evidence.ledger import Forgotten
 from evigraph.kb import embedded_files
 from evigraph.mcp.main import McpConfig, local_backend
@@ -133,6 +133,36 @@ class Catalog:
                 self._open.move_to_end(name)  # used until now: the most recently used
             if len(self._open) > self.max_open:
                 await self._trim()
+
+    @contextlib.asynccontextmanager
+    async def backend_for(self, request: Request | None) -> AsyncIterator[LocalBackend]:
+        """`select` for MCP, whose clients read errors as text: a request that names no served
+        knowledge base is refused with a `ToolError` whose hint lists the names to send."""
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                if request is None:  # a transport without HTTP requests: only a lone knowledge base is chosen
+                    raise ApiProblem(400, ApiError(error="no request to choose a knowledge base by", hint=CHOOSE))
+                _, backend = await stack.enter_async_context(self.select(request))
+            except ApiProblem as exc:
+                names = ", ".join(exc.body.available or self.names()) or "none yet"
+                raise ToolError(
+                    exc.body.error,
+                    hint=f"send the X-Evigraph-Db header (or ?db=NAME in the URL) naming one of: {names}",
+                ) from None
+            yield backend
+
+    def tool_names(self) -> list[str]:
+        """The tools a knowledge base served with these options offers, for the MCP server's guide,
+        sent before a client has chosen one: the registry's, less the writes on a read-only
+        server and the task tools without a project and an agent."""
+        from evigraph.tools.registry import load_tools, trace_tool_names
+
+        traces = self.toolkit.project is not None and self.toolkit.agent is not None
+        return [
+            name
+            for name, tool in load_tools().items()
+            if not (tool.write and self.toolkit.read_only) and (traces or name not in trace_tool_names())
+        ]
 
     def resolve(self, raw: str | None) -> str:
         """The served name `raw` selects, or the default; else an ApiProblem saying what exists."""

@@ -19,12 +19,14 @@ from evigraph.api.catalog import MAX_OPEN
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError
 from evigraph.mcp.main import McpConfig
-from evigraph.mcp.transports import MCP_PATH
+from evigraph.mcp.transports import MCP_PATH, mcp_path_of
 from evigraph.serving.sessions import bounds_from_env
 
 DEFAULT_PORT = 8471
 MAX_OPEN_ENV = "EVIGRAPH_SERVE_MAX_OPEN"
 _SHOWN_NAMES = 10
+STATIC = Path(__file__).resolve().parent / "static"
+"""The web UI's files, served at /."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class ServeConfig:
     with_mcp: bool = False
     max_open: int = MAX_OPEN
     """With --db-dir: knowledge bases kept open at once (`evigraph.api.catalog`)."""
+    mcp_path: str = MCP_PATH
+    """Where MCP is served (--mcp-path)."""
+    rest: bool = True
+    """The REST API and the web UI; off for `evigraph mcp --db-dir`, which serves MCP alone."""
 
     @property
     def host(self) -> str:
@@ -59,6 +65,8 @@ class ServeConfig:
         cors_origins: tuple[str, ...] | list[str] = (),
         with_mcp: bool = False,
         max_open: int | None = None,
+        mcp_path: str | None = None,
+        rest: bool = True,
         **toolkit: Any,
     ) -> ServeConfig:
         """`toolkit` are `McpConfig.from_env`'s options (db, read_only, allow_writes, files_root, host,
@@ -66,11 +74,7 @@ class ServeConfig:
         contradictions are refused."""
         if toolkit.get("db") is not None and db_dir is not None:
             raise ConfigurationError("--db and --db-dir both name what to serve", hint="give one of them")
-        if with_mcp and db_dir is not None:
-            raise ConfigurationError(
-                "--with-mcp serves one knowledge base, and --db-dir serves a folder of them",
-                hint="use --with-mcp with --db FILE, or run `evigraph mcp --db FILE` beside this server",
-            )
+        path = _mcp_path(mcp_path, with_mcp=with_mcp)
         bounds_from_env()  # refused at start, not at the first request that opens a knowledge base
         folder = _folder(db_dir) if db_dir is not None else None
         if folder is not None:
@@ -79,7 +83,8 @@ class ServeConfig:
         options = McpConfig.from_env(**toolkit, transport="http")
         if token:
             options = dataclasses.replace(options, token=token)
-        return cls(options, folder, tuple(_origin(o) for o in cors_origins), with_mcp, _max_open(max_open))
+        origins = tuple(_origin(o) for o in cors_origins)
+        return cls(options, folder, origins, with_mcp, _max_open(max_open), path, rest)
 
     def describe(self, names: list[str]) -> str:
         """The line said on stderr at start: what is served, and what the tools may do to it."""
@@ -90,14 +95,26 @@ class ServeConfig:
         else:
             db = self.toolkit.db
             where = display_name(str(db)) if isinstance(db, Path) else db.display
-        return f"evigraph serve on {where}: {self.toolkit.mode()}"
+        return f"evigraph {'serve' if self.rest else 'mcp'} on {where}: {self.toolkit.mode()}"
 
     def urls(self) -> str:
         """Where clients connect, said at start."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         base = f"http://{host}:{self.port}"
+        mcp = f"MCP (streamable HTTP) at {base}{self.mcp_path}"
+        if self.folder is not None and self.with_mcp:
+            mcp += ", choosing a knowledge base by the X-Evigraph-Db header or ?db=NAME"
+        if not self.rest:
+            return f"serving {mcp}"
         line = f"serving the REST API at {base}/api (OpenAPI: {base}/api/openapi.json), the web UI at {base}/"
-        return line + (f", MCP (streamable HTTP) at {base}{MCP_PATH}" if self.with_mcp else "")
+        return line + (f", {mcp}" if self.with_mcp else "")
+
+
+def _mcp_path(text: str | None, *, with_mcp: bool) -> str:
+    """--mcp-path, clear of the REST API's and the web UI's own paths."""
+    if text is not None and not with_mcp:
+        raise ConfigurationError("--mcp-path says where MCP is served, and MCP is not", hint="add --with-mcp")
+    return mcp_path_of(text, taken={"api", *(f.name for f in STATIC.iterdir())})
 
 
 def _max_open(flag: int | None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from evigraph.cli.common import flag_values
 from evigraph.cli.options import ENGINES, Verbs
@@ -25,37 +26,49 @@ import for a parser; `tests/cli/test_cli_dispatch.py` holds them equal."""
 
 def add_parsers(verbs: Verbs) -> None:
     parser = verbs.add("mcp", run=mcp, opens_kb=False)
-    parser.add_argument("--db", default=None, help="knowledge base file (default: $EVIGRAPH_DB or ./evigraph.db)")
+    _where(
+        parser,
+        "with --transport http, serve every NAME.db file in DIR, each opened on first use; a client "
+        "chooses one with the X-Evigraph-Db header (or ?db=NAME in its URL)",
+    )
     _toolkit_options(parser, verbs.wanted("mcp"))
     parser.add_argument("--transport", default="stdio", choices=TRANSPORTS)
     parser.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=MCP_PORT, help=f"port for http/sse (default {MCP_PORT})")
+    _mcp_path_option(parser, "with --transport http: the path MCP is served at (default /mcp)")
     _serve_parser(verbs)
 
 
-def _serve_parser(verbs: Verbs) -> None:
-    """`evigraph serve`: the toolkit over REST, the web UI, and MCP at /mcp with --with-mcp."""
-    serve_parser = verbs.add("serve", run=serve, opens_kb=False)
-    where = serve_parser.add_mutually_exclusive_group()
+def _where(parser: argparse.ArgumentParser, folder_help: str) -> None:
+    """--db, or --db-dir with --max-open: one knowledge base, or a folder of them."""
+    where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--db",
         default=None,
         help="knowledge base: a file, or falkordb://host:port/GRAPH (default: $EVIGRAPH_DB, else ./evigraph.db)",
     )
-    where.add_argument(
-        "--db-dir",
-        default=None,
-        metavar="DIR",
-        help="serve every NAME.db file in DIR, each opened on first use; requests choose one with ?db=NAME or "
-        "the X-Evigraph-Db header",
-    )
-    serve_parser.add_argument(
+    where.add_argument("--db-dir", default=None, metavar="DIR", help=folder_help)
+    parser.add_argument(
         "--max-open",
         type=int,
         default=None,
         metavar="N",
         help="with --db-dir: keep at most N knowledge bases open, closing the least recently used idle one "
         f"(default: $EVIGRAPH_SERVE_MAX_OPEN, else {MAX_OPEN}; each holds its page cache and indexes in memory)",
+    )
+
+
+def _mcp_path_option(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument("--mcp-path", default=None, metavar="PATH", help=text)
+
+
+def _serve_parser(verbs: Verbs) -> None:
+    """`evigraph serve`: the toolkit over REST, the web UI, and MCP at /mcp with --with-mcp."""
+    serve_parser = verbs.add("serve", run=serve, opens_kb=False)
+    _where(
+        serve_parser,
+        "serve every NAME.db file in DIR, each opened on first use; requests choose one with ?db=NAME or the "
+        "X-Evigraph-Db header",
     )
     _toolkit_options(serve_parser, verbs.wanted("serve"))
     serve_parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -75,8 +88,12 @@ def _serve_parser(verbs: Verbs) -> None:
         "the web UI at / needs none)",
     )
     serve_parser.add_argument(
-        "--with-mcp", action="store_true", help="also serve MCP (streamable HTTP) at /mcp on the same knowledge base"
+        "--with-mcp",
+        action="store_true",
+        help="also serve MCP (streamable HTTP) at /mcp on the same knowledge base (with --db-dir, on the one each "
+        "request names)",
     )
+    _mcp_path_option(serve_parser, "with --with-mcp: the path MCP is served at (default /mcp)")
 
 
 def _toolkit_options(parser: argparse.ArgumentParser, wanted: bool) -> None:
@@ -129,13 +146,41 @@ async def mcp(args: argparse.Namespace) -> int:
     EVIGRAPH_MCP_READ_ONLY, EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required off loopback), EVIGRAPH_MCP_SCOPE,
     EVIGRAPH_MCP_PROJECT, EVIGRAPH_MCP_AGENT, EVIGRAPH_EMBEDDER, and the limits' EVIGRAPH_MAX_HITS, ...,
     EVIGRAPH_READ_DEADLINE_SECONDS; flags win over them."""
+    import dataclasses
+
+    from evigraph.errors import ConfigurationError
     from evigraph.mcp.main import McpConfig, serve
+    from evigraph.mcp.transports import mcp_path_of
 
     async def start() -> None:
         toolkit = flag_values(args, TOOLKIT_FLAGS)
-        await serve(McpConfig.from_env(**toolkit, transport=args.transport, limits=_limit_flags(args)))
+        if args.db_dir is not None:
+            await _serve_folder(args, toolkit)
+            return
+        if args.max_open is not None:
+            raise ConfigurationError("--max-open bounds a folder's open knowledge bases", hint="add --db-dir DIR")
+        if args.mcp_path is not None and args.transport != "http":
+            raise ConfigurationError("--mcp-path is where streamable HTTP is served", hint="add --transport http")
+        config = McpConfig.from_env(**toolkit, transport=args.transport, limits=_limit_flags(args))
+        await serve(dataclasses.replace(config, mcp_path=mcp_path_of(args.mcp_path)))
 
     return await _serving(args, start)
+
+
+async def _serve_folder(args: argparse.Namespace, toolkit: dict[str, Any]) -> None:
+    """`evigraph mcp --db-dir`: `evigraph serve`'s folder of knowledge bases, with MCP alone."""
+    from evigraph.api.config import ServeConfig
+    from evigraph.api.main import serve as run
+    from evigraph.errors import ConfigurationError
+
+    if args.transport != "http":
+        raise ConfigurationError(
+            f"--db-dir serves a folder over streamable HTTP, where each client names its knowledge base; "
+            f"{args.transport} serves one",
+            hint="add --transport http, or serve one knowledge base with --db FILE",
+        )
+    extra = {"db_dir": args.db_dir, "max_open": args.max_open, "limits": _limit_flags(args), "mcp_path": args.mcp_path}
+    await run(ServeConfig.from_flags(**toolkit, **extra, with_mcp=True, rest=False))
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -155,6 +200,7 @@ async def serve(args: argparse.Namespace) -> int:
             "cors_origins": args.cors_origin,
             "max_open": args.max_open,
             "limits": _limit_flags(args),
+            "mcp_path": args.mcp_path,
         }
         await run(ServeConfig.from_flags(**flag_values(args, TOOLKIT_FLAGS), **extra, with_mcp=args.with_mcp))
 

@@ -23,6 +23,7 @@ from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.limits import DEFAULT_LIMITS, Limits
 from evigraph.masking import credential_secrets
+from evigraph.mcp.transports import MCP_PATH
 from evigraph.serving.backend import LocalBackend
 from evigraph.serving.forwarding import ForwardingListener, RemoteBackend, forward_options
 
@@ -69,6 +70,8 @@ class McpConfig:
     """Serve reject_decision, a person's override (EVIGRAPH_MCP_ALLOW_REJECT=yes); needs writes and a project."""
     limits: Limits = DEFAULT_LIMITS
     """The operator's limits (--max-hits, EVIGRAPH_MAX_HITS, ... see `evigraph.limits`)."""
+    mcp_path: str = MCP_PATH
+    """Where streamable HTTP is served (--mcp-path)."""
 
     @classmethod
     def from_env(
@@ -291,7 +294,8 @@ async def serve(config: McpConfig) -> None:
     print(config.describe(backend.served_pid if isinstance(backend, RemoteBackend) else None), file=sys.stderr)
     if config.transport != "stdio":
         kind = "streamable HTTP" if config.transport == "http" else "SSE"
-        print(f"serving MCP over {kind} at {served_url(config.transport, config.host, config.port)}", file=sys.stderr)
+        url = served_url(config.transport, config.host, config.port, config.mcp_path)
+        print(f"serving MCP over {kind} at {url}", file=sys.stderr)
     try:
         if config.transport == "stdio":
             from evigraph.mcp.stdio import serve_stdio
@@ -314,8 +318,11 @@ async def serve_over_http(config: McpConfig, backend: LocalBackend | RemoteBacke
     from evigraph.mcp.transports import http_app, serve_http, sse_app
 
     server = build_server(backend)
-    make_app = http_app if config.transport == "http" else sse_app
-    await serve_http(make_app(server, config.host, config.port, config.token), config.host, config.port)
+    if config.transport == "http":
+        app = http_app(server, config.host, config.port, config.token, config.mcp_path)
+    else:
+        app = sse_app(server, config.host, config.port, config.token)
+    await serve_http(app, config.host, config.port)
 
 
 def configure_logging() -> None:

@@ -9,8 +9,12 @@ the stdio one (`evigraph.mcp.stdio`), which speaks the protocol without the SDK.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from evigraph.errors import EvigraphError
 from evigraph.mcp.instructions import build_instructions
 from evigraph.serving.backend import Reply
 from evigraph.serving.sessions import client_key
@@ -52,25 +56,54 @@ def server_instructions(specs: list[ToolSpec]) -> str:
     return build_instructions([s.name for s in specs])
 
 
+Pick = Callable[[Any], AbstractAsyncContextManager[Backend]]
+"""The backend one HTTP request is served by (the Starlette request, None on a transport without
+one): a served folder's knowledge base, chosen by the request's `X-Evigraph-Db` header or `?db=`.
+Choosing none it can serve raises an `EvigraphError` whose message and hint go to the client."""
+
+
 def build_server(backend: Backend) -> Any:
     """A low-level `mcp.server.Server` serving `backend`'s tools."""
-    from mcp.server import Server
-    from mcp_types import CallToolResult, ListToolsResult, Tool
 
-    specs = backend.specs()
-    tools = [Tool.model_validate(tool_listing(s)) for s in specs]
+    @contextlib.asynccontextmanager
+    async def fixed(request: Any) -> AsyncIterator[Backend]:
+        yield backend
+
+    return build_routing_server(fixed, [s.name for s in backend.specs()])
+
+
+def build_routing_server(pick: Pick, guide_tools: Collection[str]) -> Any:
+    """A low-level `mcp.server.Server` whose every request is served by the backend `pick` chooses
+    for it, so one server serves a folder of knowledge bases, each client the one it names; the
+    instructions, sent once at the handshake, guide through `guide_tools`."""
+    from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS, CallToolResult, ListToolsResult, Tool
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
-        return ListToolsResult(tools=tools)
+        try:
+            async with pick(ctx.request) as backend:
+                specs = backend.specs()
+        except EvigraphError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=_said(exc)) from None
+        return ListToolsResult(tools=[Tool.model_validate(tool_listing(s)) for s in specs])
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
-        reply = await backend.call(client_key(ctx.request), params.name, params.arguments)
+        try:
+            async with pick(ctx.request) as backend:
+                reply = await backend.call(client_key(ctx.request), params.name, params.arguments)
+        except EvigraphError as exc:
+            return CallToolResult.model_validate({"content": [{"type": "text", "text": _said(exc)}], "isError": True})
         return CallToolResult.model_validate(call_result(reply))
 
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=server_instructions(specs),
+        instructions=build_instructions(guide_tools),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+
+
+def _said(exc: EvigraphError) -> str:
+    return f"{exc.message} (hint: {exc.hint})" if exc.hint else exc.message

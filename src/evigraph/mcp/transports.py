@@ -13,9 +13,10 @@ import contextlib
 import hmac
 import ipaddress
 import logging
+import re
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from evigraph.errors import ConfigurationError
@@ -119,14 +120,14 @@ async def _no_discover(ctx: Any, params: Any) -> Any:
     raise MCPError(code=METHOD_NOT_FOUND, message="Method not found")
 
 
-def http_app(server: Any, host: str, port: int, token: str | None) -> Any:
-    """Streamable HTTP at /mcp, behind the token when there is one."""
-    app = streamable_app(server, host, port)
+def http_app(server: Any, host: str, port: int, token: str | None, path: str = MCP_PATH) -> Any:
+    """Streamable HTTP at `path`, behind the token when there is one."""
+    app = streamable_app(server, host, port, path)
     return BearerAuth(app, token) if token else app
 
 
-def streamable_app(server: Any, host: str, port: int) -> Any:
-    """The Starlette app serving streamable HTTP at /mcp, with the Host and Origin checks; no token.
+def streamable_app(server: Any, host: str, port: int, path: str = MCP_PATH) -> Any:
+    """The Starlette app serving streamable HTTP at `path`, with the Host and Origin checks; no token.
 
     `server/discover` is refused, so clients that can fall back (the SDK's `mode="auto"`) use the
     session handshake and send an `mcp-session-id`: on the stateless protocol a client is only
@@ -137,7 +138,7 @@ def streamable_app(server: Any, host: str, port: int) -> Any:
 
     server.add_request_handler("server/discover", RequestParams, _no_discover)
     return server.streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=security_settings(host, port), host=host
+        streamable_http_path=path, transport_security=security_settings(host, port), host=host
     )
 
 
@@ -165,10 +166,29 @@ def sse_app(server: Any, host: str, port: int, token: str | None) -> Any:
 SSE_PATH = "/sse"
 
 
-def served_url(transport: str, host: str, port: int) -> str:
+def served_url(transport: str, host: str, port: int, mcp_path: str = MCP_PATH) -> str:
     """Where a client connects: what `evigraph mcp` prints at start, as the README's configs use it."""
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{MCP_PATH if transport == 'http' else SSE_PATH}"
+    return f"http://{shown}:{port}{mcp_path if transport == 'http' else SSE_PATH}"
+
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+
+def mcp_path_of(text: str | None, taken: Collection[str] = ()) -> str:
+    """--mcp-path as served: an absolute path of plain segments (a client config names it as is),
+    whose first segment is none of `taken` (the paths a server serves beside MCP)."""
+    if text is None:
+        return MCP_PATH
+    path = "/" + text.strip().strip("/")
+    segments = path[1:].split("/")
+    if path == "/" or segments[0] in taken or not all(_SEGMENT.fullmatch(s) for s in segments):
+        clear = f", clear of {', '.join('/' + t for t in sorted(taken))}" if taken else ""
+        raise ConfigurationError(
+            f"--mcp-path {text!r} cannot be where MCP is served",
+            hint=f"give a path such as {MCP_PATH} or /agents/mcp (letters, digits, '-', '_', '.'){clear}",
+        )
+    return path
 
 
 def check_port_free(host: str, port: int) -> None:

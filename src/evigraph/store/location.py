@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -33,6 +33,7 @@ FALKORDB_PORT = 6379
 FALKORDB_GRAPH = "evigraph"
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _CREDENTIALS = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 _FORMS = "a file path, kuzu:///abs/path.db, ladybug:///abs/path.db or falkordb://host:port/graph"
 
@@ -63,6 +64,22 @@ class StoreLocation:
     @property
     def embedded(self) -> bool:
         return self.path is not None
+
+    def for_tenant(self, tenant: str) -> StoreLocation:
+        """Tenant `tenant`'s own knowledge base beside this one: the graph `<graph>__<tenant>` on the
+        same server, or the file `<stem>__<tenant><suffix>` in the same folder; one rule, so every
+        process serving a tenant finds the same one, and no tenant's name can reach another's."""
+        if not _TENANT.fullmatch(tenant):
+            raise ConfigurationError(
+                f"{tenant!r} is not a tenant name",
+                hint="use letters, digits, '-' and '_' (up to 64, starting with a letter or digit), e.g. acme",
+            )
+        if self.path is not None:
+            path = self.path.with_name(f"{self.path.stem}__{tenant}{self.path.suffix}")
+            return replace(self, path=path, display=self.display.replace(str(self.path), str(path)))
+        graph = f"{self.graph}__{tenant}"
+        display = self.display.replace(f":{self.port}/{self.graph}", f":{self.port}/{graph}", 1)
+        return replace(self, graph=graph, display=display)
 
     @classmethod
     def parse(cls, db: str | os.PathLike[str] | StoreLocation | None = None) -> StoreLocation:

@@ -38,7 +38,7 @@ from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
     from evigraph.ingest.files_root import FilesRoot
-    from evigraph.kb import KnowledgeBase
+    from evigraph.kb import KnowledgeBase, StoreLocation
     from evigraph.kb.traces import Traces
 
 FinalizePolicy = Literal["manual", "on_write", "never"]
@@ -60,6 +60,7 @@ class _Shared:
     allow_reject: bool = False
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
+    owns_kb: bool = False  # made by `for_tenant`: the toolkit closes its knowledge base
 
 
 class Toolkit:
@@ -116,6 +117,41 @@ class Toolkit:
             allow_reject=allow_reject,
         )
         self.ledger = EvidenceLedger(ledger_capacity)
+
+    @classmethod
+    def for_tenant(cls, db: str | os.PathLike[str] | StoreLocation, tenant: str, **options: Any) -> Toolkit:
+        """A toolkit on tenant `tenant`'s own knowledge base beside `db` (`StoreLocation.for_tenant`:
+        the graph `<graph>__<tenant>` on a FalkorDB server, or the file `<stem>__<tenant>.db`), so a
+        service serving many tenants never hands one tenant's call another's graph. `options` are
+        the toolkit's (read_only, project, ...) and the knowledge base's (embedder, llm, ...). The
+        toolkit owns that knowledge base: close it with `aclose()` or `async with`."""
+        import inspect
+
+        from evigraph.kb import KnowledgeBase, StoreLocation
+
+        own = set(inspect.signature(cls.__init__).parameters) - {"self", "kb"}
+        kb_options = {k: v for k, v in options.items() if k not in own}
+        unknown = sorted(set(kb_options) - set(inspect.signature(KnowledgeBase.__init__).parameters))
+        if unknown:
+            raise ToolError(
+                f"unknown option(s) for for_tenant: {', '.join(unknown)}",
+                hint="pass Toolkit options (read_only, project, agent, ...) or KnowledgeBase ones (embedder, llm, ...)",
+            )
+        kb = KnowledgeBase(StoreLocation.parse(db).for_tenant(tenant), **kb_options)
+        toolkit = cls(kb, **{k: v for k, v in options.items() if k in own})
+        toolkit._shared.owns_kb = True
+        return toolkit
+
+    async def aclose(self) -> None:
+        """Close the knowledge base this toolkit owns (`for_tenant`); one it was given stays open."""
+        if self._shared.owns_kb:
+            await self._shared.kb.close()
+
+    async def __aenter__(self) -> Toolkit:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- sessions and specs ------------------------------------------------------------------
 
