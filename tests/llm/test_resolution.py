@@ -129,3 +129,20 @@ async def test_pairs_are_sent_in_batches(tmp_path: Path, replay_server: ReplaySe
     assert len(requests) == 2 and report.resolution is not None
     assert (report.resolution.rejected, report.resolution.merged) == (2, 0)
     assert report.resolution.llm is not None and report.resolution.llm.calls == 2
+
+
+async def test_the_finalize_tool_runs_the_llm_resolver_within_the_operators_pairs(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    from evigraph import Toolkit
+
+    requests, replay_server.answer = judge({frozenset(("Marta Oliveira", "Marta Olivera"))})  # type: ignore[assignment]
+    async with await ingested(tmp_path, llm) as kb:
+        tk = Toolkit(kb, plan_limits={"finalize_resolvers": ["exact", "fuzzy", "llm"], "max_llm_pairs": 1})
+        result = (await tk.call("finalize", {"resolver": "llm"})).model_dump()
+        assert result["resolver"] == "llm" and result["candidates"] == 2
+        assert result["unjudged"] == 1  # the second pair is over the operator's one
+        assert len(requests) == 1 and result["llm_tokens"] == 99
+        sent = _PAIR.findall(requests[0].messages[-1]["content"].split("Pairs:")[1])
+        assert len(sent) == 1  # one pair asked; the model said "different" for it, so nothing merged
+        assert result["merged"] == 0

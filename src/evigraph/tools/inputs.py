@@ -57,6 +57,16 @@ class NoInput(ToolInput):
     pass
 
 
+class FinalizeInput(ToolInput):
+    resolver: str | None = Field(
+        None,
+        max_length=40,
+        description="how to merge entities of the whole graph that are one thing: exact (the default: nothing "
+        "beyond ingest's exact match, free), fuzzy (typos, initials, acronyms; local, seconds) or llm (the "
+        "knowledge base's LLM confirms candidate pairs, costs tokens); only those the operator allows",
+    )
+
+
 class SearchPassagesInput(ToolInput):
     query: Query = Field(description="plain words; query syntax has no effect")
     mode: Mode = Field("hybrid", description="lexical (BM25), semantic (vectors) or hybrid (both, fused)")

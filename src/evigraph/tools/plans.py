@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evigraph.errors import ConfigurationError
+from evigraph.errors import ConfigurationError, ToolError
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
 from evigraph.ingest.resolution import RESOLVERS
 from evigraph.strategies import Registry
 from evigraph.tools.inputs import PlanRule
+
+if TYPE_CHECKING:
+    from evigraph.ingest.graph_resolution import GraphResolver
+    from evigraph.providers.llms import LLM
 
 KB_DEFAULT = "default"
 """A plan slot left to the knowledge base's own strategy (what `evigraph ingest` would use)."""
@@ -38,6 +42,16 @@ DEFAULT_MAX_LLM_TOKENS = 200_000
 """An ingest call's LLM ceiling unless the operator sets one: a few hundred passages' extraction."""
 
 
+DEFAULT_MAX_LLM_PAIRS = 500
+"""Pairs an agent's finalize may send to the LLM unless the operator says otherwise: 32 calls of 16."""
+
+
+def _graph_resolvers() -> Registry[Any]:
+    from evigraph.ingest.graph_resolution import GRAPH_RESOLVERS
+
+    return GRAPH_RESOLVERS
+
+
 class PlanLimits(BaseModel):
     """What an agent's ingest plan may pick; keys left out keep their cheap value."""
 
@@ -51,6 +65,13 @@ class PlanLimits(BaseModel):
         DEFAULT_MAX_LLM_TOKENS,
         ge=0,
         description="LLM tokens (input + output) one ingest call may spend, whatever the agent asks; None: no ceiling",
+    )
+    finalize_resolvers: tuple[str, ...] = Field(
+        default_factory=lambda: _graph_resolvers().cheap_names(),
+        description="resolvers the finalize tool may run over the whole graph (exact and fuzzy unless allowed more)",
+    )
+    max_llm_pairs: int = Field(
+        DEFAULT_MAX_LLM_PAIRS, ge=1, description="candidate pairs an LLM resolver may judge in one finalize call"
     )
 
 
@@ -67,12 +88,38 @@ def plan_limits_from(overrides: dict[str, Any] | None) -> PlanLimits:
         unknown = [a for a in allowed if a not in PLAN_KINDS[kind].names()]
         if unknown:
             raise ConfigurationError(f"plan_limits names unknown {kind}(s): {', '.join(unknown)}", hint=_limits_hint())
+    if unknown := [r for r in limits.finalize_resolvers if r not in _graph_resolvers().names()]:
+        raise ConfigurationError(
+            f"plan_limits names unknown finalize resolver(s): {', '.join(unknown)}", hint=_limits_hint()
+        )
     return limits
 
 
+def finalize_resolver(name: str | None, limits: PlanLimits, llm: LLM | None) -> GraphResolver:
+    """The resolver an agent's finalize runs: one the operator allows, an LLM one held to its pairs."""
+    registry = _graph_resolvers()
+    chosen = name or "exact"
+    if chosen not in registry.names():
+        raise ToolError(f"unknown resolver {chosen!r}", hint=f"choose one of {registry.choices}")
+    if chosen not in limits.finalize_resolvers:
+        raise ToolError(
+            f"resolver {chosen!r} is not allowed here",
+            hint=f"allowed: {', '.join(limits.finalize_resolvers)}; the operator allows more with "
+            f"plan_limits={{'finalize_resolvers': [...]}}",
+        )
+    from evigraph.ingest.graph_resolution import graph_resolver_by_name
+
+    resolver = graph_resolver_by_name(chosen, llm=llm if chosen == "llm" else None)
+    if hasattr(resolver, "max_pairs"):
+        resolver.max_pairs = min(resolver.max_pairs, limits.max_llm_pairs)
+    return resolver
+
+
 def _limits_hint() -> str:
-    return "keys: chunkers, extractors, resolvers, max_chunks, max_llm_tokens; " + "; ".join(
-        f"{kind}s: {registry.choices}" for kind, registry in PLAN_KINDS.items()
+    kinds = [*(f"{kind}s: {registry.choices}" for kind, registry in PLAN_KINDS.items())]
+    kinds.append(f"finalize_resolvers: {_graph_resolvers().choices}")
+    return "keys: chunkers, extractors, resolvers, max_chunks, max_llm_tokens, finalize_resolvers, max_llm_pairs; " + (
+        "; ".join(kinds)
     )
 
 

@@ -43,14 +43,14 @@ from evigraph.surrogates import escaped
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import (
     DeleteDocumentInput,
+    FinalizeInput,
     IngestInput,
-    NoInput,
     PreviewFilesInput,
     SetOntologyInput,
     UpsertEntitiesInput,
     UpsertRelationsInput,
 )
-from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options, llm_ceiling
+from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options, finalize_resolver, llm_ceiling
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -377,24 +377,44 @@ def _pruned_hint(pruned: PruneReport, files: list[str]) -> str | None:
 class FinalizeResult(ToolResult):
     embedded: int = 0
     themes: int = 0
+    resolver: str = "exact"
+    merged: int = Field(0, description="entities folded into another that is the same thing")
+    candidates: int = Field(0, description="candidate pairs the resolver considered")
+    unjudged: int = Field(0, description="candidates left undecided: over the pair limit or in a failed LLM call")
+    llm_tokens: int = Field(0, description="LLM tokens (input + output) judging the pairs cost")
 
     def header(self) -> str:
-        return f"finalized: {self.embedded} passages embedded, {self.themes} themes"
+        merged = f"; {self.resolver} resolution merged {self.merged} of {self.candidates} candidate pairs"
+        left = f" ({self.unjudged} left undecided)" if self.unjudged else ""
+        spent = f", {self.llm_tokens:,} LLM tokens" if self.llm_tokens else ""
+        return f"finalized: {self.embedded} passages embedded, {self.themes} themes{merged}{left}{spent}"
 
 
 @TOOLS.tool(
     "finalize",
-    NoInput,
-    "After a batch of ingests: embed passages that have no vector yet and recompute themes (communities). "
+    FinalizeInput,
+    "After a batch of ingests: embed passages that have no vector yet, merge entities that are one thing "
+    "(resolver: exact, fuzzy or llm, as the operator allows), and recompute themes (communities). "
     "Call it once after the last ingest of a batch, not after each.",
     write=True,
     destructive=True,
     available=lambda tk: tk.shared.finalize_policy == "manual",
 )
-async def finalize(tk: Toolkit, args: NoInput) -> FinalizeResult:
-    report = await tk.kb.finalize()
+async def finalize(tk: Toolkit, args: FinalizeInput) -> FinalizeResult:
+    resolver = finalize_resolver(args.resolver, tk.shared.plan_limits, tk.kb.llm if args.resolver == "llm" else None)
+    report = await tk.kb.finalize(resolver=resolver)
     tk.shared.finalize_owed = False
-    return FinalizeResult(embedded=report.embedded, themes=report.themes)
+    r = report.resolution
+    spent = (r.llm.input_tokens + r.llm.output_tokens) if r is not None and r.llm is not None else 0
+    return FinalizeResult(
+        embedded=report.embedded,
+        themes=report.themes,
+        resolver=args.resolver or "exact",
+        merged=r.merged if r else 0,
+        candidates=r.candidates if r else 0,
+        unjudged=r.unjudged if r else 0,
+        llm_tokens=spent,
+    )
 
 
 class PreviewResult(ToolResult):
