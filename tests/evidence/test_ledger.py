@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from evigraph.errors import ConfigurationError
-from evigraph.evidence.items import EntityItem, PassageItem, RelationItem, Source
+from evigraph.evidence.items import EntityItem, PassageItem, PassageText, RelationItem, Source
 from evigraph.evidence.ledger import (
     RECORD_BYTES,
     EvidenceLedger,
@@ -192,3 +192,24 @@ def test_a_forgotten_sessions_numbers_are_never_reused_and_say_why() -> None:
         "(sessions idle for 2 h are forgotten)"
     )
     assert ledger.forgotten_numbers([41, 99]) is None and EvidenceLedger().forgotten_numbers([1]) is None
+
+
+def test_a_passage_keeps_the_version_it_was_read_from_when_a_snippet_records_it_again() -> None:
+    where = Source(document_key="note", title="Note", path="note.md", start=0, end=40)
+    ledger = EvidenceLedger()
+    read = PassageText(id="c:2:0", text="The whole passage, as read_passages gave it.", source=where)
+    read.version, read.content_hash = 2, "ab" * 32
+    ledger.cite("read_passages", [read])
+    snippet = PassageItem(id="c:2:0", text="The whole passage", source=where, partial=True)
+    ledger.cite("search_passages", [snippet])
+    rec = ledger.get(read.n)
+    assert rec is not None and snippet.n == read.n
+    assert rec.source == where and rec.version == 2 and rec.content_hash == "ab" * 32
+    assert ledger.bytes > ledger_without_source_bytes(rec.content)
+
+
+def ledger_without_source_bytes(content: str) -> int:
+    """What the same record costs without where its passage lives: the source is counted too."""
+    bare = EvidenceLedger()
+    bare.record("passage:c:2:0", "search_passages", "passage", content)
+    return bare.bytes

@@ -22,8 +22,8 @@ from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.kb.answers import NOT_FOUND_TEXT, SYSTEM_PROMPT, WEAK_NOTE, AnswerInput, judge
 from evigraph.providers.llms import OpenAICompatibleLLM, Usage
 from evigraph.tools.answer_tools import AnswerResult
+from evigraph.tools.citation_tools import CitationResult
 from evigraph.tools.passage_tools import RetrieveResult
-from evigraph.tools.session_tools import CitationResult
 
 QUESTION = "Who leads ReefWatch?"
 LEADS = "Ana Costa leads ReefWatch"

@@ -35,7 +35,7 @@ QUESTION = "Who founded Harbor Lab?"
 READ_TOOLS = {
     *("retrieve", "search_passages", "read_passages", "navigate_document", "status", "get_ontology"),
     *("search_entities", "explore_relationships", "search_themes", "cypher_query", "get_context"),
-    *("source_status", "check_citations"),
+    *("source_status", "check_citations", "render_citations"),
 }
 DESTRUCTIVE_TOOLS = {"ingest", "set_ontology", "finalize", "delete_document", "upsert_entities", "upsert_relations"}
 FILES_ROOT_TOOLS = {"preview_files", "ingest_code"}

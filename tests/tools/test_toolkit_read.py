@@ -28,6 +28,7 @@ from evigraph.evidence.items import EntityItem
 from evigraph.evidence.render import entity_adds
 from evigraph.models import SourceState
 from evigraph.providers.tokenizers import default_tokenizer
+from evigraph.tools.citation_tools import CitationResult
 from evigraph.tools.graph_tools import (
     CypherResult,
     EntitySearchResult,
@@ -42,7 +43,7 @@ from evigraph.tools.passage_tools import (
     PassageSearchResult,
     RetrieveResult,
 )
-from evigraph.tools.session_tools import CitationResult, ContextResult, SourceStatusResult
+from evigraph.tools.session_tools import ContextResult, SourceStatusResult
 
 FOUNDING = "Dr. Ingrid Halvorsen founded Acme Robotics Corp in 2011 with Lars Berg."
 

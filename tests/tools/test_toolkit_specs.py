@@ -30,6 +30,7 @@ READ_TOOLS = {
     "get_context",
     "source_status",
     "check_citations",
+    "render_citations",
 }
 WRITE_TOOLS = {
     "set_ontology",
@@ -65,7 +66,11 @@ SENT: dict[str, list[dict[str, Any]]] = {
     ],
     "get_context": [{"evidence": [1, 2, 9999], "max_tokens": 120}],
     "source_status": [{"document_key": "file:acme.md"}],
-    "check_citations": [{"answer": "Acme Robotics Corp builds warehouse machines [1-3]."}],
+    "check_citations": [
+        {"answer": "Acme Robotics Corp builds warehouse machines [1-3]."},
+        {"evidence": [1, "passage:abc:1:0", "[2]"], "strict": True},
+    ],
+    "render_citations": [{"answer": "Acme builds machines [1, 2].", "evidence": ["entity:x"], "strict": False}],
     "set_ontology": [
         {
             "entities": [{"label": "Person", "properties": ["role"]}, {"label": "Städte", "description": "cities"}],
@@ -113,6 +118,8 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("cypher_query", {"query": "MATCH (n) RETURN n", "limit": 0}),
     ("get_context", {"evidence": []}),
     ("check_citations", {"answer": ""}),
+    ("check_citations", {"evidence": [0]}),
+    ("render_citations", {"evidence": list(range(1, 22))}),
     ("status", {"verbose": True}),
     ("set_ontology", {"entities": [{"label": "Person", "colour": "red"}]}),
     ("set_ontology", {"relations": [{"label": "R", "patterns": [["A", "B", "C"]]}]}),

@@ -1,6 +1,7 @@
 """Evidence: the items reads return, their ids, the per-session ledger that numbers them, how
-they are rendered and packed into a budget, and how a draft's `[n]` citations are checked
-against them (`citations`). Everything that shows or cites evidence uses this."""
+they are rendered and packed into a budget, how a draft's `[n]` citations are checked
+against them (`citations`), and what each cited number or evidence id is worth as a citation
+(`cited`). Everything that shows or cites evidence uses this."""
 
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
 from evigraph.evidence.items import (

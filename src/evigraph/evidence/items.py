@@ -67,6 +67,9 @@ class PassageText(PassageItem):
     """A passage read in full (or up to a bound), with the line a human cites it by."""
 
     citation: str = Field("", description="title, path and location, ready to cite")
+    version: int = Field(0, description="the version of its document the text was read from")
+    content_hash: str | None = Field(None, description="content hash of that document version (as source_status)")
+    current: bool = Field(True, description="whether that version was the document's current one when read")
 
 
 class EntityItem(Item):

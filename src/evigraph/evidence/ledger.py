@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.ids import KINDS, EvidenceId
-from evigraph.evidence.items import EntityItem, Item, PassageItem, PerKind, RelationItem, ThemeItem
+from evigraph.evidence.items import EntityItem, Item, PassageItem, PassageText, PerKind, RelationItem, Source, ThemeItem
 
 # What a number can point at: the evidence kinds, plus "fact" (a relation returned as a fact);
 # checked so a typo cannot create a kind no reader expects.
@@ -31,6 +31,11 @@ RECORD_BYTES = 1_300
 the ledger's two entries). Measured with tracemalloc over 2,000 records of real `retrieve`
 results: 1,308 B on musique and on 2wikimultihopqa, whose records took 2,095 and 2,014 B in all
 (a full ledger: about 4.2 MB)."""
+
+SOURCE_BYTES = 1_100
+"""Memory a passage record's `source` takes beyond its strings (the model, its field dict and its
+breadcrumbs list): tracemalloc over 2,000 `Source`s with two breadcrumbs gave 1,220 B each, their
+unique document keys included. `RECORD_BYTES` was measured before records kept it."""
 
 REREAD_HINT = (
     "run the reads again (retrieve, search_passages, read_passages, ...) to get new numbers for the evidence, "
@@ -85,6 +90,9 @@ class EvidenceRecord(BaseModel):
     read_digest: str | None = Field(
         None, description="`passage_digest` of the item as that reply showed it whole: what a decision checks"
     )
+    source: Source | None = Field(None, description="where a passage lives: what its citation names")
+    version: int | None = Field(None, description="the document version a reply of this session read the passage from")
+    content_hash: str | None = Field(None, description="content hash of that document version")
 
 
 def passage_content(item: PassageItem) -> str:
@@ -181,15 +189,40 @@ class EvidenceLedger:
         for item in items:
             item.n = 0  # the line is kept without its number: a number can change, the text cannot
             content = content_of(item)
-            if content.strip():
-                item.n = self.record(item.ref, tool, kind or item.KIND, content, line_of(item))
+            if not content.strip():
+                continue
+            source = item.source if isinstance(item, PassageItem) else None
+            version, content_hash = (item.version, item.content_hash) if isinstance(item, PassageText) else (None, None)
+            item.n = self.record(
+                item.ref,
+                tool,
+                kind or item.KIND,
+                content,
+                line_of(item),
+                source=source,
+                version=version,
+                content_hash=content_hash,
+            )
 
-    def record(self, evidence_id: EvidenceId | str, tool: str, kind: str, content: str, line: str = "") -> int:
+    def record(
+        self,
+        evidence_id: EvidenceId | str,
+        tool: str,
+        kind: str,
+        content: str,
+        line: str = "",
+        *,
+        source: Source | None = None,
+        version: int | None = None,
+        content_hash: str | None = None,
+    ) -> int:
         """Number `evidence_id` (reusing its live number if it has one) and return the number.
 
         A re-recorded item keeps its number but takes the newest `tool`, `kind` and `content`,
         since the latest reply is what the agent has in front of it. Empty content is refused:
-        a citation of empty text could never be checked, so it must not get a number.
+        a citation of empty text could never be checked, so it must not get a number. The version
+        a passage was read from is kept when a later snippet (which names none) records it again:
+        a passage id belongs to one document version, so the snippet shows the same one.
         """
         if kind not in EVIDENCE_KINDS:
             raise ValueError(f"unknown evidence kind {kind!r}; expected one of {sorted(EVIDENCE_KINDS)}")
@@ -212,6 +245,9 @@ class EvidenceLedger:
                 line=line,
                 read_in_full=before is not None and before.read_in_full,
                 read_digest=before.read_digest if before is not None else None,
+                source=source or (before.source if before is not None else None),
+                version=version if version is not None else (before.version if before is not None else None),
+                content_hash=content_hash or (before.content_hash if before is not None else None),
             )
             self._records[n] = record
             change = _size(record) - (_size(before) if before is not None else 0)
@@ -327,5 +363,9 @@ class EvidenceLedger:
 
 
 def _size(record: EvidenceRecord) -> int:
-    strings = (record.evidence_id, record.content, record.line, record.read_digest)
-    return RECORD_BYTES + sum(sys.getsizeof(s) for s in strings if s is not None)
+    strings = [record.evidence_id, record.content, record.line, record.read_digest, record.content_hash]
+    size = RECORD_BYTES
+    if (where := record.source) is not None:
+        strings += [where.document_key, where.title, where.path, *where.breadcrumbs]
+        size += SOURCE_BYTES
+    return size + sum(sys.getsizeof(s) for s in strings if s is not None)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from evigraph.display import display_name, display_text, one_line
+from evigraph.evidence.cited import Cited
 from evigraph.evidence.items import EntityItem, PassageItem, PerKind, RelationItem, Source, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.models import DEFAULT_RELATION_TYPE
@@ -48,15 +49,35 @@ def where(source: Source | None) -> str:
     return display_text(label)  # a file name must not start a line of its own, such as a forged [n]
 
 
-def citation_line(source: Source) -> str:
-    """A human citation: title, path and location, ready to paste under an answer."""
+def citation_line(source: Source, version: int | None = None) -> str:
+    """A human citation: title, path, the document version when known, and location, ready to
+    paste under an answer."""
     parts = [source.title or source.document_key]
     if source.path:
         parts.append(source.path)
+    if version:
+        parts.append(f"version {version}")
     if source.page is not None:
         parts.append(f"p. {source.page}")
     parts.append(f"chars {source.start}-{source.end}")
     return display_text(", ".join(parts))
+
+
+def source_list(cited: Sequence[Cited]) -> str:
+    """A markdown source list: one `- [n] ...` item per cited piece of evidence, in the order
+    given. A passage names its document's title, path, version and location, and says when that
+    version is no longer current; other evidence reads as it did in replies. Recorded text is
+    folded onto its line, so a title cannot forge another item."""
+    return "\n".join(f"- [{c.n}] {cited_source(c)}" for c in cited if c.n)
+
+
+def cited_source(c: Cited) -> str:
+    if c.source is None:
+        return one_line(f"{c.kind}: {c.line}")
+    text = citation_line(c.source, c.version)
+    if c.current is False:
+        text += " (document deleted)" if c.now_version is None else f" (superseded by version {c.now_version})"
+    return text
 
 
 def passage_line(p: PassageItem) -> str:

@@ -35,6 +35,8 @@ def build_instructions(tools: Collection[str]) -> str:
     steps.append("Answer briefly and cite every claim with its [n].")
     if "check_citations" in tools:
         steps.append("Always run check_citations on your draft before replying, and fix what it reports.")
+    if "render_citations" in tools:
+        steps.append("To list your sources under the answer, pass the draft to render_citations.")
     lines += [f"{i}. {step}" for i, step in enumerate(steps, start=1)]
     write_steps = []
     if "set_ontology" in tools:

@@ -69,6 +69,7 @@ async def navigate(store: GraphStore, passage: str, relation: Relation, limit: i
         )
     anchor = anchors[0]
     picked = neighbourhood(anchor, await store.document_passages(anchor.document), relation)
+    document = (await store.get_documents([anchor.document])).get(anchor.document)
     result = Navigation(anchor=passage, relation=relation, found=len(picked))
     budget = max_chars
     for hit in picked:
@@ -78,7 +79,7 @@ async def navigate(store: GraphStore, passage: str, relation: Relation, limit: i
         if budget <= 0:
             result.truncated, result.truncation_reason = True, "max_chars"
             break
-        item = passage_text(hit, budget)
+        item = passage_text(hit, budget, document)
         budget -= len(item.text)
         result.items.append(item)
     return result

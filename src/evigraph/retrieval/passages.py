@@ -17,7 +17,7 @@ from evigraph.errors import ConfigurationError
 from evigraph.evidence.items import PassageItem, PassageText
 from evigraph.evidence.render import citation_line
 from evigraph.limits import DEFAULT_LIMITS
-from evigraph.models import PassageHit
+from evigraph.models import PassageHit, StoredDocument
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.fusion import rrf
 from evigraph.retrieval.hits import passage_item, source_of
@@ -114,11 +114,22 @@ class PassageRead(BaseModel):
     missing: list[str] = Field(default_factory=list, description="ids that name no current passage")
 
 
-def passage_text(hit: PassageHit, max_chars: int) -> PassageText:
+def passage_text(hit: PassageHit, max_chars: int, document: StoredDocument | None) -> PassageText:
+    """The passage as read, with the document version it belongs to: a citation names the version,
+    so a reader can tell whether the text it quotes is still what the document says. `document`
+    is the document's current version (None: the document is gone)."""
     text = hit.text[:max_chars]
     source = source_of(hit)
+    current = document is not None and document.version == hit.version
     return PassageText(
-        id=hit.id, text=text, partial=len(text) < len(hit.text), source=source, citation=citation_line(source)
+        id=hit.id,
+        text=text,
+        partial=len(text) < len(hit.text),
+        source=source,
+        citation=citation_line(source),
+        version=hit.version,
+        content_hash=document.content_hash if current and document is not None else None,
+        current=current,
     )
 
 
@@ -126,13 +137,14 @@ async def read_passages(store: GraphStore, ids: Sequence[str], max_chars: int) -
     """The stored text of each passage (up to `max_chars`), in the order asked, and the ids not found."""
     wanted = list(dict.fromkeys(ids))
     found = {h.id: h for h in await store.passages_by_ids(wanted)}
+    documents = await store.get_documents(list(dict.fromkeys(h.document for h in found.values())))
     result = PassageRead()
     for cid in wanted:
         hit = found.get(cid)
         if hit is None:
             result.missing.append(cid)
         else:
-            result.passages.append(passage_text(hit, max_chars))
+            result.passages.append(passage_text(hit, max_chars, documents.get(hit.document)))
     return result
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from evigraph.evidence.ids import EvidenceRef
 from evigraph.ingest.chunking import ChunkerName
@@ -133,8 +133,25 @@ class SourceStatusInput(ToolInput):
     )
 
 
-class CheckCitationsInput(ToolInput):
-    answer: str = Field(min_length=1, max_length=100_000, description="the draft answer with [n] citations")
+class CitationsInput(ToolInput):
+    """What check_citations and render_citations take: a draft's `[n]`, evidence cited directly
+    (numbers or evidence ids, as a decision or a report outside a draft cites them), or both."""
+
+    answer: str | None = Field(None, min_length=1, max_length=100_000, description="a draft answer with [n] citations")
+    evidence: Annotated[list[EvidenceRef], LimitedBy("max_fetch_ids")] = Field(
+        default_factory=list,
+        max_length=DEFAULT_LIMITS.max_fetch_ids,
+        description="evidence numbers or evidence ids cited (besides the answer's [n]), each given a verdict",
+    )
+    strict: bool = Field(
+        False, description="only passages read whole by read_passages in this session are citable, not snippets"
+    )
+
+    @model_validator(mode="after")
+    def _something_cited(self) -> CitationsInput:
+        if self.answer is None and not self.evidence:
+            raise ValueError("give the answer whose [n] to take, or the evidence (numbers or ids) cited, or both")
+        return self
 
 
 # -- write tools -----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ def load_tools() -> dict[str, Tool]:
     if _JOINED is None:
         from evigraph.tools import (
             answer_tools,
+            citation_tools,
             code_tools,
             decision_tools,
             graph_tools,
@@ -30,6 +31,7 @@ def load_tools() -> dict[str, Tool]:
             graph_tools.TOOLS,
             passage_tools.TOOLS,
             session_tools.TOOLS,
+            citation_tools.TOOLS,
             write_tools.TOOLS,
             code_tools.TOOLS,
             trace_tools.TOOLS,

@@ -1,4 +1,4 @@
-"""Tools over the session and sources: re-packing evidence, source status, citation checking."""
+"""Tools over the session and sources: re-packing evidence, source status."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from evigraph.evidence.citations import check_citations as run_check
 from evigraph.evidence.ledger import REREAD_HINT
 from evigraph.evidence.pack import Section, pack_sections
 from evigraph.evidence.render import numbers_shown
 from evigraph.models import SourceState
 from evigraph.providers.tokenizers import default_tokenizer
 from evigraph.tools.definitions import ToolGroup
-from evigraph.tools.inputs import CheckCitationsInput, GetContextInput, SourceStatusInput
+from evigraph.tools.inputs import GetContextInput, SourceStatusInput
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -105,49 +104,4 @@ async def source_status(tk: Toolkit, args: SourceStatusInput) -> SourceStatusRes
     result = SourceStatusResult(document_key=args.document_key, **record.model_dump(exclude={"key"}))
     if result.state == SourceState.unknown:
         result.hint = "keys of files read through the toolkit are 'file:' + the path under the files root"
-    return result
-
-
-class CitationResult(ToolResult):
-    grounded: bool
-    answer: str
-    cited: list[int] = Field(default_factory=list)
-    invalid: list[int] = Field(default_factory=list)
-    sources: list[dict[str, Any]] = Field(default_factory=list)
-    uncited: list[str] = Field(default_factory=list)
-    unsupported: list[dict[str, Any]] = Field(default_factory=list)
-
-    def header(self) -> str:
-        verdict = "grounded" if self.grounded else "NOT grounded"
-        return f"{verdict}; cited {self.cited or 'nothing valid'}" + (
-            f"; invalid {self.invalid}" if self.invalid else ""
-        )
-
-    def sections(self) -> list[Section]:
-        return [
-            Section("Uncited claims (add [n] or drop them)", list(self.uncited)),
-            Section(
-                "Unsupported (the cited evidence lacks these)",
-                [f"{u['sentence']} -- missing: {', '.join(u['missing'])}" for u in self.unsupported],
-            ),
-            Section("Answer with invalid numbers removed", [self.answer] if self.invalid else []),
-        ]
-
-
-@TOOLS.tool(
-    "check_citations",
-    CheckCitationsInput,
-    "Check a draft answer before replying: every [n] ([3], [1, 4], [1-3]) must be evidence returned in this "
-    "session. Returns grounded, the valid and invalid numbers (invalid ones removed from the answer), the "
-    "cited evidence, sentences stating a figure or name without their own [n], and cited sentences whose "
-    "figures or names the cited evidence lacks. A sentence saying the graph lacks something needs no [n].",
-)
-async def check_citations(tk: Toolkit, args: CheckCitationsInput) -> CitationResult:
-    check = run_check(args.answer, tk.ledger)
-    result = CitationResult(**check.model_dump())
-    expired = tk.ledger.forgotten_numbers(result.invalid)
-    if expired is not None:
-        result.hint = f"{expired}: {REREAD_HINT}"
-    elif not result.grounded:
-        result.hint = "cite evidence numbers returned in this session, or say what the knowledge base does not hold"
     return result
