@@ -33,7 +33,7 @@ def test_off_loopback_without_a_token_it_does_not_start(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--db-dir", "{tmp}", "--with-mcp"], ["--with-mcp serves one knowledge base"]),
+        (["--db-dir", "{tmp}", "--mcp-path", "/m"], ["--mcp-path says where MCP is served", "--with-mcp"]),
         (["--db-dir", "{tmp}/missing"], ["is not a folder"]),
         (["--cors-origin", "*"], ["is not an origin", "http://localhost:5173"]),
         (["--cors-origin", "http://localhost:5173/app"], ["is not an origin"]),

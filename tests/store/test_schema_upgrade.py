@@ -13,7 +13,6 @@ from evigraph.errors import StoreError
 from evigraph.store import connect
 from evigraph.store.embedded.schema import (
     ADDED_COLUMNS,
-    FTS_INDEXES,
     RETIRED_FTS_INDEXES,
     RETYPED_COLUMNS,
     VERSION_SEQ,
@@ -217,7 +216,7 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Pat
         assert {h.document for h in await store.search_passages("Babbage")} == {ALPHA.key}
         await store.write_versions([ALPHA.model_copy(update={"content_hash": "again"})])
         assert [h.id for h in await store.search_code("backoff failure")] == [DELAY]
-    assert _indexes(path) == set(FTS_INDEXES) == set()  # a knowledge base keeps no full-text index now
+    assert _indexes(path) == set()  # a knowledge base keeps no full-text index now
 
     async with connect(path) as store:  # nor does compacting an old file bring them back
         compacted = await store.compact()

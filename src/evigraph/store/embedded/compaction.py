@@ -16,9 +16,9 @@ on disk (`compact` after the arrow):
 The engine's settings give nothing back: `compression` is on by default (off, the 200 notes took
 61 MB fresh); a larger `checkpoint_threshold` makes a big ingest smaller but slower (see
 `EmbeddedStore`). So compaction copies every row into a new file (`table_copy`), builds the
-full-text indexes once over the copied rows, counts every table in the new file after its
-checkpoint, and only then renames it over the old one: a failure at any step removes the new
-file and leaves the old one as it was.
+indexes the old file had (a current release makes none) once over the copied rows, counts every
+table in the new file after its checkpoint, and only then renames it over the old one: a failure
+at any step removes the new file and leaves the old one as it was.
 
 The store must hold the file for writing: that proves no other process has it open (the engine
 locks the file, read-only opens too). Between closing the old database and the rename, this
@@ -51,7 +51,7 @@ from evigraph.store.embedded.creation import (
     sidecars,
 )
 from evigraph.store.embedded.executor import Executor, Statements, Tx
-from evigraph.store.embedded.schema import DDL, FTS_INDEXES, META_TABLE, RETIRED_FTS_INDEXES
+from evigraph.store.embedded.schema import DDL, META_TABLE, RETIRED_FTS_INDEXES
 from evigraph.store.embedded.table_copy import Table, copy_table, count_rows, read_tables, retyped
 
 COMPACT_SUFFIX = ".compacting"
@@ -217,8 +217,7 @@ def _copy_rows(source: Tx, target: Tx, report: _Reporter) -> _Copied:
         for r in source.rows("CALL SHOW_INDEXES() RETURN index_name AS name, index_definition AS text")
         if r["name"] not in RETIRED_FTS_INDEXES  # an old file's: this release drops them, not copies them
     }
-    copied.indexes = {name: found.get(name, statement) for name, statement in FTS_INDEXES.items()}
-    copied.indexes.update(found)  # an index of a later release travels with its own definition
+    copied.indexes = found  # an index of a later release travels with its own definition
     return copied
 
 

@@ -24,7 +24,7 @@ from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dan
 from evigraph.store.embedded import writes
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
-from evigraph.store.embedded.schema import EXTRACTION_SOURCE, FTS_INDEXES, META_TABLE, SCHEMA_VERSION, TABLES
+from evigraph.store.embedded.schema import EXTRACTION_SOURCE, META_TABLE, SCHEMA_VERSION, TABLES
 
 REL_ENDPOINTS = {
     "PART_OF": ("Chunk", "Document"),
@@ -39,7 +39,6 @@ _CORE = frozenset({"Document", "Chunk", "Entity", *REL_ENDPOINTS})
 class Findings:
     missing_tables: list[str] = field(default_factory=list)
     missing_mark: bool = False
-    missing_indexes: list[str] = field(default_factory=list)
     ghost_edges: dict[str, list[int]] = field(default_factory=dict)
     stray_chunks: list[str] = field(default_factory=list)
     miscounted_documents: list[str] = field(default_factory=list)
@@ -48,8 +47,8 @@ class Findings:
 
     @property
     def needs_schema(self) -> bool:
-        """Damage only DDL outside a transaction can fix (tables, full-text indexes, the mark)."""
-        return bool(self.missing_tables or self.missing_indexes or self.missing_mark)
+        """Damage only DDL outside a transaction can fix (tables, the mark)."""
+        return bool(self.missing_tables or self.missing_mark)
 
 
 def inspect(tx: Tx) -> Findings:
@@ -65,8 +64,6 @@ def inspect(tx: Tx) -> Findings:
         found.missing_mark = marks.get("app") != "evigraph" or marks.get("schema_version") != SCHEMA_VERSION
     else:
         found.missing_mark = True
-    indexes = {r["name"] for r in tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name")}
-    found.missing_indexes = sorted(set(FTS_INDEXES) - indexes)
     if not tables >= _CORE:
         return found  # the graph checks below read these tables
 
@@ -134,7 +131,6 @@ def problems(found: Findings) -> list[IntegrityProblem]:
     out = Problems()
     out.add("missing_tables", found.missing_tables, "tables of the schema are missing (repair creates them)")
     out.missing_mark(found.missing_mark)
-    out.add("missing_fulltext_indexes", found.missing_indexes, "full-text search needs these indexes")
     for rel, offsets in sorted(found.ghost_edges.items()):
         out.add(
             f"ghost_edges.{rel}",

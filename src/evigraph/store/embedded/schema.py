@@ -169,13 +169,9 @@ INTERNAL_TABLES = frozenset(
 )
 """Bookkeeping tables: not part of the knowledge graph an agent queries."""
 
-FTS_INDEXES: dict[str, str] = {}
-"""Full-text indexes the engine keeps (name -> its CREATE_FTS_INDEX call), built only outside
-explicit transactions: none. Passages, entities and code symbols are searched by the in-process
-index of `bm25`; the registry stays for a later release's index, which `check`, `compact` and a
-writable open then handle."""
-
 RETIRED_FTS_INDEXES = {CHUNK_FTS: "Chunk", ENTITY_FTS: "Entity", **{name: table for table, name in CODE_FTS.items()}}
 """Full-text indexes an earlier release kept, dropped at a writable open: every write paid to keep
-them, no read uses them any more. The code indexes also took most of a code graph's file: this
-repository's src/ (2.1 MB of Python) grew the file by 35 MB more with them than without."""
+them, no read uses them any more (passages, entities and code symbols are searched by the
+in-process index of `bm25`; a knowledge base keeps no engine full-text index). The code indexes
+also took most of a code graph's file: this repository's src/ (2.1 MB of Python) grew the file
+by 35 MB more with them than without."""

@@ -60,7 +60,6 @@ from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
-    FTS_INDEXES,
     META_TABLE,
     NODE_TABLES,
     SCHEMA_VERSION,
@@ -215,7 +214,7 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
 
     @staticmethod
     def _create_schema(tx: Tx) -> None:
-        """Create tables, then indexes, then the version mark.
+        """Create tables, then the version mark.
 
         A new file is built aside (`creation`), so a crash here only ever interrupts adding the
         tables a later release introduced to an existing knowledge base; the next open resumes.
@@ -224,10 +223,6 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
         for statement in DDL:
             tx.execute(statement).close()
         tx.execute("COMMIT").close()
-        existing = {r["name"] for r in tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name")}
-        for name, statement in FTS_INDEXES.items():
-            if name not in existing:
-                tx.execute(statement).close()
         tx.execute(
             f"MERGE (m:{META_TABLE} {{key: 'app'}}) SET m.value = 'evigraph' "
             f"MERGE (v:{META_TABLE} {{key: 'schema_version'}}) SET v.value = $v",
