@@ -122,7 +122,7 @@ async def _run(kb: KnowledgeBase, args: argparse.Namespace, console: IngestConso
             "documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents],
             "skipped": report.skipped,
             "excluded": report.excluded,
-            "roots": report.roots,
+            "roots_moved": report.roots_moved,
             "renamed": report.renamed,
         }
         if stopped:
@@ -170,10 +170,8 @@ def _print_report(report: IngestReport) -> None:
             f"skipped {report.skipped_total} {files} no loader reads: {types} (name a file to ingest it as text)",
             file=sys.stderr,
         )
-    for name, folder in report.roots.items():
-        print(
-            f"root {display_text(name)}: {display_text(folder)} (keys file:{display_text(name)}/...)", file=sys.stderr
-        )
+    for name, folder in report.roots_moved.items():
+        print(f"root {display_text(name)} now at {display_text(folder)}: its files keep their keys", file=sys.stderr)
     if report.renamed:
         print(f"renamed {report.renamed} keys from absolute paths to their root's form", file=sys.stderr)
     if report.excluded:

@@ -34,7 +34,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from evigraph.errors import InputError
-from evigraph.ingest.roots import FILE_KEY_PREFIX, active_roots
+from evigraph.ingest.roots import FILE_KEY_PREFIX as FILE_KEY_PREFIX
+from evigraph.ingest.roots import active_roots
 from evigraph.surrogates import escaped, surrogate_at
 
 _OTHER_TYPES = "name files of another type directly to ingest them as text"

@@ -226,8 +226,7 @@ class WriteOps(KeyOps):
         report.documents[:0] = refused
         report.skipped, report.excluded = found.skipped_by_extension(), found.excluded
         report.renamed = renamed
-        report.roots = {k: v.as_posix() for k, v in placed.added.items()}
-        report.roots |= {k: new.as_posix() for k, (_, new) in placed.moved.items()}
+        report.roots_moved = {k: new.as_posix() for k, (_, new) in placed.moved.items()}
         return report
 
     async def _roots_of(
@@ -280,7 +279,14 @@ class WriteOps(KeyOps):
             return loader_for(path, custom, max_bytes=max_bytes)
 
         named = [os.fspath(f) for f in files]
-        loaded = await asyncio.to_thread(load_files, named, pick, root)
+        if root is not None:
+            roots = await self.root_for(root.root)
+        else:
+            roots, _ = await self._place_roots((Path(f).expanduser().resolve().parent, None) for f in named)
+        with keyed_by(roots):
+            loaded = await asyncio.to_thread(load_files, named, pick, root)
+        where = [p for f in loaded if (p := roots.path_of(f.key)) is not None]
+        await self._adopt_legacy(roots, where)
         report = IngestReport(documents=[o for f in loaded for o in f.failures])
         await self._log_failures(report.documents)
         groups: dict[FilePlan, list[LoadedDocument]] = {}
@@ -500,7 +506,7 @@ class WriteOps(KeyOps):
             raise NotFoundError(
                 f"no document with key {key!r}",
                 hint="list the keys with `evigraph status --documents` (kb.documents()); a file's key is "
-                "`file:` + its absolute path",
+                "`file:` + its root folder's name + its path under it (`kb.file_key(path)`)",
             )
         return deleted
 
