@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evigraph import KnowledgeBase
-from evigraph.ingest.sources import file_key
 from evigraph.store.embedded import integrity
 from evigraph.store.embedded.store import EmbeddedStore
 
@@ -76,7 +75,7 @@ async def replay(root: Path, ops: list[tuple[Any, ...]], extractor: str | None) 
             elif op[0] == "ingest" and any(docs.iterdir()):
                 await kb.ingest([docs], progress=False)
             elif op[0] == "delete" and path is not None and path.exists():
-                await kb.delete(file_key(path), missing_ok=True)  # appended to after a delete: never ingested
+                await kb.delete(await kb.file_key(path), missing_ok=True)  # appended to after a delete: never ingested
                 path.unlink()
             elif op[0] == "reopen":
                 await kb.close()

@@ -440,6 +440,11 @@ class IngestReport(BaseModel):
         "most first; named one by one they are read as text",
     )
     excluded: int = Field(0, description="files the include/exclude globs left out (not counted in `skipped`)")
+    roots_moved: dict[str, str] = Field(
+        default_factory=dict,
+        description="roots this ingest re-pointed (their folder moved, or --root named them): name -> new folder",
+    )
+    renamed: int = Field(0, description="documents whose absolute-path key was renamed to its root's form")
 
     @property
     def skipped_total(self) -> int:

@@ -126,7 +126,8 @@ def test_help_lists_the_verbs() -> None:
 def test_a_file_ingested_by_the_cli_and_by_the_ingest_tool_is_one_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One key rule: `file:` + the absolute resolved path, however the file was named or by whom."""
+    """One key rule: `file:` + the root's name + the path under it, however the file was named or by
+    whom; a file named alone makes its folder a root, which the files root then holds."""
     root = tmp_path / "docs"
     (root / "notes").mkdir(parents=True)
     (root / "notes" / "a.md").write_text("# Harbour\n\nDr. Mira Voss runs Tidal Works Corp in Bergen.\n", "utf-8")
@@ -146,7 +147,7 @@ def test_a_file_ingested_by_the_cli_and_by_the_ingest_tool_is_one_document(
             assert isinstance(result, IngestResult)
             return [(d.document_key, d.status) for d in result.documents]
 
-    a_key, b_key = (f"file:{(root / name).resolve().as_posix()}" for name in ("notes/a.md", "b.txt"))
+    a_key, b_key = "file:notes/a.md", "file:docs/b.txt"
     first = cli("ingest", "notes/a.md", "--extractor", "rules")
     assert [(d["key"], d["status"]) for d in first["documents"]] == [(a_key, "created")]
     assert asyncio.run(tool(["notes/a.md"])) == [(a_key, "unchanged")]  # the CLI's document, found again

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evigraph.ingest.sources import file_key
 from evigraph.kb import KnowledgeBase
 from evigraph.kb.writes import FilePlan
 from evigraph.models import IngestStatus, SourceState
@@ -24,7 +23,7 @@ async def test_each_file_takes_its_plan_and_keys_match_the_command_lines(tmp_pat
             progress=False,
         )
         by_key = {d.key: d for d in report.documents}
-        a, b, missing = (file_key(docs / n) for n in ("a.txt", "b.txt", "missing.txt"))
+        a, b, missing = (f"file:{docs.resolve().name}/{n}" for n in ("a.txt", "b.txt", "missing.txt"))
         assert (by_key[a].status, by_key[b].status) == (IngestStatus.created, IngestStatus.created)
         assert by_key[a].chunks != by_key[b].chunks  # fixed windows and sentence caps cut the same text apart
         assert by_key[missing].status == IngestStatus.failed and "no such file" in (by_key[missing].error or "")

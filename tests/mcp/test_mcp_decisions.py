@@ -112,7 +112,7 @@ async def test_a_decision_outlives_the_session_and_is_flagged_when_its_source_ch
         cause = flagged["decision"]["review"][0]
         assert (cause["change"], cause["document"], cause["read_version"], cause["now_version"]) == (
             "new_version",
-            f"file:{(docs / 'funding.md').resolve()}",
+            f"file:{docs.resolve().name}/funding.md",
             1,
             2,
         )

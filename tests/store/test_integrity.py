@@ -17,7 +17,6 @@ import pytest
 from tests.conftest import run_cli
 
 from evigraph import KnowledgeBase
-from evigraph.ingest.sources import file_key
 from evigraph.models import ExtractedEntity, IngestStatus, IntegrityReport
 from evigraph.store.embedded import integrity
 from evigraph.store.embedded.executor import Tx
@@ -182,7 +181,7 @@ async def crash_after_delete(tmp_path: Path, how: str) -> Path:
         await kb.ingest(text=TEXTS["b"], key="b")
         await kb.ingest([docs], progress=False)
     # Documents in the middle too: a bad replay once removed the PART_OF edge of the first passage.
-    keys = ["b", file_key(docs / "d12.txt"), file_key(docs / "d20.txt")]
+    keys = ["b", *(f"file:{docs.resolve().name}/{n}" for n in ("d12.txt", "d20.txt"))]
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(CRASH_AFTER_DELETE), str(db), how, *keys],
         capture_output=True,

@@ -607,7 +607,7 @@ async def test_get_context_stays_within_max_tokens(tk: Toolkit) -> None:
 
 
 async def test_source_status_current_and_unknown(tk: Toolkit, built_corpus: tuple[Path, Path]) -> None:
-    key = f"file:{built_corpus[1] / 'acme.md'}"
+    key = f"file:{built_corpus[1].resolve().name}/acme.md"
     current = await run(tk, "source_status", {"document_key": key}, SourceStatusResult)
     assert current.state == SourceState.current and current.version == 1
     assert current.content_hash and len(current.content_hash) == 64

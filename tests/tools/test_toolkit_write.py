@@ -63,8 +63,8 @@ async def state(tk: Toolkit, key: str) -> SourceStatusResult:
 
 
 def key(root: Path, rel: str) -> str:
-    """A file's document key: 'file:' + its absolute resolved path, as the command line keys it."""
-    return "file:" + (root / rel).resolve().as_posix()
+    """A file's document key: 'file:' + its root's name (the files root's folder) + its path under it."""
+    return f"file:{root.resolve().name}/{rel}"
 
 
 PEOPLE_AND_ORGS: dict[str, Any] = {
@@ -196,7 +196,7 @@ async def test_ingest_without_files_root_takes_text_only(kb: KnowledgeBase) -> N
 # --- ingest: files and plans ---------------------------------------------------------------------
 
 
-async def test_ingest_files_with_globs_keys_files_by_absolute_path(tk: Toolkit, root: Path) -> None:
+async def test_ingest_files_with_globs_keys_files_under_the_root(tk: Toolkit, root: Path) -> None:
     result = await ingest(tk, files=["*.md", "notes/*.txt"], plan=RULES_PLAN)
     by_key = {d.document_key: d for d in result.documents}
     acme, globex = key(root, "acme.md"), key(root, "notes/globex.txt")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from evigraph.kb import KnowledgeBase
     from evigraph.models import DocumentOutcome, IngestReport
 
-PASSED_ON = ("reextract", "include", "exclude", "encoding", "max_llm_tokens")
+PASSED_ON = ("reextract", "include", "exclude", "encoding", "max_llm_tokens", "root_name")
 """Flags named as `KnowledgeBase.ingest`'s parameters, passed on as they are."""
 
 
@@ -69,6 +69,14 @@ def add_parsers(verbs: Verbs) -> None:
             "name, its folders' names, and (for a GLOB with a /) its path relative to the folder walked; "
             "'*' crosses folders",
         )
+    parser.add_argument(
+        "--root",
+        dest="root_name",
+        default=None,
+        metavar="NAME",
+        help="name of the root the folder's keys start with (file:NAME/...; default: the folder's own name); "
+        "the name of a root that lives elsewhere says this is that folder, moved or mounted here",
+    )
     parser.add_argument(
         "--encoding",
         default=None,
@@ -114,6 +122,8 @@ async def _run(kb: KnowledgeBase, args: argparse.Namespace, console: IngestConso
             "documents": [d.model_dump(mode="json", include={"key", "status", "error"}) for d in report.documents],
             "skipped": report.skipped,
             "excluded": report.excluded,
+            "roots_moved": report.roots_moved,
+            "renamed": report.renamed,
         }
         if stopped:
             payload["interrupted"] = True
@@ -160,6 +170,10 @@ def _print_report(report: IngestReport) -> None:
             f"skipped {report.skipped_total} {files} no loader reads: {types} (name a file to ingest it as text)",
             file=sys.stderr,
         )
+    for name, folder in report.roots_moved.items():
+        print(f"root {display_text(name)} now at {display_text(folder)}: its files keep their keys", file=sys.stderr)
+    if report.renamed:
+        print(f"renamed {report.renamed} keys from absolute paths to their root's form", file=sys.stderr)
     if report.excluded:
         files = "file" if report.excluded == 1 else "files"
         print(f"excluded {report.excluded} {files} by --include/--exclude", file=sys.stderr)

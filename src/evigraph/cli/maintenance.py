@@ -17,6 +17,14 @@ def add_parsers(verbs: Verbs) -> None:
     embedder_option(verbs.add("reembed", run=reembed), required=True)
     delete_parser = verbs.add("delete_document", run=delete_document, aliases=["delete"])
     delete_parser.add_argument("key", metavar="KEY", help="document key as printed by ingest, or the file's path")
+    migrate_parser = verbs.add("migrate", run=migrate)
+    migrate_parser.add_argument(
+        "folders",
+        nargs="*",
+        metavar="[NAME=]FOLDER",
+        help="folder as the old keys spell it (it may have moved since); its documents are keyed file:NAME/... "
+        "(NAME: the folder's name). Without any, list the folders whose documents still have absolute keys",
+    )
     check_parser = verbs.add("check", run=check)
     check_parser.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
     json_option(verbs.add("doctor", run=doctor, opens_kb=False))
@@ -27,15 +35,12 @@ async def delete_document(args: argparse.Namespace) -> int:
 
     Remove a document, its passages and the entities only it mentioned. KEY is the key ingest printed (list them
     with `evigraph status --documents`) or the file's path. Exit 1 if there is none."""
-    from evigraph.ingest.sources import file_key
     from evigraph.kb import KnowledgeBase
 
     key = args.key
-    if not key.startswith("file:") and os.path.isfile(key):
-        from pathlib import Path
-
-        key = file_key(Path(key))
     async with KnowledgeBase(args.db, engine=args.engine) as kb:
+        if not key.startswith("file:") and os.path.isfile(key):
+            key = await kb.file_key(key)
         deleted = await kb.delete_document(key, missing_ok=True)
     if args.json:
         print_json({"key": key, "deleted": deleted})
@@ -47,6 +52,35 @@ async def delete_document(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_OK if deleted else EXIT_FAILED
+
+
+async def migrate(args: argparse.Namespace) -> int:
+    """rename documents keyed by absolute path to keys under a named root, without re-ingesting
+
+    Keys from before roots were `file:` + an absolute path. `evigraph ingest FOLDER` renames those of the
+    files it finds; this renames the documents under folders that moved before they were ingested again,
+    keeping passages, vectors and decisions. Exit 1 when absolute keys remain and no folder was named."""
+    from evigraph.kb import KnowledgeBase
+
+    async with KnowledgeBase(args.db, engine=args.engine, read_only=not args.folders) as kb:
+        report = await kb.migrate_keys(args.folders)
+    if args.json:
+        print_json(report.model_dump())
+    elif not args.folders:
+        for folder, n in report.legacy.items():
+            print(f"{n:>6}  {display_text(folder)}")
+        fix = "run `evigraph migrate FOLDER` (or NAME=FOLDER) for the folders that were ingested"
+        print(
+            f"{sum(report.legacy.values())} documents keyed by absolute path; {fix}"
+            if report.legacy
+            else "every file key is already relative to a root",
+            file=sys.stderr,
+        )
+    else:
+        for name, folder in report.roots.items():
+            print(f"root {display_text(name)}: {display_text(folder)}", file=sys.stderr)
+        print(f"renamed {len(report.renamed)} documents", file=sys.stderr)
+    return EXIT_FAILED if report.legacy else EXIT_OK
 
 
 async def check(args: argparse.Namespace) -> int:

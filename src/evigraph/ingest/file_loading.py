@@ -2,7 +2,7 @@
 
 A file is read either from the disk as the command line does, or through an agent's
 `FilesRoot`, whose reads open each folder without following links so that what was checked is
-what gets read. Either way its key is `file:` + its absolute resolved path (see `sources`), and
+what gets read. Either way its key is `file:` + its root's name + its path under it (see `roots`), and
 a file that cannot be read becomes a failed outcome naming the fix, never an exception that
 would cost the other files of the call.
 """

@@ -2,8 +2,8 @@
 
 The knowledge base reads an agent's files through `FilesRoot` (`KnowledgeBase.ingest_files(...,
 root=)`); the agent names them relative to the root (`notes/a.md`), or by the document key a
-tool handed out (`file:` + the absolute path, see `evigraph.ingest.sources`), and the root maps
-both to that one key, so a file has the same key whoever ingested it.
+tool handed out (`file:` + its root's name + its path, see `evigraph.ingest.roots`), and the
+root maps both to that one key, so a file has the same key whoever ingested it.
 
 An agent's path comes from a model that may be prompted by the very documents it reads, so
 every path is treated as hostile: no way out of `files_root` through `..`, absolute paths,
@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError, InputError
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
+from evigraph.ingest.roots import active_roots
 from evigraph.ingest.sources import FILE_KEY_PREFIX, file_key, walk_files
 from evigraph.surrogates import escaped, surrogate_at
 
@@ -115,8 +116,9 @@ class FilesRoot:
     def relative(self, path: str) -> str:
         """Validate an agent's path and return it as a clean posix path relative to the root.
 
-        Document keys are accepted because tools hand them out: `file:` + an absolute path
-        inside the root, and `file:<rel>` (the form keys took before they were absolute), unless
+        Document keys are accepted because tools hand them out: `file:<root name>/<path>` for a
+        root the knowledge base knows (`evigraph.ingest.roots`, active during a toolkit ingest),
+        `file:` + an absolute path inside the root (keys before roots), and `file:<rel>`, unless
         a file literally named so exists (then the user's file wins, as it is what the name says).
         A plain absolute path is refused, so an agent cannot probe the disk by path.
         """
@@ -129,26 +131,30 @@ class FilesRoot:
                 literal = None
             if literal is not None and os.path.lexists(self._abs(literal)):
                 return literal
+            roots = active_roots()
+            where = roots.path_of(path) if roots is not None else None
             path = path[len(FILE_KEY_PREFIX) :]
-            if path.startswith("/") or _DRIVE.match(path):
+            if where is not None:
+                path = self._under_root(where.as_posix(), key=FILE_KEY_PREFIX + path)
+            elif path.startswith("/") or _DRIVE.match(path):
                 path = self._under_root(path)
         return self._clean(path)
 
     def key(self, path: str) -> str:
-        """The document key of the file `path` names: `file:` + its absolute resolved path.
+        """The document key of the file `path` names (`sources.file_key`: under its root).
 
         Links inside the root are followed, so a link and its target are one document, as
         they are on the command line; a link leading out of the root is refused.
         """
         return file_key(Path(self._abs(self._resolve(self.relative(path)))))
 
-    def _under_root(self, absolute: str) -> str:
+    def _under_root(self, absolute: str, key: str | None = None) -> str:
         """A document key's absolute path as a path under the root (`_clean` then checks it)."""
         try:
             return Path(absolute).relative_to(self.root).as_posix()
         except ValueError:
             raise InputError(
-                f"{FILE_KEY_PREFIX}{absolute} is not a file under files_root {self.root}; refused",
+                f"{key or FILE_KEY_PREFIX + absolute} is not a file under files_root {self.root}; refused",
                 "name a file by its path relative to files_root, or by a key a tool returned",
             ) from None
 

@@ -1,9 +1,10 @@
 """Turning what the user names (files, folders, globs) into files to ingest, and files into keys.
 
-The key rule: a document read from a file is keyed `file:` + the file's absolute, resolved POSIX
-path (`file:/home/me/notes/a.md`), however it was named: a relative path on the command line, a
-link, or a path under an agent's files root. So the same file ingested by `evigraph ingest`
-and by the `ingest` tool is one document, and re-ingesting it from anywhere finds it again.
+The key rule: a document read from a file is keyed `file:` + its root's name + its resolved path
+under that root (`file:notes/a.md` for `~/notes/a.md`, see `evigraph.ingest.roots`), however it
+was named: a relative path on the command line, a link, or a path under an agent's files root.
+So the same file ingested by `evigraph ingest` and by the `ingest` tool is one document, and
+re-ingesting it from anywhere, or after its folder moved, finds it again.
 Documents given as text, and the records of a record file (JSONL), keep the key they were given.
 
 One walker (`walk_files`) lists a folder for both the command line and an agent's files root,
@@ -33,11 +34,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from evigraph.errors import InputError
+from evigraph.ingest.roots import FILE_KEY_PREFIX as FILE_KEY_PREFIX
+from evigraph.ingest.roots import active_roots
 from evigraph.surrogates import escaped, surrogate_at
 
 _OTHER_TYPES = "name files of another type directly to ingest them as text"
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", "site-packages"})
-FILE_KEY_PREFIX = "file:"
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,13 @@ class WalkedFile:
 
 
 def file_key(path: Path) -> str:
-    """Key of a file-backed document: `file:` + its absolute resolved path (see the module docstring)."""
-    return FILE_KEY_PREFIX + path.resolve().as_posix()
+    """Key of a file-backed document: `file:` + its root's name + its path under the root
+    (`evigraph.ingest.roots`), under the roots the knowledge base made active for this ingest;
+    with none active (a bare pipeline), `file:` + its absolute resolved path."""
+    resolved = path.resolve()
+    roots = active_roots()
+    key = roots.key(resolved) if roots is not None else None
+    return key or FILE_KEY_PREFIX + resolved.as_posix()
 
 
 def not_utf8_error(name: str) -> str:

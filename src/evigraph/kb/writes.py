@@ -6,9 +6,9 @@ is read, merged and written inside the gate, so neither session's addition is lo
 reads here (documents by key, which entities and passages exist) serve the checks a writer makes
 before it writes.
 
-Files are keyed `file:` + their absolute resolved path, whether named on the command line or
-under an agent's files root (see `evigraph.ingest.sources`), so a file is one document however
-it was ingested.
+Files are keyed `file:` + their root's name + their path under it, whether named on the command
+line or under an agent's files root (see `evigraph.ingest.roots`), so a file is one document
+however it was ingested, and stays one when its folder moves.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evigraph.errors import ConfigurationError, EvigraphError, NotFoundError
+from evigraph.ingest.roots import DocumentRoots, Placed, keyed_by
 from evigraph.kb.code import link_documents_to_code
-from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport, KnowledgeBaseCore
+from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport
+from evigraph.kb.keys import KeyOps
 from evigraph.kb.spend import record_spend
 from evigraph.models import (
     DocumentOutcome,
@@ -42,6 +44,7 @@ from evigraph.models import (
     StoredDocument,
 )
 from evigraph.store.base import GraphStore
+from evigraph.surrogates import escaped
 
 if TYPE_CHECKING:  # the ingest pipeline's parts are imported by the methods that write, not by a search
     from evigraph.ingest.cancel import Cancellation
@@ -54,6 +57,7 @@ if TYPE_CHECKING:  # the ingest pipeline's parts are imported by the methods tha
     from evigraph.ingest.ontology_merge import OntologyExtension
     from evigraph.ingest.progress import IngestProgress
     from evigraph.ingest.resolution import ResolutionStrategy
+    from evigraph.ingest.sources import Collected
 
 REVIEW_STEP = 20
 """Flagged decisions whose dependents a document write examines before returning: the flags reach
@@ -72,7 +76,7 @@ class FilePlan:
     resolver: str | None = None
 
 
-class WriteOps(KnowledgeBaseCore):
+class WriteOps(KeyOps):
     """The writing half of `KnowledgeBase`."""
 
     async def set_ontology(self, ontology: Ontology) -> None:
@@ -146,8 +150,15 @@ class WriteOps(KnowledgeBaseCore):
         exclude: str | Sequence[str] = (),
         encoding: str | None = None,
         max_llm_tokens: int | None = None,
+        root_name: str | None = None,
     ) -> IngestReport:
         """Ingest files, folders and globs, or one `text` under `key`; unchanged documents are skipped.
+
+        A file's key is `file:` + its root's name + its path under the root: a folder named here
+        becomes a root named after itself (`root_name` names it otherwise, or says "this is that
+        root, moved or mounted here"), unless it lies in a root already; a file or glob's root is
+        its folder. A folder whose name another existing root holds fails with the fix, and
+        documents still keyed by absolute path are renamed to the new form, not ingested anew.
 
         Each document's new version replaces its old one in one step. Bad sources come back as
         `failed` outcomes with the fix in `error`; nothing stored before is lost. `reextract`
@@ -198,17 +209,46 @@ class WriteOps(KnowledgeBaseCore):
                     progress.finished(report.documents)
                     progress.close()
                 return report
-            report = await self.ingest_documents(
-                texts,
-                # Failed sources are named again so that the run reports them with the rest.
-                sources=[*(str(f.path) for f in found.files), *(f.given for f in found.failures)],
-                progress=progress,
-                reextract=reextract,
-                cancellation=cancellation,
-                max_llm_tokens=max_llm_tokens,
-            )
+            roots, placed, refused = await self._roots_of(named, found, root_name)
+            if refused and isinstance(progress, IngestProgress):
+                progress.finished(refused)
+            with keyed_by(roots):
+                renamed = await self._adopt_legacy(roots, [f.path for f in found.files])
+                report = await self.ingest_documents(
+                    texts,
+                    # Failed sources are named again so that the run reports them with the rest.
+                    sources=[*(str(f.path) for f in found.files), *(f.given for f in found.failures)],
+                    progress=progress,
+                    reextract=reextract,
+                    cancellation=cancellation,
+                    max_llm_tokens=max_llm_tokens,
+                )
+        report.documents[:0] = refused
         report.skipped, report.excluded = found.skipped_by_extension(), found.excluded
+        report.renamed = renamed
+        report.roots_moved = {k: new.as_posix() for k, (_, new) in placed.moved.items()}
         return report
+
+    async def _roots_of(
+        self, named: Sequence[str], found: Collected, name: str | None
+    ) -> tuple[DocumentRoots, Placed, list[DocumentOutcome]]:
+        """Place the named sources' folders as roots, then the folders of files outside every root
+        (links leading elsewhere); the files of a refused folder leave `found` as failures."""
+        from evigraph.ingest.roots import source_folder
+
+        folders = {f: name for given in named if (f := source_folder(given)) is not None}
+        roots, placed = await self._place_roots(folders.items())
+        loose = {f.path.parent: None for f in found.files if roots.key(f.path) is None}
+        roots, more = await self._place_roots([(f, n) for f, n in loose.items() if f not in placed.refused])
+        placed.added |= more.added
+        placed.moved |= more.moved
+        placed.refused |= more.refused
+        refused = [
+            DocumentOutcome(key=escaped(str(f)), status=IngestStatus.failed, error=why, path=str(f))
+            for f, why in placed.refused.items()
+        ]
+        found.files = [f for f in found.files if roots.key(f.path) is not None]
+        return roots, placed, refused
 
     async def ingest_files(
         self,
@@ -239,7 +279,14 @@ class WriteOps(KnowledgeBaseCore):
             return loader_for(path, custom, max_bytes=max_bytes)
 
         named = [os.fspath(f) for f in files]
-        loaded = await asyncio.to_thread(load_files, named, pick, root)
+        if root is not None:
+            roots = await self.root_for(root.root)
+        else:
+            roots, _ = await self._place_roots((Path(f).expanduser().resolve().parent, None) for f in named)
+        with keyed_by(roots):
+            loaded = await asyncio.to_thread(load_files, named, pick, root)
+        where = [p for f in loaded if (p := roots.path_of(f.key)) is not None]
+        await self._adopt_legacy(roots, where)
         report = IngestReport(documents=[o for f in loaded for o in f.failures])
         await self._log_failures(report.documents)
         groups: dict[FilePlan, list[LoadedDocument]] = {}
@@ -459,7 +506,7 @@ class WriteOps(KnowledgeBaseCore):
             raise NotFoundError(
                 f"no document with key {key!r}",
                 hint="list the keys with `evigraph status --documents` (kb.documents()); a file's key is "
-                "`file:` + its absolute path",
+                "`file:` + its root folder's name + its path under it (`kb.file_key(path)`)",
             )
         return deleted
 

@@ -9,7 +9,7 @@ worker thread.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -173,6 +173,18 @@ class GraphStore(ABC):
     async def delete_document(self, key: str) -> bool:
         """Remove a document the way a replacement removes its old version; False if absent. The
         key's highest version number is kept: an ingest after the delete numbers past it."""
+
+    @abstractmethod
+    async def rename_documents(self, renames: Mapping[str, str]) -> list[str]:
+        """Give stored documents new keys, keeping their passages, vectors and graph; the old keys renamed.
+
+        For keys that change form (a folder moved, or keys made relative to a root): re-ingesting
+        would embed and extract again and leave the old documents behind. Every place that names
+        a key follows it (passages, source log, version counter, decision and step supports,
+        review causes); passage ids stay, so evidence cited before the rename still resolves. A
+        key not stored is skipped. A new key already another document's refuses the whole rename
+        (`InputError`), so nothing changes.
+        """
 
     @abstractmethod
     async def check(self, repair: bool = False) -> IntegrityReport:

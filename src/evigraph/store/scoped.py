@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -156,6 +156,15 @@ class ScopedStore(ForwardingStore):
             return False
         self._changed()
         return await self.inner.delete_document(key)
+
+    async def rename_documents(self, renames: Mapping[str, str]) -> list[str]:
+        outside = [k for pair in renames.items() for k in pair if not self.allows(k)]
+        if outside:
+            raise StoreError(
+                f"{outside[0]} is outside this server's document scope", hint="rename keys the scope names"
+            )
+        self._changed()
+        return await self.inner.rename_documents(renames)
 
     async def check(self, repair: bool = False) -> IntegrityReport:
         """Whole-graph maintenance for the operator, not a tool: damage is not confined to a scope."""

@@ -129,7 +129,8 @@ class SourceStatusInput(ToolInput):
     document_key: str = Field(
         min_length=1,
         max_length=4000,
-        description="a document key: 'file:' + a file's absolute path (e.g. 'file:/data/notes/a.md'), or a text's key",
+        description="a document key: 'file:' + its root folder's name + its path (e.g. 'file:notes/a.md'), "
+        "or a text's key",
     )
 
 

@@ -103,5 +103,5 @@ async def source_status(tk: Toolkit, args: SourceStatusInput) -> SourceStatusRes
     record = await tk.kb.source_status(args.document_key)
     result = SourceStatusResult(document_key=args.document_key, **record.model_dump(exclude={"key"}))
     if result.state == SourceState.unknown:
-        result.hint = "keys of files read through the toolkit are 'file:' + the path under the files root"
+        result.hint = "keys of files are 'file:' + their root folder's name + the path under it (e.g. 'file:docs/a.md')"
     return result

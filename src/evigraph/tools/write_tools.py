@@ -4,8 +4,9 @@ None of them is offered by a read-only toolkit. Each stands on the knowledge bas
 validate an agent's arguments, choose its per-file plans within the operator's limits, and shape
 what the knowledge base did into a reply. Files are read by the knowledge base through
 `FilesRoot`, which refuses every path leading outside the root. A file's document key is
-`file:` + its absolute path, as on the command line, so a file is one document however it was
-ingested; text can never take such a key, nor overwrite a document read from a file, so an agent
+`file:` + its root's name + its path under the root, as on the command line, so a file is one
+document however it was ingested and wherever its folder is mounted; text can never take such a
+key, nor overwrite a document read from a file, so an agent
 cannot forge a file's content.
 """
 
@@ -25,6 +26,7 @@ from evigraph.errors import EvigraphError, ToolError
 from evigraph.evidence.pack import Section
 from evigraph.ingest.files_root import MAX_WALK_ENTRIES, FileSample, FilesRoot
 from evigraph.ingest.ontology_merge import OntologyExtension
+from evigraph.ingest.roots import keyed_by
 from evigraph.ingest.sources import FILE_KEY_PREFIX, describe_extensions, walk_files
 from evigraph.ingest.text_documents import text_document
 from evigraph.kb.writes import FilePlan
@@ -179,7 +181,7 @@ def _ingest_description(tk: Toolkit) -> str:
     if tk.files_root is not None:
         text += (
             " With files: paths or globs under the files root (at most 50 per call; a file's document_key is "
-            "'file:' + its absolute path, and files= accepts it too), and plan: rules "
+            "'file:' + the files root's name + the path under it, and files= accepts it too), and plan: rules "
             "{match, chunker, extractor, resolver}, the first matching a file's path applies. "
             "Allowed options and their cost:\n" + describe_options(tk.shared.plan_limits)
         )
@@ -244,6 +246,11 @@ async def _ingest_files(tk: Toolkit, args: IngestInput) -> IngestResult:
         raise ToolError(
             "this toolkit has no files root, so ingest takes text only", hint="pass text= and document_key="
         )
+    with keyed_by(await tk.kb.root_for(root.root)):
+        return await _ingest_under(tk, root, args)
+
+
+async def _ingest_under(tk: Toolkit, root: FilesRoot, args: IngestInput) -> IngestResult:
     rels = await asyncio.to_thread(root.expand, args.files or [])
     plans: dict[str, FilePlan] = {}
     chosen: dict[str, tuple[dict[str, str], str | None]] = {}  # shown path -> plan, why it differs from asked

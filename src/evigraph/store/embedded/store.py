@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from evigraph.store.core.merge_plan import (
     redirect_versions,
 )
 from evigraph.store.core.ranking_reads import read_entity_vectors, read_ranking_rows
+from evigraph.store.core.rekey import checked_renames
 from evigraph.store.cypher.rows import Slots
 from evigraph.store.embedded import (
     compaction,
@@ -34,6 +35,7 @@ from evigraph.store.embedded import (
     ranking_io,
     reads,
     records,
+    rekey,
     writes,
 )
 from evigraph.store.embedded.code import EmbeddedCodeOps, code_counts
@@ -299,6 +301,16 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
         finally:
             self._cache.invalidate()
             self._journal.documents([key])
+
+    async def rename_documents(self, renames: Mapping[str, str]) -> list[str]:
+        pairs = checked_renames(renames)
+        if not pairs:
+            return []
+        try:
+            return await self.executor.write(bumping(lambda tx: rekey.rename_documents(tx, pairs)))
+        finally:
+            self._cache.invalidate()
+            self._journal.documents([*pairs, *pairs.values()])
 
     async def check(self, repair: bool = False) -> models.IntegrityReport:
         found = await self.executor.read(integrity.inspect)

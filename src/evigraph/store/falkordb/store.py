@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -43,8 +43,9 @@ from evigraph.store.caches import (
 from evigraph.store.core.graph_arrays import GraphArrays
 from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.core.graph_index_reads import GraphIndexReads
+from evigraph.store.core.rekey import checked_renames
 from evigraph.store.core.source_rows import SOURCE_FIELDS, source_record
-from evigraph.store.falkordb import documents, reads
+from evigraph.store.falkordb import documents, reads, rekey
 from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments, read_graph
 from evigraph.store.falkordb.code import FalkorCodeOps
 from evigraph.store.falkordb.connection import Connection, read_only_error
@@ -216,6 +217,20 @@ class FalkorStore(
             return await self._write(work)
         finally:
             self._journal.documents([key])
+
+    async def rename_documents(self, renames: Mapping[str, str]) -> list[str]:
+        pairs = checked_renames(renames)
+        if not pairs:
+            return []
+
+        def work() -> list[str]:
+            with WriterLease(self.conn):
+                return rekey.rename_documents(self.conn, pairs)
+
+        try:
+            return await self._write(work)
+        finally:
+            self._journal.documents([*pairs, *pairs.values()])
 
     async def counts(self) -> StoreCounts:
         found: StoreCounts = await self.cache.fetch("counts", lambda: reads.counts(self.conn))
