@@ -15,6 +15,7 @@ Systems:
   evigraph         KnowledgeBase with no embedder, default extractor
   evigraph+minilm  KnowledgeBase with SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
   evigraph+minilm-fusion  the same knowledge base searched with ranking="fusion" (graph stage off)
+  evigraph+minilm-int8  the same knowledge base, its passage vectors held as int8 (vector_codec="int8")
 
 recall@k = share of a question's supporting_ids among the top-k distinct passage ids (evigraph
 chunks map to their document key = corpus id, de-duplicated in rank order), averaged over
@@ -74,9 +75,14 @@ from _match import flag_rate, graph_without_gold, halves, without_gold
 from _retrieval_report import CURVE_K, FLOOR, plot, print_table  # FLOOR: MiniLM question + one matrix product
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
-SYSTEMS = ("bm25", "dense", "evigraph", "evigraph+minilm", "evigraph+minilm-fusion")
-SHARED_DB = {"evigraph+minilm-fusion": ("evigraph+minilm", "fusion")}
+SYSTEMS = ("bm25", "dense", "evigraph", "evigraph+minilm", "evigraph+minilm-fusion", "evigraph+minilm-int8")
+SHARED_DB = {
+    "evigraph+minilm-fusion": ("evigraph+minilm", "fusion"),
+    "evigraph+minilm-int8": ("evigraph+minilm", "graph"),
+}
 """Systems that search another system's knowledge base another way: (its database, ranking)."""
+VECTOR_CODEC = {"evigraph+minilm-int8": "int8"}
+"""Systems that hold the passage vectors in another codec (`vector_codec`); they report its bytes."""
 TOP_K = 5  # the k of the headline recall and of the timed retrieve
 WARMUPS = 3  # untimed questions per system before timing: first calls pay lazy loading
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -223,6 +229,8 @@ async def open_evigraph(
     from evigraph.kb import KnowledgeBase
 
     kwargs: dict[str, Any] = {"extractor": extractor} if extractor else {}
+    codec = VECTOR_CODEC.get(system, "float32")
+    kwargs["vector_codec"] = codec
     counter = None
     system, ranking = SHARED_DB.get(system, (system, "graph"))
     db = db.with_name(f"{system}.db")
@@ -260,6 +268,10 @@ async def open_evigraph(
 
     async def search(question: str, k: int) -> list[str]:
         result = await kb.retrieve(question, top_k=k, ranking=ranking)
+        if system == "evigraph+minilm" and "vector_bytes" not in info:  # the saved matrix, once it is built
+            saved = Path(f"{db}.indexes")
+            prefix = "vectors." if codec == "float32" else f"vectors_{codec}."
+            info["vector_bytes"] = sum(f.stat().st_size for f in saved.glob(f"{prefix}*") if "ids" not in f.name)
         keys = [p.source.document_key for p in result.passages]
         if weak is not None and k == TOP_K and result.match is not None:
             weak[question] = result.match.weak_match

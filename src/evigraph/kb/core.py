@@ -107,7 +107,13 @@ class KnowledgeBaseCore:
         max_file_bytes: int = DEFAULT_MAX_BYTES,
         batch_documents: int = 64,
         limits: Limits | Mapping[str, Any] | None = None,
+        vector_codec: str | None = None,
     ) -> None:
+        from evigraph.store.caches import vector_codec as resolve_vector_codec
+
+        self.vector_codec = resolve_vector_codec(vector_codec)
+        """How passage vectors are held for search: float32, or int8 (a quarter of the memory;
+        `store.caches.VECTOR_CODECS`); else EVIGRAPH_VECTOR_CODEC. A FalkorDB server searches its own index."""
         self.limits = Limits.of(limits)
         """The operator's limits (`evigraph.limits`): every surface serving this knowledge base to
         agents reads them here, so one setting bounds its toolkit, MCP and REST alike."""
@@ -184,7 +190,13 @@ class KnowledgeBaseCore:
                     f"no knowledge base at {self.location}",
                     hint=f"create it with `evigraph ingest PATH --db {self.location}` or pass the right --db",
                 )
-            self._store = connect(self.location, read_only=self.read_only, scope=self.scope, engine=self.engine)
+            self._store = connect(
+                self.location,
+                read_only=self.read_only,
+                scope=self.scope,
+                engine=self.engine,
+                vector_codec=self.vector_codec,
+            )
         if for_write and self._store.read_only:
             raise ConfigurationError(
                 f"{self.location} is open read-only", hint="open the KnowledgeBase with read_only=False to write"

@@ -21,11 +21,20 @@ from evigraph.models import normalize_name
 from evigraph.store.base import TermCounts, VectorSearch
 from evigraph.store.terms import passage_terms
 
+VECTOR_CODECS = ("float32", "int8")
+"""How passage vectors are held for search: `float32` (exact), or `int8`, each vector scaled to
+its largest component and rounded to 127 steps, a quarter of the memory (`KnowledgeBase(
+vector_codec=...)`, EVIGRAPH_VECTOR_CODEC); measured by bench/retrieval.py's evigraph+minilm-int8."""
+
+_BLOCK_ROWS = 16_384
+"""int8 rows widened to float32 at once while scoring: 24 MB at 384 dimensions, whatever the size."""
+
 
 @dataclass(frozen=True)
 class VectorMatrix:
     ids: Sequence[str]
-    matrix: Any  # numpy float32 array, one L2-normalised row per id
+    matrix: Any  # numpy array, one L2-normalised row per id: float32, or int8 with `scales`
+    scales: Any = None  # float32 per int8 row: its value = row * scale
 
     def search(self, vector: Iterable[float], limit: int) -> list[tuple[str, float]]:
         if not self.ids:
@@ -45,7 +54,13 @@ class VectorMatrix:
         query = np.asarray(list(vector), dtype=np.float32)
         if query.shape[0] != self.matrix.shape[1]:
             raise ValueError(f"query has {query.shape[0]} dimensions, the stored vectors {self.matrix.shape[1]}")
-        return self.matrix @ query
+        if self.scales is None:
+            return self.matrix @ query
+        scores = np.empty(len(self.ids), dtype=np.float32)
+        for start in range(0, len(self.ids), _BLOCK_ROWS):  # a bounded float32 copy, not the whole matrix
+            block = self.matrix[start : start + _BLOCK_ROWS].astype(np.float32)
+            scores[start : start + len(block)] = block @ query
+        return scores * self.scales
 
     def _top(self, scores: Any, limit: int) -> list[tuple[str, float]]:
         import numpy as np
@@ -56,7 +71,7 @@ class VectorMatrix:
         return [(self.ids[i], float(scores[i])) for i in top]
 
 
-def build_matrix(rows: list[tuple[str, list[float]]]) -> VectorMatrix:
+def build_matrix(rows: list[tuple[str, list[float]]], codec: str = "float32") -> VectorMatrix:
     import numpy as np
 
     if not rows:
@@ -64,7 +79,27 @@ def build_matrix(rows: list[tuple[str, list[float]]]) -> VectorMatrix:
     matrix = np.asarray([vec for _, vec in rows], dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix /= np.where(norms == 0, 1, norms)
-    return VectorMatrix([cid for cid, _ in rows], matrix)
+    ids = [cid for cid, _ in rows]
+    if codec == "int8":
+        peaks = np.abs(matrix).max(axis=1, keepdims=True)
+        scales = np.where(peaks == 0, 1, peaks) / 127
+        return VectorMatrix(ids, np.rint(matrix / scales).astype(np.int8), scales[:, 0].astype(np.float32))
+    return VectorMatrix(ids, matrix)
+
+
+def vector_codec(name: str | None) -> str:
+    """`name`, else EVIGRAPH_VECTOR_CODEC, else float32; an unknown one is refused with the choices."""
+    import os
+
+    from evigraph.errors import ConfigurationError
+
+    chosen = name or os.environ.get("EVIGRAPH_VECTOR_CODEC", "").strip() or "float32"
+    if chosen not in VECTOR_CODECS:
+        raise ConfigurationError(
+            f"unknown vector codec {chosen!r}",
+            hint=f"use one of {', '.join(VECTOR_CODECS)} (vector_codec=, EVIGRAPH_VECTOR_CODEC)",
+        )
+    return chosen
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,16 @@ def connect(
     read_only: bool = False,
     scope: Sequence[str] | None = None,
     engine: str = "auto",
+    vector_codec: str | None = None,
 ) -> GraphStore:
     """The store `location` names (see `StoreLocation.parse`), not yet opened.
 
     Open it with `async with connect(...) as store:` or `await store.open()`; nothing touches
     the disk before that. `scope` (document keys or globs) limits every read to those documents;
     None or empty means the whole knowledge base. `engine` picks the embedded engine for a plain
-    path; a URL that names one (`kuzu:///...`) must not be contradicted.
+    path; a URL that names one (`kuzu:///...`) must not be contradicted. `vector_codec` is how an
+    embedded store holds passage vectors for search (`caches.VECTOR_CODECS`; a server searches its own
+    vector index).
     """
     where = StoreLocation.parse(location)
     store: GraphStore
@@ -44,7 +47,9 @@ def connect(
     else:
         from evigraph.store.embedded.store import EmbeddedStore
 
-        store = EmbeddedStore(where.embedded_path(), read_only=read_only, engine=where.engine_for(engine))
+        store = EmbeddedStore(
+            where.embedded_path(), read_only=read_only, engine=where.engine_for(engine), vector_codec=vector_codec
+        )
     if scope:
         from evigraph.store.scoped import ScopedStore
 

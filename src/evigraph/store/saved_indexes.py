@@ -111,11 +111,12 @@ TERMS = Codec(_save_terms, _load_terms)
 
 
 def _save_vectors(index: VectorMatrix) -> tuple[Arrays, Values]:
-    return {**strings_arrays("ids", list(index.ids)), "matrix": index.matrix}, {}
+    scales = {} if index.scales is None else {"scales": index.scales}
+    return {**strings_arrays("ids", list(index.ids)), "matrix": index.matrix, **scales}, {}
 
 
 def _load_vectors(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> VectorMatrix:
-    return VectorMatrix(strings_of(arrays, "ids"), arrays["matrix"])
+    return VectorMatrix(strings_of(arrays, "ids"), arrays["matrix"], arrays.get("scales"))
 
 
 VECTORS = Codec(_save_vectors, _load_vectors)

@@ -65,6 +65,7 @@ class IndexOps(GraphIndexReads):
     _opened_at: str | None
     _exec: Executor | None
     _context_column: bool
+    vector_codec: str
 
     @property
     def executor(self) -> Executor:
@@ -183,8 +184,10 @@ class IndexOps(GraphIndexReads):
         return (await self._vectors()).search_stats(vector, limit)
 
     async def _vectors(self) -> VectorMatrix:
+        codec = self.vector_codec  # each codec's index saved under its own name: a switch never reads the other
+        name = "vectors" if codec == "float32" else f"vectors_{codec}"
         matrix: VectorMatrix = await self._cache.fetch(
-            "vectors", lambda: self._derived("vectors", VECTORS, reads.vector_rows, build_matrix)
+            "vectors", lambda: self._derived(name, VECTORS, reads.vector_rows, lambda rows: build_matrix(rows, codec))
         )
         return matrix
 

@@ -15,6 +15,9 @@ from evigraph.store.base import EXTRACTION_KIND, GraphStore, opened
 from evigraph.store.caches import (
     Cached,
 )
+from evigraph.store.caches import (
+    vector_codec as resolve_vector_codec,
+)
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.core.merge_plan import (
     read_entity_records,
@@ -106,8 +109,10 @@ class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStor
         engine: str = "auto",
         buffer_pool_mb: int | None = None,
         read_connections: int = 4,
+        vector_codec: str | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
+        self.vector_codec = resolve_vector_codec(vector_codec)
         self.read_only = read_only
         self.engine = engine
         self.buffer_pool_mb = (

@@ -1,0 +1,69 @@
+"""Passage vectors held as int8 (`vector_codec="int8"`): a quarter of the float32 matrix's bytes,
+the same nearest passages, saved beside the knowledge base under a name of their own so a switch
+of codec never reads the other's matrix, and an unknown codec refused with the choices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.retrieval.test_retrieve import HashEmbedder
+
+from evigraph import KnowledgeBase
+from evigraph.errors import ConfigurationError
+from evigraph.store.caches import build_matrix, vector_codec
+
+TEXTS = {
+    "harbor": "Harbor Lab builds tide gauges in Lisbon for the port authority.",
+    "quarry": "Quarry Lab cuts granite in Braga and ships it north.",
+    "dune": "Dune Station measures wind on the Peniche coast every hour.",
+    "orchard": "The orchard in Fundao grows cherries that ripen in June.",
+}
+
+
+def test_int8_keeps_the_nearest_rows_in_a_quarter_of_the_bytes() -> None:
+    rng = np.random.default_rng(7)
+    rows = [(f"p{i}", list(rng.normal(size=384))) for i in range(3000)]
+    exact, small = build_matrix(rows), build_matrix(rows, "int8")
+    assert small.matrix.dtype == np.int8 and small.matrix.nbytes * 4 == exact.matrix.nbytes
+    assert small.matrix.nbytes + small.scales.nbytes < exact.matrix.nbytes / 3.9
+    same_top = 0
+    for _ in range(50):
+        query = rng.normal(size=384)
+        query /= np.linalg.norm(query)
+        want, got = exact.search(query, 10), small.search(query, 10)
+        assert abs(want[0][1] - got[0][1]) < 0.01  # cosines within a hundredth
+        same_top += want[0][0] == got[0][0]
+        assert len({w for w, _ in want} & {g for g, _ in got}) >= 8
+    assert same_top >= 45
+    assert small.search(rows[5][1], 1)[0][0] == "p5"  # a stored vector finds itself
+
+
+async def test_a_knowledge_base_searches_and_saves_its_int8_vectors(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:
+        for key, text in TEXTS.items():
+            assert (await kb.ingest(text=text, key=key, progress=False)).ok
+        await kb.finalize()
+    found = {}
+    for codec in ("float32", "int8"):
+        async with KnowledgeBase(db, embedder=HashEmbedder(), vector_codec=codec, read_only=True) as kb:
+            result = await kb.search_passages("granite from Braga", mode="semantic", limit=2)
+            assert not result.semantic_skipped
+            found[codec] = [h.source.document_key for h in result.hits]
+    assert found["int8"][0] == found["float32"][0] == "quarry"
+    saved = {f.name.split(".")[0] for f in (tmp_path / "kb.db.indexes").iterdir()}
+    assert {"vectors", "vectors_int8"} <= saved  # each codec's own matrix, neither read as the other
+
+
+def test_an_unknown_codec_is_refused_with_the_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigurationError, match="unknown vector codec 'int4'") as caught:
+        KnowledgeBase(tmp_path / "kb.db", vector_codec="int4")
+    assert "float32, int8" in caught.value.hint and "EVIGRAPH_VECTOR_CODEC" in caught.value.hint
+    monkeypatch.setenv("EVIGRAPH_VECTOR_CODEC", "int8")
+    assert vector_codec(None) == "int8" and KnowledgeBase(tmp_path / "kb.db").vector_codec == "int8"
+    monkeypatch.setenv("EVIGRAPH_VECTOR_CODEC", "bf16")
+    with pytest.raises(ConfigurationError, match="'bf16'"):
+        KnowledgeBase(tmp_path / "kb.db")
+    assert not (tmp_path / "kb.db").exists()
