@@ -63,7 +63,8 @@ def paragraph_chunker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def test_each_kind_lists_its_built_ins() -> None:
     assert CHUNKERS.names() == ("fixed", "sentence", "structural", "contextual")
     assert EXTRACTORS.names() == ("auto", "spacy", "rules", "llm")
-    assert RESOLVERS.names() == ("exact",)
+    assert RESOLVERS.names() == ("exact", "llm_verified")
+    assert RESOLVERS.cheap_names() == ("exact",)  # an agent's plan needs the operator to allow the LLM one
     assert LOADERS.names() == ("text", "markdown", "pdf", "jsonl", "html")
     assert EMBEDDERS.forms() == (
         "none",

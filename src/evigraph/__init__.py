@@ -53,6 +53,7 @@ _EXPORTS = {
     "RuleBasedExtraction": "evigraph.ingest.extraction",
     "ResolutionStrategy": "evigraph.ingest.resolution",
     "ExactMatchResolution": "evigraph.ingest.resolution",
+    "LLMVerifiedResolution": "evigraph.ingest.llm_resolution",
     "FinalizeReport": "evigraph.kb",
     "ToolError": "evigraph.errors",
     "DeadlineExceeded": "evigraph.errors",
@@ -140,6 +141,7 @@ if TYPE_CHECKING:
         StructuralChunking,
     )
     from evigraph.ingest.extraction import ExtractionStrategy, RuleBasedExtraction, SpacyExtraction
+    from evigraph.ingest.llm_resolution import LLMVerifiedResolution
     from evigraph.ingest.loaders import JsonlLoader, LoaderStrategy, MarkdownLoader, PdfLoader, TextLoader
     from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
     from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy

@@ -17,6 +17,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from evigraph.resolution_records import IngestResolution
+
 UNKNOWN_LABEL = "Unknown"
 """Label of an entity whose type matches no ontology label."""
 
@@ -428,8 +430,9 @@ class IngestReport(BaseModel):
     documents: list[DocumentOutcome] = Field(default_factory=list)
     pruned: PruneReport = Field(default_factory=lambda: PruneReport())
     llm: LLMSpend | None = Field(
-        None, description="what LLM extraction and passage contexts spent; None when no LLM was asked"
+        None, description="what LLM extraction, passage contexts and resolution spent; None when no LLM was asked"
     )
+    resolution: IngestResolution | None = Field(None, description="what resolving new names against the graph did")
     left: list[str] = Field(
         default_factory=list,
         description="keys of documents not ingested because the LLM token ceiling was reached; run again for them",

@@ -148,6 +148,24 @@ def test_finalize_with_the_llm_resolver_judges_a_near_duplicate(model: LocalMode
     assert ("Marta Olivera" in names) != merged  # a merge the model confirmed took effect, or nothing moved
 
 
+def test_ingest_with_the_llm_verified_resolver_judges_a_new_name(model: LocalModelServer, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Marta Oliveira founded Harbor Lab in Lisbon in 2014.\n", encoding="utf-8")
+    db = tmp_path / "kb.db"
+    assert run_cli("ingest", str(docs), "--db", str(db), "--extractor", "rules", "-q").code == 0
+    (docs / "b.txt").write_text("Marta Olivera leads the ocean team at Harbor Lab.\n", encoding="utf-8")
+    flags = ("--db", str(db), "--extractor", "rules", "--resolver", "llm_verified", "--json")
+    result = cli(model, "ingest", str(docs), *flags)
+    assert result.code == 0, result.err  # whatever the model says, the document is ingested
+    resolution = result.json()["resolution"]
+    assert resolution["resolver"] == "llm_verified" and resolution["candidates"] >= 1
+    assert resolution["judged"] + resolution["unjudged"] == resolution["candidates"] - resolution["known"]
+    assert resolution["llm_calls"] >= 1 and resolution["input_tokens"] > 0
+    names = {row[0] for row in rows(db, "MATCH (e:Entity) RETURN e.name")}
+    assert ("Marta Olivera" in names) != (resolution["mapped"] == 1)  # mapped onto Marta Oliveira, or its own
+
+
 def test_contextual_chunker_keeps_the_documents_words(model: LocalModelServer, tmp_path: Path) -> None:
     sections = {
         "History": "Harbor Lab was founded in Lisbon in 2014 by Marta Oliveira. It began with two researchers.",

@@ -22,6 +22,7 @@ from evigraph.cli.options import Verbs, embedder_option, llm_option
 from evigraph.display import display_name, display_text
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
+from evigraph.ingest.resolution import RESOLVERS
 
 if TYPE_CHECKING:
     from evigraph.cli.ingest_console import IngestConsole
@@ -42,6 +43,13 @@ def add_parsers(verbs: Verbs) -> None:
         default=None,
         choices=EXTRACTORS.names(),
         help="entity extraction (default auto: spaCy when a model is installed, else rules)",
+    )
+    resolvers = "; ".join(f"{name}: {text}" for name, text in RESOLVERS.descriptions().items())
+    parser.add_argument(
+        "--resolver",
+        default=None,
+        choices=RESOLVERS.names(),
+        help=f"how a document's entities are resolved (default exact): {resolvers}",
     )
     parser.add_argument("--max-file-mb", type=float, default=50.0, help="skip larger files (default 50)")
     parser.add_argument(
@@ -100,6 +108,7 @@ async def ingest(args: argparse.Namespace) -> int:
             engine=args.engine,
             chunker=args.chunker,
             extractor=args.extractor,
+            resolver=args.resolver,
             max_file_bytes=max(1, int(args.max_file_mb * 1024 * 1024)),
             embedder=embedder_arg(args),
             llm=llm_arg(args),
@@ -129,6 +138,8 @@ async def _run(kb: KnowledgeBase, args: argparse.Namespace, console: IngestConso
             payload["interrupted"] = True
         if report.llm is not None:
             payload["llm"], payload["left"] = report.llm.model_dump(), report.left
+        if report.resolution is not None:
+            payload["resolution"] = report.resolution.model_dump()
         print_json(payload)
     else:
         _print_report(report)
@@ -179,6 +190,10 @@ def _print_report(report: IngestReport) -> None:
         print(f"excluded {report.excluded} {files} by --include/--exclude", file=sys.stderr)
     if report.llm is not None:
         print(f"llm: {spend_line(report.llm)}", file=sys.stderr)
+    if report.resolution is not None:
+        print(f"resolved with {display_text(report.resolution.line())}", file=sys.stderr)
+        for error in report.resolution.errors:
+            print(f"  resolution call failed: {display_text(error)}", file=sys.stderr)
     if report.left:
         print(
             f"stopped at the LLM token ceiling ({report.llm.max_tokens if report.llm else 0:,}): {len(report.left)} "

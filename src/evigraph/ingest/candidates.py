@@ -1,4 +1,5 @@
-"""Candidate pairs for resolution at finalize: which entities are worth comparing at all.
+"""Candidate pairs for resolution (at finalize, and at ingest for `llm_verified`): which entities
+are worth comparing at all.
 
 Comparing every pair of n entities costs n²/2 comparisons (50 million for 10,000 entities), and
 almost all of them compare names with nothing in common. Instead each name is filed under the
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,14 +86,37 @@ class Blocks:
     """
 
     def __init__(self, entities: Sequence[EntityRecord], *, max_block: int = MAX_BLOCK) -> None:
-        self.entities = list(entities)
-        self.names = [names_of(e.name, e.aliases) for e in self.entities]
-        filed: dict[str, set[int]] = defaultdict(set)
-        for i, entity_names in enumerate(self.names):
+        self.max_block = max_block
+        self.entities: list[EntityRecord] = []
+        self.names: list[Names] = []
+        self._filed: dict[str, set[int]] = defaultdict(set)
+        self.add(entities)
+
+    def add(self, entities: Sequence[EntityRecord]) -> None:
+        """File more entities beside those filed: an ingest adds the names each document brought,
+        so the next document is blocked against them too without filing the graph again."""
+        for entity in entities:
+            entity_names = names_of(entity.name, entity.aliases)
             for key in blocking_keys(entity_names):
-                filed[key].add(i)
-        self.skipped = sum(1 for members in filed.values() if len(members) > max_block)
-        self.blocks = [sorted(m) for m in filed.values() if 2 <= len(m) <= max_block]
+                self._filed[key].add(len(self.entities))
+            self.entities.append(entity)
+            self.names.append(entity_names)
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for members in self._filed.values() if len(members) > self.max_block)
+
+    @property
+    def blocks(self) -> list[list[int]]:
+        return [sorted(m) for m in self._filed.values() if 2 <= len(m) <= self.max_block]
+
+    def around(self, entities: Sequence[EntityRecord]) -> Blocks:
+        """`entities` filed with every entity here that shares a key with one of them: pairing them
+        (`pairs(touching=...)`) then costs their keys' blocks, not the whole graph's, and each of
+        those blocks holds exactly the members it holds here, so the pairs are the same."""
+        keys = {key for e in entities for key in blocking_keys(names_of(e.name, e.aliases))}
+        near = sorted({i for key in keys for i in self._filed.get(key, ())})
+        return Blocks([*(self.entities[i] for i in near), *entities], max_block=self.max_block)
 
     def linked_ids(self) -> list[str]:
         """Ids of the entities sharing a usable key with another: the only ones ever compared."""
@@ -105,16 +129,24 @@ class Blocks:
         floor: float = CANDIDATE_FLOOR,
         small_block: int = SMALL_BLOCK,
         neighbours: int = NEIGHBOURS,
+        touching: Collection[str] | None = None,
     ) -> Candidates:
-        """The candidate pairs scoring `floor` or more, highest first; `vectors` are name vectors by id."""
-        found = Candidates(entities=len(self.entities), blocks=len(self.blocks), skipped_blocks=self.skipped)
+        """The candidate pairs scoring `floor` or more, highest first; `vectors` are name vectors by id.
+
+        With `touching`, only pairs of one of those entities and one of the others are scored: an
+        ingest resolving a document's new names against the graph pays for nothing else."""
+        blocks = self.blocks
+        found = Candidates(entities=len(self.entities), blocks=len(blocks), skipped_blocks=self.skipped)
         rows = _Vectors([(vectors or {}).get(e.id) for e in self.entities])
         proposed: set[tuple[int, int]] = set()
-        for block in self.blocks:
+        for block in blocks:
             if len(block) <= small_block:
                 proposed.update((x, y) for n, x in enumerate(block) for y in block[n + 1 :])
             else:
                 proposed.update(_nearest_pairs(block, self.names, rows, neighbours))
+        if touching is not None:
+            focus = {i for i, e in enumerate(self.entities) if e.id in touching}
+            proposed = {(i, j) for i, j in proposed if (i in focus) != (j in focus)}
         found.compared = len(proposed)
         ordered = sorted(proposed)
         kept = []

@@ -363,7 +363,7 @@ class IngestRun:
             if graph is None:
                 continue
             try:
-                resolved = await self.strategies.resolver.resolve(graph)
+                resolved = await self.strategies.resolver.resolve_document(p.doc.key, graph, chunks)
             except Exception as exc:
                 self._fail(p.doc.key, f"resolution failed: {exc}", path=p.doc.path)
                 continue

@@ -18,7 +18,7 @@ from evigraph.errors import ConfigurationError, KnowledgeBaseMissingError
 from evigraph.gate import Gate
 from evigraph.ingest.graph_resolution.base import ResolutionReport
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
-from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy
+from evigraph.ingest.resolution import ExactMatchResolution, ResolutionStrategy, resolver_by_name
 from evigraph.ingest.writing import InFlight
 from evigraph.kb.llm import LLMChoice
 from evigraph.limits import Limits
@@ -98,7 +98,7 @@ class KnowledgeBaseCore:
         ontology: Ontology | None = None,
         chunker: ChunkingStrategy | str | None = None,
         extractor: ExtractionStrategy | str | None = None,
-        resolver: ResolutionStrategy | None = None,
+        resolver: ResolutionStrategy | str | None = None,
         loaders: Sequence[LoaderStrategy] = (),
         embedder: Embedder | str | None = None,
         llm: LLM | str | None = None,
@@ -129,7 +129,7 @@ class KnowledgeBaseCore:
         self._ontology = ontology
         self._chunker = chunker
         self._extractor = extractor
-        self._resolver = resolver or ExactMatchResolution()
+        self._resolver = resolver_by_name(resolver) if isinstance(resolver, str) else resolver or ExactMatchResolution()
         self._loaders = tuple(loaders)
         if isinstance(embedder, str):  # a spec ("minilm", "none"): refused now if unknown or not installed
             from evigraph.providers.embedders import embedder_by_name

@@ -260,6 +260,7 @@ class WriteOps(KeyOps):
         max_chunks: int | None = None,
         progress: bool | None = None,
         max_llm_tokens: int | None = None,
+        max_llm_pairs: int | None = None,
     ) -> IngestReport:
         """Ingest the named files, each with its own plan of strategies.
 
@@ -268,7 +269,8 @@ class WriteOps(KeyOps):
         are ingested together. With `root`, names are paths under it (or document keys a tool
         returned) and every read goes through it, so no link or `..` leads outside; without,
         names are paths on disk. Files that cannot be read come back failed, with the fix.
-        `max_llm_tokens` is one ceiling for the whole call, whatever the plans.
+        `max_llm_tokens` is one ceiling for the whole call, whatever the plans, and so is
+        `max_llm_pairs`, the candidate pairs an LLM resolver may send.
         """
         from evigraph.ingest.file_loading import load_files
         from evigraph.ingest.loaders import loader_for
@@ -295,6 +297,7 @@ class WriteOps(KeyOps):
                 groups.setdefault((plans or {}).get(f.given, FilePlan()), []).extend(f.documents)
         for plan, documents in groups.items():
             spent = report.llm.total_tokens if report.llm else 0
+            sent = report.resolution.sent if report.resolution else 0
             part = await self.ingest_documents(
                 documents,
                 chunker=plan.chunker,
@@ -305,7 +308,12 @@ class WriteOps(KeyOps):
                 exclusive=None,
                 progress=progress,
                 max_llm_tokens=None if max_llm_tokens is None else max(0, max_llm_tokens - spent),
+                max_llm_pairs=None if max_llm_pairs is None else max(0, max_llm_pairs - sent),
             )
+            if part.resolution is not None:
+                report.resolution = (
+                    part.resolution if report.resolution is None else report.resolution.add(part.resolution)
+                )
             report.documents += part.documents
             report.pruned.merge(part.pruned)
             report.left += part.left
@@ -329,6 +337,7 @@ class WriteOps(KeyOps):
         progress: bool | IngestProgress | None = None,
         cancellation: Cancellation | None = None,
         max_llm_tokens: int | None = None,
+        max_llm_pairs: int | None = None,
     ) -> IngestReport:
         """Ingest already-loaded documents (and `sources` paths) with optional per-call strategies.
 
@@ -337,12 +346,14 @@ class WriteOps(KeyOps):
         `exclusive=False` the ingest may run beside other non-exclusive ones; only ingests that
         add new documents should ask for that. `exclusive=None` decides it: alone when any of
         `documents` is stored already (its update prunes what only it mentioned), else beside others.
-        `max_llm_tokens` is the LLM token ceiling (see `ingest`).
+        `max_llm_tokens` is the LLM token ceiling (see `ingest`); `max_llm_pairs` caps the candidate
+        pairs an LLM resolver (`llm_verified`) sends in this call, below its own setting.
         """
         from evigraph.ingest.cancel import Cancellation
         from evigraph.ingest.extraction.base import ExtractionRun
         from evigraph.ingest.extraction.budget import TokenBudget
         from evigraph.ingest.pipeline import IngestRun
+        from evigraph.ingest.resolution import ResolutionRun
         from evigraph.ingest.vectors import embed_ranking_texts
 
         if max_llm_tokens is not None and max_llm_tokens < 0:
@@ -351,6 +362,7 @@ class WriteOps(KeyOps):
             probe = ExtractionRun(llm=lambda: self.llm)
             (_extractor(extractor) if extractor is not None else self._extraction()).for_run(probe)
             _chunker(chunker or self._chunker or "structural").for_run(probe)
+            (_resolver(resolver) if resolver is not None else self._resolver).for_run(ResolutionRun(llm=probe.llm))
         store = await self._open(for_write=True)
         await self._claim_embedding_model(store)
         strategies = self._strategies()
@@ -364,6 +376,9 @@ class WriteOps(KeyOps):
         run_context = ExtractionRun(llm=lambda: self.llm, store=store, budget=budget)
         strategies.extractor = strategies.extractor.for_run(run_context)  # a missing LLM is refused here
         strategies.chunker = strategies.chunker.for_run(run_context)  # and here, for a contextual chunker
+        strategies.resolver = strategies.resolver.for_run(  # and here, for llm_verified
+            ResolutionRun(store, run_context.llm, self.embedder, budget, max_llm_pairs)
+        )
         if exclusive is None:
             exclusive = bool(sources) or bool(await _documents(store, [d.key for d in documents]))
         watcher, owned = _progress(progress)
@@ -384,6 +399,7 @@ class WriteOps(KeyOps):
             async with gate:
                 try:
                     report = await run.run(list(sources), list(documents))
+                    report.resolution = strategies.resolver.summary()
                     # Left pending when stopped (it may take minutes): the next ingest or finalize embeds them.
                     written = [d.key for d in report.documents if d.status in _WRITTEN]
                     if written and not run.cancellation.cancelled and not store.read_only:

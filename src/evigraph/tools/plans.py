@@ -71,7 +71,10 @@ class PlanLimits(BaseModel):
         description="resolvers the finalize tool may run over the whole graph (exact and fuzzy unless allowed more)",
     )
     max_llm_pairs: int = Field(
-        DEFAULT_MAX_LLM_PAIRS, ge=1, description="candidate pairs an LLM resolver may judge in one finalize call"
+        DEFAULT_MAX_LLM_PAIRS,
+        ge=1,
+        description="candidate pairs an LLM resolver may judge in one finalize call, or in one ingest call "
+        "(llm_verified, where resolvers allow it)",
     )
 
 
@@ -156,6 +159,8 @@ def describe_options(limits: PlanLimits) -> str:
         lines.append(f"- {kind} (default: {default}): {options}")
     if limits.max_chunks:
         lines.append(f"- files of more than {limits.max_chunks} passages are refused before extraction")
+    if any(not RESOLVERS.get(r).cheap for r in limits.resolvers):
+        lines.append(f"- an LLM resolver sends at most {limits.max_llm_pairs:,} candidate pairs per ingest call")
     if limits.max_llm_tokens is not None:
         lines.append(
             f"- an ingest call spends at most {limits.max_llm_tokens:,} LLM tokens (max_llm_tokens may lower it); "

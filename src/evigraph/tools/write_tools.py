@@ -41,6 +41,7 @@ from evigraph.models import (
     RelationType,
     entity_id,
 )
+from evigraph.resolution_records import IngestResolution
 from evigraph.surrogates import escaped
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import (
@@ -136,6 +137,9 @@ class IngestResult(ToolResult):
     left: list[str] = Field(
         default_factory=list, description="documents not ingested: the LLM token ceiling was reached; call again"
     )
+    resolution: IngestResolution | None = Field(
+        None, description="new names an llm_verified plan mapped onto existing entities, and what it left undecided"
+    )
     finalized: bool | None = Field(None, description="whether an on_write finalize ran (None: not due)")
     skipped: dict[str, int] = Field(
         default_factory=dict,
@@ -156,6 +160,8 @@ class IngestResult(ToolResult):
             text += f"; LLM {self.llm.calls} calls, {self.llm.total_tokens:,} tokens"
         if self.left:
             text += f"; {len(self.left)} left at the LLM token ceiling"
+        if self.resolution is not None:
+            text += f"; resolved with {self.resolution.line()}"
         return text
 
     def sections(self) -> list[Section]:
@@ -215,6 +221,7 @@ async def ingest(tk: Toolkit, args: IngestInput) -> IngestResult:
         exclusive=None,
         progress=False,
         max_llm_tokens=llm_ceiling(args.max_llm_tokens, tk.shared.plan_limits),
+        max_llm_pairs=tk.shared.plan_limits.max_llm_pairs,
     )
     return await _reply(tk, report, {}, reextract=args.reextract)
 
@@ -278,6 +285,7 @@ async def _ingest_under(tk: Toolkit, root: FilesRoot, args: IngestInput) -> Inge
         max_chunks=tk.shared.plan_limits.max_chunks,
         progress=False,
         max_llm_tokens=llm_ceiling(args.max_llm_tokens, tk.shared.plan_limits),
+        max_llm_pairs=tk.shared.plan_limits.max_llm_pairs,
     )
     result = await _reply(tk, report, chosen, reextract=args.reextract)
     result.skipped = await asyncio.to_thread(_skipped_in_folders, root, args.files or [])
@@ -315,7 +323,7 @@ async def _reply(
 ) -> IngestResult:
     """What the knowledge base did, in the agent's words, then an on_write finalize when due."""
     status = {IngestStatus.created: "ingested", IngestStatus.unchanged: "unchanged", IngestStatus.failed: "failed"}
-    result = IngestResult(pruned=report.pruned, llm=report.llm, left=report.left)
+    result = IngestResult(pruned=report.pruned, llm=report.llm, left=report.left, resolution=report.resolution)
     for outcome in report.documents:
         plan, reason = chosen.get(outcome.path or "", (None, None))
         label = status.get(outcome.status, "updated")

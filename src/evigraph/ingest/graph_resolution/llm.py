@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import LLMConfigurationError, LLMError, LLMResponseError
 from evigraph.ingest.candidates import CandidatePair
-from evigraph.ingest.extraction.budget import spent
+from evigraph.ingest.extraction.budget import TokenBudget, estimate_input, metered_chat, spent
 from evigraph.ingest.graph_resolution.base import GraphResolver, Judgement, PassageSource
 from evigraph.models import LLMSpend
 from evigraph.store.merging import EntityRecord
@@ -31,6 +31,8 @@ MAX_LLM_PAIRS = 2000
 """Candidate pairs sent at most, highest score first (125 calls); the rest are left undecided."""
 
 MAX_ALIASES = 4
+
+CEILING_REASON = "the LLM token ceiling was reached; the pairs were not sent"
 
 SYSTEM = (
     "You decide whether two entries of a knowledge graph name the same real-world thing. Entries are "
@@ -55,10 +57,20 @@ class LLMGraphResolution(GraphResolver):
 
     name = "llm"
 
-    def __init__(self, llm: LLM, *, pairs_per_call: int = PAIRS_PER_CALL, max_pairs: int = MAX_LLM_PAIRS) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        pairs_per_call: int = PAIRS_PER_CALL,
+        max_pairs: int = MAX_LLM_PAIRS,
+        budget: TokenBudget | None = None,
+    ) -> None:
         self.llm = llm
         self.pairs_per_call = max(1, pairs_per_call)
         self.max_pairs = max_pairs
+        self.budget = budget
+        """An ingest's token budget (`llm_verified`): a call is sent only when it fits the ceiling,
+        and what it cost counts in the ingest's spend. None at finalize, which has no ceiling."""
 
     async def judge(
         self, pairs: Sequence[CandidatePair], entities: Mapping[str, EntityRecord], passages: PassageSource
@@ -96,16 +108,29 @@ class LLMGraphResolution(GraphResolver):
         from evigraph.providers.llms.base import ChatRequest, Message, Usage, estimate_usage, failed_usage
 
         messages = (Message.system(SYSTEM), Message.user(user_prompt(batch, entities, context)))
-        try:
-            result = await self.llm.chat(messages, json_schema=ANSWER_SCHEMA, max_tokens=32 + 8 * len(batch))
-        except LLMConfigurationError:
-            raise
-        except LLMError as exc:
-            request = ChatRequest(messages=messages, output="json_schema", json_schema=ANSWER_SCHEMA)
-            return {}, spent(failed_usage(exc, estimate_usage(request, "").input_tokens)), str(exc)
+        max_tokens = 32 + 8 * len(batch)
+        if self.budget is not None:
+            metered = await metered_chat(self.llm, self.budget, messages, ANSWER_SCHEMA, max_tokens)
+            if metered is None:
+                return {}, LLMSpend(), CEILING_REASON
+            if isinstance(metered, LLMConfigurationError):
+                raise metered
+            if isinstance(metered, LLMError):
+                return {}, spent(failed_usage(metered, estimate_input(messages, ANSWER_SCHEMA))), str(metered)
+            result = metered
+        else:
+            try:
+                result = await self.llm.chat(messages, json_schema=ANSWER_SCHEMA, max_tokens=max_tokens)
+            except LLMConfigurationError:
+                raise
+            except LLMError as exc:
+                request = ChatRequest(messages=messages, output="json_schema", json_schema=ANSWER_SCHEMA)
+                return {}, spent(failed_usage(exc, estimate_usage(request, "").input_tokens)), str(exc)
         try:
             return read_verdicts(result.data, len(batch)), spent(result.usage), None
         except LLMResponseError as exc:
+            if self.budget is not None:
+                self.budget.unusable()
             return {}, spent(result.usage + Usage(failed_calls=1)), str(exc)
 
 
