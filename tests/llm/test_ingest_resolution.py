@@ -152,6 +152,7 @@ async def test_without_an_llm_the_error_names_the_fix(tmp_path: Path) -> None:
     assert caught.value.message == "the llm_verified resolver needs an LLM"
     assert "--llm" in caught.value.hint and "KnowledgeBase(llm=" in caught.value.hint
     await kb.close()
+    assert not (tmp_path / "kb.db").exists()  # refused before the file was made
 
 
 async def test_bad_resolver_input_is_refused() -> None:
@@ -217,4 +218,5 @@ def test_the_cli_ingest_takes_the_resolver(tmp_path: Path) -> None:
     fresh = ("--db", str(tmp_path / "offline.db"), *flags[2:])  # no LLM recorded in it either
     offline = run_cli("ingest", str(docs), *fresh)
     assert offline.code != 0 and "the llm_verified resolver needs an LLM" in offline.err
+    assert not (tmp_path / "offline.db").exists()
     assert KEY not in shown.out + shown.err

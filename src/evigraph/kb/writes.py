@@ -209,6 +209,7 @@ class WriteOps(KeyOps):
                     progress.finished(report.documents)
                     progress.close()
                 return report
+            self._refuse_without_llm()  # placing the roots writes them: not into a file that must not be made
             roots, placed, refused = await self._roots_of(named, found, root_name)
             if refused and isinstance(progress, IngestProgress):
                 progress.finished(refused)
@@ -228,6 +229,22 @@ class WriteOps(KeyOps):
         report.renamed = renamed
         report.roots_moved = {k: new.as_posix() for k, (_, new) in placed.moved.items()}
         return report
+
+    def _refuse_without_llm(
+        self,
+        extractor: ExtractionStrategy | str | None = None,
+        chunker: ChunkingStrategy | str | None = None,
+        resolver: ResolutionStrategy | str | None = None,
+    ) -> None:
+        """A strategy that needs an LLM, with none given or recorded, fails before the file is made."""
+        from evigraph.ingest.extraction.base import ExtractionRun
+        from evigraph.ingest.resolution import ResolutionRun
+
+        if self._store is None and not self._exists():
+            probe = ExtractionRun(llm=lambda: self.llm)
+            (_extractor(extractor) if extractor is not None else self._extraction()).for_run(probe)
+            _chunker(chunker or self._chunker or "structural").for_run(probe)
+            (_resolver(resolver) if resolver is not None else self._resolver).for_run(ResolutionRun(llm=probe.llm))
 
     async def _roots_of(
         self, named: Sequence[str], found: Collected, name: str | None
@@ -358,11 +375,7 @@ class WriteOps(KeyOps):
 
         if max_llm_tokens is not None and max_llm_tokens < 0:
             raise ConfigurationError("max_llm_tokens must not be negative", hint="e.g. max_llm_tokens=200000")
-        if self._store is None and not self._exists():  # no LLM recorded yet: refuse before creating the file
-            probe = ExtractionRun(llm=lambda: self.llm)
-            (_extractor(extractor) if extractor is not None else self._extraction()).for_run(probe)
-            _chunker(chunker or self._chunker or "structural").for_run(probe)
-            (_resolver(resolver) if resolver is not None else self._resolver).for_run(ResolutionRun(llm=probe.llm))
+        self._refuse_without_llm(extractor, chunker, resolver)
         store = await self._open(for_write=True)
         await self._claim_embedding_model(store)
         strategies = self._strategies()
