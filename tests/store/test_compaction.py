@@ -63,7 +63,7 @@ async def deleted_from(corpus: Path, tmp_path: Path) -> Path:
         await traces.set_step("funding", "read", "completed", result="Two grants.")
         await kb.finalize()
     async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:
-        assert await kb.delete_document(f"file:{(corpus / 'lisbon.txt').resolve()}")
+        assert await kb.delete_document(await kb.file_key(corpus / "lisbon.txt"))
     return db
 
 

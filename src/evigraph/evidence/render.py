@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from evigraph.display import display_name, display_text, one_line
-from evigraph.evidence.cited import Cited
 from evigraph.evidence.items import EntityItem, PassageItem, PerKind, RelationItem, Source, ThemeItem
 from evigraph.evidence.pack import Section
 from evigraph.models import DEFAULT_RELATION_TYPE
+
+if TYPE_CHECKING:  # cited reads the ledger, which renders its items here: a name only, not an import
+    from evigraph.evidence.cited import Cited
 
 PASSAGE_SHARE = 2.0
 """Passages get twice the budget of each other section: they are what an answer quotes."""
