@@ -27,6 +27,7 @@ _EXPORTS = {
     "Ontology": "evigraph.models",
     "EntityType": "evigraph.models",
     "RelationType": "evigraph.models",
+    "PropertyType": "evigraph.property_types",
     "IngestReport": "evigraph.models",
     "IngestStatus": "evigraph.models",
     "DocumentOutcome": "evigraph.models",
@@ -163,6 +164,7 @@ if TYPE_CHECKING:
         Span,
         TextChunk,
     )
+    from evigraph.property_types import PropertyType
     from evigraph.providers.llms import LLM, Message, OpenAICompatibleLLM
     from evigraph.retrieval.query import RetrieveInput
     from evigraph.retrieval.recipe import RECIPES, RetrievalRecipe

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
+from evigraph.property_types import Owner, PropertyType, legacy_properties
 from evigraph.resolution_records import IngestResolution
 
 UNKNOWN_LABEL = "Unknown"
@@ -120,7 +121,9 @@ class TextChunk(_Frozen):
 class EntityType(_Frozen):
     label: str
     description: str = ""
-    properties: tuple[str, ...] = ()
+    properties: tuple[PropertyType, ...] = Field(default=(), description="what an entity of this type may hold")
+
+    _legacy = field_validator("properties", mode="before")(legacy_properties)
 
 
 class RelationType(_Frozen):
@@ -129,6 +132,9 @@ class RelationType(_Frozen):
     patterns: tuple[tuple[str, str], ...] = Field(
         default=(), description="allowed (source label, target label) pairs; empty = any"
     )
+    properties: tuple[PropertyType, ...] = Field(default=(), description="what a relation of this type may hold")
+
+    _legacy = field_validator("properties", mode="before")(legacy_properties)
 
 
 class Ontology(_Frozen):
@@ -143,6 +149,12 @@ class Ontology(_Frozen):
 
     def has_label(self, label: str) -> bool:
         return any(e.label == label for e in self.entities)
+
+    def declared_properties(self, owner: Owner) -> dict[str, tuple[PropertyType, ...]]:
+        """Entity label (or relation type) -> the properties it declares."""
+        if owner == "entity":
+            return {e.label: e.properties for e in self.entities}
+        return {r.type: r.properties for r in self.relations}
 
 
 # --------------------------------------------------------------------------------------------

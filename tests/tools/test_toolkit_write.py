@@ -103,7 +103,7 @@ async def test_set_ontology_on_a_fresh_kb_replaces_the_default_then_only_adds(tk
     onto = await run(tk, "get_ontology", {}, OntologyResult)
     assert [e.label for e in onto.entity_types] == ["Person", "Organization"]
     assert [(r.label, r.patterns) for r in onto.relation_types] == [("WORKS_FOR", [("Person", "Organization")])]
-    assert onto.entity_types[0].properties == ["role"]
+    assert [(p.name, p.type) for p in onto.entity_types[0].properties] == [("role", "string")]
 
     second = await run(
         tk,
@@ -118,7 +118,7 @@ async def test_set_ontology_on_a_fresh_kb_replaces_the_default_then_only_adds(tk
     assert second.added_entity_types == ["Product"] and second.added_patterns == [("WORKS_FOR", "Person", "Product")]
     onto = await run(tk, "get_ontology", {}, OntologyResult)
     assert [e.label for e in onto.entity_types] == ["Person", "Organization", "Product"]
-    assert onto.entity_types[0].properties == ["role", "email"]
+    assert [p.name for p in onto.entity_types[0].properties] == ["role", "email"]
     assert onto.relation_types[0].patterns == [("Person", "Organization"), ("Person", "Product")]
 
 

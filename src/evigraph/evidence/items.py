@@ -8,13 +8,14 @@ from the item's kind and id, so it can never disagree with what the item is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, PrivateAttr, computed_field
 
 from evigraph.evidence.ids import EvidenceId, EvidenceKind
+from evigraph.property_types import PropertyValue
 
 T = TypeVar("T")
 
@@ -29,6 +30,14 @@ class Source(BaseModel):
     start: int = Field(0, description="character offset of the passage in its document")
     end: int = 0
     breadcrumbs: list[str] = Field(default_factory=list)
+
+
+def property_text(properties: Mapping[str, object]) -> str:
+    """Declared properties as one bracketed run, ' [born: 1815-12-10; fields: a, b]', or ''."""
+    if not properties:
+        return ""
+    shown = (f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in properties.items())
+    return f" [{'; '.join(shown)}]"
 
 
 class Item(BaseModel):
@@ -79,6 +88,8 @@ class EntityItem(Item):
     label: str
     description: str = ""
     location: Source | None = Field(None, description="where a passage that mentions it lives")
+    properties: dict[str, PropertyValue] = Field(default_factory=dict, description="declared properties it holds")
+    property_sources: dict[str, str] = Field(default_factory=dict, description="property -> who set it")
 
 
 class EntityCard(EntityItem):
@@ -98,6 +109,14 @@ class RelationItem(Item):
     hop: int = Field(1, description="hops from the entities the question names")
     passages: list[str] = Field(default_factory=list, description="ids of the passages that state it")
     location: Source | None = Field(None, description="where the first passage that states it lives")
+    properties: dict[str, PropertyValue] = Field(default_factory=dict, description="declared properties it holds")
+    property_sources: dict[str, str] = Field(default_factory=dict, description="property -> who set it")
+    _ends: tuple[str, str] | None = PrivateAttr(None)
+
+    @property
+    def ends(self) -> tuple[str, str] | None:
+        """Its source and target entity ids, when the read that made it knew them (they find its properties)."""
+        return self._ends
 
 
 class ThemeItem(Item):

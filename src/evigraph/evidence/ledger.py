@@ -20,7 +20,17 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import ConfigurationError
 from evigraph.evidence.ids import KINDS, EvidenceId
-from evigraph.evidence.items import EntityItem, Item, PassageItem, PassageText, PerKind, RelationItem, Source, ThemeItem
+from evigraph.evidence.items import (
+    EntityItem,
+    Item,
+    PassageItem,
+    PassageText,
+    PerKind,
+    RelationItem,
+    Source,
+    ThemeItem,
+    property_text,
+)
 
 # What a number can point at: the evidence kinds, plus "fact" (a relation returned as a fact);
 # checked so a typo cannot create a kind no reader expects.
@@ -121,14 +131,16 @@ def passage_digest(item: PassageItem) -> str:
 
 
 def entity_content(item: EntityItem) -> str:
-    """Name, label and description: everything an entity card states."""
-    return " ".join(part for part in (item.name, item.label, item.description) if part)
+    """Name, label, description and declared properties: everything an entity card states."""
+    parts = (item.name, item.label, item.description, property_text(item.properties).strip())
+    return " ".join(part for part in parts if part)
 
 
 def relation_content(item: RelationItem) -> str:
-    """`source type target: fact`, so both end names and the stated fact can support a claim."""
+    """`source type target: fact`, so both end names and the stated fact can support a claim (and
+    its declared properties, which it states too)."""
     head = f"{item.source} {item.type} {item.target}"
-    return f"{head}: {item.fact}" if item.fact else head
+    return (f"{head}: {item.fact}" if item.fact else head) + property_text(item.properties)
 
 
 def theme_content(item: ThemeItem) -> str:

@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evigraph.display import display_name, display_text, one_line
-from evigraph.evidence.items import EntityItem, PassageItem, PerKind, RelationItem, Source, ThemeItem
+from evigraph.evidence.items import (
+    EntityItem,
+    PassageItem,
+    PerKind,
+    RelationItem,
+    Source,
+    ThemeItem,
+    property_text,
+)
 from evigraph.evidence.pack import Section
 from evigraph.models import DEFAULT_RELATION_TYPE
 
@@ -94,12 +102,13 @@ def passage_block(p: PassageItem, citation: str) -> str:
 
 def entity_line(e: EntityItem, *, with_id: bool = False) -> str:
     desc = f": {e.description}" if e.description else ""
-    return number_prefix(e.n) + one_line(f"{e.name} ({e.label}){desc}") + (f" (id {e.id})" if with_id else "")
+    text = one_line(f"{e.name} ({e.label}){desc}{property_text(e.properties)}")
+    return number_prefix(e.n) + text + (f" (id {e.id})" if with_id else "")
 
 
 def relation_line(r: RelationItem) -> str:
     fact = f": {r.fact}" if r.fact.strip() else ""
-    return number_prefix(r.n) + one_line(f"{r.source} -[{r.type}]-> {r.target}{fact}")
+    return number_prefix(r.n) + one_line(f"{r.source} -[{r.type}]-> {r.target}{fact}{property_text(r.properties)}")
 
 
 def theme_line(t: ThemeItem) -> str:

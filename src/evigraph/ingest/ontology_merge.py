@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import InputError
 from evigraph.models import EntityType, Ontology, RelationType
+from evigraph.property_types import PropertyType, check_declared, column_types
 
 
 class OntologyExtension(BaseModel):
@@ -25,10 +26,13 @@ class OntologyExtension(BaseModel):
     unrestricted: list[str] = Field(
         default_factory=list, description="relation types that already allow every pair, so patterns were not added"
     )
+    added_properties: list[str] = Field(default_factory=list, description="'Type.property' declared by this call")
 
     @property
     def added(self) -> bool:
-        return bool(self.added_entity_types or self.added_relation_types or self.added_patterns)
+        return bool(
+            self.added_entity_types or self.added_relation_types or self.added_patterns or self.added_properties
+        )
 
 
 def extend_ontology(
@@ -44,11 +48,11 @@ def extend_ontology(
     known = {} if replace else {e.label: e for e in current.entities}
     for e in entities:
         old = known.get(e.label)
+        props = _merged_properties(e.label, old.properties if old else (), e.properties, change)
         if old is None:
             change.added_entity_types.append(e.label)
-            known[e.label] = e
+            known[e.label] = e.model_copy(update={"properties": props})
         else:
-            props = tuple(dict.fromkeys([*old.properties, *e.properties]))
             known[e.label] = EntityType(label=e.label, description=old.description or e.description, properties=props)
     types = {} if replace else {r.type: r for r in current.relations}
     for r in relations:
@@ -59,17 +63,47 @@ def extend_ontology(
                 hint="declare them in entities=[...] in the same call",
             )
         old_rel = types.get(r.type)
+        props = _merged_properties(r.type, old_rel.properties if old_rel else (), r.properties, change)
         if old_rel is None:
             change.added_relation_types.append(r.type)
-            types[r.type] = r
+            types[r.type] = r.model_copy(update={"properties": props})
             continue
-        if not old_rel.patterns:
-            if r.patterns:
-                change.unrestricted.append(r.type)
-            continue
-        new = [p for p in r.patterns if p not in old_rel.patterns]
+        new = [p for p in r.patterns if p not in old_rel.patterns] if old_rel.patterns else []
+        if not old_rel.patterns and r.patterns:
+            change.unrestricted.append(r.type)
         change.added_patterns += [(r.type, a, b) for a, b in new]
         types[r.type] = RelationType(
-            type=r.type, description=old_rel.description or r.description, patterns=(*old_rel.patterns, *new)
+            type=r.type,
+            description=old_rel.description or r.description,
+            patterns=(*old_rel.patterns, *new),
+            properties=props,
         )
-    return Ontology(entities=tuple(known.values()), relations=tuple(types.values())), change
+    merged = Ontology(entities=tuple(known.values()), relations=tuple(types.values()))
+    column_types("entity", merged.declared_properties("entity").items())  # one type per name, or the conflict
+    column_types("relation", merged.declared_properties("relation").items())
+    return merged, change
+
+
+def _merged_properties(
+    owner: str, old: Sequence[PropertyType], new: Sequence[PropertyType], change: OntologyExtension
+) -> tuple[PropertyType, ...]:
+    """`old` with `new` added; a property declared again keeps its type (values stored under it
+    would not fit another) and its description, unless it had none."""
+    check_declared(owner, new)
+    merged = {p.name: p for p in old}
+    for p in new:
+        before = merged.get(p.name)
+        if before is None:
+            merged[p.name] = p
+            change.added_properties.append(f"{owner}.{p.name}")
+        elif before.type != p.type:
+            raise InputError(
+                f"{owner}.{p.name} is declared {before.type}; it cannot become {p.type} (stored values are "
+                f"{before.type})",
+                hint=f"keep type {before.type!r}, or declare a new property name for the {p.type} value",
+            )
+        elif not before.description and p.description:
+            merged[p.name] = before.model_copy(update={"description": p.description})
+    out = tuple(merged.values())
+    check_declared(owner, out)
+    return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from evigraph.code_records import SYMBOL_KINDS
 from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.kb.core import STATUS_FAILED_LISTED, KnowledgeBaseCore, Status
+from evigraph.kb.properties import show_properties
 from evigraph.kb.spend import recorded_spend
 from evigraph.models import SourceRecord, SourceState, StoredDocument, WalkBounds
 from evigraph.retrieval.entities import EntitySearch, Exploration
@@ -58,6 +59,7 @@ class ReadOps(KnowledgeBaseCore):
         with fewer_collections():  # the first retrieve loads models and builds indexes (see gc_threshold)
             context = RetrievalContext(store, self.embedder, self.graph_stage())
             result = await self.retrieval.retrieve(query, context, self.reranker)
+        await show_properties(store, await self.load_ontology(), result.entities, [*result.relations, *result.facts])
         ledger = ledger if ledger is not None else EvidenceLedger(FRESH_LEDGER_CAPACITY)
         ledger.cite("retrieve", result.passages)
         ledger.cite("retrieve", result.entities)
@@ -134,7 +136,9 @@ class ReadOps(KnowledgeBaseCore):
         require_at_least("limit", limit)
         store = await self._open(for_write=False)
         snippet_chars = self.limits.max_snippet_chars
-        return await search_entities(store, self.embedder, query, mode, labels, limit, snippet_chars)
+        found = await search_entities(store, self.embedder, query, mode, labels, limit, snippet_chars)
+        await show_properties(store, await self.load_ontology(), found.hits, [])
+        return found
 
     async def explore_relationships(
         self,
@@ -157,7 +161,10 @@ class ReadOps(KnowledgeBaseCore):
             max_nodes=max_nodes,
             max_edges=max_edges,
         )
-        return await explore(await self._open(for_write=False), entity, bounds, self.limits.max_snippet_chars)
+        store = await self._open(for_write=False)
+        found = await explore(store, entity, bounds, self.limits.max_snippet_chars)
+        await show_properties(store, await self.load_ontology(), found.nodes, found.edges)
+        return found
 
     async def missing_entities(self, ids: Sequence[str]) -> list[str]:
         """The ids among `ids` that name no entity (visible here)."""

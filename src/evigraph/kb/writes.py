@@ -20,13 +20,14 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigurationError, EvigraphError, NotFoundError
 from evigraph.ingest.roots import DocumentRoots, Placed, keyed_by
 from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport
 from evigraph.kb.keys import KeyOps
+from evigraph.kb.properties import entity_writes, make_columns, refuse_dropped, relation_writes
 from evigraph.kb.spend import record_spend
 from evigraph.models import (
     DocumentOutcome,
@@ -80,9 +81,15 @@ class WriteOps(KeyOps):
     """The writing half of `KnowledgeBase`."""
 
     async def set_ontology(self, ontology: Ontology) -> None:
-        """Use and store `ontology`, so later sessions and processes extract with it too."""
+        """Use and store `ontology`, so later sessions and processes extract with it too.
+
+        Its declared properties become storable at once. It is refused (`InputError`, naming them)
+        when it leaves out a property that still holds values, or gives one another type.
+        """
         store = await self._open(for_write=True)
         async with self._gate.exclusive():
+            await refuse_dropped(store, await self.load_ontology(), ontology)
+            await make_columns(store, ontology)
             await store.set_setting(ONTOLOGY_SETTING, ontology.model_dump_json())
             self._ontology = ontology
 
@@ -106,6 +113,7 @@ class WriteOps(KeyOps):
             replace = current == DEFAULT_ONTOLOGY and await store.get_setting(ONTOLOGY_SETTING) is None
             replace = replace and not await store.holds_documents()
             merged, change = extend_ontology(current, entities, relations, replace=replace)
+            await make_columns(store, merged)
             await store.set_setting(ONTOLOGY_SETTING, merged.model_dump_json())
             self._ontology = merged
         return change
@@ -554,19 +562,46 @@ class WriteOps(KeyOps):
         async with self._gate.exclusive():
             return await store.check(repair=True)
 
-    async def upsert_entities(self, entities: Sequence[ExtractedEntity], source: str = "agent") -> None:
-        """Record entities (idempotent): new ones are created with `source` as provenance, known ones merged."""
+    async def upsert_entities(
+        self,
+        entities: Sequence[ExtractedEntity],
+        source: str = "agent",
+        properties: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        property_source: str | None = None,
+    ) -> None:
+        """Record entities (idempotent): new ones are created with `source` as provenance, known ones merged.
+
+        `properties` maps an entity's id to values of the properties its type declares (None
+        removes one); they are checked before anything is written (`InputError` names the
+        property and the fix), `property_source` (default `source`) is recorded as who set each,
+        and properties not named keep their values.
+        """
         store = await self._open(for_write=True)
         async with self._gate.exclusive():
+            ontology = await self.load_ontology()
+            values = entity_writes(ontology, entities, properties or {})
+            await make_columns(store, ontology)
             await store.upsert_entities(entities, source)
+            await store.write_properties(values, property_source or source)
 
     async def upsert_relations(
-        self, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str = "agent"
+        self,
+        relations: Sequence[tuple[ExtractedRelation, Sequence[str]]],
+        source: str = "agent",
+        properties: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        property_source: str | None = None,
     ) -> None:
-        """Record relations between existing entities, each with the chunk ids that support it."""
+        """Record relations between existing entities, each with the chunk ids that support it;
+        `properties` maps a relation's id to its declared properties, as for `upsert_entities`."""
         store = await self._open(for_write=True)
         async with self._gate.exclusive():
+            ontology = await self.load_ontology()
+            values = relation_writes(ontology, [r for r, _ in relations], properties or {})
+            await make_columns(store, ontology)
             await store.upsert_relations(relations, source)
+            await store.write_properties(values, property_source or source)
 
 
 async def _documents(store: GraphStore, keys: Sequence[str]) -> dict[str, StoredDocument]:

@@ -29,7 +29,7 @@ def entity_item(hit: EntityHit) -> EntityItem:
 
 
 def relation_item(r: Neighbour) -> RelationItem:
-    return RelationItem(
+    item = RelationItem(
         id=r.id,
         source=r.source_name,
         type=r.type,
@@ -40,3 +40,5 @@ def relation_item(r: Neighbour) -> RelationItem:
         score=r.confidence,
         passages=r.source_passages,
     )
+    item._ends = (r.source, r.target)
+    return item

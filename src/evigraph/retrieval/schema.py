@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import CypherRefused, QueryAborted, QueryTimeout, ReadOnlyQueryError, UnknownLabel
 from evigraph.models import Ontology, StoreCounts, TableInfo
+from evigraph.property_types import PropertyType
 from evigraph.store.base import GraphStore
 
 CYPHER_TIMEOUT_MS = 10_000
@@ -22,7 +23,7 @@ CYPHER_HINT = "cypher_query only reads: use MATCH ... RETURN (call get_ontology 
 class EntityTypeView(BaseModel):
     label: str
     description: str = ""
-    properties: list[str] = Field(default_factory=list)
+    properties: list[PropertyType] = Field(default_factory=list, description="declared properties, Cypher: e.<name>")
     count: int = 0
 
 
@@ -30,6 +31,7 @@ class RelationTypeView(BaseModel):
     label: str
     description: str = ""
     patterns: list[tuple[str, str]] = Field(default_factory=list, description="empty: any pair of labels")
+    properties: list[PropertyType] = Field(default_factory=list, description="declared properties, Cypher: r.<name>")
     count: int = 0
 
 
@@ -61,6 +63,7 @@ async def ontology_overview(store: GraphStore, ontology: Ontology) -> OntologyOv
             label=r.type,
             description=r.description,
             patterns=[(a, b) for a, b in r.patterns],
+            properties=list(r.properties),
             count=counts.relation_types.get(r.type, 0),
         )
         for r in ontology.relations

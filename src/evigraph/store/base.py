@@ -35,6 +35,7 @@ from evigraph.models import (
 )
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
+from evigraph.store.properties import PropertyStore
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.trace_records import (
     DecisionRecord,
@@ -105,7 +106,7 @@ def opened(held: T | None) -> T:
     return held
 
 
-class GraphStore(ABC):
+class GraphStore(PropertyStore, ABC):
     """One knowledge base: documents, passages, entities and relations.
 
     Writes are atomic per call: `write_versions` replaces every given document's previous

@@ -15,6 +15,7 @@ from evigraph.evidence.items import EntityCard, EntityItem, PassageItem, Relatio
 from evigraph.evidence.pack import Section
 from evigraph.evidence.render import entity_line, passages_section, relation_line, theme_line
 from evigraph.models import SourceRecord, TableInfo
+from evigraph.property_types import PropertyType
 from evigraph.retrieval.schema import CYPHER_TIMEOUT_MS, EntityTypeView, RelationTypeView
 from evigraph.tools.definitions import ToolGroup
 from evigraph.tools.inputs import CypherInput, ExploreInput, NoInput, SearchEntitiesInput, SearchThemesInput
@@ -145,12 +146,22 @@ def _entity_type_text(e: EntityTypeView) -> str:
     text = f"{e.label} ({e.count})"
     if e.description:
         text += f": {e.description}"
-    return text + (f" [properties: {', '.join(e.properties)}]" if e.properties else "")
+    return text + _properties_text(e.properties)
 
 
 def _relation_type_text(r: RelationTypeView) -> str:
     pats = ", ".join(f"{a}->{b}" for a, b in r.patterns) or "any"
-    return f"{r.label} ({r.count}; {pats})" + (f": {r.description}" if r.description else "")
+    return (
+        f"{r.label} ({r.count}; {pats})"
+        + (f": {r.description}" if r.description else "")
+        + _properties_text(r.properties)
+    )
+
+
+def _properties_text(properties: list[PropertyType]) -> str:
+    """' [properties: born date (when born), papers integer]', or '' when none are declared."""
+    shown = [f"{p.name} {p.type}" + (f" ({p.description})" if p.description else "") for p in properties]
+    return f" [properties: {', '.join(shown)}]" if shown else ""
 
 
 @TOOLS.tool(

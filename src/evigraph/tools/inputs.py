@@ -17,6 +17,7 @@ from evigraph.ingest.chunking import ChunkerName
 from evigraph.ingest.extraction import ExtractorName
 from evigraph.ingest.resolution import ResolverName
 from evigraph.limits import DEFAULT_LIMITS, FetchChars, Hits, LimitedBy
+from evigraph.property_types import MAX_PROPERTIES, PropertyType, PropertyValue
 from evigraph.retrieval.navigation import Relation
 from evigraph.retrieval.passages import SearchMode
 from evigraph.strict import StrictInput
@@ -158,12 +159,24 @@ class CitationsInput(ToolInput):
 # -- write tools -----------------------------------------------------------------------------
 
 
+def named_properties(properties: list[PropertyType | str]) -> list[PropertyType | str]:
+    """A bare name declares a string property, checked as a declared one is (not dropped, as a stored
+    ontology's old names are)."""
+    return [PropertyType(name=p) if isinstance(p, str) else p for p in properties]
+
+
 class EntityTypeInput(ToolInput):
     label: str
     description: str = Field("", max_length=2000)
-    properties: list[str] = Field(default_factory=list, max_length=50)
+    properties: list[PropertyType | str] = Field(
+        default_factory=list,
+        max_length=MAX_PROPERTIES,
+        description="properties an entity of this type may hold: [{name, type, description}]; a bare name is a "
+        "string property",
+    )
 
     _label = field_validator("label")(check_label)
+    _named = field_validator("properties")(named_properties)
 
 
 class RelationTypeInput(ToolInput):
@@ -172,8 +185,15 @@ class RelationTypeInput(ToolInput):
     patterns: list[tuple[str, str]] = Field(
         default_factory=list, max_length=100, description="allowed [source label, target label] pairs"
     )
+    properties: list[PropertyType | str] = Field(
+        default_factory=list,
+        max_length=MAX_PROPERTIES,
+        description="properties a relation of this type may hold: [{name, type, description}]; a bare name is a "
+        "string property",
+    )
 
     _label = field_validator("label")(check_label)
+    _named = field_validator("properties")(named_properties)
 
 
 class SetOntologyInput(ToolInput):
@@ -224,6 +244,11 @@ class EntityInput(ToolInput):
     label: str
     description: str = Field("", max_length=4000)
     aliases: list[str] = Field(default_factory=list, max_length=20)
+    properties: dict[str, PropertyValue] = Field(
+        default_factory=dict,
+        max_length=MAX_PROPERTIES,
+        description="values of properties its label declares (get_ontology lists them); null removes one",
+    )
 
     _label = field_validator("label")(check_label)
 
@@ -246,6 +271,11 @@ class RelationInput(ToolInput):
     fact: str = Field(min_length=1, max_length=4000, description="the statement, in one sentence")
     evidence: list[EvidenceRef] = Field(default_factory=list, max_length=20, description="supporting passages")
     confidence: float = Field(1.0, ge=0.0, le=1.0)
+    properties: dict[str, PropertyValue] = Field(
+        default_factory=dict,
+        max_length=MAX_PROPERTIES,
+        description="values of properties its type declares (get_ontology lists them); null removes one",
+    )
 
     _type = field_validator("type")(check_label)
 

@@ -17,7 +17,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +41,7 @@ from evigraph.models import (
     RelationType,
     entity_id,
 )
+from evigraph.property_types import MAX_PROPERTIES, PropertyType
 from evigraph.resolution_records import IngestResolution
 from evigraph.surrogates import escaped
 from evigraph.tools.definitions import ToolGroup
@@ -80,6 +81,8 @@ class OntologyChange(OntologyExtension, ToolResult):
             f"relation types added: {', '.join(self.added_relation_types) or 'none'}",
             f"patterns added: {', '.join(f'{r} {a}->{b}' for r, a, b in self.added_patterns) or 'none'}",
         ]
+        if self.added_properties:
+            parts.append(f"properties added: {', '.join(self.added_properties)}")
         if self.unrestricted:
             parts.append(f"already allowing every pair, patterns not added: {', '.join(self.unrestricted)}")
         if self.replaced_default:
@@ -90,10 +93,12 @@ class OntologyChange(OntologyExtension, ToolResult):
 @TOOLS.tool(
     "set_ontology",
     SetOntologyInput,
-    "Declare or extend the entity and relation types extraction uses. Only adds: new types, descriptions "
-    "and relation patterns [[source label, target label], ...]. Labels: letters (any script), digits, "
-    "spaces, '-' and '_'. Declaring before the first ingest keeps the default types out. Documents already "
-    "ingested keep their old extraction until ingest(..., reextract=true).",
+    "Declare or extend the entity and relation types extraction uses. Only adds: new types, descriptions, "
+    "relation patterns [[source label, target label], ...] and properties [{name, type, description}] "
+    f"(type: string, integer, number, boolean, date 'YYYY-MM-DD' or string_list; at most {MAX_PROPERTIES} a type; "
+    "a declared property keeps its type; upsert_entities / upsert_relations set values, Cypher reads them as "
+    "e.name). Labels: letters (any script), digits, spaces, '-' and '_'. Declaring before the first ingest keeps "
+    "the default types out. Documents already ingested keep their old extraction until ingest(..., reextract=true).",
     write=True,
     destructive=True,
 )
@@ -101,9 +106,17 @@ async def set_ontology(tk: Toolkit, args: SetOntologyInput) -> OntologyChange:
     if not args.entities and not args.relations:
         raise ToolError("nothing to declare", hint="pass entities=[{label: ...}] and/or relations=[{label: ...}]")
     extension = await tk.kb.extend_ontology(
-        [EntityType(label=e.label, description=e.description, properties=tuple(e.properties)) for e in args.entities],
         [
-            RelationType(type=r.label, description=r.description, patterns=tuple(tuple(p) for p in r.patterns))
+            EntityType(label=e.label, description=e.description, properties=_declared(e.properties))
+            for e in args.entities
+        ],
+        [
+            RelationType(
+                type=r.label,
+                description=r.description,
+                patterns=tuple(tuple(p) for p in r.patterns),
+                properties=_declared(r.properties),
+            )
             for r in args.relations
         ],
     )
@@ -111,6 +124,10 @@ async def set_ontology(tk: Toolkit, args: SetOntologyInput) -> OntologyChange:
     if extension.added:
         change.hint = "new documents use it now; re-extract ingested ones with ingest(..., reextract=true)"
     return change
+
+
+def _declared(properties: list[PropertyType | str]) -> tuple[PropertyType, ...]:
+    return tuple(p if isinstance(p, PropertyType) else PropertyType(name=p) for p in properties)
 
 
 # -- ingest ----------------------------------------------------------------------------------
@@ -504,11 +521,19 @@ async def _declared_labels(tk: Toolkit) -> set[str]:
     return {e.label for e in (await tk.kb.load_ontology()).entities}
 
 
+def _provenance(tk: Toolkit) -> str:
+    """Who sets a property: the agent the toolkit serves when it has a name, else 'agent'."""
+    traces = tk.traces
+    return f"{AGENT_SOURCE}:{traces.agent}" if traces is not None and traces.agent else AGENT_SOURCE
+
+
 @TOOLS.tool(
     "upsert_entities",
     UpsertEntitiesInput,
     "Record entities the agent established (idempotent: the same name and label merge into one entity, "
-    "descriptions and aliases accumulate). Labels must be declared (set_ontology). Provenance: _source='agent'.",
+    "descriptions and aliases accumulate). Labels must be declared (set_ontology). properties: values of the "
+    "properties the label declares (get_ontology lists them), checked before anything is written; properties not "
+    "given keep their values, null removes one. Provenance: _source='agent', each property's setter recorded.",
     write=True,
     destructive=True,
 )
@@ -517,11 +542,14 @@ async def upsert_entities(tk: Toolkit, args: UpsertEntitiesInput) -> UpsertResul
     undeclared = sorted({e.label for e in args.entities} - declared)
     if undeclared:
         raise ToolError(f"undeclared label(s): {', '.join(undeclared)}", hint="declare them with set_ontology first")
-    entities = []
+    entities: list[ExtractedEntity] = []
+    properties: dict[str, dict[str, Any]] = {}
     for e in args.entities:
         base = ExtractedEntity.create(e.name, e.label, e.description)
         entities.append(base.model_copy(update={"aliases": tuple(dict.fromkeys([*base.aliases, *e.aliases]))}))
-    await tk.kb.upsert_entities(entities, AGENT_SOURCE)
+        if e.properties:
+            properties.setdefault(base.id, {}).update(e.properties)
+    await tk.kb.upsert_entities(entities, AGENT_SOURCE, properties, property_source=_provenance(tk))
     return UpsertResult(written=[e.id for e in entities])
 
 
@@ -530,7 +558,7 @@ async def upsert_entities(tk: Toolkit, args: UpsertEntitiesInput) -> UpsertResul
     UpsertRelationsInput,
     "Record relations between existing entities (given by name and label), each a one-sentence fact with "
     "the passages that support it (evidence numbers or ids). Idempotent. The type must be declared "
-    "(set_ontology). Provenance: _source='agent'.",
+    "(set_ontology), and so must its properties (values as for upsert_entities). Provenance: _source='agent'.",
     write=True,
     destructive=True,
 )
@@ -542,7 +570,8 @@ async def upsert_relations(tk: Toolkit, args: UpsertRelationsInput) -> UpsertRes
     ends = {entity_id(ref.name, ref.label) for r in args.relations for ref in (r.source, r.target)}
     if missing := await tk.kb.missing_entities(sorted(ends)):
         raise ToolError(f"unknown entities: {', '.join(missing[:10])}", hint="record them with upsert_entities first")
-    rows = []
+    rows: list[tuple[ExtractedRelation, list[str]]] = []
+    properties: dict[str, dict[str, Any]] = {}
     for r in args.relations:
         passages = [tk.resolve(ref, "passage").id for ref in r.evidence]
         if passages and await tk.kb.missing_passages(passages):
@@ -556,5 +585,7 @@ async def upsert_relations(tk: Toolkit, args: UpsertRelationsInput) -> UpsertRes
             chunk_indexes=(),
         )
         rows.append((rel, passages))
-    await tk.kb.upsert_relations(rows, AGENT_SOURCE)
+        if r.properties:
+            properties.setdefault(rel.id, {}).update(r.properties)
+    await tk.kb.upsert_relations(rows, AGENT_SOURCE, properties, property_source=_provenance(tk))
     return UpsertResult(written=[rel.id for rel, _ in rows])

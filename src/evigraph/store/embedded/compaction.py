@@ -51,6 +51,7 @@ from evigraph.store.embedded.creation import (
     sidecars,
 )
 from evigraph.store.embedded.executor import Executor, Statements, Tx
+from evigraph.store.embedded.properties import TABLES as PROPERTY_TABLES
 from evigraph.store.embedded.schema import DDL, META_TABLE, RETIRED_FTS_INDEXES
 from evigraph.store.embedded.table_copy import Table, copy_table, count_rows, read_tables, retyped
 
@@ -193,6 +194,7 @@ def _build(source: Compacted, tmp: Path, report: _Reporter) -> _Copied:
 def _copy_rows(source: Tx, target: Tx, report: _Reporter) -> _Copied:
     """Every row of every table, read in one transaction so the copy is one consistent state."""
     tables = read_tables(source)
+    _carry_property_columns(tables, target)
     _check_schema(tables, {t.name: t for t in read_tables(target)})
     copied = _Copied(counts={t.name: count_rows(source, t) for t in tables})
     copied.converted = any(retyped(t.name, c) != c.type for t in tables for c in t.columns)
@@ -219,6 +221,17 @@ def _copy_rows(source: Tx, target: Tx, report: _Reporter) -> _Copied:
     }
     copied.indexes = found  # an index of a later release travels with its own definition
     return copied
+
+
+def _carry_property_columns(old: list[Table], target: Tx) -> None:
+    """Give the new file the columns declared properties added (`embedded.properties`): the schema
+    does not create them, and their values must travel with the rows."""
+    for table in old:
+        if table.name in PROPERTY_TABLES.values():
+            have = {c.name for c in next(t for t in read_tables(target) if t.name == table.name).columns}
+            for c in table.columns:
+                if c.name not in have:
+                    target.execute(f"ALTER TABLE {table.name} ADD `{c.name}` {c.type}").close()
 
 
 def _check_schema(old: list[Table], new: dict[str, Table]) -> None:

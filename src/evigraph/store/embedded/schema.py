@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evigraph.code_records import LINK_TYPES, link_ends
+from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store.core.schema_names import (
     CODE_NODE_TABLES,
     CODE_REL_TABLES,
@@ -81,12 +82,12 @@ DDL = (
     """CREATE NODE TABLE IF NOT EXISTS Entity(
         id STRING PRIMARY KEY, name STRING, label STRING, description STRING,
         descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP,
-        search_text STRING, embedding FLOAT[])""",
+        search_text STRING, embedding FLOAT[], _property_sources STRING)""",
     "CREATE REL TABLE IF NOT EXISTS PART_OF(FROM Chunk TO Document)",
     "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts STRING, span_ends STRING)",
     """CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, type STRING, fact STRING,
-        confidence DOUBLE, _source STRING, source_chunks STRING)""",
+        confidence DOUBLE, _source STRING, _property_sources STRING, source_chunks STRING)""",
     """CREATE NODE TABLE IF NOT EXISTS SourceLog(
         key STRING PRIMARY KEY, state STRING, content_hash STRING, version INT64, error STRING, at TIMESTAMP)""",
     """CREATE NODE TABLE IF NOT EXISTS Theme(
@@ -135,11 +136,15 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Entity", "embedding", "FLOAT[]"),
     ("Chunk", CONTEXT_COLUMN, "STRING"),
     (TRACE_STEP, STEP_SUPPORTS, "STRING"),
+    ("Entity", SOURCES_COLUMN, "STRING"),
+    ("RELATES", SOURCES_COLUMN, "STRING"),
 )
 """(table, column, type) added after schema version 1 shipped: graph ranking's bridge sentences and
-name vectors, then contextual chunks' contexts, then steps' supports. A writable open adds what a
-file lacks (`ALTER TABLE ... ADD`); its rows then get them from `evigraph finalize` (vectors, like
-any passage without one) or a re-ingest (contexts); a step set before has no supports."""
+name vectors, then contextual chunks' contexts, then steps' supports, then who set each declared
+property (`evigraph.property_types`; the properties' own columns come with their declaration). A
+writable open adds what a file lacks (`ALTER TABLE ... ADD`); its rows then get them from
+`evigraph finalize` (vectors, like any passage without one) or a re-ingest (contexts); a step set
+before has no supports."""
 
 RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("RELATES", "source_chunks", "STRING"),

@@ -62,6 +62,7 @@ from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.generation import bumping
 from evigraph.store.embedded.index_ops import IndexOps
 from evigraph.store.embedded.packed import unpack_ints
+from evigraph.store.embedded.properties import EmbeddedPropertyOps
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
@@ -79,7 +80,7 @@ from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, Rank
 from evigraph.store.saved_indexes import SavedIndexes
 
 
-class EmbeddedStore(EmbeddedCodeOps, CypherOps, DecisionOps, IndexOps, GraphStore):
+class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
 
     `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first

@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
+from evigraph.property_types import holds_properties
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE, VERSION_SEQ
 from evigraph.store.core.version_rows import Folded, add_entity, add_relation, version_rows
 from evigraph.store.embedded.executor import Tx, value_batches, vector_texts
@@ -99,8 +100,9 @@ def remove_contents(tx: Tx, keys: Sequence[str]) -> set[str]:
     """Remove the chunks of documents and what hangs off them; return entities that may be orphaned.
 
     Relations lose these chunks as sources, and extracted ones go when none remain (one an agent
-    recorded stands on the agent's word, as it did before any passage stated it). The orphan check itself
-    waits until the new version is written, which may mention the same entities again.
+    recorded, or gave properties, stands on the agent's word, as it did before any passage stated
+    it). The orphan check itself waits until the new version is written, which may mention the
+    same entities again.
     """
     if not keys:
         return set()
@@ -155,11 +157,13 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
     ids = {"ids": sorted(entity_ids)}
     rels = tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity {id: eid})-[r:RELATES]->(b:Entity)
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source,
+                  r._property_sources AS props""",
         ids,
     ) + tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity)-[r:RELATES]->(b:Entity {id: eid})
-           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source""",
+           RETURN r.id AS id, a.id AS s, b.id AS d, r.source_chunks AS src, r._source AS source,
+                  r._property_sources AS props""",
         ids,
     )
     update: list[dict[str, Any]] = []
@@ -174,7 +178,8 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         if len(kept) == len(src):
             continue
         row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": pack(kept)}
-        (update if kept or r["source"] not in (None, EXTRACTION_SOURCE) else drop).append(row)
+        agents = r["source"] not in (None, EXTRACTION_SOURCE) or holds_properties(r["props"])
+        (update if kept or agents else drop).append(row)
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
@@ -189,7 +194,8 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
 
 
 def delete_orphans(tx: Tx, candidates: Iterable[str]) -> list[str]:
-    """Delete extracted entities that no chunk mentions any more (agent-written ones stay).
+    """Delete extracted entities that no chunk mentions any more (agent-written ones stay, and so
+    do those an agent gave properties: the values stand on the agent's word, not on a passage).
 
     Which candidates are still mentioned is read with a plain MATCH and decided in Python. In
     Kuzu 0.11.3, `NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Chunk) }` (and an OPTIONAL MATCH
@@ -211,7 +217,8 @@ def delete_orphans(tx: Tx, candidates: Iterable[str]) -> list[str]:
     if not unmentioned:
         return []
     extracted = tx.column(
-        "UNWIND $ids AS eid MATCH (e:Entity {id: eid}) WHERE e._source = $src RETURN e.id",
+        """UNWIND $ids AS eid MATCH (e:Entity {id: eid})
+           WHERE e._source = $src AND (e._property_sources IS NULL OR e._property_sources = '{}') RETURN e.id""",
         {"ids": unmentioned, "src": EXTRACTION_SOURCE},
     )
     delete_entities(tx, extracted)

@@ -378,7 +378,7 @@ def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: st
 
 def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
     """Drop deleted passages from relations' sources, and extracted relations left with none (one an
-    agent recorded stands on the agent's word); returns the entities those relations joined
+    agent recorded, or gave properties, stands on the agent's word); returns the entities those relations joined
     (which may now be orphans)."""
     if not gone:
         return set()
@@ -387,7 +387,8 @@ def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
            WHERE any(c IN x.source_chunks WHERE c IN $gone)
            SET x.source_chunks = [c IN x.source_chunks WHERE NOT c IN $gone]
            WITH a, b, x, size(x.source_chunks) AS left
-           WITH a, b, collect(CASE WHEN left = 0 AND coalesce(x._source, $src) = $src THEN x END) AS empty
+           WITH a, b, collect(CASE WHEN left = 0 AND coalesce(x._source, $src) = $src
+                                    AND coalesce(x._property_sources, '{}') = '{}' THEN x END) AS empty
            FOREACH (x IN empty | DELETE x)
            RETURN a.id AS a, b.id AS b""",
         {"gone": list(gone), "src": EXTRACTION_SOURCE},
@@ -402,7 +403,8 @@ def delete_orphans(conn: Connection, candidates: Iterable[str]) -> None:
     if ids:
         conn.write_sync(
             """UNWIND $ids AS id MATCH (e:Entity {id: id})
-               WHERE e._source = $src AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
+               WHERE e._source = $src AND coalesce(e._property_sources, '{}') = '{}'
+                     AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
                DETACH DELETE e""",
             {"ids": ids, "src": EXTRACTION_SOURCE},
         )

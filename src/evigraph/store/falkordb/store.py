@@ -54,6 +54,7 @@ from evigraph.store.falkordb.index_changes import change_indexes, create_indexes
 from evigraph.store.falkordb.index_ops import FalkorIndexOps
 from evigraph.store.falkordb.leases import WriterLease
 from evigraph.store.falkordb.maintenance import FalkorMaintenanceOps
+from evigraph.store.falkordb.properties import FalkorPropertyOps
 from evigraph.store.falkordb.ranking import FalkorRankingOps
 from evigraph.store.falkordb.schema import (
     CYPHER_GUIDE,
@@ -72,6 +73,7 @@ log = logging.getLogger(__name__)
 
 class FalkorStore(
     FalkorCodeOps,
+    FalkorPropertyOps,
     FalkorDecisionOps,
     FalkorRankingOps,
     FalkorMaintenanceOps,

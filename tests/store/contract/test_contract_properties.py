@@ -1,0 +1,146 @@
+"""Declared properties on every store: columns, writes with provenance, reads, counts, Cypher."""
+
+from __future__ import annotations
+
+from tests.store.contract.conftest import ADA, ALPHA, BABBAGE, LONDON, build_library, covers, version
+
+from evigraph.models import ExtractedRelation
+from evigraph.property_types import PropertyKind, PropertyOwner
+from evigraph.store import GraphStore
+
+ENTITY_COLUMNS = {
+    "born": PropertyKind.date,
+    "papers": PropertyKind.integer,
+    "height_m": PropertyKind.number,
+    "living": PropertyKind.boolean,
+    "fields": PropertyKind.string_list,
+    "nickname": PropertyKind.string,
+}
+
+
+def entity(eid: str) -> PropertyOwner:
+    return PropertyOwner(owner="entity", id=eid)
+
+
+async def _relation(store: GraphStore, a: str, b: str) -> PropertyOwner:
+    rows = await store.cypher_query(
+        "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) RETURN r.id AS id", {"a": a, "b": b}
+    )
+    return PropertyOwner(owner="relation", id=rows[0]["id"], source=a, target=b)
+
+
+@covers("add_property_columns", "write_properties", "read_properties")
+async def test_entity_properties_are_written_with_their_source_and_read_back(store: GraphStore) -> None:
+    await build_library(store)
+    await store.add_property_columns("entity", ENTITY_COLUMNS)
+    await store.add_property_columns("entity", ENTITY_COLUMNS)  # idempotent
+    values = {
+        "born": "1815-12-10",
+        "papers": 1,
+        "height_m": 1.6,
+        "living": False,
+        "fields": ["mathematics", "computing"],
+        "nickname": "Enchantress of Numbers",
+    }
+    missing = await store.write_properties([(entity(ADA), values), (entity("person:nobody"), {"papers": 2})], "agent")
+    assert missing == ["person:nobody"]
+    await store.write_properties([(entity(BABBAGE), {"papers": 80})], "agent:scribe")
+    found = await store.read_properties([entity(ADA), entity(BABBAGE), entity(LONDON)], list(ENTITY_COLUMNS))
+    assert found[ADA].values == values
+    assert found[ADA].sources == dict.fromkeys(values, "agent")
+    assert found[BABBAGE].values == {"papers": 80} and found[BABBAGE].sources == {"papers": "agent:scribe"}
+    assert LONDON not in found  # holds none
+
+    # Properties not named are kept; None removes one, and its provenance with it.
+    await store.write_properties([(entity(ADA), {"nickname": None, "papers": 3})], "agent:other")
+    again = (await store.read_properties([entity(ADA)], list(ENTITY_COLUMNS)))[ADA]
+    assert "nickname" not in again.values and "nickname" not in again.sources
+    assert again.values["papers"] == 3 and again.sources["papers"] == "agent:other"
+    assert again.values["born"] == "1815-12-10" and again.sources["born"] == "agent"
+    # Only the names asked for come back.
+    assert (await store.read_properties([entity(ADA)], ["papers"]))[ADA].values == {"papers": 3}
+
+
+@covers("cypher_query", "write_properties")
+async def test_cypher_reads_a_declared_property_as_a_real_property(store: GraphStore) -> None:
+    await build_library(store)
+    await store.add_property_columns("entity", ENTITY_COLUMNS)
+    await store.write_properties(
+        [(entity(ADA), {"born": "1815-12-10", "papers": 1}), (entity(BABBAGE), {"born": "1791-12-26", "papers": 80})],
+        "agent",
+    )
+    rows = await store.cypher_query(
+        "MATCH (e:Entity) WHERE e.born >= '1800-01-01' RETURN e.name AS name, e.born AS born, e.papers AS papers"
+    )
+    assert rows == [{"name": "Ada Lovelace", "born": "1815-12-10", "papers": 1}]
+    rows = await store.cypher_query("MATCH (e:Entity) WHERE e.papers > 10 RETURN e")
+    [node] = [r["e"] for r in rows]
+    assert node["papers"] == 80 and node["name"] == "Charles Babbage"
+    assert not any(str(k).startswith("_") for k in node)  # provenance is internal, as `_source` is
+
+
+@covers("add_property_columns", "write_properties", "read_properties", "count_property_values")
+async def test_relation_properties_and_counts(store: GraphStore) -> None:
+    await build_library(store)
+    await store.add_property_columns("relation", {"since": PropertyKind.date, "weight": PropertyKind.number})
+    await store.add_property_columns("entity", {"papers": PropertyKind.integer})
+    met = await _relation(store, ADA, BABBAGE)
+    ghost = PropertyOwner(owner="relation", id="nope", source=ADA, target=BABBAGE)
+    assert await store.write_properties([(met, {"since": "1833-06-05"}), (ghost, {"weight": 1.0})], "agent") == ["nope"]
+    found = await store.read_properties([met], ["since", "weight"])
+    assert found[met.id].values == {"since": "1833-06-05"} and found[met.id].sources == {"since": "agent"}
+    rows = await store.cypher_query(
+        "MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.since IS NOT NULL RETURN r.since AS since"
+    )
+    assert rows == [{"since": "1833-06-05"}]
+    await store.write_properties([(entity(ADA), {"papers": 1}), (entity(LONDON), {"papers": 0})], "agent")
+    assert await store.count_property_values("entity", ["papers"]) == {"papers": 2}
+    assert await store.count_property_values("relation", ["since", "weight"]) == {"since": 1, "weight": 0}
+    assert await store.read_properties([], ["since"]) == {}
+
+
+@covers("write_versions", "upsert_entities", "upsert_relations")
+async def test_an_ingest_update_keeps_what_an_agent_set(store: GraphStore) -> None:
+    await build_library(store)
+    await store.add_property_columns("entity", {"papers": PropertyKind.integer})
+    await store.add_property_columns("relation", {"since": PropertyKind.date})
+    await store.write_properties([(entity(ADA), {"papers": 1})], "agent")
+    met = await _relation(store, ADA, BABBAGE)
+    await store.write_properties([(met, {"since": "1833-06-05"})], "agent")
+    # A new version that mentions Ada again (and states the same relation) updates her from ingest.
+    v2 = version(
+        ALPHA.key,
+        ["Ada Lovelace met Charles Babbage in London."],
+        [[("Ada Lovelace", "Person"), ("Charles Babbage", "Person"), ("London", "Location")]],
+    )
+    await store.write_versions([v2])
+    # An agent's upsert of the same entity and relation merges into them.
+    from evigraph.models import ExtractedEntity
+
+    await store.upsert_entities([ExtractedEntity.create("Ada Lovelace", "Person", "Countess")], "agent")
+    await store.upsert_relations(
+        [
+            (
+                ExtractedRelation(
+                    source=ADA, target=BABBAGE, fact="They corresponded.", confidence=1.0, chunk_indexes=()
+                ),
+                [],
+            )
+        ],
+        "agent",
+    )
+    assert (await store.read_properties([entity(ADA)], ["papers"]))[ADA].values == {"papers": 1}
+    met2 = await _relation(store, ADA, BABBAGE)
+    found = await store.read_properties([met, met2], ["since"])
+    assert found[met.id].values == {"since": "1833-06-05"}
+
+
+@covers("compact", "add_property_columns")
+async def test_compaction_keeps_declared_properties(store: GraphStore) -> None:
+    await build_library(store)
+    await store.add_property_columns("entity", {"papers": PropertyKind.integer, "fields": PropertyKind.string_list})
+    await store.write_properties([(entity(ADA), {"papers": 1, "fields": ["maths"]})], "agent")
+    await store.compact()
+    found = await store.read_properties([entity(ADA)], ["papers", "fields"])
+    assert found[ADA].values == {"papers": 1, "fields": ["maths"]} and found[ADA].sources["papers"] == "agent"
+    assert await store.cypher_query("MATCH (e:Entity) WHERE e.papers = 1 RETURN e.name AS n") == [{"n": "Ada Lovelace"}]
