@@ -16,6 +16,8 @@ Systems:
   evigraph+minilm  KnowledgeBase with SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
   evigraph+minilm-fusion  the same knowledge base searched with ranking="fusion" (graph stage off)
   evigraph+minilm-int8  the same knowledge base, its passage vectors held as int8 (vector_codec="int8")
+  evigraph+minilm-facts, evigraph+minilm-fusion-facts  those two with the recipe's `fact_vectors` on
+                   (the facts path also finds the relations whose facts are nearest the question)
 
 recall@k = share of a question's supporting_ids among the top-k distinct passage ids (evigraph
 chunks map to their document key = corpus id, de-duplicated in rank order), averaged over
@@ -75,14 +77,27 @@ from _match import flag_rate, graph_without_gold, halves, without_gold
 from _retrieval_report import CURVE_K, FLOOR, plot, print_table  # FLOOR: MiniLM question + one matrix product
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
-SYSTEMS = ("bm25", "dense", "evigraph", "evigraph+minilm", "evigraph+minilm-fusion", "evigraph+minilm-int8")
+SYSTEMS = (
+    "bm25",
+    "dense",
+    "evigraph",
+    "evigraph+minilm",
+    "evigraph+minilm-fusion",
+    "evigraph+minilm-int8",
+    "evigraph+minilm-facts",
+    "evigraph+minilm-fusion-facts",
+)
 SHARED_DB = {
     "evigraph+minilm-fusion": ("evigraph+minilm", "fusion"),
     "evigraph+minilm-int8": ("evigraph+minilm", "graph"),
+    "evigraph+minilm-facts": ("evigraph+minilm", "graph"),
+    "evigraph+minilm-fusion-facts": ("evigraph+minilm", "fusion"),
 }
 """Systems that search another system's knowledge base another way: (its database, ranking)."""
 VECTOR_CODEC = {"evigraph+minilm-int8": "int8"}
 """Systems that hold the passage vectors in another codec (`vector_codec`); they report its bytes."""
+FACT_VECTORS = frozenset({"evigraph+minilm-facts", "evigraph+minilm-fusion-facts"})
+"""Systems whose recipe has `fact_vectors` on, against the same knowledge base's figures without it."""
 TOP_K = 5  # the k of the headline recall and of the timed retrieve
 WARMUPS = 3  # untimed questions per system before timing: first calls pay lazy loading
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -231,6 +246,10 @@ async def open_evigraph(
     kwargs: dict[str, Any] = {"extractor": extractor} if extractor else {}
     codec = VECTOR_CODEC.get(system, "float32")
     kwargs["vector_codec"] = codec
+    if system in FACT_VECTORS:
+        from evigraph.retrieval.recipe import DEFAULT_RECIPE
+
+        kwargs["retrieval"] = DEFAULT_RECIPE.vary(name="facts", fact_vectors=True)
     counter = None
     system, ranking = SHARED_DB.get(system, (system, "graph"))
     db = db.with_name(f"{system}.db")

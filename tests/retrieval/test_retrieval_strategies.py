@@ -89,7 +89,7 @@ class FullTextOnly(RetrievalStrategy):
 
 def test_every_path_names_legs_that_exist_and_every_leg_serves_a_path() -> None:
     assert set(PATH_LEGS) == set(PATHS)
-    used = {leg for legs in PATH_LEGS.values() for leg in legs} | legs_for(("links",))
+    used = {leg for legs in PATH_LEGS.values() for leg in legs} | legs_for(("links",)) | legs_for(PATHS, True)
     assert used == set(LEGS)
 
 

@@ -78,8 +78,32 @@ async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path
         assert wanted <= _columns_while_open(store)
         rows = await store.ranking_rows()
         assert {r.document for r in rows} == {ALPHA.key}  # old passages, no sentences until re-ingested
-        assert len(await store.pending_ranking_texts(limit=100)) == 4  # their entities' names wait for finalize
+        pending = await store.pending_ranking_texts(limit=100)
+        assert sum(t.kind == "entity" for t in pending) == 4  # their entities' names wait for finalize
+        assert sum(t.kind == "fact" for t in pending) == 3  # and so do their relations' facts
         assert (await store.list_steps("p", "t", "in_progress"))[0].supports == ()
+
+
+async def test_a_file_from_before_fact_vectors_keeps_graph_ranking_read_only(tmp_path: Path) -> None:
+    """Only the relations' vector column missing: a read-only open still hands graph ranking its
+    inputs and finds no facts by vector (no error); a writable open adds the column."""
+    import kuzu
+
+    path = tmp_path / "old.db"
+    async with connect(path) as store:
+        await store.write_versions([ALPHA])
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    conn.execute("ALTER TABLE RELATES DROP embedding")
+    conn.close()
+    db.close()
+    async with connect(path, read_only=True) as store:
+        assert {r.document for r in await store.ranking_rows()} == {ALPHA.key}
+        pending = await store.pending_ranking_texts(limit=100)
+        assert pending and not any(t.kind == "fact" for t in pending)
+        assert await store.search_facts([1.0, 0.0, 0.0], 5) == []
+    async with connect(path) as store:
+        assert sum(t.kind == "fact" for t in await store.pending_ranking_texts(limit=100)) == 3
 
 
 def _columns_while_open(store: object) -> set[tuple[str, str]]:
@@ -117,7 +141,7 @@ def _as_before_packed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     old = tuple(
         statement.replace("span_starts STRING, span_ends STRING", "span_starts INT64[], span_ends INT64[]").replace(
-            "source_chunks STRING)", "source_chunks STRING[])"
+            "source_chunks STRING, embedding FLOAT[])", "source_chunks STRING[])"
         )
         for statement in schema.DDL
     )

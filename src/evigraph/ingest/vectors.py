@@ -1,7 +1,8 @@
-"""Embedding what was stored without a vector: passages, bridge sentences and entity names.
+"""Embedding what was stored without a vector: passages, bridge sentences, entity names and
+relation facts.
 
-Ingest embeds passages and bridge sentences as it goes; entity names are embedded once each, after
-the documents are written, because only the store knows which names are new. Whatever an ingest
+Ingest embeds passages and bridge sentences as it goes; entity names and relation facts are
+embedded once each, after the documents are written, because only the store knows which are new. Whatever an ingest
 without an embedder left (or `reembed` cleared) is embedded here by `finalize`.
 """
 
@@ -33,12 +34,14 @@ async def embed_passages(store: GraphStore, embedder: Embedder) -> int:
 
 
 async def embed_ranking_texts(store: GraphStore, embedder: Embedder) -> int:
-    """Embed every bridge sentence and entity name without a vector; returns how many vectors.
+    """Embed every bridge sentence, entity name and relation fact without a vector; returns how
+    many vectors.
 
     Names are read `NAME_BATCH` at a time so they are sorted by tokens together: a corpus's
     names run from one piece to forty, and a few hundred at a time cut into slices that each
     span a wide range of lengths. A name that several entities share (one per label) is
-    embedded once.
+    embedded once, and so is a fact several relations share (a sentence naming three entities
+    states three relations).
     """
     done = 0
     while batch := await store.pending_ranking_texts(limit=NAME_BATCH):
@@ -50,12 +53,13 @@ async def embed_ranking_texts(store: GraphStore, embedder: Embedder) -> int:
             )
             await store.write_ranking_vectors(list(zip(part, pooled, strict=True)))
             done += sum(len(vectors) for vectors in pooled)
-        names = [job for job in batch if job.kind == "entity"]
-        if names:
-            distinct = list(dict.fromkeys(job.texts[0] for job in names))
-            by_name = dict(zip(distinct, await on_embedding_thread(embed_all, embedder, distinct), strict=True))
-            await store.write_ranking_vectors([(job, [by_name[job.texts[0]]]) for job in names])
-            done += len(names)
+        for kind in ("entity", "fact"):
+            texts = [job for job in batch if job.kind == kind]
+            if texts:
+                distinct = list(dict.fromkeys(job.texts[0] for job in texts))
+                by_text = dict(zip(distinct, await on_embedding_thread(embed_all, embedder, distinct), strict=True))
+                await store.write_ranking_vectors([(job, [by_text[job.texts[0]]]) for job in texts])
+                done += len(texts)
     return done
 
 

@@ -32,6 +32,7 @@ class Found:
     fuzzy: list[EntityHit] = field(default_factory=list)
     links: list[Neighbour] = field(default_factory=list)
     facts: list[Neighbour] = field(default_factory=list)
+    near_facts: list[Neighbour] = field(default_factory=list)  # nearest the question by fact vector, best first
     mentions: list[tuple[str, str]] = field(default_factory=list)
     graph: dict[str, float] | None = None  # chunk id -> graph ranking score, best first
     vector_stats: VectorSearch | None = None  # the question's cosines to every passage, for match quality
@@ -61,6 +62,8 @@ class Asked:
     vector: list[float] | None
     vector_pool: int
     """Candidates vector search fetches: graph ranking scales cosines over more than `pool`."""
+    fact_pool: int = 0
+    """Relations the fact-vector leg fetches with the `facts` path (0: the leg is off)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,11 @@ async def _facts(a: Asked, found: Found) -> None:
     found.facts = rank_facts(a.question, candidates)[: a.top_k]
 
 
+async def _near_facts(a: Asked, found: Found) -> None:
+    if a.vector is not None and a.fact_pool > 0:
+        found.near_facts = [rel for rel, _ in await a.store.search_facts(a.vector, a.fact_pool)]
+
+
 async def _mentions(a: Asked, found: Found) -> None:
     ids = found.entity_ids(a.paths)
     if ids:
@@ -111,6 +119,7 @@ LEGS = MappingProxyType(
         "fuzzy": Leg(0, _fuzzy),
         "links": Leg(1, _links),
         "facts": Leg(1, _facts),
+        "near_facts": Leg(0, _near_facts),
         "mentions": Leg(1, _mentions),
     }
 )
@@ -128,16 +137,19 @@ and from the best five by fuzzy name when fuzzy names are asked for or exact one
 (`legs_for`): a recipe of exact names and links (`local`) stays with the names the question holds."""
 
 
-def legs_for(paths: Sequence[SearchPath]) -> set[str]:
+def legs_for(paths: Sequence[SearchPath], fact_vectors: bool = False) -> set[str]:
+    """The legs `paths` need; with `fact_vectors`, the `facts` path searches fact vectors too."""
     wanted = {leg for path in paths for leg in PATH_LEGS[path]}
     if "links" in paths and "exact_names" not in paths:
         wanted.add("fuzzy")
+    if fact_vectors and "facts" in paths:
+        wanted.add("near_facts")
     return wanted
 
 
 async def run_legs(asked: Asked) -> Found:
     """Every leg the asked paths need, each once, a stage's legs concurrently."""
-    wanted = legs_for(asked.paths)
+    wanted = legs_for(asked.paths, asked.fact_pool > 0)
     found = Found()
     for stage in sorted({leg.stage for leg in LEGS.values()}):
         await asyncio.gather(

@@ -60,6 +60,7 @@ class MultiPathRetrieval(RetrievalStrategy):
             pool=recipe.pool(top_k),
             vector=vector,
             vector_pool=recipe.graph_pool if plan is not None and vector is not None else 0,
+            fact_pool=recipe.pool(top_k) if recipe.fact_vectors else 0,
         )
         found = await run_legs(asked)
         if graph is not None and plan is not None and vector is not None:
@@ -104,7 +105,7 @@ class MultiPathRetrieval(RetrievalStrategy):
         )
         result.match = assess(question, counts, first, found.vector_stats)
         result.entities = entities
-        result.relations, result.facts = relations_and_facts(found.links, found.facts)
+        result.relations, result.facts = relations_and_facts(found.links, merged_facts(found, top_k))
         await _attach_sources(store, result, found, hits)
         return result
 
@@ -119,6 +120,8 @@ class MultiPathRetrieval(RetrievalStrategy):
             lists["exact_names"] = found.exact
         if "fuzzy_names" in paths:
             lists["fuzzy_names"] = [e.id for e in found.fuzzy]
+        if found.near_facts:  # the ends of the facts nearest the question
+            lists["facts"] = [eid for r in found.near_facts for eid in (r.source, r.target)]
         if not lists:
             return []
         fused = rrf(lists)
@@ -196,7 +199,26 @@ def fused_passages(found: Found, paths: Sequence[str], recipe: RetrievalRecipe) 
     entity_rank = {eid: i for i, eid in enumerate([*found.exact, *(e.id for e in found.fuzzy)])}
     ranked["entity_mentions"] = [cid for _, cid in sorted(found.mentions, key=lambda m: entity_rank.get(m[0], 99))]
     ranked["relation_sources"] = [cid for rel in [*found.links, *found.facts] for cid in rel.source_passages]
+    ranked["fact_sources"] = [cid for rel in found.near_facts for cid in rel.source_passages]
     return rrf({k: v for k, v in ranked.items() if v}, recipe.weights, k=recipe.rrf_k)
+
+
+def merged_facts(found: Found, top_k: int) -> list[Neighbour]:
+    """The facts sharing the question's words and those nearest it by vector, alternately, one
+    relation per sentence, `top_k` at most: both are direct matches, of words and of meaning."""
+    if not found.near_facts:
+        return found.facts
+    ranked = rrf({"words": [r.id for r in found.facts], "meaning": [r.id for r in found.near_facts]})
+    by_id = {r.id: r for r in [*found.near_facts, *found.facts]}
+    seen: set[str] = set()
+    out = []
+    for f in ranked:
+        rel = by_id[f.key]
+        sentence = " ".join(rel.fact.split()).casefold()
+        if sentence not in seen:
+            seen.add(sentence)
+            out.append(rel)
+    return out[:top_k]
 
 
 def relations_and_facts(
@@ -233,7 +255,7 @@ def _graph_paths(paths: Sequence[str], found: Found) -> dict[str, set[str]]:
             out.setdefault(cid, set()).add("exact_names")
         if "fuzzy_names" in paths and eid in fuzzy:
             out.setdefault(cid, set()).add("fuzzy_names")
-    for name, rels in (("links", found.links), ("facts", found.facts)):
+    for name, rels in (("links", found.links), ("facts", [*found.facts, *found.near_facts])):
         for r in rels:
             for cid in r.source_passages:
                 out.setdefault(cid, set()).add(name)

@@ -300,6 +300,11 @@ class GraphStore(PropertyStore, ABC):
         """
 
     @abstractmethod
+    async def search_facts(self, vector: Sequence[float], limit: int = 10) -> list[tuple[Neighbour, float]]:
+        """The relations whose facts are nearest `vector` by cosine, best first, with the cosines;
+        none before facts are embedded (`pending_ranking_texts` hands them out with names)."""
+
+    @abstractmethod
     async def term_counts(self, terms: Sequence[str]) -> TermCounts:
         """How many current passages contain each term, as `passage_terms` reads a passage.
 
@@ -312,7 +317,8 @@ class GraphStore(PropertyStore, ABC):
 
     @abstractmethod
     async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
-        """Bridge sentences and entity names stored without a vector; cleared by `set_embedding_model(None)`."""
+        """Bridge sentences, entity names and relation facts stored without a vector; cleared by
+        `set_embedding_model(None)`."""
 
     @abstractmethod
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:

@@ -63,12 +63,19 @@ class VectorMatrix:
         return scores * self.scales
 
     def _top(self, scores: Any, limit: int) -> list[tuple[str, float]]:
+        return [(self.ids[i], score) for i, score in self._top_rows(scores, limit)]
+
+    def nearest_rows(self, vector: Iterable[float], limit: int) -> list[tuple[int, float]]:
+        """`search` by row number: for an index that keeps more per row than its id."""
+        return self._top_rows(self._scores(vector), limit) if self.ids else []
+
+    def _top_rows(self, scores: Any, limit: int) -> list[tuple[int, float]]:
         import numpy as np
 
         k = min(limit, len(self.ids))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
-        return [(self.ids[i], float(scores[i])) for i in top]
+        return [(int(i), float(scores[i])) for i in top]
 
 
 def build_matrix(rows: list[tuple[str, list[float]]], codec: str = "float32") -> VectorMatrix:
@@ -100,6 +107,29 @@ def vector_codec(name: str | None) -> str:
             hint=f"use one of {', '.join(VECTOR_CODECS)} (vector_codec=, EVIGRAPH_VECTOR_CODEC)",
         )
     return chosen
+
+
+@dataclass(frozen=True)
+class FactVectors:
+    """Relations' fact vectors, a row per relation: its id, and where the graph index lists it
+    (its first source passage, else "" and its source entity), so a search returns relations
+    without the engine's scan of every relation to find them by id."""
+
+    vectors: VectorMatrix
+    chunks: Sequence[str]
+    sources: Sequence[str]
+
+    def nearest(self, vector: Iterable[float], limit: int) -> list[tuple[tuple[str, str, str], float]]:
+        """(relation id, passage, source entity) of the `limit` facts nearest `vector`, with cosines."""
+        return [
+            ((self.vectors.ids[i], self.chunks[i], self.sources[i]), score)
+            for i, score in self.vectors.nearest_rows(vector, limit)
+        ]
+
+
+def build_fact_vectors(rows: Sequence[tuple[str, str, str, Sequence[float]]]) -> FactVectors:
+    matrix = build_matrix([(rid, list(vec)) for rid, _, _, vec in rows])
+    return FactVectors(matrix, [c for _, c, _, _ in rows], [s for _, _, s, _ in rows])
 
 
 @dataclass(frozen=True)
@@ -181,6 +211,13 @@ class Cached:
             if key in self._values:
                 return self._values[key]
         return await asyncio.to_thread(self.get, key, build)
+
+    def drop(self, key: str) -> None:
+        """Forget one value (its source changed) and keep the rest: fact vectors written after an
+        ingest need not cost the full-text and graph indexes a rebuild."""
+        with self._lock:
+            self._values.pop(key, None)
+            self._generation += 1
 
     def invalidate(self) -> None:
         with self._lock:

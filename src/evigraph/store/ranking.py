@@ -37,17 +37,21 @@ class EntityVector:
 
 @dataclass(frozen=True)
 class RankingText:
-    """What is stored without a vector: a passage's bridge sentences, or an entity's name.
+    """What is stored without a vector: a passage's bridge sentences, an entity's name or a
+    relation's fact.
 
     For `sentences`, `texts` holds the passage as it is embedded (title, then text) and `spans`
     the sentences' offsets in it: one vector per span is wanted, pooled from one pass over the
     passage (`Embedder.embed_with_spans`). For `entity`, `texts` is the name and `spans` empty.
+    For `fact`, `id` is the relation's, `texts` its fact and `ends` its (source, target) entities:
+    the embedded engine finds a relation by its ends, not by its id alone.
     """
 
-    kind: Literal["sentences", "entity"]
+    kind: Literal["sentences", "entity", "fact"]
     id: str
     texts: tuple[str, ...]
     spans: tuple[tuple[int, int], ...] = ()
+    ends: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from evigraph.store.bm25 import TextIndex
-from evigraph.store.caches import NameIndex, TermIndex, VectorMatrix
+from evigraph.store.caches import FactVectors, NameIndex, TermIndex, VectorMatrix
 from evigraph.store.core.graph_arrays import REL_TEXTS
 from evigraph.store.core.graph_index import GraphIndex, Rel
 from evigraph.store.index_files import (
@@ -120,6 +120,20 @@ def _load_vectors(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> Vecto
 
 
 VECTORS = Codec(_save_vectors, _load_vectors)
+
+
+def _save_facts(index: FactVectors) -> tuple[Arrays, Values]:
+    arrays, values = _save_vectors(index.vectors)
+    places = {**strings_arrays("chunks", list(index.chunks)), **strings_arrays("sources", list(index.sources))}
+    return {**arrays, **places}, values
+
+
+def _load_facts(arrays: Mapping[str, Any], values: Mapping[str, Any]) -> FactVectors:
+    return FactVectors(_load_vectors(arrays, values), strings_of(arrays, "chunks"), strings_of(arrays, "sources"))
+
+
+FACTS = Codec(_save_facts, _load_facts)
+"""Relations' fact vectors (`FactVectors`), beside the passages' (`VECTORS`)."""
 
 
 # -- titles ------------------------------------------------------------------------------------

@@ -335,6 +335,11 @@ class ScopedStore(ForwardingStore):
     async def neighbours(self, entity_ids: Sequence[str], hops: int = 1, limit: int = 50) -> list[Neighbour]:
         return (await self._relations(await self.inner.neighbours(entity_ids, hops, limit * _OVERFETCH)))[:limit]
 
+    async def search_facts(self, vector: Sequence[float], limit: int = 10) -> list[tuple[Neighbour, float]]:
+        found = await self.inner.search_facts(vector, limit if self.everything else limit * _OVERFETCH)
+        score = {r.id: s for r, s in found}
+        return [(r, score[r.id]) for r in await self._relations([r for r, _ in found])][:limit]
+
     async def relations_for_passages(self, passage_ids: Sequence[str], limit: int = 50) -> list[Neighbour]:
         allowed = await self._in_scope()
         rels = await self.inner.relations_for_passages([c for c in passage_ids if c in allowed], limit)

@@ -97,3 +97,37 @@ async def test_a_created_entity_takes_its_names_vector_with_it(store: GraphStore
     again = ALPHA.model_copy(update={"name_embeddings": {"Ada Lovelace": (1.0, 0.0, 0.0)}})
     await store.write_versions([again])  # a new version of the document: Ada exists, unchanged
     assert {v.id: v.vector for v in await store.entity_vectors([ADA])} == {ADA: (0.0, 1.0, 0.0)}
+
+
+@covers("search_facts")
+async def test_relations_are_found_by_the_vectors_of_their_facts(store: GraphStore) -> None:
+    """Facts wait for vectors with the names (one job per relation, with its ends), and the store
+    then finds the relations nearest a vector, with their source passages: what the `facts`
+    path's vector leg feeds fusion."""
+    await store.write_versions([ALPHA])
+    assert await store.search_facts([1.0, 0.0, 0.0], 5) == []  # nothing embedded yet
+    pending = await store.pending_ranking_texts(limit=100)
+    facts = {t.id: t for t in pending if t.kind == "fact"}
+    by_fact = {t.texts[0]: t for t in facts.values()}
+    met, designed = "Ada Lovelace met Charles Babbage in London.", "Charles Babbage designed the Analytical Engine."
+    assert set(by_fact) == {met, designed} and len(facts) == 3  # ALPHA chains 2 + 1 relations
+    assert by_fact[designed].ends == (BABBAGE, ENGINE)
+    vectors = {met: [0.0, 1.0, 0.0], designed: [0.6, 0.8, 0.0]}
+    await store.write_ranking_vectors(
+        [(t, [vectors[t.texts[0]]] if t.kind == "fact" else [[0.0, 0.0, 1.0]] * max(1, len(t.spans))) for t in pending]
+    )
+    assert await store.pending_ranking_texts() == []
+    found = await store.search_facts([1.0, 0.0, 0.0], 2)
+    [first, _] = found
+    assert first[0].fact == designed and round(first[1], 3) == 0.6
+    assert (first[0].source, first[0].target) == (BABBAGE, ENGINE)
+    second_passage = (await store.document_passages(ALPHA.key))[1].id
+    assert first[0].source_passages == [second_passage]
+    assert [r.fact for r, _ in await store.search_facts([0.0, 1.0, 0.0], 5)][:2] == [met, met]
+    assert await store.search_facts([1.0, 0.0, 0.0], 0) == []
+    await store.delete_document(ALPHA.key)  # a deleted document's relations are not found
+    assert await store.search_facts([1.0, 0.0, 0.0], 5) == []
+    await store.write_versions([ALPHA])
+    await store.set_embedding_model(None)  # a new model: the facts wait again
+    assert sum(t.kind == "fact" for t in await store.pending_ranking_texts(limit=100)) == 3
+    assert await store.search_facts([1.0, 0.0, 0.0], 5) == []

@@ -159,6 +159,15 @@ class GraphIndex:
                         return list(out.values())
         return list(out.values())
 
+    def relations_at(self, places: Sequence[tuple[str, str, str]]) -> list[Neighbour | None]:
+        """Each (relation id, passage, source entity) as its relation, found in the passage's list
+        (a few relations), else the source entity's; None for one the graph no longer holds."""
+        out: list[Neighbour | None] = []
+        for rid, chunk, source in places:
+            listed = self.stated.get(chunk, ()) if chunk else self.edges.get(source, ())
+            out.append(next((rel.neighbour(1) for rel in listed if rel.id == rid), None))
+        return out
+
 
 class GraphSink(Protocol):
     """Where the graph's rows go as they are read: `GraphLists` (dicts) or `graph_arrays.GraphArrays`."""

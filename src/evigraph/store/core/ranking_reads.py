@@ -20,6 +20,7 @@ BATCH = 2000
 """Entity ids a look-up statement names at once."""
 
 Vector = Callable[[Sequence[Any]], tuple[float, ...]]
+FactRows = list[tuple[str, str, str, Sequence[float]]]
 
 
 def read_ranking_rows(
@@ -81,10 +82,11 @@ def read_entity_vectors(read: Rows, ids: Sequence[str] | None, vector: Vector) -
     return [EntityVector(r["id"], r["n"], vector(r["v"])) for r in rows if r["v"]]
 
 
-def read_ranking_texts(read: Rows, passages: str, limit: int) -> list[RankingText]:
+def read_ranking_texts(read: Rows, passages: str, limit: int, facts: bool = True) -> list[RankingText]:
     """At most `limit` texts still to embed: passages' sentences first (`passages`, the backend's
     query of `$k` passages with sentences and no sentence vectors, as id, title, t (text), ss and
-    se (sentence starts and ends), cx (context)), then entity names."""
+    se (sentence starts and ends), cx (context)), then entity names, then relation facts (unless
+    `facts` is False: a file whose relations have no vector column yet)."""
     out = []
     for r in read(passages, {"k": limit}):
         text = embedding_text(r["title"] or "", r["t"], r["cx"] or "")
@@ -99,4 +101,31 @@ def read_ranking_texts(read: Rows, passages: str, limit: int) -> list[RankingTex
                 {"k": limit - len(out)},
             )
         ]
+    if facts and len(out) < limit:
+        out += [
+            RankingText("fact", r["id"], (r["f"],), ends=(r["s"], r["d"]))
+            for r in read(
+                """MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.embedding IS NULL AND r.fact IS NOT NULL
+                   AND r.fact <> '' RETURN r.id AS id, a.id AS s, b.id AS d, r.fact AS f LIMIT $k""",
+                {"k": limit - len(out)},
+            )
+        ]
+    return out
+
+
+def read_fact_vectors(read: Rows, chunks: Callable[[Any], Iterable[str]], vector: Vector) -> FactRows:
+    """Every relation with a fact vector: (relation id, first source passage or "", source entity, vector).
+
+    The passage, else the source entity, is where the graph index lists the relation
+    (`GraphIndex.relations_at`), so the saved fact index needs no copy of the relations."""
+    rows = read(
+        """MATCH (a:Entity)-[r:RELATES]->(:Entity) WHERE r.embedding IS NOT NULL
+           RETURN r.id AS id, a.id AS s, r.source_chunks AS c, r.embedding AS v""",
+        {},
+    )
+    out: FactRows = []
+    for r in rows:
+        if r["v"]:
+            first = next(iter(chunks(r["c"])), "")
+            out.append((r["id"], first, r["s"], vector(r["v"])))
     return out

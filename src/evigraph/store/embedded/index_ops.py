@@ -1,11 +1,12 @@
 """The embedded store's reads over its derived indexes, and how they are kept beside the file.
 
-BM25 over passages and entities, the name index, the graph's adjacency, term counts, titles and
-vectors are each read from the folder beside the database file (`store/saved_indexes.py`) when
-they were saved at the file's current write generation, else built from the graph once and saved
-(a read-only open saves too when it can, and only builds when it cannot). A writable store that
-wrote saves every index as it closes, so the next open reads them all: at 100,000 passages the
-rebuild they replace took tens of seconds on the first question and gigabytes of memory.
+BM25 over passages and entities, the name index, the graph's adjacency, term counts, titles,
+passage vectors and relations' fact vectors are each read from the folder beside the database
+file (`store/saved_indexes.py`) when they were saved at the file's current write generation, else
+built from the graph once and saved (a read-only open saves too when it can, and only builds when
+it cannot). A writable store that wrote saves every index as it closes, so the next open reads
+them all: at 100,000 passages the rebuild they replace took tens of seconds on the first question
+and gigabytes of memory.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.caches import (
     Cached,
+    FactVectors,
     NameIndex,
     TermIndex,
     VectorMatrix,
+    build_fact_vectors,
     build_matrix,
     build_name_index,
     build_term_index,
 )
+from evigraph.store.core import ranking_reads
 from evigraph.store.core.graph_arrays import GraphArrays
 from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.core.graph_index_reads import GraphIndexReads
@@ -35,8 +39,10 @@ from evigraph.store.embedded import generation, reads
 from evigraph.store.embedded.code import code_texts
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
+from evigraph.store.embedded.packed import unpack_ids
 from evigraph.store.index_files import IndexFiles
 from evigraph.store.saved_indexes import (
+    FACTS,
     GRAPH,
     NAMES,
     TERMS,
@@ -66,6 +72,7 @@ class IndexOps(GraphIndexReads):
     _exec: Executor | None
     _context_column: bool
     vector_codec: str
+    _fact_column: bool
 
     @property
     def executor(self) -> Executor:
@@ -98,7 +105,7 @@ class IndexOps(GraphIndexReads):
                 ("titles", self._titles),
             ]
             if await self.embedding_model() is not None:
-                steps.append(("vectors", self._vectors))
+                steps += [("vectors", self._vectors), ("fact_vectors", self._fact_vectors)]
             await run_steps(steps, progress)
         except Exception as exc:  # the next open rebuilds what is missing; a close must not fail for it
             # One line, no traceback: a close after a lost engine already ends with its error.
@@ -190,6 +197,15 @@ class IndexOps(GraphIndexReads):
             "vectors", lambda: self._derived(name, VECTORS, reads.vector_rows, lambda rows: build_matrix(rows, codec))
         )
         return matrix
+
+    async def _fact_vectors(self) -> FactVectors:
+        def rows(tx: Tx) -> list[tuple[str, str, str, Sequence[float]]]:
+            return ranking_reads.read_fact_vectors(tx.rows, unpack_ids, tuple) if self._fact_column else []
+
+        facts: FactVectors = await self._cache.fetch(
+            "fact_vectors", lambda: self._derived("fact_vectors", FACTS, rows, build_fact_vectors)
+        )
+        return facts
 
     async def term_counts(self, terms: Sequence[str]) -> TermCounts:
         # A read-only open of a file from before contextual chunks reads passages without context.

@@ -11,7 +11,7 @@ from evigraph.store.embedded.reads import context_of
 from evigraph.store.ranking import RankingText
 
 
-def pending_ranking_texts(tx: Tx, limit: int, context: bool = True) -> list[RankingText]:
+def pending_ranking_texts(tx: Tx, limit: int, context: bool = True, facts: bool = True) -> list[RankingText]:
     return read_ranking_texts(
         tx.rows,
         f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE size(c.sentence_starts) > 0 AND c.sentence_vectors IS NULL
@@ -19,6 +19,7 @@ def pending_ranking_texts(tx: Tx, limit: int, context: bool = True) -> list[Rank
                    {context_of("c", context)} AS cx
             LIMIT $k""",
         limit,
+        facts,
     )
 
 
@@ -36,6 +37,17 @@ def write_ranking_vectors(tx: Tx, rows: Sequence[tuple[RankingText, Sequence[Seq
         {"id": t.id, "v": [[float(x) for x in vec] for vec in vecs]} for t, vecs in rows if t.kind == "sentences"
     ]
     names = [{"id": t.id, "v": [float(x) for x in vecs[0]]} for t, vecs in rows if t.kind == "entity"]
+    facts = [
+        {"id": t.id, "s": t.ends[0], "d": t.ends[1], "v": [float(x) for x in vecs[0]]}
+        for t, vecs in rows
+        if t.kind == "fact" and t.ends is not None
+    ]
+    tx.run_batched(
+        """UNWIND $rows AS r WITH r.id AS rid, r.s AS s, r.d AS d, r.v AS v
+           MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
+           SET x.embedding = CAST(v AS FLOAT[])""",
+        facts,
+    )
     tx.run_batched(
         "UNWIND $rows AS r WITH r.id AS cid, r.v AS v MATCH (c:Chunk {id: cid}) SET c.sentence_vectors = "
         "CAST(v AS FLOAT[][])",
@@ -58,7 +70,9 @@ def write_ranking_vectors(tx: Tx, rows: Sequence[tuple[RankingText, Sequence[Seq
     )
 
 
-def clear_ranking_vectors(tx: Tx) -> None:
-    """Drop sentence and name vectors with the passage vectors, when the embedding model changes."""
+def clear_ranking_vectors(tx: Tx, facts: bool = True) -> None:
+    """Drop sentence, name and fact vectors with the passage vectors, when the embedding model changes."""
     tx.execute("MATCH (c:Chunk) WHERE c.sentence_vectors IS NOT NULL SET c.sentence_vectors = NULL").close()
     tx.execute("MATCH (e:Entity) WHERE e.embedding IS NOT NULL SET e.embedding = NULL").close()
+    if facts:
+        tx.execute("MATCH ()-[r:RELATES]->() WHERE r.embedding IS NOT NULL SET r.embedding = NULL").close()

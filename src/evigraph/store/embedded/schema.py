@@ -87,7 +87,7 @@ DDL = (
     "CREATE REL TABLE IF NOT EXISTS NEXT(FROM Chunk TO Chunk)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Chunk, span_starts STRING, span_ends STRING)",
     """CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, type STRING, fact STRING,
-        confidence DOUBLE, _source STRING, _property_sources STRING, source_chunks STRING)""",
+        confidence DOUBLE, _source STRING, _property_sources STRING, source_chunks STRING, embedding FLOAT[])""",
     """CREATE NODE TABLE IF NOT EXISTS SourceLog(
         key STRING PRIMARY KEY, state STRING, content_hash STRING, version INT64, error STRING, at TIMESTAMP)""",
     """CREATE NODE TABLE IF NOT EXISTS Theme(
@@ -129,6 +129,9 @@ DDL = (
     ),
 )
 
+FACT_COLUMN = ("RELATES", "embedding", "FLOAT[]")
+"""Relations' fact vectors (the `facts` path's vector search, `RetrievalRecipe.fact_vectors`)."""
+
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Chunk", "sentence_starts", "INT64[]"),
     ("Chunk", "sentence_ends", "INT64[]"),
@@ -138,13 +141,14 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TRACE_STEP, STEP_SUPPORTS, "STRING"),
     ("Entity", SOURCES_COLUMN, "STRING"),
     ("RELATES", SOURCES_COLUMN, "STRING"),
+    FACT_COLUMN,
 )
 """(table, column, type) added after schema version 1 shipped: graph ranking's bridge sentences and
 name vectors, then contextual chunks' contexts, then steps' supports, then who set each declared
-property (`evigraph.property_types`; the properties' own columns come with their declaration). A
-writable open adds what a file lacks (`ALTER TABLE ... ADD`); its rows then get them from
-`evigraph finalize` (vectors, like any passage without one) or a re-ingest (contexts); a step set
-before has no supports."""
+property (`evigraph.property_types`; the properties' own columns come with their declaration),
+then relations' fact vectors. A writable open adds what a file lacks (`ALTER TABLE ... ADD`); its
+rows then get them from `evigraph finalize` (vectors, like any passage without one) or a re-ingest
+(contexts); a step set before has no supports."""
 
 RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("RELATES", "source_chunks", "STRING"),

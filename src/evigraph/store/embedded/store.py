@@ -66,6 +66,7 @@ from evigraph.store.embedded.properties import EmbeddedPropertyOps
 from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
+    FACT_COLUMN,
     META_TABLE,
     NODE_TABLES,
     SCHEMA_VERSION,
@@ -129,6 +130,7 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
         self._ranking_columns = True  # False on a read-only open of a file from before graph ranking
         self._context_column = True  # False on a read-only open of a file from before contextual chunks
         self._step_supports = True  # False on a read-only open of a file from before steps' supports
+        self._fact_column = True  # False on a read-only open of a file from before fact vectors
         self._cypher_slots = Slots()
         self._cypher_workers: CypherWorkers | None = None
         self._cypher_budget: cypher_run.MemoryBudget | None = None
@@ -202,7 +204,9 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
                         drop_retired_indexes(tx)
                 else:
                     missing = {(table, column) for table, column, _ in missing_columns(tx)}
-                    self._ranking_columns = not missing - {("Chunk", CONTEXT_COLUMN), (TRACE_STEP, STEP_SUPPORTS)}
+                    later = {("Chunk", CONTEXT_COLUMN), (TRACE_STEP, STEP_SUPPORTS), FACT_COLUMN[:2]}
+                    self._ranking_columns = not missing - later
+                    self._fact_column = FACT_COLUMN[:2] not in missing
                     self._context_column = ("Chunk", CONTEXT_COLUMN) not in missing
                     self._step_supports = (TRACE_STEP, STEP_SUPPORTS) not in missing
                 return
@@ -377,7 +381,7 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
             if name is None:
                 tx.execute("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL SET c.embedding = NULL").close()
                 if self._ranking_columns:
-                    ranking_io.clear_ranking_vectors(tx)
+                    ranking_io.clear_ranking_vectors(tx, self._fact_column)
             for key, value in (("embedding_model", name), ("embedding_dimension", str(dimension) if name else None)):
                 tx.execute(f"MERGE (m:{META_TABLE} {{key: $k}}) SET m.value = $v", {"k": key, "v": value}).close()
 
@@ -413,14 +417,20 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
     async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
         if not self._ranking_columns:
             return []
-        return await self.executor.read(lambda tx: ranking_io.pending_ranking_texts(tx, limit, self._context_column))
+        return await self.executor.read(
+            lambda tx: ranking_io.pending_ranking_texts(tx, limit, self._context_column, self._fact_column)
+        )
 
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
         if not rows:
             return
-        documents: list[str] = await self.executor.write(
-            bumping(lambda tx: ranking_io.write_ranking_vectors(tx, rows))  # the saved ranking snapshot is stale
-        )
+        try:
+            documents: list[str] = await self.executor.write(
+                bumping(lambda tx: ranking_io.write_ranking_vectors(tx, rows))  # the saved ranking snapshot is stale
+            )
+        finally:
+            if any(t.kind == "fact" for t, _ in rows):
+                self._cache.drop("fact_vectors")
         self._journal.documents(documents)
         self._journal.entities(t.id for t, _ in rows if t.kind == "entity")
 

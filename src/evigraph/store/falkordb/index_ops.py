@@ -17,7 +17,9 @@ from evigraph.store.falkordb.code import code_texts
 
 if TYPE_CHECKING:
     from evigraph.store.base import IndexProgress
+    from evigraph.store.caches import FactVectors
     from evigraph.store.falkordb.caches import Generation
+    from evigraph.store.falkordb.connection import Connection
     from evigraph.store.index_files import IndexFiles
     from evigraph.store.location import StoreLocation
     from evigraph.store.saved_indexes import Codec, SavedIndexes
@@ -37,6 +39,10 @@ class FalkorIndexOps:
 
     @property
     def cache(self) -> Generation:
+        raise NotImplementedError  # FalkorStore's
+
+    @property
+    def conn(self) -> Connection:
         raise NotImplementedError  # FalkorStore's
 
     async def _text_index(self, texts: Callable[..., Any]) -> Any:
@@ -69,6 +75,7 @@ class FalkorIndexOps:
                     ("names", lambda: self.entities_named([])),
                     ("terms", lambda: self.term_counts([])),
                     ("graph", self._graph),
+                    ("fact_vectors", self._fact_vectors),
                 ],
                 progress,
             )
@@ -77,6 +84,18 @@ class FalkorIndexOps:
             log.warning(
                 "could not save the retrieval indexes of %s (%s): the next open builds them", self.location.display, exc
             )
+
+    async def _fact_vectors(self) -> FactVectors:
+        """Relations' fact vectors (`GraphIndexReads.search_facts`), saved with the other indexes."""
+        from evigraph.store.caches import build_fact_vectors
+        from evigraph.store.core.ranking_reads import read_fact_vectors
+        from evigraph.store.saved_indexes import FACTS
+
+        def build() -> FactVectors:
+            return build_fact_vectors(read_fact_vectors(self.conn.read_sync, _ids, _floats))
+
+        facts: FactVectors = await self.cache.fetch("fact_vectors", lambda: self._derived("fact_vectors", FACTS, build))
+        return facts
 
     def saved_index_files(self) -> IndexFiles | None:
         return self._saved.files
@@ -112,3 +131,11 @@ class FalkorIndexOps:
             return (before if before is not None and self.cache.saved() == before else None), value, {}
 
         return self._saved.get_arrays(name, codec, self.cache.saved, built, made)
+
+
+def _ids(values: Any) -> list[str]:
+    return list(values or ())
+
+
+def _floats(values: Any) -> tuple[float, ...]:
+    return tuple(float(x) for x in values)

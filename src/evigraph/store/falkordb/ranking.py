@@ -2,8 +2,9 @@
 other processes.
 
 Storage: a passage's bridge-sentence vectors are a nested list property (`sentence_vectors`, as
-`documents.py` writes them); an entity's name vector is a `vecf32` (`embedding`), four bytes a
-dimension like the embedded store's FLOAT[], and read back as a tuple of floats. Only live
+`documents.py` writes them); an entity's name vector, and a relation's fact vector, is a `vecf32`
+(`embedding`), four bytes a dimension like the embedded store's FLOAT[], and read back as a tuple
+of floats. Only live
 passages (their version switched in, see `documents.py`) are read or handed out.
 
 The change feed (`ranking_changes`): the in-process `ChangeJournal` records what this process
@@ -78,10 +79,11 @@ class FalkorRankingOps(FalkorSection):
         )
 
     def clear_ranking_vectors(self) -> None:
-        """Drop sentence and name vectors with the passage vectors, when the embedding model
+        """Drop sentence, name and fact vectors with the passage vectors, when the embedding model
         changes (run inside the store's write, which moves the generation on)."""
         self.conn.write_sync("MATCH (c:Chunk) WHERE c.sentence_vectors IS NOT NULL SET c.sentence_vectors = NULL")
         self.conn.write_sync("MATCH (e:Entity) WHERE e.embedding IS NOT NULL SET e.embedding = NULL")
+        self.conn.write_sync("MATCH ()-[r:RELATES]->() WHERE r.embedding IS NOT NULL SET r.embedding = NULL")
 
 
 # -- the queries -------------------------------------------------------------------------------
@@ -130,6 +132,12 @@ def write_ranking_vectors(conn: Connection, rows: Sequence[tuple[RankingText, Se
     conn.write_many(
         "UNWIND $rows AS r MATCH (e:Entity {id: r.id}) SET e.embedding = vecf32(r.v)",
         names,
+        batch=500,
+    )
+    facts = [{"id": t.id, "v": [float(x) for x in vecs[0]]} for t, vecs in rows if t.kind == "fact"]
+    conn.write_many(
+        "UNWIND $rows AS r MATCH ()-[x:RELATES {id: r.id}]->() SET x.embedding = vecf32(r.v)",
+        facts,
         batch=500,
     )
     return list(dict.fromkeys(documents))
