@@ -20,23 +20,20 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from evigraph.errors import ConfigurationError, EvigraphError, NotFoundError
+from evigraph.errors import ConfigurationError, EvigraphError
 from evigraph.ingest.roots import DocumentRoots, Placed, keyed_by
 from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport
-from evigraph.kb.keys import KeyOps
-from evigraph.kb.properties import entity_writes, make_columns, refuse_dropped, relation_writes
+from evigraph.kb.edits import REVIEW_STEP, EditOps
+from evigraph.kb.properties import make_columns, refuse_dropped
 from evigraph.kb.spend import record_spend
 from evigraph.models import (
     DocumentOutcome,
     EntityType,
-    ExtractedEntity,
-    ExtractedRelation,
     IngestReport,
     IngestStatus,
-    IntegrityReport,
     LoadedDocument,
     Ontology,
     RelationType,
@@ -60,10 +57,6 @@ if TYPE_CHECKING:  # the ingest pipeline's parts are imported by the methods tha
     from evigraph.ingest.resolution import ResolutionStrategy
     from evigraph.ingest.sources import Collected
 
-REVIEW_STEP = 20
-"""Flagged decisions whose dependents a document write examines before returning: the flags reach
-the common case's dependents at once, and `continue_decision_review` finishes a long chain."""
-
 
 _WRITTEN = (IngestStatus.created, IngestStatus.updated)
 
@@ -77,7 +70,7 @@ class FilePlan:
     resolver: str | None = None
 
 
-class WriteOps(KeyOps):
+class WriteOps(EditOps):
     """The writing half of `KnowledgeBase`."""
 
     async def set_ontology(self, ontology: Ontology) -> None:
@@ -526,82 +519,6 @@ class WriteOps(KeyOps):
         spec = embedder.spec
         if spec and await store.get_setting(EMBEDDER_SETTING) != spec:
             await store.set_setting(EMBEDDER_SETTING, spec)  # also upgrades a file from before it was kept
-
-    async def delete_document(self, key: str, *, missing_ok: bool = False) -> bool:
-        """Remove a document, its passages and the entities only it mentioned.
-
-        A key that names no document raises `NotFoundError` (a mistyped key returned False, and
-        scripts went on as if the document were gone); with `missing_ok` it returns False instead.
-        """
-        store = await self._open(for_write=True, create=False)
-        async with self._gate.exclusive():
-            deleted = await store.delete_document(key)
-            if deleted:
-                await store.log_sources([SourceRecord(key=key, state=SourceState.deleted)])
-                await store.continue_decision_review(None, REVIEW_STEP)
-        if not deleted and not missing_ok:
-            raise NotFoundError(
-                f"no document with key {key!r}",
-                hint="list the keys with `evigraph status --documents` (kb.documents()); a file's key is "
-                "`file:` + its root folder's name + its path under it (`kb.file_key(path)`)",
-            )
-        return deleted
-
-    async def delete(self, key: str, *, missing_ok: bool = False) -> bool:
-        """`delete_document` under its old name, kept for one release."""
-        return await self.delete_document(key, missing_ok=missing_ok)
-
-    async def check(self, repair: bool = False) -> IntegrityReport:
-        """Look for damage a crash or an engine fault left (ghost edges, orphans, missing indexes).
-
-        With `repair` it fixes what it can and says what is left (`report.remaining`).
-        """
-        store = await self._open(for_write=repair, create=False)
-        if not repair:
-            return await store.check()
-        async with self._gate.exclusive():
-            return await store.check(repair=True)
-
-    async def upsert_entities(
-        self,
-        entities: Sequence[ExtractedEntity],
-        source: str = "agent",
-        properties: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
-        property_source: str | None = None,
-    ) -> None:
-        """Record entities (idempotent): new ones are created with `source` as provenance, known ones merged.
-
-        `properties` maps an entity's id to values of the properties its type declares (None
-        removes one); they are checked before anything is written (`InputError` names the
-        property and the fix), `property_source` (default `source`) is recorded as who set each,
-        and properties not named keep their values.
-        """
-        store = await self._open(for_write=True)
-        async with self._gate.exclusive():
-            ontology = await self.load_ontology()
-            values = entity_writes(ontology, entities, properties or {})
-            await make_columns(store, ontology)
-            await store.upsert_entities(entities, source)
-            await store.write_properties(values, property_source or source)
-
-    async def upsert_relations(
-        self,
-        relations: Sequence[tuple[ExtractedRelation, Sequence[str]]],
-        source: str = "agent",
-        properties: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
-        property_source: str | None = None,
-    ) -> None:
-        """Record relations between existing entities, each with the chunk ids that support it;
-        `properties` maps a relation's id to its declared properties, as for `upsert_entities`."""
-        store = await self._open(for_write=True)
-        async with self._gate.exclusive():
-            ontology = await self.load_ontology()
-            values = relation_writes(ontology, [r for r, _ in relations], properties or {})
-            await make_columns(store, ontology)
-            await store.upsert_relations(relations, source)
-            await store.write_properties(values, property_source or source)
 
 
 async def _documents(store: GraphStore, keys: Sequence[str]) -> dict[str, StoredDocument]:
