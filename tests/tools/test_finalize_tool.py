@@ -65,3 +65,30 @@ def test_plan_limits_naming_an_unknown_finalize_resolver_are_refused(tmp_path: P
         Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"finalize_resolvers": ["magic"]})
     with pytest.raises(ConfigurationError, match="invalid plan_limits"):
         Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": 0})
+
+
+async def test_a_merge_keeps_the_properties_an_agent_recorded_on_either_entity(tmp_path: Path) -> None:
+    from evigraph.models import EntityType, ExtractedEntity, Ontology
+    from evigraph.property_types import PropertyOwner
+
+    person = EntityType.model_validate(
+        {"label": "Person", "properties": [{"name": "role", "type": "string"}, {"name": "born", "type": "date"}]}
+    )
+    marta, typo = ExtractedEntity.create("Marta Oliveira", "Person"), ExtractedEntity.create("Marta Olivera", "Person")
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules") as kb:
+        await kb.ingest(text=DOCS["a"], key="a", progress=False)
+        await kb.set_ontology(Ontology(entities=(person,)))
+        await kb.upsert_entities([marta], properties={marta.id: {"role": "founder"}}, property_source="agent:ana")
+        await kb.upsert_entities([typo], properties={typo.id: {"role": "guest", "born": "1970-01-02"}})
+        report = await kb.finalize(resolver="fuzzy")
+        assert report.resolution is not None and report.resolution.merged >= 1
+        store = kb.store
+        assert store is not None
+        left = [r.id for r in await store.entity_records() if r.id in (marta.id, typo.id)]
+        assert len(left) == 1  # one survived
+        held = await store.read_properties([PropertyOwner(owner="entity", id=left[0])], ["role", "born"])
+        values, sources = held[left[0]].values, held[left[0]].sources
+        assert set(values) == {"role", "born"} and values["born"] == "1970-01-02"  # carried from whichever went
+        assert sources["born"] == "agent"
+        kept = {marta.id: ("founder", "agent:ana"), typo.id: ("guest", "agent")}[left[0]]
+        assert (values["role"], sources["role"]) == kept  # the survivor's own value wins

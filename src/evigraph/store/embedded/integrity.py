@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evigraph.models import IntegrityProblem
+from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.embedded import writes
 from evigraph.store.embedded.executor import Tx
@@ -75,7 +76,10 @@ def inspect(tx: Tx) -> Findings:
         for r in tx.rows("MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) RETURN e.id AS e, c.id AS c")
         if r["c"] in current
     }
-    extracted = tx.column("MATCH (e:Entity) WHERE e._source = $src RETURN e.id", {"src": EXTRACTION_SOURCE})
+    # An extracted entity an agent gave properties stands on the agent's word (`writes.delete_orphans`).
+    columns = {r["name"] for r in tx.rows("CALL TABLE_INFO('Entity') RETURN name")}
+    kept = f" AND (e.{SOURCES_COLUMN} IS NULL OR e.{SOURCES_COLUMN} = '{{}}')" if SOURCES_COLUMN in columns else ""
+    extracted = tx.column(f"MATCH (e:Entity) WHERE e._source = $src{kept} RETURN e.id", {"src": EXTRACTION_SOURCE})
     found.orphan_entities = sorted(e for e in extracted if e not in mentioned)
     found.dangling_relations = _dangling_relations(tx, current)
     return found

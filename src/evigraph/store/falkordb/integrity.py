@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evigraph.models import IntegrityProblem
+from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE, META_TABLE
 from evigraph.store.falkordb import merging
@@ -107,8 +108,9 @@ def inspect(conn: Connection, *, note_pending: bool, grace_s: float = PENDING_GR
     found.orphan_entities = sorted(
         r["id"]
         for r in conn.read_sync(
-            """MATCH (e:Entity) WHERE e._source = $src AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
-               RETURN e.id AS id, e._created_at AS at""",
+            f"""MATCH (e:Entity) WHERE e._source = $src AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
+                   AND (e.{SOURCES_COLUMN} IS NULL OR e.{SOURCES_COLUMN} = '{{}}')
+               RETURN e.id AS id, e._created_at AS at""",  # one with an agent's properties stays
             {"src": EXTRACTION_SOURCE},
         )
         if not isinstance(r["at"], str) or r["at"] < cutoff
