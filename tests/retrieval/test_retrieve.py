@@ -235,3 +235,15 @@ def _keys(value: object) -> list[str]:
     if isinstance(value, list):
         return [k for v in value for k in _keys(v)]
     return []
+
+
+async def test_an_embedder_added_after_an_ingest_without_one_retrieves_before_finalize(tmp_path: Path) -> None:
+    """No vector exists yet (the graph ranking's sentence matrix is empty, of no dimension): the
+    question is answered from what there is, and `finalize` then embeds."""
+    note = "Marta Oliveira founded Harbor Lab in Lisbon. Ana Costa met Rui Pinto."
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", embedder="none") as kb:
+        assert (await kb.ingest(text=note, key="a", progress=False)).ok
+    async with KnowledgeBase(tmp_path / "kb.db", embedder=HashEmbedder()) as kb:
+        found = await kb.retrieve("Who founded Harbor Lab?")
+        assert found.passages and "Harbor Lab" in found.passages[0].text
+        assert (await kb.finalize()).embedded == 1

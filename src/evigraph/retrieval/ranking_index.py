@@ -206,7 +206,8 @@ class RankingIndex:
             entity_vectors=vectors,
             entity_usable=has_vector & (count > 0),
             passage_count=count,
-            sentence_vectors=np.asarray(sentence_rows, dtype=np.float32).reshape(-1, dimension),
+            # (rows, dimension): no vector at all (ingested without an embedder) is (0, 0), not -1 by 0
+            sentence_vectors=np.asarray(sentence_rows, dtype=np.float32).reshape(len(sentence_rows), dimension),
             sentence_entities=sentence_entities_,
             entity_sentences=entity_sentences,
             edge_entity=edge_entity,
