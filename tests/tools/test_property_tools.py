@@ -186,7 +186,9 @@ async def test_python_set_ontology_keeps_values_it_would_drop(kb: KnowledgeBase)
     with pytest.raises(InputError, match=r"leaves out entity properties that hold values: patents \(1 entity\)"):
         await kb.set_ontology(Ontology(entities=(EntityType(label="Person"),), relations=(works,)))
     # Keeping it (and adding one) is fine; the value is still there.
-    wider = person.model_copy(update={"properties": (*person.properties, {"name": "born", "type": "date"})})
+    wider = EntityType.model_validate(
+        {"label": "Person", "properties": [*person.properties, {"name": "born", "type": "date"}]}
+    )  # validated: model_copy(update=) would keep a plain dict where a PropertyType belongs
     await kb.set_ontology(Ontology(entities=(EntityType.model_validate(wider.model_dump()),), relations=(works,)))
     rows = await kb.cypher_query("MATCH (e:Entity) RETURN e.patents AS p, e.born AS b")
     assert rows.rows == [{"p": 0, "b": None}]
