@@ -56,6 +56,8 @@ def embedder() -> Embedder:
 async def db(tmp_path: Path, embedder: Embedder) -> AsyncIterator[Path]:
     async with KnowledgeBase(tmp_path / "kb.db", embedder=embedder, extractor="rules") as kb:
         await _ingest(kb)
+        assert any(t.kind == "fact" for t in await kb.store.pending_ranking_texts())  # no recipe asked for them
+        await kb.finalize()  # which embeds them
     yield tmp_path / "kb.db"
 
 
@@ -99,3 +101,11 @@ async def test_facts_embedded_by_finalize_are_found_after_a_reopen(tmp_path: Pat
     async with KnowledgeBase(db, embedder=embedder, retrieval=ON) as kb:
         result = await kb.retrieve(QUESTION, top_k=5, ranking="fusion")
     assert any("fact_sources" in p.scores for p in result.passages if p.source.document_key == "doc:tower")
+
+
+async def test_a_recipe_that_searches_facts_has_them_embedded_at_ingest(tmp_path: Path, embedder: Embedder) -> None:
+    recipe = DEFAULT_RECIPE.vary(name="facts", fact_vectors=True)
+    async with KnowledgeBase(tmp_path / "kb.db", embedder=embedder, extractor="rules", retrieval=recipe) as kb:
+        await _ingest(kb)
+        assert kb.store is not None
+        assert await kb.store.pending_ranking_texts() == []  # facts too, without a finalize

@@ -420,8 +420,11 @@ class WriteOps(EditOps):
                         async with self._in_flight.writes:
                             await link_documents_to_code(store, written)
                     if self.embedder is not None and written and not run.cancellation.cancelled:
+                        # Relation facts are embedded here only for a recipe that searches them;
+                        # else `finalize` embeds them (most of the texts: 2wiki, 5.36 a passage).
+                        facts = bool(getattr(getattr(self.retrieval, "recipe", None), "fact_vectors", False))
                         async with self._in_flight.writes:
-                            await embed_ranking_texts(store, self.embedder)
+                            await embed_ranking_texts(store, self.embedder, facts=facts)
                 except EvigraphError:  # a misconfigured LLM stopped it: what was written is still recorded
                     await self._record_run(store, run.report, budget)
                     raise

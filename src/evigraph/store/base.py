@@ -316,9 +316,9 @@ class GraphStore(PropertyStore, ABC):
     # -- graph ranking's inputs (store/ranking.py) ---------------------------------------------
 
     @abstractmethod
-    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
-        """Bridge sentences, entity names and relation facts stored without a vector; cleared by
-        `set_embedding_model(None)`."""
+    async def pending_ranking_texts(self, limit: int = 256, *, facts: bool = True) -> list[RankingText]:
+        """Bridge sentences, entity names and (with `facts`) relation facts stored without a vector;
+        cleared by `set_embedding_model(None)`."""
 
     @abstractmethod
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:

@@ -414,11 +414,12 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
 
     # -- graph ranking's inputs -------------------------------------------------------------
 
-    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
+    async def pending_ranking_texts(self, limit: int = 256, *, facts: bool = True) -> list[RankingText]:
         if not self._ranking_columns:
             return []
+        with_facts = facts and self._fact_column
         return await self.executor.read(
-            lambda tx: ranking_io.pending_ranking_texts(tx, limit, self._context_column, self._fact_column)
+            lambda tx: ranking_io.pending_ranking_texts(tx, limit, self._context_column, with_facts)
         )
 
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:

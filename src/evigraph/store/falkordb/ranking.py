@@ -42,8 +42,8 @@ def parse_token(token: str | None) -> tuple[str, int] | None:
 class FalkorRankingOps(FalkorSection):
     """The GraphStore ranking section for `FalkorStore`."""
 
-    async def pending_ranking_texts(self, limit: int = 256) -> list[RankingText]:
-        return await self._read(lambda: pending_ranking_texts(self.conn, limit))
+    async def pending_ranking_texts(self, limit: int = 256, *, facts: bool = True) -> list[RankingText]:
+        return await self._read(lambda: pending_ranking_texts(self.conn, limit, facts))
 
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
         if not rows:
@@ -89,7 +89,7 @@ class FalkorRankingOps(FalkorSection):
 # -- the queries -------------------------------------------------------------------------------
 
 
-def pending_ranking_texts(conn: Connection, limit: int) -> list[RankingText]:
+def pending_ranking_texts(conn: Connection, limit: int, facts: bool = True) -> list[RankingText]:
     return read_ranking_texts(
         conn.read_sync,
         """MATCH (c:Chunk) WHERE c.live AND size(coalesce(c.sentence_starts, [])) > 0 AND c.sentence_vectors IS NULL
@@ -98,6 +98,7 @@ def pending_ranking_texts(conn: Connection, limit: int) -> list[RankingText]:
                   c.passage_context AS cx
            LIMIT $k""",
         limit,
+        facts,
     )
 
 
