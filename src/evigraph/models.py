@@ -493,28 +493,6 @@ class StoreCounts(BaseModel):
     )
 
 
-class IntegrityProblem(BaseModel):
-    """One kind of damage an integrity check found: how much, a few examples, whether repair fixes it."""
-
-    kind: str
-    count: int
-    detail: str
-    examples: list[str] = Field(default_factory=list)
-    repairable: bool = True
-
-
-class IntegrityReport(BaseModel):
-    """What `check` found and, with repair, what it fixed and what is left."""
-
-    found: list[IntegrityProblem] = Field(default_factory=list)
-    repaired: dict[str, int] = Field(default_factory=dict)
-    remaining: list[IntegrityProblem] = Field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.remaining
-
-
 class PassageHit(BaseModel):
     """A passage found by a search, with where it came from."""
 

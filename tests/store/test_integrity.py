@@ -17,7 +17,8 @@ import pytest
 from tests.conftest import run_cli
 
 from evigraph import KnowledgeBase
-from evigraph.models import ExtractedEntity, IngestStatus, IntegrityReport
+from evigraph.integrity_records import IntegrityReport
+from evigraph.models import ExtractedEntity, IngestStatus
 from evigraph.store.embedded import integrity
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.store import EmbeddedStore

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evigraph.errors import NotFoundError
+from evigraph.integrity_records import IntegrityReport
 from evigraph.kb.keys import KeyOps
 from evigraph.kb.properties import entity_writes, make_columns, relation_writes
-from evigraph.models import ExtractedEntity, ExtractedRelation, IntegrityReport, SourceRecord, SourceState
+from evigraph.models import ExtractedEntity, ExtractedRelation, SourceRecord, SourceState
 
 REVIEW_STEP = 20
 """Flagged decisions whose dependents a document write examines before returning: the flags reach
@@ -43,7 +44,7 @@ class EditOps(KeyOps):
         return await self.delete_document(key, missing_ok=missing_ok)
 
     async def check(self, repair: bool = False) -> IntegrityReport:
-        """Look for damage a crash or an engine fault left (ghost edges, orphans, missing indexes).
+        """Look for damage a crash or an engine fault left (ghost edges, orphans, stray passages).
 
         With `repair` it fixes what it can and says what is left (`report.remaining`).
         """

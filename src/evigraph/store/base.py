@@ -9,13 +9,14 @@ worker thread.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.errors import StoreError
+from evigraph.integrity_records import IntegrityReport
 from evigraph.models import (
     DEFAULT_WALK,
     DocumentVersion,
@@ -23,7 +24,6 @@ from evigraph.models import (
     ExtractedEntity,
     ExtractedRelation,
     GraphWalk,
-    IntegrityReport,
     Neighbour,
     PassageHit,
     SourceRecord,
@@ -34,6 +34,7 @@ from evigraph.models import (
     WalkBounds,
 )
 from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.keys import KeyStore
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.properties import PropertyStore
 from evigraph.store.ranking import EntityVector, RankingRow, RankingText, StoreChanges
@@ -106,7 +107,7 @@ def opened(held: T | None) -> T:
     return held
 
 
-class GraphStore(PropertyStore, ABC):
+class GraphStore(PropertyStore, KeyStore, ABC):
     """One knowledge base: documents, passages, entities and relations.
 
     Writes are atomic per call: `write_versions` replaces every given document's previous
@@ -176,20 +177,8 @@ class GraphStore(PropertyStore, ABC):
         key's highest version number is kept: an ingest after the delete numbers past it."""
 
     @abstractmethod
-    async def rename_documents(self, renames: Mapping[str, str]) -> list[str]:
-        """Give stored documents new keys, keeping their passages, vectors and graph; the old keys renamed.
-
-        For keys that change form (a folder moved, or keys made relative to a root): re-ingesting
-        would embed and extract again and leave the old documents behind. Every place that names
-        a key follows it (passages, source log, version counter, decision and step supports,
-        review causes); passage ids stay, so evidence cited before the rename still resolves. A
-        key not stored is skipped. A new key already another document's refuses the whole rename
-        (`InputError`), so nothing changes.
-        """
-
-    @abstractmethod
     async def check(self, repair: bool = False) -> IntegrityReport:
-        """Find damage a crash or an engine fault left (ghost edges, orphans, missing indexes); fix it on repair."""
+        """Find damage a crash or an engine fault left (ghost edges, orphans, stray passages); fix it on repair."""
 
     @abstractmethod
     async def compact(self, progress: CompactProgress | None = None) -> CompactReport:
@@ -293,16 +282,12 @@ class GraphStore(PropertyStore, ABC):
 
     @abstractmethod
     async def vector_search_stats(self, vector: Sequence[float], limit: int = 10) -> VectorSearch:
-        """`vector_search`, with the mean and spread of the query's cosine to every passage with a vector.
-
-        Computed in the one pass that ranks the passages: a second pass over the passages per
-        question would be the cost of a second search.
-        """
+        """`vector_search`, with the mean and spread of the query's cosine to every passage with a
+        vector, computed in the pass that ranks them (a second pass would cost a second search)."""
 
     @abstractmethod
     async def search_facts(self, vector: Sequence[float], limit: int = 10) -> list[tuple[Neighbour, float]]:
-        """The relations whose facts are nearest `vector` by cosine, best first, with the cosines;
-        none before facts are embedded (`pending_ranking_texts` hands them out with names)."""
+        """Relations whose facts are nearest `vector`, best first, with the cosines (none unembedded)."""
 
     @abstractmethod
     async def term_counts(self, terms: Sequence[str]) -> TermCounts:

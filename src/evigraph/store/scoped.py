@@ -21,6 +21,7 @@ from typing import Any
 
 from evigraph.code_records import CodeChange, CodeGraph
 from evigraph.errors import ReadOnlyQueryError, StoreError
+from evigraph.integrity_records import IntegrityReport
 from evigraph.models import (
     DEFAULT_WALK,
     DocumentVersion,
@@ -28,7 +29,6 @@ from evigraph.models import (
     ExtractedEntity,
     ExtractedRelation,
     GraphWalk,
-    IntegrityReport,
     Neighbour,
     PassageHit,
     SourceRecord,

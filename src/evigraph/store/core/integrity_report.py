@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from evigraph.models import IntegrityProblem
+from evigraph.integrity_records import IntegrityProblem
 
 EXAMPLES = 5
 """Items named in a problem; its count says how many there are."""

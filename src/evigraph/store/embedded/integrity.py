@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from evigraph.models import IntegrityProblem
+from evigraph.integrity_records import IntegrityProblem
 from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.embedded import writes

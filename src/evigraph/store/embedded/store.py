@@ -11,6 +11,7 @@ from typing import Any
 
 from evigraph import models
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
+from evigraph.integrity_records import IntegrityReport
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, opened
 from evigraph.store.caches import (
     Cached,
@@ -322,9 +323,9 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
             self._cache.invalidate()
             self._journal.documents([*pairs, *pairs.values()])
 
-    async def check(self, repair: bool = False) -> models.IntegrityReport:
+    async def check(self, repair: bool = False) -> IntegrityReport:
         found = await self.executor.read(integrity.inspect)
-        report = models.IntegrityReport(found=integrity.problems(found))
+        report = IntegrityReport(found=integrity.problems(found))
         if not repair or not report.found:
             report.remaining = report.found
             return report

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from evigraph.models import IntegrityProblem
+from evigraph.integrity_records import IntegrityProblem
 from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE, META_TABLE

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evigraph.errors import ReadOnlyQueryError, StoreError
-from evigraph.models import IntegrityReport, TableInfo
+from evigraph.integrity_records import IntegrityReport
+from evigraph.models import TableInfo
 from evigraph.store.compaction import CompactProgress, CompactReport
 from evigraph.store.core.merge_plan import read_entity_records, read_redirects
 from evigraph.store.cypher.params import check_params
