@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evigraph.ingest.extraction.labels import TAG_CANDIDATES, keep_tag, map_label
+from evigraph.ingest.extraction.labels import TAG_CANDIDATES, described_labels, keep_tag, kind_of_label, map_label
 from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
 from evigraph.models import UNKNOWN_LABEL, EntityType, Ontology
 
@@ -72,3 +72,50 @@ def test_every_spacy_ner_tag_is_covered() -> None:
         "ORDINAL", "ORG", "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART",
     }  # fmt: skip
     assert spacy_tags - set(TAG_CANDIDATES) == {"CARDINAL", "ORDINAL"}
+
+
+# -- a user's labels, matched by their names' and descriptions' words ------------------------------
+
+PROJECT = Ontology(
+    entities=(
+        EntityType(label="Maintainer", description="A person who maintains or contributes to the project."),
+        EntityType(label="Dependency", description="A Python package or framework the project depends on."),
+        EntityType(label="Sponsor", description="A company or foundation that funds the work."),
+        EntityType(label="Milestone", description="The calendar date or year something happened."),
+        EntityType(label="Mood", description="How the team feels about it."),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("tag", "label"),
+    [
+        ("PERSON", "Maintainer"),
+        ("ORG", "Sponsor"),
+        ("DATE", "Milestone"),
+        ("PRODUCT", "Dependency"),  # no label describes products: the next kind of its list, technologies
+        ("GPE", UNKNOWN_LABEL),  # no label describes a place: untyped, not the nearest guess
+        ("EVENT", UNKNOWN_LABEL),
+    ],
+)
+def test_a_user_label_is_found_by_its_description(tag: str, label: str) -> None:
+    assert map_label(tag, PROJECT) == label
+
+
+def test_a_label_joins_one_kind_and_a_name_in_the_candidates_still_wins() -> None:
+    # "team" would describe an organisation, but "person" and the name's "Maintainer" describe a
+    # person better, so the label is the people's alone and organisations keep "Sponsor".
+    assert kind_of_label("Maintainer", "A person or team member who maintains it")[0] == "Person"
+    assert described_labels(PROJECT)["Organization"] == "Sponsor"
+    assert kind_of_label("Mood", "How the team feels about it.")[0] == "Organization"  # only "team" is shared
+    assert described_labels(PROJECT).get("Organization") != "Mood"  # a weaker match loses to a stronger one
+    named = Ontology(entities=(*PROJECT.entities, EntityType(label="Person", description="Anyone at all.")))
+    assert map_label("PERSON", named) == "Person"
+
+
+def test_the_words_of_a_label_s_name_count_without_a_description() -> None:
+    assert kind_of_label("OpenSourceLibrary", "")[0] == "Technology"
+    assert kind_of_label("API_Spec", "")[0] == "Technology"
+    assert kind_of_label("Widget", "") == (None, 0.0)
+    bare = Ontology(entities=(EntityType(label="Author"), EntityType(label="Town")))
+    assert map_label("PERSON", bare) == "Author" and map_label("GPE", bare) == "Town"
