@@ -86,7 +86,8 @@ async def evigraph_entities(docs: Path, extractor: str, own: bool = False) -> tu
     kwargs: dict[str, Any] = {}
     back: dict[str, str] = {}
     if own:
-        kwargs["ontology"] = Ontology(entities=tuple(EntityType(label=n, description=d) for n, d in OWN_LABELS.values()))
+        own_types = tuple(EntityType(label=n, description=d) for n, d in OWN_LABELS.values())
+        kwargs["ontology"] = Ontology(entities=own_types)
         back = {n: label for label, (n, _) in OWN_LABELS.items()}
     with tempfile.TemporaryDirectory() as tmp:
         async with KnowledgeBase(Path(tmp) / "kb.db", extractor=extractor, embedder="none", **kwargs) as kb:

@@ -1,9 +1,13 @@
-"""NER tags map onto whatever labels the ontology declares, or Unknown; bare numbers are dropped."""
+"""NER tags map onto the labels an ontology declares, by name or by their descriptions, or Unknown; bare
+numbers are dropped."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from evigraph import KnowledgeBase
 from evigraph.ingest.extraction.labels import TAG_CANDIDATES, described_labels, keep_tag, kind_of_label, map_label
 from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
 from evigraph.models import UNKNOWN_LABEL, EntityType, Ontology
@@ -119,3 +123,50 @@ def test_the_words_of_a_label_s_name_count_without_a_description() -> None:
     assert kind_of_label("Widget", "") == (None, 0.0)
     bare = Ontology(entities=(EntityType(label="Author"), EntityType(label="Town")))
     assert map_label("PERSON", bare) == "Author" and map_label("GPE", bare) == "Town"
+
+
+# -- through a real ingest: spaCy and the rules put every entity under Unknown before (issue 34) ------
+
+DOC = """# About the project
+
+Tom Christie started the project in 2018, and Marcelo Trylesinski maintains it today.
+The Mozilla Foundation funded the work on HTTP/2 through a grant.
+
+The project is tested with `pytest` and serves requests through `TestClient`:
+
+```python
+import httpx
+from starlette.testclient import TestClient
+```
+"""
+
+
+CORRESPONDING = {"Person": "Maintainer", "Technology": "Dependency", "Organization": "Sponsor", "Date": "Milestone"}
+
+
+async def labels_of(tmp_path: Path, extractor: str, ontology: Ontology | None) -> dict[str, str]:
+    folder = tmp_path / ("custom" if ontology else "default")
+    folder.mkdir()
+    doc = folder / "about.md"
+    doc.write_text(DOC, encoding="utf-8")
+    kwargs = {"ontology": ontology} if ontology else {}
+    async with KnowledgeBase(folder / "kb.db", extractor=extractor, embedder="none", **kwargs) as kb:
+        report = await kb.ingest([doc], progress=False)
+        assert report.ok, report.failed
+        records = await kb.store.entity_records()  # type: ignore[union-attr]
+    return {r.name: r.label for r in records}
+
+
+@pytest.mark.parametrize("extractor", ["rules", "spacy"])
+async def test_a_custom_ontology_types_entities_by_its_descriptions(tmp_path: Path, extractor: str) -> None:
+    custom = await labels_of(tmp_path, extractor, PROJECT)
+    assert custom["Mozilla Foundation"] == "Sponsor"
+    assert custom["TestClient"] == "Dependency"
+    assert custom["2018"] == "Milestone"
+    if extractor == "spacy":  # the rules type a person only by a title ("Dr.")
+        assert custom["Tom Christie"] == custom["Marcelo Trylesinski"] == "Maintainer"
+    assert set(custom.values()) <= {*PROJECT.labels, UNKNOWN_LABEL}
+    # Every entity the default ontology types as a kind the custom one describes gets that label.
+    default = await labels_of(tmp_path, extractor, None)
+    expected = {name: CORRESPONDING[label] for name, label in default.items() if label in CORRESPONDING}
+    assert expected and {name: custom.get(name) for name in expected} == expected
