@@ -123,3 +123,25 @@ def test_a_changelog_s_section_words_are_no_entities_but_names_in_sentences_are(
     untyped = [("Fixed", UNKNOWN_LABEL), ("Support", UNKNOWN_LABEL), ("Paris Hilton", UNKNOWN_LABEL)]
     [hits] = type_hits([[chunk]], [hits_for(text, untyped)], DEFAULT_ONTOLOGY)
     assert [h.name for h in hits] == ["Paris Hilton"]  # "Paris" and "Hilton" are written as names
+
+
+LICENCE = """Copyright (c) 2011, Encode OSS Ltd. Tom Christie wrote it.
+
+THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS "AS IS" AND ANY EXPRESS OR
+IMPLIED WARRANTIES ARE DISCLAIMED. IN NO EVENT SHALL HOLDERS BE LIABLE FOR LOSS OF USE, DATA, OR
+PROFITS; WHETHER IN CONTRACT OR TORT, EVEN IF ADVISED BY ENCODE OSS LTD.
+"""
+
+
+def test_english_words_on_a_line_in_capitals_are_no_entities() -> None:
+    chunk = TextChunk(index=0, text=LICENCE, start=0, end=len(LICENCE))
+    asked = [("AND", "Organization"), ("LOSS OF USE", "Organization"), ("WHETHER IN CONTRACT", "Organization")]
+    names = [("Encode OSS Ltd", "Organization"), ("Tom Christie", "Person"), *asked]
+    [hits] = type_hits([[chunk]], [hits_for(LICENCE, names)], DEFAULT_ONTOLOGY)
+    found = {h.name: h.label for h in hits}
+    assert not set(found) & {name for name, _ in asked}
+    assert found["Encode OSS Ltd"] == "Organization" and found["Tom Christie"] == "Person"
+    # The capitals of those lines are not taken as names written mid-sentence either.
+    cues = Cues.of([LICENCE])
+    assert "HOLDERS" not in cues.capitalised and "CONTRIBUTORS" not in cues.capitalised
+    assert not name_junk("Encode", cues)

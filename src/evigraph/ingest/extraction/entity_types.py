@@ -245,7 +245,7 @@ def _add_words(prose: str, lower: set[str], capitalised: set[str]) -> None:
         stripped = line.lstrip(" \t>*-+|0123456789.)")
         words = list(_WORD.finditer(stripped))
         lower.update(m.group() for m in words if m.group().islower())
-        if stripped.startswith("#") or _title_case(stripped, words):
+        if stripped.startswith("#") or _title_case(stripped, words) or _shouting(stripped, words):
             continue
         for before, m in itertools.pairwise(words):
             if m.group()[0].isupper() and not _BREAK.search(stripped, before.end(), m.start()):
@@ -328,9 +328,27 @@ def capitals_forced(text: str, hit: Hit) -> bool:
     if line[:1] in ("#", "-", "*", "+", ">", "|") or _NUMBERED.match(line):
         return True
     words = list(_WORD.finditer(line))
+    return _shouting(line, words) or _title_case(line, words)
+
+
+def _shouting(line: str, words: Sequence[re.Match[str]]) -> bool:
+    """A line in capitals: a licence's "THE SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND ..."."""
     letters = [c for c in line if c.isalpha()]
-    shouting = len(words) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
-    return shouting or _title_case(line, words)
+    return len(words) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+
+
+def shouted_words(text: str, hit: Hit) -> bool:
+    """Whether the hit is English words on a line in capitals ("DISCLAIMED", "LOSS OF USE"): a
+    news-trained model tags such words as names, as capitals are all it reads there, and they
+    say nothing on that line."""
+    start = text.rfind("\n", 0, hit.start) + 1
+    end = text.find("\n", hit.end)
+    line = text[start : len(text) if end < 0 else end]
+    words = _WORD.findall(hit.name)
+    if not words or not _shouting(line, list(_WORD.finditer(line))):
+        return False
+    known = lexicon()
+    return all(w.isupper() and re.split(r"['’]", w, maxsplit=1)[0].casefold() in known for w in words)
 
 
 def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
@@ -421,7 +439,11 @@ def type_hits(
     said: dict[str, str] = {}  # names a link typed: the link says what it is
     for text, (prose, _), hits in zip(texts, split, per_chunk, strict=True):
         urls = [m.span() for m in _URL_SPAN.finditer(text)]
-        placed = [(h, capitals_forced(text, h)) for h in hits if not any(s <= h.start < e for s, e in urls)]
+        placed = [
+            (h, capitals_forced(text, h))
+            for h in hits
+            if not any(s <= h.start < e for s, e in urls) and not shouted_words(text, h)
+        ]
         trimmed = [(trim_common_lead(h, cues, forced), forced) for h, forced in placed]
         good = [h for h, forced in trimmed if not name_junk(h.name, cues) and not all_common(h, cues, forced)]
         good, linked = link_hits(text, good, kinds)
