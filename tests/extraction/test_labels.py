@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from evigraph import KnowledgeBase
-from evigraph.ingest.extraction.labels import TAG_CANDIDATES, described_labels, keep_tag, kind_of_label, map_label
+from evigraph.ingest.extraction.labels import (
+    KIND_WORDS,
+    TAG_CANDIDATES,
+    described_labels,
+    keep_tag,
+    kind_of_label,
+    map_label,
+)
 from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
 from evigraph.models import UNKNOWN_LABEL, EntityType, Ontology
 
@@ -115,6 +122,11 @@ def test_a_label_joins_one_kind_and_a_name_in_the_candidates_still_wins() -> Non
     assert described_labels(PROJECT).get("Organization") != "Mood"  # a weaker match loses to a stronger one
     named = Ontology(entities=(*PROJECT.entities, EntityType(label="Person", description="Anyone at all.")))
     assert map_label("PERSON", named) == "Person"
+
+
+def test_the_kinds_are_the_default_ontology_s_labels() -> None:
+    assert set(KIND_WORDS) == set(DEFAULT_ONTOLOGY.labels)
+    assert described_labels(DEFAULT_ONTOLOGY) == {label: label for label in DEFAULT_ONTOLOGY.labels}
 
 
 def test_the_words_of_a_label_s_name_count_without_a_description() -> None:

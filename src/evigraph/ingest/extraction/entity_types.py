@@ -182,16 +182,19 @@ class Cues:
     def lexical(self, word: str) -> bool:
         """A word of the English lexicon the documents never write mid-sentence: "Fixed" heading a
         changelog section, "Support" opening a list item."""
-        if word in self.capitalised:
-            return False
-        words = lexicon()
-        stem = re.split(r"['’]", word, maxsplit=1)[0]  # "We'll", "Don't"
-        return stem.casefold() in words or fold_word(stem) in words
+        return word not in self.capitalised and in_lexicon(word)
 
     def common(self, word: str) -> bool:
         """A word written in lower case in prose and never capitalised mid-sentence: not a name.
         Plurals fold ("Responses" in a heading, "response" in prose)."""
         return fold_word(word) in self.lower and word not in self.capitalised
+
+
+def in_lexicon(word: str) -> bool:
+    """Whether the word, in any case, is one of the English `lexicon` ("We'll" by "we")."""
+    words = lexicon()
+    stem = re.split(r"['’]", word, maxsplit=1)[0]  # "We'll", "Don't"
+    return stem.casefold() in words or fold_word(stem) in words
 
 
 def fold_word(word: str) -> str:
@@ -322,33 +325,36 @@ def capitals_forced(text: str, hit: Hit) -> bool:
     There, and only there, the lexicon judges a word the model did not type: a sentence's first
     word ("Paris met Alice in Berlin.") keeps the benefit of the doubt, as the rules already
     dropped the common words that open sentences (`rules._looks_common`)."""
-    start = text.rfind("\n", 0, hit.start) + 1
-    end = text.find("\n", hit.end)
-    line = text[start : len(text) if end < 0 else end].strip()
+    line = _line_of(text, hit)
     if line[:1] in ("#", "-", "*", "+", ">", "|") or _NUMBERED.match(line):
         return True
     words = list(_WORD.finditer(line))
     return _shouting(line, words) or _title_case(line, words)
 
 
+def _line_of(text: str, hit: Hit) -> str:
+    start = text.rfind("\n", 0, hit.start) + 1
+    end = text.find("\n", hit.end)
+    return text[start : len(text) if end < 0 else end].strip()
+
+
 def _shouting(line: str, words: Sequence[re.Match[str]]) -> bool:
     """A line in capitals: a licence's "THE SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND ..."."""
+    if len(words) < 3:
+        return False
     letters = [c for c in line if c.isalpha()]
-    return len(words) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+    return sum(c.isupper() for c in letters) >= 0.8 * len(letters)
 
 
 def shouted_words(text: str, hit: Hit) -> bool:
-    """Whether the hit is English words on a line in capitals ("DISCLAIMED", "LOSS OF USE"): a
+    """Whether the hit is English words in capitals on a line in capitals ("LOSS OF USE"): a
     news-trained model tags such words as names, as capitals are all it reads there, and they
-    say nothing on that line."""
-    start = text.rfind("\n", 0, hit.start) + 1
-    end = text.find("\n", hit.end)
-    line = text[start : len(text) if end < 0 else end]
+    say nothing on that line. The hit's own words are judged first: most hits are not capitals."""
     words = _WORD.findall(hit.name)
-    if not words or not _shouting(line, list(_WORD.finditer(line))):
+    if not words or not all(w.isupper() and in_lexicon(w) for w in words):
         return False
-    known = lexicon()
-    return all(w.isupper() and re.split(r"['’]", w, maxsplit=1)[0].casefold() in known for w in words)
+    line = _line_of(text, hit)
+    return _shouting(line, list(_WORD.finditer(line)))
 
 
 def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:

@@ -20,6 +20,7 @@ import functools
 import math
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from evigraph.models import UNKNOWN_LABEL, Ontology
 from evigraph.store.terms import passage_words
@@ -104,7 +105,8 @@ KIND_WORDS: Mapping[str, frozenset[str]] = {
         "Method": "method algorithm procedure technique approach process pattern practice workflow recipe strategy",
     }.items()
 }
-"""Words that describe each kind the candidates stand for (the default ontology's labels),
+"""Words that describe each kind the candidates stand for (the default ontology's labels, a
+test holds the keys to them),
 folded as search folds words. A candidate list's kinds are its candidates that are keys, in its
 order: a product goes to a label describing products, else to one describing technologies."""
 
@@ -131,9 +133,9 @@ def kind_of_label(label: str, description: str) -> tuple[str | None, float]:
 
 
 @functools.lru_cache(maxsize=64)
-def described_labels(ontology: Ontology) -> dict[str, str]:
+def described_labels(ontology: Ontology) -> Mapping[str, str]:
     """Kind -> the ontology label whose words describe it best, over the labels it describes
-    best (ties: the label declared first)."""
+    best (ties: the label declared first). Cached per ontology, so read-only."""
     best: dict[str, tuple[float, str]] = {}
     for entity in ontology.entities:
         if entity.label == UNKNOWN_LABEL:
@@ -141,4 +143,4 @@ def described_labels(ontology: Ontology) -> dict[str, str]:
         kind, score = kind_of_label(entity.label, entity.description)
         if kind is not None and score > best.get(kind, (0.0, ""))[0]:
             best[kind] = (score, entity.label)
-    return {kind: label for kind, (_, label) in best.items()}
+    return MappingProxyType({kind: label for kind, (_, label) in best.items()})
