@@ -96,3 +96,11 @@ async def test_python_ingest_keys_by_root_and_finds_a_moved_folder(tmp_path: Pat
         assert again.roots_moved == {"corpus": moved.resolve().as_posix()}
         assert await kb.document_roots() == {"corpus": moved.resolve().as_posix()}
         assert await kb.file_key(moved / "lisbon.txt") == "file:corpus/lisbon.txt"
+
+
+def test_one_root_name_for_two_folders_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    one, two = write_corpus(tmp_path / "x" / "a"), write_corpus(tmp_path / "y" / "b")
+    refused = run_cli("ingest", str(one), str(two), "--root", "docs", "--db", str(db), "--extractor", "rules")
+    assert refused.code != 0 and "names one folder" in refused.err
+    assert not db.exists()  # no root, no knowledge base written

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from evigraph.errors import EvigraphError
 from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
-from evigraph.ingest.sources import FILE_KEY_PREFIX, file_key, not_utf8_error
+from evigraph.ingest.sources import file_key, not_utf8_error
 from evigraph.models import DocumentOutcome, IngestStatus, LoadedDocument
 from evigraph.surrogates import escaped, surrogate_at
 
@@ -89,7 +89,7 @@ def _locate(given: str, root: FilesRoot | None) -> tuple[LoadedFile, str]:
         try:
             key = root.key(rel)
         except EvigraphError:  # a link leading out of the root: the read refuses it, under the name's key
-            key = FILE_KEY_PREFIX + (root.root / rel).as_posix()
+            key = file_key(root.root / rel, resolve=False)
         return LoadedFile(given, escaped(key), escaped(rel)), rel
     path = Path(given).expanduser().resolve()
     return LoadedFile(given, escaped(file_key(path)), escaped(str(path))), str(path)

@@ -30,7 +30,7 @@ from evigraph.errors import InputError
 ROOTS_SETTING = "document_roots"
 FILE_KEY_PREFIX = "file:"
 _LEGACY = re.compile(r"^file:(/|[A-Za-z]:/)")
-_BAD_NAME = re.compile(r"[/\\:\x00]")
+_BAD_NAME = re.compile(r"[/\\:=\x00-\x1f\x7f]")
 
 
 def is_legacy_key(key: str) -> bool:
@@ -39,14 +39,20 @@ def is_legacy_key(key: str) -> bool:
 
 
 def legacy_key(path: Path) -> str:
-    return FILE_KEY_PREFIX + path.resolve().as_posix()
+    """The key a file had before roots; `path` as the caller has it (resolved, or a link's own place)."""
+    return FILE_KEY_PREFIX + path.as_posix()
+
+
+def is_root_name(name: str) -> bool:
+    """Whether `name` can name a root: it is the first part of keys and the left side of `NAME=FOLDER`."""
+    return bool(name.strip()) and not name.startswith(".") and not _BAD_NAME.search(name)
 
 
 def check_root_name(name: str) -> str:
-    if not name or name.startswith(".") or _BAD_NAME.search(name):
+    if not is_root_name(name):
         raise InputError(
-            f"{name!r} cannot name a root: a root name is one folder-like word without '/', '\\\\' or ':' "
-            "and not starting with '.'",
+            f"{name!r} cannot name a root: a root name is one folder-like word without '/', '\\\\', ':', '=' "
+            "or control characters, not blank and not starting with '.'",
             "pass e.g. --root docs",
         )
     return name
@@ -59,6 +65,10 @@ class Placed:
     added: dict[str, Path] = field(default_factory=dict)
     moved: dict[str, tuple[Path, Path]] = field(default_factory=dict)
     refused: dict[Path, str] = field(default_factory=dict)
+
+    def refuses(self, path: Path) -> bool:
+        """Whether `path` (resolved) is a refused folder or lies in one: its files take no key."""
+        return any(path == f or f in path.parents for f in self.refused)
 
 
 @dataclass
@@ -100,7 +110,12 @@ class DocumentRoots:
         return folder.joinpath(*rel.split("/")) if folder is not None and rel else None
 
     def place(self, folder: Path, name: str | None, placed: Placed) -> None:
-        """Make `folder` (resolved) a root, or find the root holding it; see the module docstring."""
+        """Make `folder` (resolved) a root, or find the root holding it; see the module docstring.
+
+        A name claimed for another folder earlier in the same `placed` is refused even when that
+        folder is gone (as `migrate_keys` places folders that moved away): two folders of one
+        call are never one root.
+        """
         inside = self.holding(folder)
         if inside is not None and (name is None or name == inside[0]):
             return
@@ -111,13 +126,20 @@ class DocumentRoots:
             )
             return
         explicit = name is not None
-        name = check_root_name(name or folder.name or "root")
+        if name is not None:
+            check_root_name(name)
+        else:
+            name = folder.name.lstrip(".") or "root"  # a hidden folder's name, as a root may not start with '.'
+        if not is_root_name(name):
+            placed.refused[folder] = f"{folder}'s name cannot name a root; pass --root NAME (root_name= in Python)"
+            return
         was = self.folders.get(name)
         if was is None:
             self.folders[name] = folder
             placed.added[name] = folder
         elif was != folder:
-            if not explicit and was.exists():
+            claimed = name in placed.added or name in placed.moved
+            if claimed or (not explicit and was.exists()):
                 placed.refused[folder] = (
                     f"{folder} is named {name!r} like the root already at {was}; keys would collide: pass "
                     f"--root OTHER_NAME (root_name= in Python) to keep it apart, or --root {name} if it is "

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from evigraph.errors import InputError
 from evigraph.ingest.roots import FILE_KEY_PREFIX as FILE_KEY_PREFIX
-from evigraph.ingest.roots import active_roots
+from evigraph.ingest.roots import DocumentRoots, active_roots, legacy_key
 from evigraph.surrogates import escaped, surrogate_at
 
 _OTHER_TYPES = "name files of another type directly to ingest them as text"
@@ -67,14 +67,15 @@ class WalkedFile:
     """A symbolic link to a file: where it leads is for the caller to accept or refuse."""
 
 
-def file_key(path: Path) -> str:
+def file_key(path: Path, roots: DocumentRoots | None = None, *, resolve: bool = True) -> str:
     """Key of a file-backed document: `file:` + its root's name + its path under the root
-    (`evigraph.ingest.roots`), under the roots the knowledge base made active for this ingest;
-    with none active (a bare pipeline), `file:` + its absolute resolved path."""
-    resolved = path.resolve()
-    roots = active_roots()
-    key = roots.key(resolved) if roots is not None else None
-    return key or FILE_KEY_PREFIX + resolved.as_posix()
+    (`evigraph.ingest.roots`), under `roots` or else the roots the knowledge base made active for
+    this ingest; outside every root (or with none, a bare pipeline), `file:` + its absolute path.
+    `resolve=False` keys a link by its own place, for a link whose target is refused."""
+    where = path.resolve() if resolve else path
+    roots = roots if roots is not None else active_roots()
+    key = roots.key(where) if roots is not None else None
+    return key or legacy_key(where)
 
 
 def not_utf8_error(name: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evigraph.errors import ConfigurationError, EvigraphError
-from evigraph.ingest.roots import DocumentRoots, Placed, keyed_by
+from evigraph.ingest.roots import active_roots, keyed_by
 from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport
 from evigraph.kb.edits import REVIEW_STEP, EditOps
@@ -42,7 +42,6 @@ from evigraph.models import (
     StoredDocument,
 )
 from evigraph.store.base import GraphStore
-from evigraph.surrogates import escaped
 
 if TYPE_CHECKING:  # the ingest pipeline's parts are imported by the methods that write, not by a search
     from evigraph.ingest.cancel import Cancellation
@@ -55,7 +54,6 @@ if TYPE_CHECKING:  # the ingest pipeline's parts are imported by the methods tha
     from evigraph.ingest.ontology_merge import OntologyExtension
     from evigraph.ingest.progress import IngestProgress
     from evigraph.ingest.resolution import ResolutionStrategy
-    from evigraph.ingest.sources import Collected
 
 
 _WRITTEN = (IngestStatus.created, IngestStatus.updated)
@@ -211,24 +209,21 @@ class WriteOps(EditOps):
                     progress.close()
                 return report
             self._refuse_without_llm()  # placing the roots writes them: not into a file that must not be made
-            roots, placed, refused = await self._roots_of(named, found, root_name)
-            if refused and isinstance(progress, IngestProgress):
-                progress.finished(refused)
-            with keyed_by(roots):
-                renamed = await self._adopt_legacy(roots, [f.path for f in found.files])
-                report = await self.ingest_documents(
+            report = await self._keyed(
+                lambda files: self.ingest_documents(
                     texts,
-                    # Failed sources are named again so that the run reports them with the rest.
-                    sources=[*(str(f.path) for f in found.files), *(f.given for f in found.failures)],
+                    sources=files,
                     progress=progress,
                     reextract=reextract,
                     cancellation=cancellation,
                     max_llm_tokens=max_llm_tokens,
-                )
-        report.documents[:0] = refused
+                ),
+                named,
+                found,
+                root_name,
+                progress,
+            )
         report.skipped, report.excluded = found.skipped_by_extension(), found.excluded
-        report.renamed = renamed
-        report.roots_moved = {k: new.as_posix() for k, (_, new) in placed.moved.items()}
         return report
 
     def _refuse_without_llm(
@@ -246,27 +241,6 @@ class WriteOps(EditOps):
             (_extractor(extractor) if extractor is not None else self._extraction()).for_run(probe)
             _chunker(chunker or self._chunker or "structural").for_run(probe)
             (_resolver(resolver) if resolver is not None else self._resolver).for_run(ResolutionRun(llm=probe.llm))
-
-    async def _roots_of(
-        self, named: Sequence[str], found: Collected, name: str | None
-    ) -> tuple[DocumentRoots, Placed, list[DocumentOutcome]]:
-        """Place the named sources' folders as roots, then the folders of files outside every root
-        (links leading elsewhere); the files of a refused folder leave `found` as failures."""
-        from evigraph.ingest.roots import source_folder
-
-        folders = {f: name for given in named if (f := source_folder(given)) is not None}
-        roots, placed = await self._place_roots(folders.items())
-        loose = {f.path.parent: None for f in found.files if roots.key(f.path) is None}
-        roots, more = await self._place_roots([(f, n) for f, n in loose.items() if f not in placed.refused])
-        placed.added |= more.added
-        placed.moved |= more.moved
-        placed.refused |= more.refused
-        refused = [
-            DocumentOutcome(key=escaped(str(f)), status=IngestStatus.failed, error=why, path=str(f))
-            for f, why in placed.refused.items()
-        ]
-        found.files = [f for f in found.files if roots.key(f.path) is not None]
-        return roots, placed, refused
 
     async def ingest_files(
         self,
@@ -299,16 +273,20 @@ class WriteOps(EditOps):
             return loader_for(path, custom, max_bytes=max_bytes)
 
         named = [os.fspath(f) for f in files]
+        refused: list[DocumentOutcome] = []
         if root is not None:
             roots = await self.root_for(root.root)
         else:
-            roots, _ = await self._place_roots((Path(f).expanduser().resolve().parent, None) for f in named)
+            paths = {f: Path(f).expanduser().resolve() for f in named}
+            roots, placed, refused = await self._roots_of([], list(paths.values()))
+            named = [f for f in named if not placed.refuses(paths[f])]
         with keyed_by(roots):
             loaded = await asyncio.to_thread(load_files, named, pick, root)
         where = [p for f in loaded if (p := roots.path_of(f.key)) is not None]
         await self._adopt_legacy(roots, where)
         report = IngestReport(documents=[o for f in loaded for o in f.failures])
         await self._log_failures(report.documents)
+        report.documents[:0] = refused
         groups: dict[FilePlan, list[LoadedDocument]] = {}
         for f in loaded:
             if f.documents:
@@ -376,6 +354,24 @@ class WriteOps(EditOps):
 
         if max_llm_tokens is not None and max_llm_tokens < 0:
             raise ConfigurationError("max_llm_tokens must not be negative", hint="e.g. max_llm_tokens=200000")
+        if sources and active_roots() is None:  # called directly: key the files as `ingest` does
+            return await self._keyed(
+                lambda named: self.ingest_documents(
+                    documents,
+                    sources=named,
+                    chunker=chunker,
+                    extractor=extractor,
+                    resolver=resolver,
+                    reextract=reextract,
+                    max_chunks=max_chunks,
+                    exclusive=exclusive,
+                    progress=progress,
+                    cancellation=cancellation,
+                    max_llm_tokens=max_llm_tokens,
+                    max_llm_pairs=max_llm_pairs,
+                ),
+                sources,
+            )
         self._refuse_without_llm(extractor, chunker, resolver)
         store = await self._open(for_write=True)
         await self._claim_embedding_model(store)

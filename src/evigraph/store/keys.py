@@ -19,3 +19,10 @@ class KeyStore(ABC):
         key not stored is skipped. A new key already another document's refuses the whole rename
         (`InputError`), so nothing changes.
         """
+
+    async def holds_legacy_keys(self) -> bool:
+        """Whether a document or source-log row is keyed by absolute path (`file:/...`, `file:C:/...`).
+
+        So an ingest renames such keys only in a knowledge base that has them: most never had any.
+        """
+        return True

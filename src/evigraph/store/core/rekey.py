@@ -67,3 +67,12 @@ def renamed_json(text: str | None, renames: Mapping[str, str]) -> str | None:
             item["document"] = renames[doc]
             changed = True
     return json.dumps(items) if changed else None
+
+
+LEGACY_PREFIXES = ["file:/", *(f"file:{d}:/" for d in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")]
+"""How a key from before roots begins (`ingest.roots.is_legacy_key`), as the stores' query takes it."""
+
+
+def legacy_key_query(label: str) -> str:
+    """One `label` row keyed by absolute path, if any: the stores' `holds_legacy_keys`."""
+    return f"MATCH (x:{label}) WHERE any(p IN $prefixes WHERE x.key STARTS WITH p) RETURN x.key AS key LIMIT 1"

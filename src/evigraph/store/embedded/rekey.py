@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evigraph.store.core.rekey import collision, renamed_json
+from evigraph.store.core.rekey import LEGACY_PREFIXES, collision, legacy_key_query, renamed_json
 from evigraph.store.core.schema_names import TRACE_DECISION, TRACE_STEP, TRACE_SUPPORT, VERSION_SEQ
 from evigraph.store.embedded.executor import Tx
 
@@ -88,3 +88,8 @@ def _rewrite_traces(tx: Tx, renames: Mapping[str, str]) -> None:
                 tx.execute(
                     f"MATCH (x:{table} {{id: $id}}) SET x.{column} = $text", {"id": row["id"], "text": text}
                 ).close()
+
+
+def holds_legacy_keys(tx: Tx) -> bool:
+    params = {"prefixes": LEGACY_PREFIXES}
+    return any(tx.column(legacy_key_query(label), params) for label in ("Document", "SourceLog"))

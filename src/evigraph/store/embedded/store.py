@@ -323,6 +323,9 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
             self._cache.invalidate()
             self._journal.documents([*pairs, *pairs.values()])
 
+    async def holds_legacy_keys(self) -> bool:
+        return await self.executor.read(rekey.holds_legacy_keys)
+
     async def check(self, repair: bool = False) -> IntegrityReport:
         found = await self.executor.read(integrity.inspect)
         report = IntegrityReport(found=integrity.problems(found))

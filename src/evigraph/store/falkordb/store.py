@@ -43,7 +43,7 @@ from evigraph.store.caches import (
 from evigraph.store.core.graph_arrays import GraphArrays
 from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.core.graph_index_reads import GraphIndexReads
-from evigraph.store.core.rekey import checked_renames
+from evigraph.store.core.rekey import LEGACY_PREFIXES, checked_renames, legacy_key_query
 from evigraph.store.core.source_rows import SOURCE_FIELDS, source_record
 from evigraph.store.falkordb import documents, reads, rekey
 from evigraph.store.falkordb.caches import Generation, VectorMoments, build_graph_index, build_moments, read_graph
@@ -411,6 +411,13 @@ class FalkorStore(
                     at=at,
                 )
             )
+
+    async def holds_legacy_keys(self) -> bool:
+        def found() -> bool:
+            params = {"prefixes": LEGACY_PREFIXES}
+            return any(self.conn.read_sync(legacy_key_query(label), params) for label in ("Document", "SourceLog"))
+
+        return await self._read(found)
 
     async def source_log(self, keys: Sequence[str]) -> dict[str, SourceRecord]:
         if not keys:
