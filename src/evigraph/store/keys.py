@@ -20,9 +20,8 @@ class KeyStore(ABC):
         (`InputError`), so nothing changes.
         """
 
+    @abstractmethod
     async def holds_legacy_keys(self) -> bool:
-        """Whether a document or source-log row is keyed by absolute path (`file:/...`, `file:C:/...`).
-
-        So an ingest renames such keys only in a knowledge base that has them: most never had any.
-        """
-        return True
+        """Whether any document or source-log row, in the whole knowledge base, is keyed by absolute
+        path (`file:/...`, `file:C:/...`): an ingest looks its files up under such keys only then,
+        as most knowledge bases never had one."""

@@ -59,3 +59,38 @@ async def test_a_rename_onto_a_stored_key_changes_nothing(store: GraphStore) -> 
         await store.rename_documents({ALPHA.key: "file:a", BETA.key: "file:a"})
     assert set(await store.get_documents([ALPHA.key, BETA.key])) == {ALPHA.key, BETA.key}
     assert await store.rename_documents({}) == []
+
+
+@covers("rename_documents")
+async def test_a_rename_rewrites_review_causes_written_before_it(store: GraphStore) -> None:
+    await store.write_versions([ALPHA])
+    await store.create_task("p", "ann", "t", "choose")
+    made = await store.record_decision("p", "ann", decision(await passage(store, ALPHA.key)))
+    await store.write_versions([version(ALPHA.key, ["Ada left."], [[]])])  # flags the decision first
+    [flagged] = await store.get_decisions("p", [made.id])
+    assert flagged.state == "needs_review" and flagged.review[0].document == ALPHA.key
+
+    assert await store.rename_documents({ALPHA.key: NEW}) == [ALPHA.key]
+
+    [renamed] = await store.get_decisions("p", [made.id])
+    assert renamed.state == "needs_review" and [c.document for c in renamed.review] == [NEW]
+
+
+@covers("rename_documents")
+async def test_a_rename_onto_a_key_only_the_source_log_holds_is_refused(store: GraphStore) -> None:
+    await store.write_versions([ALPHA])
+    await store.log_sources([SourceRecord(key=NEW, state=SourceState.failed, error="unreadable")])
+    with pytest.raises(InputError, match="already another document's"):
+        await store.rename_documents({ALPHA.key: NEW})
+    assert set(await store.get_documents([ALPHA.key, NEW])) == {ALPHA.key}
+    assert (await store.source_log([NEW]))[NEW].state == SourceState.failed
+
+
+@covers("holds_legacy_keys")
+async def test_legacy_keys_are_found_in_documents_and_the_source_log(store: GraphStore) -> None:
+    await store.write_versions([ALPHA])
+    assert not await store.holds_legacy_keys()
+    await store.log_sources([SourceRecord(key="file:C:/docs/a.md", state=SourceState.failed, error="gone")])
+    assert await store.holds_legacy_keys()
+    await store.rename_documents({"file:C:/docs/a.md": "file:docs/a.md", ALPHA.key: "file:/home/ann/alpha.md"})
+    assert await store.holds_legacy_keys()  # the document's key is absolute now
