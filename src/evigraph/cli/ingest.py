@@ -83,7 +83,8 @@ def add_parsers(verbs: Verbs) -> None:
         default=None,
         metavar="NAME",
         help="name of the root the folder's keys start with (file:NAME/...; default: the folder's own name); "
-        "the name of a root that lives elsewhere says this is that folder, moved or mounted here",
+        "the name of a root that lives elsewhere says this is that folder, moved or mounted here; "
+        "one folder per call, as two folders under one name would share keys",
     )
     parser.add_argument(
         "--encoding",

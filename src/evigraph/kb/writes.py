@@ -155,9 +155,10 @@ class WriteOps(EditOps):
 
         A file's key is `file:` + its root's name + its path under the root: a folder named here
         becomes a root named after itself (`root_name` names it otherwise, or says "this is that
-        root, moved or mounted here"), unless it lies in a root already; a file or glob's root is
-        its folder. A folder whose name another existing root holds fails with the fix, and
-        documents still keyed by absolute path are renamed to the new form, not ingested anew.
+        root, moved or mounted here"; it is refused with sources in several folders, which would
+        share its keys), unless it lies in a root already; a file or glob's root is its folder.
+        A folder whose name another existing root holds fails with the fix, and documents still
+        keyed by absolute path are renamed to the new form, not ingested anew.
 
         Each document's new version replaces its old one in one step. Bad sources come back as
         `failed` outcomes with the fix in `error`; nothing stored before is lost. `reextract`
