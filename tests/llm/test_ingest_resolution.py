@@ -160,7 +160,7 @@ async def test_bad_resolver_input_is_refused() -> None:
         KnowledgeBase(resolver="llm_verifyed")
     assert "llm_verified" in caught.value.hint
     for bad in (-1, 1.5, True):
-        with pytest.raises(ConfigurationError, match="max_llm_pairs"):
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
             LLMVerifiedResolution(max_llm_pairs=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="runs inside an ingest"):
         from evigraph.models import GraphData
@@ -196,6 +196,31 @@ async def test_the_ingest_tool_resolves_with_an_allowed_plan_within_the_operator
         r = dumped["resolution"]
         assert (r["sent"], r["over_budget"], r["max_llm_pairs"]) == (1, 1, 1) and len(requests) == 1
         assert "resolved with llm_verified" in result.to_llm_text()
+
+
+async def test_a_negative_pair_budget_is_refused_by_every_entry_before_any_call(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    from evigraph import Toolkit
+    from evigraph.ingest.text_documents import text_document
+
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    (tmp_path / "b.txt").write_text(SECOND, encoding="utf-8")
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", llm=llm, resolver="llm_verified") as kb:
+        assert (await kb.ingest(text=FIRST, key="a", progress=False)).ok
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number") as caught:
+            await kb.ingest_documents([text_document(SECOND, "b", None)], progress=False, max_llm_pairs=-1)
+        assert "0 sends none" in caught.value.hint
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+            await kb.ingest_files([tmp_path / "b.txt"], max_llm_pairs=-1)
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+            Toolkit(kb, plan_limits={"max_llm_pairs": -1})
+        assert requests == [] and await documents_naming(kb, MARTA_TYPO) == set()
+        # 0 is a budget like any other, at every entry: nothing is sent.
+        zero = Toolkit(kb, files_root=tmp_path, plan_limits={"resolvers": ["llm_verified"], "max_llm_pairs": 0})
+        plan = [{"match": "*", "resolver": "llm_verified"}]
+        r = (await zero.call("ingest", {"files": ["b.txt"], "plan": plan})).model_dump()["resolution"]
+        assert (r["sent"], r["over_budget"], r["max_llm_pairs"]) == (0, 2, 0) and requests == []
 
 
 def test_the_cli_ingest_takes_the_resolver(tmp_path: Path) -> None:

@@ -63,8 +63,10 @@ async def test_allowing_llm_without_an_llm_says_how_to_give_one(tmp_path: Path) 
 def test_plan_limits_naming_an_unknown_finalize_resolver_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"unknown finalize resolver\(s\): magic"):
         Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"finalize_resolvers": ["magic"]})
+    with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+        Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": -1})
     with pytest.raises(ConfigurationError, match="invalid plan_limits"):
-        Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": 0})
+        Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": "many"})
 
 
 async def test_a_merge_keeps_the_properties_an_agent_recorded_on_either_entity(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from evigraph.ingest.graph_resolution.base import Judgement, PassageSource, labe
 from evigraph.ingest.graph_resolution.llm import PAIRS_PER_CALL, LLMGraphResolution
 from evigraph.ingest.graph_resolution.passages import StorePassages, cut_around
 from evigraph.ingest.name_match import best_match, names_of
-from evigraph.ingest.resolution import ResolutionRun, ResolutionStrategy, resolve_exact
+from evigraph.ingest.resolution import ResolutionRun, ResolutionStrategy, checked_max_llm_pairs, resolve_exact
 from evigraph.models import GraphData, TextChunk
 from evigraph.resolution_records import REPORTED_MAPPINGS, IngestResolution, MappedName
 from evigraph.store.merging import EntityRecord
@@ -87,13 +87,9 @@ class LLMVerifiedResolution(ResolutionStrategy):
         pairs_per_call: int = PAIRS_PER_CALL,
         vectors: bool = True,
     ) -> None:
-        if isinstance(max_llm_pairs, bool) or not isinstance(max_llm_pairs, int) or max_llm_pairs < 0:
-            raise ConfigurationError(
-                f"max_llm_pairs must be a whole number of pairs, 0 or more, not {max_llm_pairs!r}",
-                hint="e.g. LLMVerifiedResolution(max_llm_pairs=500); 0 maps only names the graph already holds",
-            )
         self.llm = llm
-        self.max_llm_pairs = max_llm_pairs
+        checked = checked_max_llm_pairs(max_llm_pairs)
+        self.max_llm_pairs = MAX_LLM_PAIRS if checked is None else checked
         self.pairs_per_call = max(1, pairs_per_call)
         self.vectors = vectors
         self._bound: _Bound | None = None

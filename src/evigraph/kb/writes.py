@@ -292,7 +292,9 @@ class WriteOps(EditOps):
         """
         from evigraph.ingest.file_loading import load_files
         from evigraph.ingest.loaders import loader_for
+        from evigraph.ingest.resolution import checked_max_llm_pairs
 
+        checked_max_llm_pairs(max_llm_pairs)  # before the subtraction below turns a negative into 0
         custom, max_bytes = self._loaders, self.max_file_bytes
 
         def pick(path: Path) -> LoaderStrategy:
@@ -371,11 +373,12 @@ class WriteOps(EditOps):
         from evigraph.ingest.extraction.base import ExtractionRun
         from evigraph.ingest.extraction.budget import TokenBudget
         from evigraph.ingest.pipeline import IngestRun
-        from evigraph.ingest.resolution import ResolutionRun
+        from evigraph.ingest.resolution import ResolutionRun, checked_max_llm_pairs
         from evigraph.ingest.vectors import embed_ranking_texts
 
         if max_llm_tokens is not None and max_llm_tokens < 0:
             raise ConfigurationError("max_llm_tokens must not be negative", hint="e.g. max_llm_tokens=200000")
+        checked_max_llm_pairs(max_llm_pairs)
         self._refuse_without_llm(extractor, chunker, resolver)
         store = await self._open(for_write=True)
         await self._claim_embedding_model(store)

@@ -12,12 +12,12 @@ import fnmatch
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evigraph.errors import ConfigurationError, ToolError
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
-from evigraph.ingest.resolution import RESOLVERS
+from evigraph.ingest.resolution import RESOLVERS, checked_max_llm_pairs
 from evigraph.strategies import Registry
 from evigraph.tools.inputs import PlanRule
 
@@ -72,10 +72,15 @@ class PlanLimits(BaseModel):
     )
     max_llm_pairs: int = Field(
         DEFAULT_MAX_LLM_PAIRS,
-        ge=1,
         description="candidate pairs an LLM resolver may judge in one finalize call, or in one ingest call "
-        "(llm_verified, where resolvers allow it)",
+        "(llm_verified, where resolvers allow it); 0: none, names the graph already holds still map",
     )
+
+    @field_validator("max_llm_pairs")
+    @classmethod
+    def _pairs(cls, value: int) -> int:
+        checked_max_llm_pairs(value)  # the rule every entry shares: 0 or more
+        return value
 
 
 CHEAP_PLAN_LIMITS = PlanLimits()
