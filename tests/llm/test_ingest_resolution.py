@@ -5,6 +5,7 @@ confirms, through the replay server (no network). The judge answers by what the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,46 @@ async def test_a_zero_budget_asks_nothing(
         r = resolution_of(await first_then_second(kb))
         assert (r.sent, r.over_budget, r.mapped) == (0, 2, 0) and requests == []
         assert await documents_naming(kb, MARTA_TYPO) == {"b"}
+
+
+@pytest.mark.parametrize(("budget", "embedded"), [(0, 1), (2, 2)])
+async def test_new_names_are_embedded_for_resolution_only_while_pairs_can_be_sent(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM, budget: int, embedded: int
+) -> None:
+    from tests.ingest.test_name_vectors import RecordingEmbedder
+
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    embedder = RecordingEmbedder()
+    resolver = LLMVerifiedResolution(max_llm_pairs=budget)
+    async with KnowledgeBase(
+        tmp_path / "kb.db", extractor="rules", llm=llm, embedder=embedder, resolver=resolver
+    ) as kb:
+        r = resolution_of(await first_then_second(kb))
+        assert r.sent == budget and len(requests) == (1 if budget else 0)
+        # Once as the written entity's name vector; a second time only for the vector tier.
+        assert embedder.texts.count("Rui Pinto") == embedded
+
+
+async def test_names_blocking_misses_become_candidates_by_their_vectors(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    from tests.tools.conftest import HashEmbedder
+
+    class OneMeaning(HashEmbedder):
+        """Every name means the same: each new name's nearest entities all score 1.0."""
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0] + [0.0] * (self.dimension - 1) for _ in texts]
+
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    async with KnowledgeBase(
+        tmp_path / "kb.db", extractor="rules", llm=llm, embedder=OneMeaning(), resolver="llm_verified"
+    ) as kb:
+        r = resolution_of(await first_then_second(kb))
+        # Rui Pinto shares no key with any name: only vectors make it a candidate, of 3 neighbours.
+        assert r.by_vector >= 3 and r.candidates == 2 + r.by_vector and r.sent == r.candidates
+        assert any("Rui Pinto" in q.messages[-1]["content"] for q in requests)
+        assert [(m.name, m.entity) for m in r.mappings] == [("Marta Olivera", MARTA)]
 
 
 @pytest.mark.parametrize(

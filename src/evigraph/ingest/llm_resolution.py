@@ -46,6 +46,8 @@ from evigraph.store.merging import EntityRecord
 if TYPE_CHECKING:
     from evigraph.ingest.candidates import Blocks
     from evigraph.providers.llms import LLM
+    from evigraph.store.base import GraphStore
+    from evigraph.store.caches import VectorMatrix
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +141,7 @@ class LLMVerifiedResolution(ResolutionStrategy):
             for i, e in new.items()
             if i not in onto
         }
-        pairs, found = await self._candidates(graph_names, records)
+        pairs, found = await self._candidates(graph_names, records, bound.may_send)
         report.compared += found.compared
         entities = {**graph_names.records, **records}
         pairs = [p for p in pairs if labels_compatible(entities[p.a].label, entities[p.b].label)]
@@ -172,12 +174,14 @@ class LLMVerifiedResolution(ResolutionStrategy):
         return _written_onto(graph, mapping, graph_names.records)
 
     async def _candidates(
-        self, graph_names: _GraphNames, records: Mapping[str, EntityRecord]
+        self, graph_names: _GraphNames, records: Mapping[str, EntityRecord], may_send: bool
     ) -> tuple[list[CandidatePair], Candidates]:
-        """Blocking's pairs of a new name and an existing entity, highest score first, then the pairs
-        only name vectors found, closest first."""
+        """Blocking's pairs of a new name and an existing entity, highest score first, then, while
+        pairs `may_send`, the pairs only name vectors found, closest first: embedding the names and
+        reading the graph's vectors buys nothing once no pair can be sent, whereas blocking (cheap)
+        still finds the names the graph holds as they are."""
         mine = list(records.values())
-        vectors = await graph_names.embed(mine) if graph_names.matrix is not None else {}
+        vectors = await graph_names.embed(mine) if may_send and await graph_names.index() is not None else {}
         near = graph_names.blocks.around(mine)
         known = {e.id: v for e in near.entities if (v := graph_names.vector(e.id)) is not None}
         found = near.pairs({**known, **vectors}, touching=records.keys())
@@ -240,6 +244,10 @@ class _Bound:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _names: _GraphNames | None = None
 
+    @property
+    def may_send(self) -> bool:
+        return self.stopped is None and self.pairs_left > 0
+
     async def names(self, vectors: bool) -> _GraphNames:
         """The graph's entities, read once per ingest call and grown with the names each document brings."""
         if self._names is None:
@@ -247,9 +255,7 @@ class _Bound:
             assert store is not None  # `for_run` refuses a run without one
             records = await store.entity_records()
             redirects = await store.entity_redirects()
-            embedder = self.run.embedder if vectors else None
-            rows = await store.entity_vectors() if embedder is not None else []
-            self._names = _GraphNames(records, redirects, embedder, [(v.id, v.vector) for v in rows])
+            self._names = _GraphNames(records, redirects, store, self.run.embedder if vectors else None)
         return self._names
 
 
@@ -257,11 +263,7 @@ class _GraphNames:
     """The graph's entities as blocking and the vector tier read them, kept for one ingest call."""
 
     def __init__(
-        self,
-        records: Sequence[EntityRecord],
-        redirects: Mapping[str, str],
-        embedder: Any,
-        vectors: Sequence[tuple[str, Sequence[float]]],
+        self, records: Sequence[EntityRecord], redirects: Mapping[str, str], store: GraphStore, embedder: Any
     ) -> None:
         from evigraph.ingest.candidates import Blocks
 
@@ -270,22 +272,27 @@ class _GraphNames:
         self.mapped: dict[str, str] = {}
         """New ids this ingest mapped onto an entity: a later document naming them needs no call."""
         self.blocks: Blocks = Blocks(records)
+        self.store = store
         self.embedder = embedder
-        self.matrix: Any = None
+        self._index: VectorMatrix | None = None
         self._row: dict[str, int] = {}
-        self._order: list[str] = []
-        if embedder is not None and vectors:
-            import numpy as np
 
-            matrix = np.asarray([v for _, v in vectors], dtype=np.float32)
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            self.matrix = matrix / np.where(norms > 0, norms, 1.0)
-            self._order = [i for i, _ in vectors]
-            self._row = {i: n for n, i in enumerate(self._order)}
+    async def index(self) -> VectorMatrix | None:
+        """The graph's name vectors, read on the first document that may send pairs (never when
+        none may) and in slices as compact arrays; None without an embedder or stored vectors."""
+        if self._index is None and self.embedder is not None:
+            from evigraph.ingest.graph_resolution.run import name_vectors
+            from evigraph.store.caches import build_matrix
+
+            self._index = build_matrix(list((await name_vectors(self.store, sorted(self.records))).items()))
+            self._row = {i: n for n, i in enumerate(self._index.ids)}
+        return self._index if self._index is not None and self._index.ids else None
 
     def vector(self, eid: str) -> list[float] | None:
+        """`eid`'s stored name vector, once `index` read them; else None. Blocking asks only for the
+        entities sharing a key with a new name, a few, so these few become Python floats."""
         row = self._row.get(eid)
-        return None if row is None or self.matrix is None else list(self.matrix[row])
+        return None if row is None or self._index is None else self._index.matrix[row].tolist()
 
     async def embed(self, records: Sequence[EntityRecord]) -> dict[str, list[float]]:
         """The new names' vectors, as `name_vectors` embeds a name; none when embedding fails."""
@@ -302,15 +309,10 @@ class _GraphNames:
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """The `k` existing entities whose name vectors are closest to `vector`, with their cosines."""
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if self.matrix is None or norm == 0 or query.shape[0] != self.matrix.shape[1]:
+        index = self._index
+        if index is None or not index.ids or len(vector) != index.matrix.shape[1]:
             return []
-        sims = self.matrix @ (query / norm)
-        top = np.argsort(-sims)[:k]
-        return [(self._order[int(n)], float(sims[int(n)])) for n in top]
+        return [(i, float(cosine)) for i, cosine in index.search(vector, k)]
 
     def learn(self, written: Sequence[EntityRecord], mapped: Mapping[str, str]) -> None:
         """After a document: its unmapped new names are entities now, candidates for the next one's."""
