@@ -46,10 +46,13 @@ async def test_a_resolver_the_operator_did_not_allow_is_refused_before_any_work(
         assert "allowed: exact, fuzzy" in caught.value.hint and "finalize_resolvers" in caught.value.hint
         with pytest.raises(ToolError, match="unknown resolver 'magic'") as unknown:
             await tk.call("finalize", {"resolver": "magic"})
-        assert "exact, fuzzy, llm" in unknown.value.hint
+        assert "invalid arguments for finalize" in unknown.value.message
+        assert "use one of: exact, fuzzy, llm" in unknown.value.message
         strict = Toolkit(tk.kb, plan_limits={"finalize_resolvers": ["exact"]})
         with pytest.raises(ToolError, match="resolver 'fuzzy' is not allowed here"):
             await strict.call("finalize", {"resolver": "fuzzy"})
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+            await tk.kb.finalize(resolver="fuzzy", max_llm_pairs=-1)
         assert (await tk.call("status", {})).model_dump()["entities"] == before  # nothing was merged
 
 
@@ -59,6 +62,12 @@ async def test_allowing_llm_without_an_llm_says_how_to_give_one(tmp_path: Path) 
         with pytest.raises(ToolError, match="needs an LLM") as caught:
             await tk.call("finalize", {"resolver": "llm"})
         assert "--llm" in caught.value.hint
+
+
+def test_the_finalize_tool_lists_the_registered_resolvers_in_its_schema(tmp_path: Path) -> None:
+    tk = Toolkit(KnowledgeBase(tmp_path / "kb.db"))
+    spec = next(s for s in tk.tool_specs() if s.name == "finalize")
+    assert spec.input_schema["properties"]["resolver"]["anyOf"][0]["enum"] == ["exact", "fuzzy", "llm"]
 
 
 def test_plan_limits_naming_an_unknown_finalize_resolver_are_refused(tmp_path: Path) -> None:
