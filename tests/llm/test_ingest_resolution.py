@@ -165,6 +165,20 @@ async def test_an_llm_failure_ingests_the_document_unresolved_and_says_so(
         assert await documents_naming(kb, MARTA_TYPO) == {"b"}  # written as extracted
 
 
+async def test_pairs_the_token_ceiling_holds_back_are_no_llm_failure(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", llm=llm, resolver="llm_verified") as kb:
+        assert (await kb.ingest(text=FIRST, key="a", progress=False)).ok
+        report = await kb.ingest(text=SECOND, key="b", progress=False, max_llm_tokens=50)  # one call needs ~130
+        assert report.ok and requests == []
+        r = resolution_of(report)
+        assert (r.candidates, r.sent, r.held, r.unjudged, r.llm_failed_calls) == (2, 0, 2, 2, 0)
+        assert (r.unresolved, r.errors) == ([], [])
+        assert "2 held back by the LLM token ceiling" in r.line() and "unresolved" not in r.line()
+
+
 async def test_a_rejected_key_stops_the_asking_not_the_ingest(
     tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
 ) -> None:

@@ -219,7 +219,8 @@ class LLMVerifiedResolution(ResolutionStrategy):
             bound.stopped = f"{exc.message} ({exc.hint})" if exc.hint else exc.message
             log.warning("the llm_verified resolver stopped asking: %s", bound.stopped)
             judgement = Judgement(unjudged=len(sent), failures=[bound.stopped])
-        report.sent += len(sent)
+        report.sent += len(sent) - judgement.held
+        report.held += judgement.held
         report.judged += len(sent) - judgement.unjudged
         report.confirmed += len(judgement.same)
         report.rejected += len(judgement.different)
@@ -246,7 +247,7 @@ class _Bound:
 
     @property
     def may_send(self) -> bool:
-        return self.stopped is None and self.pairs_left > 0
+        return self.stopped is None and self.pairs_left > 0 and not self.run.budget.reached
 
     async def names(self, vectors: bool) -> _GraphNames:
         """The graph's entities, read once per ingest call and grown with the names each document brings."""
