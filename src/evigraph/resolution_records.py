@@ -62,7 +62,7 @@ class IngestResolution(BaseModel):
         summed = {
             name: getattr(self, name) + getattr(other, name)
             for name, info in type(self).model_fields.items()
-            if info.annotation in (int, "int")
+            if info.annotation is int
         }
         return self.model_copy(
             update={

@@ -273,6 +273,14 @@ async def test_a_negative_pair_budget_is_refused_by_every_entry_before_any_call(
         assert (r["sent"], r["over_budget"], r["max_llm_pairs"]) == (0, 2, 0) and requests == []
 
 
+def test_reports_of_several_plans_add_every_count() -> None:
+    counts = [n for n, info in IngestResolution.model_fields.items() if info.annotation is int]
+    one = IngestResolution(resolver="llm_verified", max_llm_pairs=3, **dict.fromkeys(counts, 1))
+    both = one.add(IngestResolution(resolver="llm_verified", **dict.fromkeys(counts, 2)))
+    assert {n: getattr(both, n) for n in counts} == dict.fromkeys(counts, 3)
+    assert {"sent", "held", "over_budget", "llm_calls", "input_tokens"} <= set(counts) and both.max_llm_pairs == 3
+
+
 def test_the_cli_ingest_takes_the_resolver(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 

@@ -24,11 +24,10 @@ the document is ingested with those names as they are, listed in the report; a c
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigurationError, LLMConfigurationError, StoreUnavailableError
@@ -121,12 +120,6 @@ class LLMVerifiedResolution(ResolutionStrategy):
                 "the llm_verified resolver runs inside an ingest",
                 hint="pass it to KnowledgeBase(resolver=...), which binds it to the knowledge base's graph and LLM",
             )
-        async with bound.lock:  # documents one after another: each sees the names the one before brought
-            return await self._resolve(bound, llm, key, graph, chunks)
-
-    async def _resolve(
-        self, bound: _Bound, llm: LLM, key: str, graph: GraphData, chunks: Sequence[TextChunk]
-    ) -> GraphData:
         graph_names = await bound.names(self.vectors)
         report = bound.report
         report.documents += 1
@@ -185,7 +178,7 @@ class LLMVerifiedResolution(ResolutionStrategy):
         near = graph_names.blocks.around(mine)
         known = {e.id: v for e in near.entities if (v := graph_names.vector(e.id)) is not None}
         found = near.pairs({**known, **vectors}, touching=records.keys())
-        pairs = [p for p in found.pairs if p.a in graph_names.records or p.b in graph_names.records]
+        pairs = found.pairs  # each of a new name and one of `near`'s others: the graph's entities
         seen = {frozenset((p.a, p.b)) for p in pairs}
         extra = []
         for i, vector in vectors.items():
@@ -235,14 +228,16 @@ class LLMVerifiedResolution(ResolutionStrategy):
 
 @dataclass
 class _Bound:
-    """One ingest's state: its run, its report, the pairs it may still send, the graph's names."""
+    """One ingest's state: its run, its report, the pairs it may still send, the graph's names.
+
+    Unguarded: the pipeline resolves a run's documents one after another (`IngestRun._process`),
+    so each sees the names the one before brought, and each run binds its own (`for_run`)."""
 
     run: ResolutionRun
     report: IngestResolution
     pairs_left: int
     stopped: str | None = None
     """Why asking stopped (a configuration error of the LLM): later documents go unresolved."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _names: _GraphNames | None = None
 
     @property
