@@ -41,6 +41,9 @@ class IngestResolution(BaseModel):
         0, description="pairs left undecided: over max_llm_pairs, the token ceiling, or a failed call"
     )
     over_budget: int = Field(0, description="of the undecided, pairs not sent because max_llm_pairs was spent")
+    held: int = Field(
+        0, description="of the undecided, pairs not sent because the ingest's LLM token ceiling was reached"
+    )
     mapped: int = Field(0, description="new names written onto an existing entity")
     max_llm_pairs: int | None = Field(None, description="the pair budget this call ran under")
     llm_calls: int = 0
@@ -59,7 +62,7 @@ class IngestResolution(BaseModel):
         summed = {
             name: getattr(self, name) + getattr(other, name)
             for name, info in type(self).model_fields.items()
-            if info.annotation in (int, "int")
+            if info.annotation is int
         }
         return self.model_copy(
             update={
@@ -79,6 +82,8 @@ class IngestResolution(BaseModel):
         )
         if self.over_budget:
             text += f" ({self.over_budget} over the budget of {self.max_llm_pairs} pairs)"
+        if self.held:
+            text += f" ({self.held} held back by the LLM token ceiling)"
         if self.llm_calls:
             text += f"; {self.llm_calls} LLM calls, {self.input_tokens + self.output_tokens:,} tokens"
         if self.unresolved:

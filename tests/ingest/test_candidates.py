@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from evigraph.ingest.candidates import CANDIDATE_FLOOR, SMALL_BLOCK, Blocks, candidate_pairs
+from evigraph.ingest.candidates import CANDIDATE_FLOOR, MAX_BLOCK, SMALL_BLOCK, Blocks, candidate_pairs
 from evigraph.ingest.graph_resolution.fuzzy import FUZZY_THRESHOLD
 from evigraph.ingest.name_match import QUALIFIED_SCORE, best_match, comparison_form, names_of
 from evigraph.store.merging import EntityRecord
@@ -116,3 +116,35 @@ def test_name_vectors_add_neighbours_in_a_big_block_but_names_score_the_pairs() 
     near = next(p for p in found.pairs if {p.a, p.b} == {first.id, last.id})
     assert near.cosine is not None and near.cosine > 0.99 and near.score < 0.85
     assert found.compared < len(ents) * (len(ents) - 1) / 2
+
+
+def test_pairs_around_new_names_are_the_full_graphs_pairs_that_touch_them() -> None:
+    """`around` files only the blocks holding a new name and leaves out a key they push over
+    `MAX_BLOCK`: the pairs must still be exactly those filing everything would give."""
+    import random
+
+    rng = random.Random(7)
+    people = entities([f"{first} Abernathy" for first in FIRST])  # one block above SMALL_BLOCK
+    towns = [f"{first}{last} University" for first, last in itertools.product(FIRST, LAST)]
+    schools = entities(towns[: MAX_BLOCK + 5], "Organization")  # "university": above MAX_BLOCK
+    new = [
+        *entities(["Marta Abernathy", "Amelia Abernathi", "Bruno Abernathy"]),
+        *entities(["ZoltanDunleavy University", "AmeliaAbernathy Universty"], "Organization"),
+    ]
+    new = [EntityRecord(id=f"new:{e.id}", name=e.name, label=e.label) for e in new]
+    everyone = [*people, *schools, *new]
+    vectors = {e.id: [rng.uniform(-1, 1) for _ in range(8)] for e in everyone}
+    ids = {e.id for e in new}
+
+    near = Blocks([*people, *schools]).around(new)
+    got = near.pairs(vectors, touching=ids)
+    full = Blocks(everyone).pairs(vectors)
+    expected = [p for p in full.pairs if (p.a in ids) != (p.b in ids)]
+    assert got.pairs == expected
+    assert {(p.a, p.b) for p in got.pairs if p.reason == "typo"} == {
+        ("new:organization:ameliaabernathy universty", "organization:ameliaabernathy university"),
+        ("new:person:amelia abernathi", "person:amelia abernathy"),
+    }
+    assert near.skipped >= 1 and len(near.entities) < MAX_BLOCK  # "university"'s members not pulled in
+    focus = {n for n, e in enumerate(near.entities) if e.id in ids}
+    assert any(len(b) > SMALL_BLOCK and focus & set(b) for b in near.blocks)  # paired by nearest neighbours

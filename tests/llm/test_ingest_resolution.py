@@ -5,6 +5,7 @@ confirms, through the replay server (no network). The judge answers by what the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,7 @@ async def first_then_second(kb: KnowledgeBase) -> IngestReport:
     """The first document into an empty graph (nothing to resolve against), then the second's report."""
     first = await kb.ingest(text=FIRST, key="a", progress=False)
     assert first.ok and first.resolution is not None
-    assert (first.resolution.new_names, first.resolution.candidates, first.resolution.sent) == (
-        len(first.resolution.mappings) + first.resolution.new_names,
-        0,
-        0,
-    )
+    assert (first.resolution.candidates, first.resolution.sent, first.resolution.mappings) == (0, 0, [])
     return await kb.ingest(text=SECOND, key="b", progress=False)
 
 
@@ -80,30 +77,69 @@ async def test_a_confirmed_new_name_lands_on_the_existing_entity(
     assert KEY not in caplog.text and KEY not in report.model_dump_json()
 
 
+@pytest.mark.parametrize("budget", [1, 0])
 async def test_the_pair_budget_leaves_the_rest_undecided(
-    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM, budget: int
 ) -> None:
     requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
-    resolver = LLMVerifiedResolution(max_llm_pairs=1)
+    resolver = LLMVerifiedResolution(max_llm_pairs=budget)
     async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", llm=llm, resolver=resolver) as kb:
         r = resolution_of(await first_then_second(kb))
-        assert (r.candidates, r.sent, r.over_budget, r.unjudged, r.max_llm_pairs) == (2, 1, 1, 1, 1)
-        assert len(requests) == 1
-        assert "over the budget of 1 pairs" in r.line()
+        assert (r.candidates, r.sent, r.over_budget, r.unjudged, r.max_llm_pairs) == (
+            2,
+            budget,
+            2 - budget,
+            2 - budget,
+            budget,
+        )
+        assert len(requests) == budget
+        assert f"over the budget of {budget} pairs" in r.line()
+        if budget == 0:
+            assert r.mapped == 0 and await documents_naming(kb, MARTA_TYPO) == {"b"}
         # Spent: the next document of the same knowledge base gets a budget of its own (per call).
-        fourth = await kb.ingest(text="Harbour Lab hired Marta Olivera.", key="d", progress=False)
-        assert resolution_of(fourth).sent <= 1
+        fourth = resolution_of(await kb.ingest(text="Ana Kosta met Rui Pinto in Lisbon.", key="d", progress=False))
+        assert (fourth.new_names, fourth.candidates, fourth.sent) == (1, 1, budget)  # Ana Kosta ~ Ana Costa
+        assert len(requests) == 2 * budget
 
 
-async def test_a_zero_budget_asks_nothing(
+@pytest.mark.parametrize(("budget", "embedded"), [(0, 1), (2, 2)])
+async def test_new_names_are_embedded_for_resolution_only_while_pairs_can_be_sent(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM, budget: int, embedded: int
+) -> None:
+    from tests.ingest.test_name_vectors import RecordingEmbedder
+
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    embedder = RecordingEmbedder()
+    resolver = LLMVerifiedResolution(max_llm_pairs=budget)
+    async with KnowledgeBase(
+        tmp_path / "kb.db", extractor="rules", llm=llm, embedder=embedder, resolver=resolver
+    ) as kb:
+        r = resolution_of(await first_then_second(kb))
+        assert r.sent == budget and len(requests) == (1 if budget else 0)
+        # Once as the written entity's name vector; a second time only for the vector tier.
+        assert embedder.texts.count("Rui Pinto") == embedded
+
+
+async def test_names_blocking_misses_become_candidates_by_their_vectors(
     tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
 ) -> None:
+    from tests.tools.conftest import HashEmbedder
+
+    class OneMeaning(HashEmbedder):
+        """Every name means the same: each new name's nearest entities all score 1.0."""
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0] + [0.0] * (self.dimension - 1) for _ in texts]
+
     requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
-    resolver = LLMVerifiedResolution(max_llm_pairs=0)
-    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", llm=llm, resolver=resolver) as kb:
+    async with KnowledgeBase(
+        tmp_path / "kb.db", extractor="rules", llm=llm, embedder=OneMeaning(), resolver="llm_verified"
+    ) as kb:
         r = resolution_of(await first_then_second(kb))
-        assert (r.sent, r.over_budget, r.mapped) == (0, 2, 0) and requests == []
-        assert await documents_naming(kb, MARTA_TYPO) == {"b"}
+        # Rui Pinto shares no key with any name: only vectors make it a candidate, of 3 neighbours.
+        assert r.by_vector >= 3 and r.candidates == 2 + r.by_vector and r.sent == r.candidates
+        assert any("Rui Pinto" in q.messages[-1]["content"] for q in requests)
+        assert [(m.name, m.entity) for m in r.mappings] == [("Marta Olivera", MARTA)]
 
 
 @pytest.mark.parametrize(
@@ -127,6 +163,20 @@ async def test_an_llm_failure_ingests_the_document_unresolved_and_says_so(
         assert r.unresolved == ["b"] and len(r.errors) == 1
         assert "1 documents ingested unresolved" in r.line()
         assert await documents_naming(kb, MARTA_TYPO) == {"b"}  # written as extracted
+
+
+async def test_pairs_the_token_ceiling_holds_back_are_no_llm_failure(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", llm=llm, resolver="llm_verified") as kb:
+        assert (await kb.ingest(text=FIRST, key="a", progress=False)).ok
+        report = await kb.ingest(text=SECOND, key="b", progress=False, max_llm_tokens=50)  # one call needs ~130
+        assert report.ok and requests == []
+        r = resolution_of(report)
+        assert (r.candidates, r.sent, r.held, r.unjudged, r.llm_failed_calls) == (2, 0, 2, 2, 0)
+        assert (r.unresolved, r.errors) == ([], [])
+        assert "2 held back by the LLM token ceiling" in r.line() and "unresolved" not in r.line()
 
 
 async def test_a_rejected_key_stops_the_asking_not_the_ingest(
@@ -160,7 +210,7 @@ async def test_bad_resolver_input_is_refused() -> None:
         KnowledgeBase(resolver="llm_verifyed")
     assert "llm_verified" in caught.value.hint
     for bad in (-1, 1.5, True):
-        with pytest.raises(ConfigurationError, match="max_llm_pairs"):
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
             LLMVerifiedResolution(max_llm_pairs=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="runs inside an ingest"):
         from evigraph.models import GraphData
@@ -196,6 +246,39 @@ async def test_the_ingest_tool_resolves_with_an_allowed_plan_within_the_operator
         r = dumped["resolution"]
         assert (r["sent"], r["over_budget"], r["max_llm_pairs"]) == (1, 1, 1) and len(requests) == 1
         assert "resolved with llm_verified" in result.to_llm_text()
+
+
+async def test_a_negative_pair_budget_is_refused_by_every_entry_before_any_call(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    from evigraph import Toolkit
+    from evigraph.ingest.text_documents import text_document
+
+    requests, replay_server.answer = judge({SAME_MARTA})  # type: ignore[assignment]
+    (tmp_path / "b.txt").write_text(SECOND, encoding="utf-8")
+    async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", llm=llm, resolver="llm_verified") as kb:
+        assert (await kb.ingest(text=FIRST, key="a", progress=False)).ok
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number") as caught:
+            await kb.ingest_documents([text_document(SECOND, "b", None)], progress=False, max_llm_pairs=-1)
+        assert "0 sends none" in caught.value.hint
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+            await kb.ingest_files([tmp_path / "b.txt"], max_llm_pairs=-1)
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+            Toolkit(kb, plan_limits={"max_llm_pairs": -1})
+        assert requests == [] and await documents_naming(kb, MARTA_TYPO) == set()
+        # 0 is a budget like any other, at every entry: nothing is sent.
+        zero = Toolkit(kb, files_root=tmp_path, plan_limits={"resolvers": ["llm_verified"], "max_llm_pairs": 0})
+        plan = [{"match": "*", "resolver": "llm_verified"}]
+        r = (await zero.call("ingest", {"files": ["b.txt"], "plan": plan})).model_dump()["resolution"]
+        assert (r["sent"], r["over_budget"], r["max_llm_pairs"]) == (0, 2, 0) and requests == []
+
+
+def test_reports_of_several_plans_add_every_count() -> None:
+    counts = [n for n, info in IngestResolution.model_fields.items() if info.annotation is int]
+    one = IngestResolution(resolver="llm_verified", max_llm_pairs=3, **dict.fromkeys(counts, 1))
+    both = one.add(IngestResolution(resolver="llm_verified", **dict.fromkeys(counts, 2)))
+    assert {n: getattr(both, n) for n in counts} == dict.fromkeys(counts, 3)
+    assert {"sent", "held", "over_budget", "llm_calls", "input_tokens"} <= set(counts) and both.max_llm_pairs == 3
 
 
 def test_the_cli_ingest_takes_the_resolver(tmp_path: Path) -> None:

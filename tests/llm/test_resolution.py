@@ -131,6 +131,26 @@ async def test_pairs_are_sent_in_batches(tmp_path: Path, replay_server: ReplaySe
     assert report.resolution.llm is not None and report.resolution.llm.calls == 2
 
 
+async def test_a_call_the_server_failed_is_costed_as_an_ingest_costs_it(
+    tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
+) -> None:
+    """Finalize has no token ceiling but meters its calls as `llm_verified` does: a call the server
+    read and failed costs its estimated input, schema included, whoever asked."""
+    from tests.llm.replay_server import error_reply
+
+    from evigraph.ingest.extraction.budget import estimate_input
+    from evigraph.ingest.graph_resolution.llm import ANSWER_SCHEMA
+    from evigraph.providers.llms.base import Message
+
+    replay_server.queue(*[error_reply(500, "upstream exploded", type="server_error")] * 4)  # every retry
+    async with await ingested(tmp_path, llm) as kb:
+        r = (await kb.finalize(resolver="llm")).resolution
+        assert r is not None and r.llm is not None and (r.llm.calls, r.llm.failed_calls, r.unjudged) == (1, 1, 2)
+    sent = replay_server.chat_requests()[0].messages
+    messages = (Message.system(sent[0]["content"]), Message.user(sent[-1]["content"]))
+    assert r.llm.input_tokens == estimate_input(messages, ANSWER_SCHEMA) > 0
+
+
 async def test_the_finalize_tool_runs_the_llm_resolver_within_the_operators_pairs(
     tmp_path: Path, replay_server: ReplayServer, llm: OpenAICompatibleLLM
 ) -> None:

@@ -40,16 +40,20 @@ async def test_exact_by_default_and_fuzzy_merges_the_misspelt_names(tmp_path: Pa
 async def test_a_resolver_the_operator_did_not_allow_is_refused_before_any_work(tmp_path: Path) -> None:
     tk = await _toolkit(tmp_path)
     async with tk.kb:
+        before = (await tk.call("status", {})).model_dump()["entities"]
         with pytest.raises(ToolError, match="resolver 'llm' is not allowed here") as caught:
             await tk.call("finalize", {"resolver": "llm"})
         assert "allowed: exact, fuzzy" in caught.value.hint and "finalize_resolvers" in caught.value.hint
         with pytest.raises(ToolError, match="unknown resolver 'magic'") as unknown:
             await tk.call("finalize", {"resolver": "magic"})
-        assert "exact, fuzzy, llm" in unknown.value.hint
+        assert "invalid arguments for finalize" in unknown.value.message
+        assert "use one of: exact, fuzzy, llm" in unknown.value.message
         strict = Toolkit(tk.kb, plan_limits={"finalize_resolvers": ["exact"]})
         with pytest.raises(ToolError, match="resolver 'fuzzy' is not allowed here"):
             await strict.call("finalize", {"resolver": "fuzzy"})
-        assert (await tk.call("status", {})).model_dump()["entities"] > 0  # nothing was merged
+        with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+            await tk.kb.finalize(resolver="fuzzy", max_llm_pairs=-1)
+        assert (await tk.call("status", {})).model_dump()["entities"] == before  # nothing was merged
 
 
 async def test_allowing_llm_without_an_llm_says_how_to_give_one(tmp_path: Path) -> None:
@@ -60,11 +64,19 @@ async def test_allowing_llm_without_an_llm_says_how_to_give_one(tmp_path: Path) 
         assert "--llm" in caught.value.hint
 
 
+def test_the_finalize_tool_lists_the_registered_resolvers_in_its_schema(tmp_path: Path) -> None:
+    tk = Toolkit(KnowledgeBase(tmp_path / "kb.db"))
+    spec = next(s for s in tk.tool_specs() if s.name == "finalize")
+    assert spec.input_schema["properties"]["resolver"]["anyOf"][0]["enum"] == ["exact", "fuzzy", "llm"]
+
+
 def test_plan_limits_naming_an_unknown_finalize_resolver_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"unknown finalize resolver\(s\): magic"):
         Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"finalize_resolvers": ["magic"]})
+    with pytest.raises(ConfigurationError, match="max_llm_pairs must be a whole number"):
+        Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": -1})
     with pytest.raises(ConfigurationError, match="invalid plan_limits"):
-        Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": 0})
+        Toolkit(KnowledgeBase(tmp_path / "kb.db"), plan_limits={"max_llm_pairs": "many"})
 
 
 async def test_a_merge_keeps_the_properties_an_agent_recorded_on_either_entity(tmp_path: Path) -> None:

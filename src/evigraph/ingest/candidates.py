@@ -90,6 +90,8 @@ class Blocks:
         self.entities: list[EntityRecord] = []
         self.names: list[Names] = []
         self._filed: dict[str, set[int]] = defaultdict(set)
+        self._oversize = 0
+        """Keys left out before filing (`around`): shared by more than `max_block` entities."""
         self.add(entities)
 
     def add(self, entities: Sequence[EntityRecord]) -> None:
@@ -104,19 +106,37 @@ class Blocks:
 
     @property
     def skipped(self) -> int:
-        return sum(1 for members in self._filed.values() if len(members) > self.max_block)
+        return self._oversize + sum(1 for members in self._filed.values() if len(members) > self.max_block)
 
     @property
     def blocks(self) -> list[list[int]]:
         return [sorted(m) for m in self._filed.values() if 2 <= len(m) <= self.max_block]
 
     def around(self, entities: Sequence[EntityRecord]) -> Blocks:
-        """`entities` filed with every entity here that shares a key with one of them: pairing them
-        (`pairs(touching=...)`) then costs their keys' blocks, not the whole graph's, and each of
-        those blocks holds exactly the members it holds here, so the pairs are the same."""
-        keys = {key for e in entities for key in blocking_keys(names_of(e.name, e.aliases))}
-        near = sorted({i for key in keys for i in self._filed.get(key, ())})
-        return Blocks([*(self.entities[i] for i in near), *entities], max_block=self.max_block)
+        """`entities` filed with every entity here that shares a usable key with one of them, under
+        those keys alone: pairing them (`pairs(touching=...)`) then costs the blocks that hold one
+        of `entities`, not the graph's. Each such block holds exactly the members it would hold
+        were `entities` filed here, and a key `entities` would push over `max_block` is left out
+        (counted in `skipped`) as it would be there, so the pairs are the same."""
+        mine: dict[str, set[int]] = defaultdict(set)
+        for n, e in enumerate(entities):
+            for key in blocking_keys(names_of(e.name, e.aliases)):
+                mine[key].add(n)
+        near = Blocks([], max_block=self.max_block)
+        keys, oversize = {}, 0
+        for key, members in mine.items():
+            if len(self._filed.get(key, ())) + len(members) > self.max_block:
+                oversize += 1
+            else:
+                keys[key] = members
+        held = sorted({i for key in keys for i in self._filed.get(key, ())})
+        row = {i: n for n, i in enumerate(held)}
+        near.entities = [*(self.entities[i] for i in held), *entities]
+        near.names = [*(self.names[i] for i in held), *(names_of(e.name, e.aliases) for e in entities)]
+        for key, members in keys.items():
+            near._filed[key] = {row[i] for i in self._filed.get(key, ())} | {len(held) + n for n in members}
+        near._oversize = oversize
+        return near
 
     def linked_ids(self) -> list[str]:
         """Ids of the entities sharing a usable key with another: the only ones ever compared."""
@@ -138,14 +158,19 @@ class Blocks:
         blocks = self.blocks
         found = Candidates(entities=len(self.entities), blocks=len(blocks), skipped_blocks=self.skipped)
         rows = _Vectors([(vectors or {}).get(e.id) for e in self.entities])
+        focus = None if touching is None else {i for i, e in enumerate(self.entities) if e.id in touching}
         proposed: set[tuple[int, int]] = set()
         for block in blocks:
-            if len(block) <= small_block:
+            if focus is not None and focus.isdisjoint(block):
+                continue  # none of its pairs touches the focus
+            if len(block) > small_block:
+                proposed.update(_nearest_pairs(block, self.names, rows, neighbours))
+            elif focus is None:
                 proposed.update((x, y) for n, x in enumerate(block) for y in block[n + 1 :])
             else:
-                proposed.update(_nearest_pairs(block, self.names, rows, neighbours))
-        if touching is not None:
-            focus = {i for i, e in enumerate(self.entities) if e.id in touching}
+                inside = [x for x in block if x in focus]
+                proposed.update((min(x, y), max(x, y)) for x in inside for y in block if y not in focus)
+        if focus is not None:
             proposed = {(i, j) for i, j in proposed if (i in focus) != (j in focus)}
         found.compared = len(proposed)
         ordered = sorted(proposed)

@@ -24,11 +24,10 @@ the document is ingested with those names as they are, listed in the report; a c
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evigraph.errors import ConfigurationError, LLMConfigurationError, StoreUnavailableError
@@ -38,7 +37,7 @@ from evigraph.ingest.graph_resolution.base import Judgement, PassageSource, labe
 from evigraph.ingest.graph_resolution.llm import PAIRS_PER_CALL, LLMGraphResolution
 from evigraph.ingest.graph_resolution.passages import StorePassages, cut_around
 from evigraph.ingest.name_match import best_match, names_of
-from evigraph.ingest.resolution import ResolutionRun, ResolutionStrategy, resolve_exact
+from evigraph.ingest.resolution import ResolutionRun, ResolutionStrategy, checked_max_llm_pairs, resolve_exact
 from evigraph.models import GraphData, TextChunk
 from evigraph.resolution_records import REPORTED_MAPPINGS, IngestResolution, MappedName
 from evigraph.store.merging import EntityRecord
@@ -46,6 +45,8 @@ from evigraph.store.merging import EntityRecord
 if TYPE_CHECKING:
     from evigraph.ingest.candidates import Blocks
     from evigraph.providers.llms import LLM
+    from evigraph.store.base import GraphStore
+    from evigraph.store.caches import VectorMatrix
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +88,9 @@ class LLMVerifiedResolution(ResolutionStrategy):
         pairs_per_call: int = PAIRS_PER_CALL,
         vectors: bool = True,
     ) -> None:
-        if isinstance(max_llm_pairs, bool) or not isinstance(max_llm_pairs, int) or max_llm_pairs < 0:
-            raise ConfigurationError(
-                f"max_llm_pairs must be a whole number of pairs, 0 or more, not {max_llm_pairs!r}",
-                hint="e.g. LLMVerifiedResolution(max_llm_pairs=500); 0 maps only names the graph already holds",
-            )
         self.llm = llm
-        self.max_llm_pairs = max_llm_pairs
+        checked = checked_max_llm_pairs(max_llm_pairs)
+        self.max_llm_pairs = MAX_LLM_PAIRS if checked is None else checked
         self.pairs_per_call = max(1, pairs_per_call)
         self.vectors = vectors
         self._bound: _Bound | None = None
@@ -123,12 +120,6 @@ class LLMVerifiedResolution(ResolutionStrategy):
                 "the llm_verified resolver runs inside an ingest",
                 hint="pass it to KnowledgeBase(resolver=...), which binds it to the knowledge base's graph and LLM",
             )
-        async with bound.lock:  # documents one after another: each sees the names the one before brought
-            return await self._resolve(bound, llm, key, graph, chunks)
-
-    async def _resolve(
-        self, bound: _Bound, llm: LLM, key: str, graph: GraphData, chunks: Sequence[TextChunk]
-    ) -> GraphData:
         graph_names = await bound.names(self.vectors)
         report = bound.report
         report.documents += 1
@@ -143,7 +134,7 @@ class LLMVerifiedResolution(ResolutionStrategy):
             for i, e in new.items()
             if i not in onto
         }
-        pairs, found = await self._candidates(graph_names, records)
+        pairs, found = await self._candidates(graph_names, records, bound.may_send)
         report.compared += found.compared
         entities = {**graph_names.records, **records}
         pairs = [p for p in pairs if labels_compatible(entities[p.a].label, entities[p.b].label)]
@@ -176,16 +167,18 @@ class LLMVerifiedResolution(ResolutionStrategy):
         return _written_onto(graph, mapping, graph_names.records)
 
     async def _candidates(
-        self, graph_names: _GraphNames, records: Mapping[str, EntityRecord]
+        self, graph_names: _GraphNames, records: Mapping[str, EntityRecord], may_send: bool
     ) -> tuple[list[CandidatePair], Candidates]:
-        """Blocking's pairs of a new name and an existing entity, highest score first, then the pairs
-        only name vectors found, closest first."""
+        """Blocking's pairs of a new name and an existing entity, highest score first, then, while
+        pairs `may_send`, the pairs only name vectors found, closest first: embedding the names and
+        reading the graph's vectors buys nothing once no pair can be sent, whereas blocking (cheap)
+        still finds the names the graph holds as they are."""
         mine = list(records.values())
-        vectors = await graph_names.embed(mine) if graph_names.matrix is not None else {}
+        vectors = await graph_names.embed(mine) if may_send and await graph_names.index() is not None else {}
         near = graph_names.blocks.around(mine)
         known = {e.id: v for e in near.entities if (v := graph_names.vector(e.id)) is not None}
         found = near.pairs({**known, **vectors}, touching=records.keys())
-        pairs = [p for p in found.pairs if p.a in graph_names.records or p.b in graph_names.records]
+        pairs = found.pairs  # each of a new name and one of `near`'s others: the graph's entities
         seen = {frozenset((p.a, p.b)) for p in pairs}
         extra = []
         for i, vector in vectors.items():
@@ -219,7 +212,8 @@ class LLMVerifiedResolution(ResolutionStrategy):
             bound.stopped = f"{exc.message} ({exc.hint})" if exc.hint else exc.message
             log.warning("the llm_verified resolver stopped asking: %s", bound.stopped)
             judgement = Judgement(unjudged=len(sent), failures=[bound.stopped])
-        report.sent += len(sent)
+        report.sent += len(sent) - judgement.held
+        report.held += judgement.held
         report.judged += len(sent) - judgement.unjudged
         report.confirmed += len(judgement.same)
         report.rejected += len(judgement.different)
@@ -234,15 +228,21 @@ class LLMVerifiedResolution(ResolutionStrategy):
 
 @dataclass
 class _Bound:
-    """One ingest's state: its run, its report, the pairs it may still send, the graph's names."""
+    """One ingest's state: its run, its report, the pairs it may still send, the graph's names.
+
+    Unguarded: the pipeline resolves a run's documents one after another (`IngestRun._process`),
+    so each sees the names the one before brought, and each run binds its own (`for_run`)."""
 
     run: ResolutionRun
     report: IngestResolution
     pairs_left: int
     stopped: str | None = None
     """Why asking stopped (a configuration error of the LLM): later documents go unresolved."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _names: _GraphNames | None = None
+
+    @property
+    def may_send(self) -> bool:
+        return self.stopped is None and self.pairs_left > 0 and not self.run.budget.reached
 
     async def names(self, vectors: bool) -> _GraphNames:
         """The graph's entities, read once per ingest call and grown with the names each document brings."""
@@ -251,9 +251,7 @@ class _Bound:
             assert store is not None  # `for_run` refuses a run without one
             records = await store.entity_records()
             redirects = await store.entity_redirects()
-            embedder = self.run.embedder if vectors else None
-            rows = await store.entity_vectors() if embedder is not None else []
-            self._names = _GraphNames(records, redirects, embedder, [(v.id, v.vector) for v in rows])
+            self._names = _GraphNames(records, redirects, store, self.run.embedder if vectors else None)
         return self._names
 
 
@@ -261,11 +259,7 @@ class _GraphNames:
     """The graph's entities as blocking and the vector tier read them, kept for one ingest call."""
 
     def __init__(
-        self,
-        records: Sequence[EntityRecord],
-        redirects: Mapping[str, str],
-        embedder: Any,
-        vectors: Sequence[tuple[str, Sequence[float]]],
+        self, records: Sequence[EntityRecord], redirects: Mapping[str, str], store: GraphStore, embedder: Any
     ) -> None:
         from evigraph.ingest.candidates import Blocks
 
@@ -274,22 +268,27 @@ class _GraphNames:
         self.mapped: dict[str, str] = {}
         """New ids this ingest mapped onto an entity: a later document naming them needs no call."""
         self.blocks: Blocks = Blocks(records)
+        self.store = store
         self.embedder = embedder
-        self.matrix: Any = None
+        self._index: VectorMatrix | None = None
         self._row: dict[str, int] = {}
-        self._order: list[str] = []
-        if embedder is not None and vectors:
-            import numpy as np
 
-            matrix = np.asarray([v for _, v in vectors], dtype=np.float32)
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            self.matrix = matrix / np.where(norms > 0, norms, 1.0)
-            self._order = [i for i, _ in vectors]
-            self._row = {i: n for n, i in enumerate(self._order)}
+    async def index(self) -> VectorMatrix | None:
+        """The graph's name vectors, read on the first document that may send pairs (never when
+        none may) and in slices as compact arrays; None without an embedder or stored vectors."""
+        if self._index is None and self.embedder is not None:
+            from evigraph.ingest.graph_resolution.run import name_vectors
+            from evigraph.store.caches import build_matrix
+
+            self._index = build_matrix(list((await name_vectors(self.store, sorted(self.records))).items()))
+            self._row = {i: n for n, i in enumerate(self._index.ids)}
+        return self._index if self._index is not None and self._index.ids else None
 
     def vector(self, eid: str) -> list[float] | None:
+        """`eid`'s stored name vector, once `index` read them; else None. Blocking asks only for the
+        entities sharing a key with a new name, a few, so these few become Python floats."""
         row = self._row.get(eid)
-        return None if row is None or self.matrix is None else list(self.matrix[row])
+        return None if row is None or self._index is None else self._index.matrix[row].tolist()
 
     async def embed(self, records: Sequence[EntityRecord]) -> dict[str, list[float]]:
         """The new names' vectors, as `name_vectors` embeds a name; none when embedding fails."""
@@ -306,15 +305,10 @@ class _GraphNames:
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """The `k` existing entities whose name vectors are closest to `vector`, with their cosines."""
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if self.matrix is None or norm == 0 or query.shape[0] != self.matrix.shape[1]:
+        index = self._index
+        if index is None or not index.ids or len(vector) != index.matrix.shape[1]:
             return []
-        sims = self.matrix @ (query / norm)
-        top = np.argsort(-sims)[:k]
-        return [(self._order[int(n)], float(sims[int(n)])) for n in top]
+        return [(i, float(cosine)) for i, cosine in index.search(vector, k)]
 
     def learn(self, written: Sequence[EntityRecord], mapped: Mapping[str, str]) -> None:
         """After a document: its unmapped new names are entities now, candidates for the next one's."""

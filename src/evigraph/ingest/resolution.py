@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
+from evigraph.errors import ConfigurationError
 from evigraph.lazy import lazy_callable
 from evigraph.strategies import Registry
 
@@ -46,6 +47,22 @@ class ResolutionRun:
     """The ingest's LLM token ceiling and spend, shared with extraction."""
     max_llm_pairs: int | None = None
     """Candidate pairs the whole ingest call may send to an LLM (an agent's plan limit); None: the resolver's own."""
+
+
+def checked_max_llm_pairs(value: int | None) -> int | None:
+    """`value` if it is a pair budget (None: no cap of the caller's own), else `ConfigurationError`.
+
+    Every way in (the resolver, an ingest call, an agent's plan limits) goes through here, so a
+    negative count cannot slip through one of them as "send them all" (`asked[:-1]`) or become 0
+    in another."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(
+            f"max_llm_pairs must be a whole number of pairs, 0 or more, not {value!r}",
+            hint="e.g. max_llm_pairs=500; 0 sends none and maps only names the graph already holds",
+        )
+    return value
 
 
 class ResolutionStrategy(ABC):

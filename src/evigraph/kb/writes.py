@@ -267,7 +267,9 @@ class WriteOps(EditOps):
         """
         from evigraph.ingest.file_loading import load_files
         from evigraph.ingest.loaders import loader_for
+        from evigraph.ingest.resolution import checked_max_llm_pairs
 
+        checked_max_llm_pairs(max_llm_pairs)  # before the subtraction below turns a negative into 0
         custom, max_bytes = self._loaders, self.max_file_bytes
 
         def pick(path: Path) -> LoaderStrategy:
@@ -350,11 +352,12 @@ class WriteOps(EditOps):
         from evigraph.ingest.extraction.base import ExtractionRun
         from evigraph.ingest.extraction.budget import TokenBudget
         from evigraph.ingest.pipeline import IngestRun
-        from evigraph.ingest.resolution import ResolutionRun
+        from evigraph.ingest.resolution import ResolutionRun, checked_max_llm_pairs
         from evigraph.ingest.vectors import embed_ranking_texts
 
         if max_llm_tokens is not None and max_llm_tokens < 0:
             raise ConfigurationError("max_llm_tokens must not be negative", hint="e.g. max_llm_tokens=200000")
+        checked_max_llm_pairs(max_llm_pairs)
         if sources and active_roots() is None:  # called directly: key the files as `ingest` does
             return await self._keyed(
                 lambda named: self.ingest_documents(
@@ -455,7 +458,9 @@ class WriteOps(EditOps):
         records += [SourceRecord(key=d.key, state=SourceState.failed, error=d.error) for d in report.failed if d.key]
         await store.log_sources(records)
 
-    async def finalize(self, *, resolver: GraphResolver | str | None = None) -> FinalizeReport:
+    async def finalize(
+        self, *, resolver: GraphResolver | str | None = None, max_llm_pairs: int | None = None
+    ) -> FinalizeReport:
         """Finish a batch of ingests: embed what has no vector, resolve entities, then find themes.
 
         `resolver` merges entities of the whole graph that are one thing: "exact" (the default:
@@ -463,13 +468,14 @@ class WriteOps(EditOps):
         knowledge base's LLM confirms candidate pairs); `report.resolution` says what it found,
         merged and spent. It runs after the embedding, as it reuses the entities' name vectors.
         Themes are communities of entities (Louvain over the relations); they are recomputed
-        whole, since one ingest can merge or split clusters anywhere in the graph.
+        whole, since one ingest can merge or split clusters anywhere in the graph. `max_llm_pairs`
+        caps the candidate pairs a resolver named "llm" sends (an agent's plan limit; 0: none).
         """
         from evigraph.ingest.communities import detect_themes
         from evigraph.ingest.graph_resolution import resolve_graph
         from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
 
-        judge = self._graph_resolver(resolver)  # an unknown name or a missing LLM fails before any work
+        judge = self._graph_resolver(resolver, max_llm_pairs)  # an unknown name or a missing LLM fails first
         store = await self._open(for_write=True, create=False)  # a mistyped --db is said, not created
         report = FinalizeReport()
         async with self._gate.exclusive():
@@ -487,11 +493,14 @@ class WriteOps(EditOps):
             report.themes = len(themes)
         return report
 
-    def _graph_resolver(self, resolver: GraphResolver | str | None) -> GraphResolver:
+    def _graph_resolver(self, resolver: GraphResolver | str | None, max_llm_pairs: int | None) -> GraphResolver:
         from evigraph.ingest.graph_resolution import graph_resolver_by_name
+        from evigraph.ingest.resolution import checked_max_llm_pairs
 
+        checked_max_llm_pairs(max_llm_pairs)
         if resolver is None or isinstance(resolver, str):
-            return graph_resolver_by_name(resolver or "exact", llm=self.llm if resolver == "llm" else None)
+            llm = self.llm if resolver == "llm" else None
+            return graph_resolver_by_name(resolver or "exact", llm=llm, max_pairs=max_llm_pairs)
         return resolver
 
     async def reembed(self) -> int:

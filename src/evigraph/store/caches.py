@@ -78,7 +78,7 @@ class VectorMatrix:
         return [(int(i), float(scores[i])) for i in top]
 
 
-def build_matrix(rows: list[tuple[str, list[float]]], codec: str = "float32") -> VectorMatrix:
+def build_matrix(rows: Sequence[tuple[str, Sequence[float]]], codec: str = "float32") -> VectorMatrix:
     import numpy as np
 
     if not rows:

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from evigraph.evidence.ids import EvidenceRef
 from evigraph.ingest.chunking import ChunkerName
 from evigraph.ingest.extraction import ExtractorName
+from evigraph.ingest.graph_resolution import GraphResolverName
 from evigraph.ingest.resolution import ResolverName
 from evigraph.limits import DEFAULT_LIMITS, FetchChars, Hits, LimitedBy
 from evigraph.property_types import MAX_PROPERTIES, PropertyType, PropertyValue
@@ -59,12 +60,10 @@ class NoInput(ToolInput):
 
 
 class FinalizeInput(ToolInput):
-    resolver: str | None = Field(
+    resolver: GraphResolverName | None = Field(
         None,
-        max_length=40,
-        description="how to merge entities of the whole graph that are one thing: exact (the default: nothing "
-        "beyond ingest's exact match, free), fuzzy (typos, initials, acronyms; local, seconds) or llm (the "
-        "knowledge base's LLM confirms candidate pairs, costs tokens); only those the operator allows",
+        description="how to merge entities of the whole graph that are one thing (default: exact, nothing "
+        "beyond ingest's exact match); only those the operator allows",
     )
 
 

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evigraph.errors import ConfigurationError, ToolError
 from evigraph.ingest.chunking import CHUNKERS
 from evigraph.ingest.extraction import EXTRACTORS
-from evigraph.ingest.resolution import RESOLVERS
+from evigraph.ingest.resolution import RESOLVERS, checked_max_llm_pairs
 from evigraph.strategies import Registry
 from evigraph.tools.inputs import PlanRule
-
-if TYPE_CHECKING:
-    from evigraph.ingest.graph_resolution import GraphResolver
-    from evigraph.providers.llms import LLM
 
 KB_DEFAULT = "default"
 """A plan slot left to the knowledge base's own strategy (what `evigraph ingest` would use)."""
@@ -72,10 +68,15 @@ class PlanLimits(BaseModel):
     )
     max_llm_pairs: int = Field(
         DEFAULT_MAX_LLM_PAIRS,
-        ge=1,
         description="candidate pairs an LLM resolver may judge in one finalize call, or in one ingest call "
-        "(llm_verified, where resolvers allow it)",
+        "(llm_verified, where resolvers allow it); 0: none, names the graph already holds still map",
     )
+
+    @field_validator("max_llm_pairs")
+    @classmethod
+    def _pairs(cls, value: int) -> int:
+        checked_max_llm_pairs(value)  # the rule every entry shares: 0 or more
+        return value
 
 
 CHEAP_PLAN_LIMITS = PlanLimits()
@@ -98,24 +99,16 @@ def plan_limits_from(overrides: dict[str, Any] | None) -> PlanLimits:
     return limits
 
 
-def finalize_resolver(name: str | None, limits: PlanLimits, llm: LLM | None) -> GraphResolver:
-    """The resolver an agent's finalize runs: one the operator allows, an LLM one held to its pairs."""
-    registry = _graph_resolvers()
+def allowed_finalize_resolver(name: str | None, limits: PlanLimits) -> str:
+    """The resolver an agent's finalize runs (exact when it names none), if the operator allows it."""
     chosen = name or "exact"
-    if chosen not in registry.names():
-        raise ToolError(f"unknown resolver {chosen!r}", hint=f"choose one of {registry.choices}")
     if chosen not in limits.finalize_resolvers:
         raise ToolError(
             f"resolver {chosen!r} is not allowed here",
             hint=f"allowed: {', '.join(limits.finalize_resolvers)}; the operator allows more with "
             f"plan_limits={{'finalize_resolvers': [...]}}",
         )
-    from evigraph.ingest.graph_resolution import graph_resolver_by_name
-
-    resolver = graph_resolver_by_name(chosen, llm=llm if chosen == "llm" else None)
-    if hasattr(resolver, "max_pairs"):
-        resolver.max_pairs = min(resolver.max_pairs, limits.max_llm_pairs)
-    return resolver
+    return chosen
 
 
 def _limits_hint() -> str:

@@ -54,7 +54,7 @@ from evigraph.tools.inputs import (
     UpsertEntitiesInput,
     UpsertRelationsInput,
 )
-from evigraph.tools.plans import KB_DEFAULT, choose_plan, describe_options, finalize_resolver, llm_ceiling
+from evigraph.tools.plans import KB_DEFAULT, allowed_finalize_resolver, choose_plan, describe_options, llm_ceiling
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -433,19 +433,19 @@ class FinalizeResult(ToolResult):
     available=lambda tk: tk.shared.finalize_policy == "manual",
 )
 async def finalize(tk: Toolkit, args: FinalizeInput) -> FinalizeResult:
-    resolver = finalize_resolver(args.resolver, tk.shared.plan_limits, tk.kb.llm if args.resolver == "llm" else None)
-    report = await tk.kb.finalize(resolver=resolver)
+    limits = tk.shared.plan_limits
+    resolver = allowed_finalize_resolver(args.resolver, limits)
+    report = await tk.kb.finalize(resolver=resolver, max_llm_pairs=limits.max_llm_pairs)
     tk.shared.finalize_owed = False
     r = report.resolution
-    spent = (r.llm.input_tokens + r.llm.output_tokens) if r is not None and r.llm is not None else 0
     return FinalizeResult(
         embedded=report.embedded,
         themes=report.themes,
-        resolver=args.resolver or "exact",
+        resolver=r.resolver if r is not None else resolver,
         merged=r.merged if r else 0,
         candidates=r.candidates if r else 0,
         unjudged=r.unjudged if r else 0,
-        llm_tokens=spent,
+        llm_tokens=r.llm.total_tokens if r is not None and r.llm is not None else 0,
     )
 
 

@@ -8,7 +8,7 @@ the CLI reads the names without importing pydantic.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from evigraph.errors import ConfigurationError
 from evigraph.lazy import lazy_callable, lazy_exports
@@ -28,16 +28,16 @@ if TYPE_CHECKING:
     from evigraph.providers.llms import LLM
 
 
-def _llm_resolver(*, llm: LLM | None = None) -> GraphResolver:
+def _llm_resolver(*, llm: LLM | None = None, max_pairs: int | None = None) -> GraphResolver:
     if llm is None:
         raise ConfigurationError(
             "the llm resolver needs an LLM",
             hint="pass --llm openai:MODEL (with EVIGRAPH_LLM_BASE_URL and EVIGRAPH_LLM_API_KEY as needed), "
             "KnowledgeBase(llm=...) in Python, or use --resolver fuzzy offline",
         )
-    from evigraph.ingest.graph_resolution.llm import LLMGraphResolution
+    from evigraph.ingest.graph_resolution.llm import MAX_LLM_PAIRS, LLMGraphResolution
 
-    return LLMGraphResolution(llm)
+    return LLMGraphResolution(llm, max_pairs=MAX_LLM_PAIRS if max_pairs is None else max_pairs)
 
 
 GRAPH_RESOLVERS: Registry[GraphResolver] = Registry("resolver")
@@ -60,11 +60,17 @@ GRAPH_RESOLVERS.register(
 )
 
 
-def graph_resolver_by_name(name: str, *, llm: LLM | None = None) -> GraphResolver:
-    """The resolver `name` names, given the LLM for those that ask one; unknown names are refused
-    with the choices."""
+GraphResolverName = Annotated[str, GRAPH_RESOLVERS.enum_schema()]
+"""A finalize resolver's name in an input model: its JSON Schema lists the registered ones."""
+
+
+def graph_resolver_by_name(name: str, *, llm: LLM | None = None, max_pairs: int | None = None) -> GraphResolver:
+    """The resolver `name` names, given the LLM and the most pairs it may send for those that ask
+    one (None: its own default); unknown names are refused with the choices."""
     entry = GRAPH_RESOLVERS.get(name)
-    return GRAPH_RESOLVERS.create(name, llm=llm) if entry.factory is _llm_resolver else GRAPH_RESOLVERS.create(name)
+    if entry.factory is _llm_resolver:
+        return GRAPH_RESOLVERS.create(name, llm=llm, max_pairs=max_pairs)
+    return GRAPH_RESOLVERS.create(name)
 
 
 __getattr__ = lazy_exports(
@@ -86,6 +92,7 @@ __all__ = [
     "ExactGraphResolution",
     "FuzzyGraphResolution",
     "GraphResolver",
+    "GraphResolverName",
     "Judgement",
     "LLMGraphResolution",
     "MergedEntity",

@@ -61,7 +61,9 @@ class Judgement:
     different: list[CandidatePair] = field(default_factory=list)
     """Pairs judged two things."""
     unjudged: int = 0
-    """Pairs left undecided: beyond a cap, or in an LLM call that failed."""
+    """Pairs left undecided: beyond a cap, held back by a token ceiling, or in an LLM call that failed."""
+    held: int = 0
+    """Of the undecided, pairs the token ceiling kept from being sent: not a failure of the LLM."""
     llm: LLMSpend | None = None
     failures: list[str] = field(default_factory=list)
     """Why some pairs were left undecided (an LLM call's error), once each."""

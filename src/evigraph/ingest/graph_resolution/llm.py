@@ -32,8 +32,6 @@ MAX_LLM_PAIRS = 2000
 
 MAX_ALIASES = 4
 
-CEILING_REASON = "the LLM token ceiling was reached; the pairs were not sent"
-
 SYSTEM = (
     "You decide whether two entries of a knowledge graph name the same real-world thing. Entries are "
     'listed as: E<n> name [type] aka other names: "snippet of a passage naming it". Reply with JSON only: '
@@ -80,7 +78,12 @@ class LLMGraphResolution(GraphResolver):
         batches = [asked[i : i + self.pairs_per_call] for i in range(0, len(asked), self.pairs_per_call)]
         results = await asyncio.gather(*(self._ask(b, entities, context) for b in batches))
         judgement = Judgement(unjudged=len(pairs) - len(asked), llm=LLMSpend())
-        for batch, (verdicts, spend, error) in zip(batches, results, strict=True):
+        for batch, result in zip(batches, results, strict=True):
+            if result is None:  # the ceiling, not a failure: nothing to say the LLM did wrong
+                judgement.unjudged += len(batch)
+                judgement.held += len(batch)
+                continue
+            verdicts, spend, error = result
             judgement.llm = (judgement.llm or LLMSpend()) + spend
             if error is not None:
                 judgement.unjudged += len(batch)
@@ -99,38 +102,30 @@ class LLMGraphResolution(GraphResolver):
 
     async def _ask(
         self, batch: Sequence[CandidatePair], entities: Mapping[str, EntityRecord], context: Mapping[str, str]
-    ) -> tuple[dict[int, bool], LLMSpend, str | None]:
-        """Verdicts by pair number (1-based), what the call cost, and its error if it failed.
+    ) -> tuple[dict[int, bool], LLMSpend, str | None] | None:
+        """Verdicts by pair number (1-based), what the call cost, and its error if it failed; None
+        when the token ceiling held the call back (nothing was sent, nothing failed).
 
         A failed call leaves its pairs undecided and the others stand; a configuration error
         (a rejected key, an unknown model) would fail every call alike, so it stops finalize.
+        Finalize has no ceiling, but goes through the same metering, so a failed call is costed
+        one way whoever asks.
         """
-        from evigraph.providers.llms.base import ChatRequest, Message, Usage, estimate_usage, failed_usage
+        from evigraph.providers.llms.base import Message, Usage, failed_usage
 
+        budget = self.budget or TokenBudget()
         messages = (Message.system(SYSTEM), Message.user(user_prompt(batch, entities, context)))
-        max_tokens = 32 + 8 * len(batch)
-        if self.budget is not None:
-            metered = await metered_chat(self.llm, self.budget, messages, ANSWER_SCHEMA, max_tokens)
-            if metered is None:
-                return {}, LLMSpend(), CEILING_REASON
-            if isinstance(metered, LLMConfigurationError):
-                raise metered
-            if isinstance(metered, LLMError):
-                return {}, spent(failed_usage(metered, estimate_input(messages, ANSWER_SCHEMA))), str(metered)
-            result = metered
-        else:
-            try:
-                result = await self.llm.chat(messages, json_schema=ANSWER_SCHEMA, max_tokens=max_tokens)
-            except LLMConfigurationError:
-                raise
-            except LLMError as exc:
-                request = ChatRequest(messages=messages, output="json_schema", json_schema=ANSWER_SCHEMA)
-                return {}, spent(failed_usage(exc, estimate_usage(request, "").input_tokens)), str(exc)
+        result = await metered_chat(self.llm, budget, messages, ANSWER_SCHEMA, 32 + 8 * len(batch))
+        if result is None:
+            return None
+        if isinstance(result, LLMConfigurationError):
+            raise result
+        if isinstance(result, LLMError):
+            return {}, spent(failed_usage(result, estimate_input(messages, ANSWER_SCHEMA))), str(result)
         try:
             return read_verdicts(result.data, len(batch)), spent(result.usage), None
         except LLMResponseError as exc:
-            if self.budget is not None:
-                self.budget.unusable()
+            budget.unusable()
             return {}, spent(result.usage + Usage(failed_calls=1)), str(exc)
 
 

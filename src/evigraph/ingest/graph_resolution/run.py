@@ -45,7 +45,7 @@ async def resolve_graph(
     entities = {r.id: r for r in records}
     report.entities = len(records)
     blocks = Blocks(records)
-    found = blocks.pairs(await _name_vectors(store, blocks.linked_ids()))
+    found = blocks.pairs(await name_vectors(store, blocks.linked_ids()))
     report.compared, report.candidates = found.compared, len(found.pairs)
     pairs = [p for p in found.pairs if labels_compatible(entities[p.a].label, entities[p.b].label)]
     report.incompatible = len(found.pairs) - len(pairs)
@@ -82,7 +82,7 @@ async def resolve_graph(
     return report
 
 
-async def _name_vectors(store: GraphStore, ids: Sequence[str]) -> dict[str, array[float]]:
+async def name_vectors(store: GraphStore, ids: Sequence[str]) -> dict[str, array[float]]:
     """The stored name vectors of `ids` (graph ranking's), as compact float arrays: tens of
     thousands of 384-wide vectors as Python floats would take gigabytes."""
     out: dict[str, array[float]] = {}
