@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -229,6 +229,18 @@ def _int64(values: list[int]) -> Any:
     return np.asarray(values, dtype=np.int64)
 
 
+RANKING_SNAPSHOT = "ranking"
+"""Graph ranking's compiled snapshot (`retrieval/ranking_files.py`), saved with these indexes."""
+
+RANKING_VECTOR_READERS: Mapping[str, tuple[str, ...]] = {
+    "sentences": (RANKING_SNAPSHOT,),
+    "entity": (RANKING_SNAPSHOT,),
+    "fact": ("fact_vectors", "fact_vectors_int8"),
+}
+"""Each kind of ranking vector (`RankingText.kind`) -> the saved indexes made from it; a write of
+other kinds leaves them as they were (`SavedIndexes.relabel`)."""
+
+
 # -- loading, or building and saving -----------------------------------------------------------
 
 
@@ -289,6 +301,18 @@ class SavedIndexes:
             if loaded is not None:
                 return loaded
         return codec.load(made, values)
+
+    def relabel(self, before: str | None, after: str | None, kinds: Collection[str]) -> None:
+        """After a write of ranking vectors of `kinds` moved the generation from `before` to
+        `after`, label every index saved at `before` that reads none of them as saved at `after`:
+        it is still the data's, and a close would otherwise leave it to be rebuilt at the next
+        open (it is held in memory, so the close saves nothing new)."""
+        if self.files is None or before is None or after is None or not set(kinds) <= set(RANKING_VECTOR_READERS):
+            return
+        changed = {name for kind in kinds for name in RANKING_VECTOR_READERS[kind]}
+        for name in self.files.names():
+            if name not in changed:
+                self.files.relabel(name, before, after)
 
     def _load(self, name: str, codec: Codec[Index], generation: str) -> Index | None:
         assert self.files is not None
