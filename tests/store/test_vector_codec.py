@@ -13,6 +13,7 @@ from tests.retrieval.test_retrieve import HashEmbedder
 from evigraph import KnowledgeBase
 from evigraph.errors import ConfigurationError
 from evigraph.store.caches import build_matrix, vector_codec
+from evigraph.store.embedded.store import EmbeddedStore
 
 TEXTS = {
     "harbor": "Harbor Lab builds tide gauges in Lisbon for the port authority.",
@@ -46,13 +47,31 @@ async def test_a_knowledge_base_searches_and_saves_its_int8_vectors(tmp_path: Pa
         for key, text in TEXTS.items():
             assert (await kb.ingest(text=text, key=key, progress=False)).ok
         await kb.finalize()
-    found = {}
-    for codec in ("float32", "int8"):
-        async with KnowledgeBase(db, embedder=HashEmbedder(), vector_codec=codec, read_only=True) as kb:
-            result = await kb.search_passages("granite from Braga", mode="semantic", limit=2)
-            assert not result.semantic_skipped
-            found[codec] = [h.source.document_key for h in result.hits]
+    query = HashEmbedder().embed(["granite from Braga"])[0]
+    found, scores = {}, {}
+    for codec, name in (("float32", "vectors"), ("int8", "vectors_int8")):
+        for copy in ("built and saved", "read from the saved copy"):
+            files = {f.name for f in (tmp_path / "kb.db.indexes").iterdir()}
+            async with KnowledgeBase(db, embedder=HashEmbedder(), vector_codec=codec, read_only=True) as kb:
+                result = await kb.search_passages("granite from Braga", mode="semantic", limit=2)
+                assert not result.semantic_skipped
+                found[codec] = [h.source.document_key for h in result.hits]
+                store = kb.store
+                assert isinstance(store, EmbeddedStore)
+                held = await store._vectors()
+                if codec == "int8":
+                    assert held.matrix.dtype == np.int8 and held.scales is not None, copy
+                    assert held.scales.dtype == np.float32 and held.scales.shape == (len(TEXTS),), copy
+                else:
+                    assert held.matrix.dtype == np.float32 and held.scales is None, copy
+                scores[codec] = dict(await store.vector_search(query, len(TEXTS)))
+            if copy == "read from the saved copy":
+                assert {f.name for f in (tmp_path / "kb.db.indexes").iterdir()} == files  # read, not rebuilt
+            assert f"{name}.json" in {f.name for f in (tmp_path / "kb.db.indexes").iterdir()}, copy
     assert found["int8"][0] == found["float32"][0] == "quarry"
+    assert scores["int8"].keys() == scores["float32"].keys() and len(scores["int8"]) == len(TEXTS)
+    for key, exact in scores["float32"].items():
+        assert abs(scores["int8"][key] - exact) < 0.01, key  # the saved int8 copy, scaled back
     saved = {f.name.split(".")[0] for f in (tmp_path / "kb.db.indexes").iterdir()}
     assert {"vectors", "vectors_int8"} <= saved  # each codec's own matrix, neither read as the other
 
