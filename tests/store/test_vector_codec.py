@@ -41,6 +41,27 @@ def test_int8_keeps_the_nearest_rows_in_a_quarter_of_the_bytes() -> None:
     assert small.search(rows[5][1], 1)[0][0] == "p5"  # a stored vector finds itself
 
 
+def test_int8_search_widens_no_copy_of_the_matrix() -> None:
+    """A query's scores are summed from the int8 rows: no float32 copy of the matrix or a block of it."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    small = build_matrix([(f"p{i}", list(rng.normal(size=128))) for i in range(40_000)], "int8")
+    exact = small.matrix.astype(np.float32) * small.scales[:, None]
+    query = rng.normal(size=128).astype(np.float32)
+    small.search(query, 10)  # numpy's own first-call allocations
+    tracemalloc.start()
+    try:
+        found = small.search(query, 10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < small.matrix.nbytes / 4, peak
+    want = exact @ query
+    assert [i for i, _ in found] == [f"p{i}" for i in np.argsort(-want)[:10]]
+    assert max(abs(s - want[int(i[1:])]) for i, s in found) < 1e-4
+
+
 async def test_a_knowledge_base_searches_and_saves_its_int8_vectors(tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
     async with KnowledgeBase(db, extractor="rules", embedder=HashEmbedder()) as kb:

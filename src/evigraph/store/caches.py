@@ -26,9 +26,6 @@ VECTOR_CODECS = ("float32", "int8")
 its largest component and rounded to 127 steps, a quarter of the memory (`KnowledgeBase(
 vector_codec=...)`, EVIGRAPH_VECTOR_CODEC); measured by bench/retrieval.py's evigraph+minilm-int8."""
 
-_BLOCK_ROWS = 16_384
-"""int8 rows widened to float32 at once while scoring: 24 MB at 384 dimensions, whatever the size."""
-
 
 @dataclass(frozen=True)
 class VectorMatrix:
@@ -56,11 +53,9 @@ class VectorMatrix:
             raise ValueError(f"query has {query.shape[0]} dimensions, the stored vectors {self.matrix.shape[1]}")
         if self.scales is None:
             return self.matrix @ query
-        scores = np.empty(len(self.ids), dtype=np.float32)
-        for start in range(0, len(self.ids), _BLOCK_ROWS):  # a bounded float32 copy, not the whole matrix
-            block = self.matrix[start : start + _BLOCK_ROWS].astype(np.float32)
-            scores[start : start + len(block)] = block @ query
-        return scores * self.scales
+        # Each int8 row widened as it is summed, never copied: widening the matrix in float32 blocks
+        # took 37 ms and 51 MB a query at 100,000 x 384 (bench in the commit), this 16 ms and 0.4 MB.
+        return np.einsum("ij,j->i", self.matrix, query, dtype=np.float32, casting="unsafe") * self.scales
 
     def _top(self, scores: Any, limit: int) -> list[tuple[str, float]]:
         return [(self.ids[i], score) for i, score in self._top_rows(scores, limit)]
