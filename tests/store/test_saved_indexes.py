@@ -256,9 +256,11 @@ async def test_ranking_vectors_leave_the_other_saved_indexes_current(tmp_path: P
         await store.neighbours(["x"])
         await store.passages_by_ids(["x"])
         await store.term_counts(["engine"])
+        await store.search_facts([1.0, 0.0, 0.0], 3)
         pending = [t for t in await store.pending_ranking_texts(limit=100) if t.kind == kind]
         assert pending
         await store.write_ranking_vectors([(t, [[1.0, 0.0, 0.0]] * max(1, len(t.spans))) for t in pending])
+        await store.save_indexes(facts=True)  # as a knowledge base whose strategy searches facts
         generation = await store.write_generation()
     manifests = {p.stem: json.loads(p.read_text())["generation"] for p in folder(db).glob("*.json")}
     assert {"passages_bm25", "entities_bm25", "graph", "titles", "terms", "fact_vectors"} <= set(manifests)

@@ -171,12 +171,16 @@ class KnowledgeBaseCore:
         `progress(name, done, total)` before each: a writer's `close` saves whatever is stale
         anyway, which at 100,000 passages takes minutes a caller may want to show."""
         if self._store is not None and self._opened and not self._store.read_only:
-            await self._store.save_indexes(progress)
+            await self._store.save_indexes(progress, facts=self.retrieval.searches_fact_vectors)
 
     async def close(self) -> None:
         await self._llm.aclose()
         if self._store is not None and self._opened:
-            await self._store.close()
+            try:
+                if self.retrieval.searches_fact_vectors:  # the store's own close leaves fact vectors out
+                    await self.save_indexes()
+            finally:
+                await self._store.close()
             self._opened = False
 
     async def _open(self, *, for_write: bool, create: bool = True) -> GraphStore:

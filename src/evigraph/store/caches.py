@@ -122,8 +122,8 @@ class FactVectors:
         ]
 
 
-def build_fact_vectors(rows: Sequence[tuple[str, str, str, Sequence[float]]]) -> FactVectors:
-    matrix = build_matrix([(rid, list(vec)) for rid, _, _, vec in rows])
+def build_fact_vectors(rows: Sequence[tuple[str, str, str, Sequence[float]]], codec: str = "float32") -> FactVectors:
+    matrix = build_matrix([(rid, list(vec)) for rid, _, _, vec in rows], codec)
     return FactVectors(matrix, [c for _, c, _, _ in rows], [s for _, _, s, _ in rows])
 
 

@@ -87,7 +87,7 @@ class IndexOps(GraphIndexReads):
     async def embedding_model(self) -> tuple[str, int] | None:
         raise NotImplementedError  # EmbeddedStore's
 
-    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+    async def save_indexes(self, progress: IndexProgress | None = None, *, facts: bool = False) -> None:
         """After writes, have every derived index saved at the new generation, so the next open
         reads them instead of rebuilding (what one already built and saved is not built again)."""
         if self._exec is None or self.read_only:
@@ -105,7 +105,9 @@ class IndexOps(GraphIndexReads):
                 ("titles", self._titles),
             ]
             if await self.embedding_model() is not None:
-                steps += [("vectors", self._vectors), ("fact_vectors", self._fact_vectors)]
+                steps += [("vectors", self._vectors)]
+                if facts:
+                    steps += [("fact_vectors", self._fact_vectors)]
             await run_steps(steps, progress)
         except Exception as exc:  # the next open rebuilds what is missing; a close must not fail for it
             # One line, no traceback: a close after a lost engine already ends with its error.
@@ -202,8 +204,10 @@ class IndexOps(GraphIndexReads):
         def rows(tx: Tx) -> list[tuple[str, str, str, Sequence[float]]]:
             return ranking_reads.read_fact_vectors(tx.rows, unpack_ids, tuple) if self._fact_column else []
 
+        codec = self.vector_codec
+        name = "fact_vectors" if codec == "float32" else f"fact_vectors_{codec}"
         facts: FactVectors = await self._cache.fetch(
-            "fact_vectors", lambda: self._derived("fact_vectors", FACTS, rows, build_fact_vectors)
+            "fact_vectors", lambda: self._derived(name, FACTS, rows, lambda found: build_fact_vectors(found, codec))
         )
         return facts
 
