@@ -78,10 +78,17 @@ def build_matrix(rows: list[tuple[str, list[float]]], codec: str = "float32") ->
 
     if not rows:
         return VectorMatrix([], np.zeros((0, 0), dtype=np.float32))
-    matrix = np.asarray([vec for _, vec in rows], dtype=np.float32)
+    return vector_matrix([cid for cid, _ in rows], np.asarray([vec for _, vec in rows], dtype=np.float32), codec)
+
+
+def vector_matrix(ids: Sequence[str], matrix: Any, codec: str = "float32") -> VectorMatrix:
+    """`matrix` (float32, a row per id, normalised here in place) held as `codec` says."""
+    import numpy as np
+
+    if not ids:
+        return VectorMatrix([], np.zeros((0, 0), dtype=np.float32))
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix /= np.where(norms == 0, 1, norms)
-    ids = [cid for cid, _ in rows]
     if codec == "int8":
         peaks = np.abs(matrix).max(axis=1, keepdims=True)
         scales = np.where(peaks == 0, 1, peaks) / 127
@@ -122,9 +129,14 @@ class FactVectors:
         ]
 
 
-def build_fact_vectors(rows: Sequence[tuple[str, str, str, Sequence[float]]], codec: str = "float32") -> FactVectors:
-    matrix = build_matrix([(rid, list(vec)) for rid, _, _, vec in rows], codec)
-    return FactVectors(matrix, [c for _, c, _, _ in rows], [s for _, _, s, _ in rows])
+FactRows = tuple[Sequence[str], Sequence[str], Sequence[str], Any]
+"""Relations with a fact vector, as `ranking_reads.read_fact_vectors` gives them: their ids, first
+source passages, source entities, and a float32 matrix of their vectors (None when none)."""
+
+
+def build_fact_vectors(rows: FactRows, codec: str = "float32") -> FactVectors:
+    ids, chunks, sources, matrix = rows
+    return FactVectors(vector_matrix(ids, matrix, codec), chunks, sources)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.caches import (
     Cached,
+    FactRows,
     FactVectors,
     NameIndex,
     TermIndex,
@@ -201,8 +202,8 @@ class IndexOps(GraphIndexReads):
         return matrix
 
     async def _fact_vectors(self) -> FactVectors:
-        def rows(tx: Tx) -> list[tuple[str, str, str, Sequence[float]]]:
-            return ranking_reads.read_fact_vectors(tx.rows, unpack_ids, tuple) if self._fact_column else []
+        def rows(tx: Tx) -> FactRows:
+            return ranking_reads.read_fact_vectors(tx.rows, unpack_ids) if self._fact_column else ([], [], [], None)
 
         codec = self.vector_codec
         name = "fact_vectors" if codec == "float32" else f"fact_vectors_{codec}"

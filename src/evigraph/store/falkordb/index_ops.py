@@ -91,7 +91,7 @@ class FalkorIndexOps:
         from evigraph.store.saved_indexes import FACTS
 
         def build() -> FactVectors:
-            return build_fact_vectors(read_fact_vectors(self.conn.read_sync, _ids, _floats))
+            return build_fact_vectors(read_fact_vectors(self.conn.read_sync, _ids))
 
         facts: FactVectors = await self.cache.fetch("fact_vectors", lambda: self._derived("fact_vectors", FACTS, build))
         return facts
@@ -134,7 +134,3 @@ class FalkorIndexOps:
 
 def _ids(values: Any) -> list[str]:
     return list(values or ())
-
-
-def _floats(values: Any) -> tuple[float, ...]:
-    return tuple(float(x) for x in values)
