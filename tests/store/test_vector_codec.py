@@ -94,7 +94,13 @@ async def test_a_knowledge_base_searches_and_saves_its_int8_vectors(tmp_path: Pa
     for key, exact in scores["float32"].items():
         assert abs(scores["int8"][key] - exact) < 0.01, key  # the saved int8 copy, scaled back
     saved = {f.name.split(".")[0] for f in (tmp_path / "kb.db.indexes").iterdir()}
-    assert {"vectors", "vectors_int8"} <= saved  # each codec's own matrix, neither read as the other
+    # Each codec's own matrix, neither read as the other; the float32 one, which nothing reads
+    # while int8 is in use, removed as the int8 one was saved (it stayed forever).
+    assert "vectors_int8" in saved and "vectors" not in saved
+    async with KnowledgeBase(db, embedder=HashEmbedder(), vector_codec="float32", read_only=True) as kb:
+        await kb.search_passages("granite from Braga", mode="semantic", limit=2)
+    saved = {f.name.split(".")[0] for f in (tmp_path / "kb.db.indexes").iterdir()}
+    assert "vectors" in saved and "vectors_int8" not in saved
 
 
 def test_an_unknown_codec_is_refused_with_the_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,3 +113,17 @@ def test_an_unknown_codec_is_refused_with_the_choices(tmp_path: Path, monkeypatc
     with pytest.raises(ConfigurationError, match="'bf16'"):
         KnowledgeBase(tmp_path / "kb.db")
     assert not (tmp_path / "kb.db").exists()
+
+
+def test_a_server_knowledge_base_refuses_a_codec_it_would_ignore(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evigraph.store import connect
+
+    monkeypatch.delenv("EVIGRAPH_VECTOR_CODEC", raising=False)
+    with pytest.raises(ConfigurationError, match="vector_codec='int8'") as caught:
+        KnowledgeBase("falkordb://localhost:6379/kb", vector_codec="int8")
+    assert "drop vector_codec" in caught.value.hint
+    with pytest.raises(ConfigurationError, match="FalkorDB graph"):
+        connect("falkordb://localhost:6379/kb", vector_codec="int8")
+    assert KnowledgeBase("falkordb://localhost:6379/kb", vector_codec="float32").vector_codec == "float32"
+    monkeypatch.setenv("EVIGRAPH_VECTOR_CODEC", "int8")  # set for every knowledge base: not refused
+    assert KnowledgeBase("falkordb://localhost:6379/kb").vector_codec == "float32"

@@ -118,6 +118,10 @@ class KnowledgeBaseCore:
         """The operator's limits (`evigraph.limits`): every surface serving this knowledge base to
         agents reads them here, so one setting bounds its toolkit, MCP and REST alike."""
         self.location = StoreLocation.parse(db)
+        if self.location.server:
+            from evigraph.store.opening import server_vector_codec
+
+            self.vector_codec = server_vector_codec(self.location, vector_codec)
         self.path: Path | None = self.location.path
         """The database file of an embedded knowledge base (None for a server one)."""
         self.scope: tuple[str, ...] = tuple(scope or ())

@@ -156,6 +156,18 @@ class IndexFiles:
             return False
         return True
 
+    def remove(self, name: str) -> None:
+        """Remove the index saved under `name`, its manifest first (a process that mapped its
+        arrays keeps reading them)."""
+        with contextlib.suppress(OSError):
+            self._manifest(name).unlink()
+        try:
+            for path in self.folder.glob(f"{name}.*"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        except OSError:
+            return
+
     def names(self) -> list[str]:
         """The indexes saved here, by name."""
         try:

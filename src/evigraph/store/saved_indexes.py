@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from evigraph.store.bm25 import TextIndex
-from evigraph.store.caches import FactVectors, NameIndex, TermIndex, VectorMatrix
+from evigraph.store.caches import VECTOR_CODECS, FactVectors, NameIndex, TermIndex, VectorMatrix
 from evigraph.store.core.graph_arrays import REL_TEXTS
 from evigraph.store.core.graph_index import GraphIndex, Rel
 from evigraph.store.index_files import (
@@ -241,6 +241,16 @@ RANKING_VECTOR_READERS: Mapping[str, tuple[str, ...]] = {
 other kinds leaves them as they were (`SavedIndexes.relabel`)."""
 
 
+def codec_names(base: str, codec: str) -> tuple[str, list[str]]:
+    """The name a vector index of `codec` is saved under (each codec its own, so a switch never
+    reads the other's matrix), and the names of the other codecs' copies it replaces."""
+
+    def named(c: str) -> str:
+        return base if c == "float32" else f"{base}_{c}"
+
+    return named(codec), [named(c) for c in VECTOR_CODECS if c != codec]
+
+
 # -- loading, or building and saving -----------------------------------------------------------
 
 
@@ -257,9 +267,11 @@ class SavedIndexes:
         codec: Codec[Index],
         generation: Callable[[], str | None],
         build: Callable[[], tuple[str | None, Index]],
+        replaces: Sequence[str] = (),
     ) -> Index:
         """`build` returns the index and the generation it was built at (read in the same
-        transaction as its rows, so the label is the data's)."""
+        transaction as its rows, so the label is the data's). Once it is saved, the indexes it
+        `replaces` are removed (another vector codec's matrix: nothing would read it again)."""
         if self.files is not None:
             current = generation()
             found = self._load(name, codec, current) if current is not None else None
@@ -275,6 +287,8 @@ class SavedIndexes:
             return index
         if not self.files.save(name, built_at, arrays, values):
             return index
+        for other in replaces:
+            self.files.remove(other)
         # Serve from the mapped copy: the built one's Python objects are then freed.
         return self._load(name, codec, built_at) or index
 

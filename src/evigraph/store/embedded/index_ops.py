@@ -53,6 +53,7 @@ from evigraph.store.saved_indexes import (
     VECTORS,
     Codec,
     SavedIndexes,
+    codec_names,
     run_steps,
 )
 
@@ -114,7 +115,14 @@ class IndexOps(GraphIndexReads):
             # One line, no traceback: a close after a lost engine already ends with its error.
             log.warning("could not save the retrieval indexes of %s (%s): the next open builds them", self.path, exc)
 
-    def _derived(self, name: str, codec: Codec[Index], read: Callable[[Tx], R], build: Callable[[R], Index]) -> Index:
+    def _derived(
+        self,
+        name: str,
+        codec: Codec[Index],
+        read: Callable[[Tx], R],
+        build: Callable[[R], Index],
+        replaces: Sequence[str] = (),
+    ) -> Index:
         """An index read from the folder beside the file at the current generation, or built
         from `read`'s rows (read with the generation, in one transaction) and saved there."""
 
@@ -122,7 +130,7 @@ class IndexOps(GraphIndexReads):
             at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read(tx)))
             return at, build(rows)
 
-        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built)
+        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built, replaces)
 
     def saved_index_files(self) -> IndexFiles | None:
         return self._saved.files
@@ -194,10 +202,11 @@ class IndexOps(GraphIndexReads):
         return (await self._vectors()).search_stats(vector, limit)
 
     async def _vectors(self) -> VectorMatrix:
-        codec = self.vector_codec  # each codec's index saved under its own name: a switch never reads the other
-        name = "vectors" if codec == "float32" else f"vectors_{codec}"
+        codec = self.vector_codec
+        name, others = codec_names("vectors", codec)
         matrix: VectorMatrix = await self._cache.fetch(
-            "vectors", lambda: self._derived(name, VECTORS, reads.vector_rows, lambda rows: build_matrix(rows, codec))
+            "vectors",
+            lambda: self._derived(name, VECTORS, reads.vector_rows, lambda rows: build_matrix(rows, codec), others),
         )
         return matrix
 
@@ -206,9 +215,10 @@ class IndexOps(GraphIndexReads):
             return ranking_reads.read_fact_vectors(tx.rows, unpack_ids) if self._fact_column else ([], [], [], None)
 
         codec = self.vector_codec
-        name = "fact_vectors" if codec == "float32" else f"fact_vectors_{codec}"
+        name, others = codec_names("fact_vectors", codec)
         facts: FactVectors = await self._cache.fetch(
-            "fact_vectors", lambda: self._derived(name, FACTS, rows, lambda found: build_fact_vectors(found, codec))
+            "fact_vectors",
+            lambda: self._derived(name, FACTS, rows, lambda found: build_fact_vectors(found, codec), others),
         )
         return facts
 
