@@ -4,9 +4,9 @@ BM25 over passages and entities, the name index, the graph's adjacency, term cou
 passage vectors and relations' fact vectors are each read from the folder beside the database
 file (`store/saved_indexes.py`) when they were saved at the file's current write generation, else
 built from the graph once and saved (a read-only open saves too when it can, and only builds when
-it cannot). A writable store that wrote saves every index as it closes, so the next open reads
-them all: at 100,000 passages the rebuild they replace took tens of seconds on the first question
-and gigabytes of memory.
+it cannot). A writable store that wrote saves every index as it closes (fact vectors only for a
+strategy that searches them), so the next open reads them all: at 100,000 passages the rebuild
+they replace took tens of seconds on the first question and gigabytes of memory.
 """
 
 from __future__ import annotations
