@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,16 +196,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             f"the FalkorDB test server on port {server.port} stopped answering during {item.nodeid}; "
             "killed it and ran the test again on a new one"
         )
-        item.ihook.pytest_warning_recorded.call_historic(
-            kwargs={
-                "warning_message": warnings.WarningMessage(
-                    pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
-                ),
-                "when": "runtest",
-                "nodeid": item.nodeid,
-                "location": None,
-            }
-        )
+        item.warn(pytest.PytestWarning(message))
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)

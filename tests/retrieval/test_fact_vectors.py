@@ -57,7 +57,8 @@ async def db(tmp_path: Path, embedder: Embedder) -> AsyncIterator[Path]:
     async with KnowledgeBase(tmp_path / "kb.db", embedder=embedder, extractor="rules") as kb:
         await _ingest(kb)
         assert any(t.kind == "fact" for t in await kb.store.pending_ranking_texts())  # no recipe asked for them
-        await kb.finalize()  # which embeds them
+    async with KnowledgeBase(tmp_path / "kb.db", embedder=embedder, retrieval=ON) as kb:
+        await kb.finalize()  # which embeds them, for a recipe that searches them
     yield tmp_path / "kb.db"
 
 
@@ -90,12 +91,13 @@ async def test_graph_ranking_keeps_the_leg_in_its_fused_floor(db: Path, embedder
 
 
 async def test_facts_embedded_by_finalize_are_found_after_a_reopen(tmp_path: Path, embedder: Embedder) -> None:
-    """An ingest without an embedder leaves the facts without vectors; `finalize` with one embeds
-    them with the passages and names, and the index saved beside the file serves the next open."""
+    """An ingest without an embedder leaves the facts without vectors; `finalize` with one (and a
+    recipe that searches facts) embeds them with the passages and names, and the index saved
+    beside the file serves the next open."""
     db = tmp_path / "kb.db"
     async with KnowledgeBase(db, embedder="none", extractor="rules") as kb:
         await _ingest(kb)
-    async with KnowledgeBase(db, embedder=embedder) as kb:
+    async with KnowledgeBase(db, embedder=embedder, retrieval=ON) as kb:
         await kb.finalize()
     assert any(p.name.startswith("fact_vectors") for p in (tmp_path / "kb.db.indexes").iterdir())
     async with KnowledgeBase(db, embedder=embedder, retrieval=ON) as kb:

@@ -89,8 +89,9 @@ class FullTextOnly(RetrievalStrategy):
 
 def test_every_path_names_legs_that_exist_and_every_leg_serves_a_path() -> None:
     assert set(PATH_LEGS) == set(PATHS)
-    used = {leg for legs in PATH_LEGS.values() for leg in legs} | legs_for(("links",)) | legs_for(PATHS, True)
+    used = {leg for legs in PATH_LEGS.values() for leg in legs} | legs_for(("links",)) | legs_for(PATHS)
     assert used == set(LEGS)
+    assert "near_facts" in legs_for(("facts",)) and "near_facts" not in legs_for(("passages", "links"))
 
 
 def test_links_walks_from_fuzzy_names_only_when_exact_names_are_not_asked() -> None:

@@ -239,3 +239,34 @@ async def test_the_ranking_snapshot_is_saved_and_read_until_a_write(kb: Path) ->
         await opened.ingest(text="Halvard Quillborough Corp sells nets in Vardø.", key="halvard")
         followed = await again.snapshot(store)
         assert again.loads == 1 and len(followed.passages) == len(grown.passages) + 1
+
+
+@pytest.mark.parametrize("kind", ["fact", "entity"])
+async def test_ranking_vectors_leave_the_other_saved_indexes_current(tmp_path: Path, kind: str) -> None:
+    """A ranking-vector write moves the write generation but changes only what reads those
+    vectors: every other saved index is still the data's, and the next open must not rebuild it."""
+    from tests.store.contract.conftest import ALPHA
+
+    db = tmp_path / "kb.db"
+    async with EmbeddedStore(db) as store:
+        await store.set_embedding_model("m", 3)
+        await store.write_versions([ALPHA])
+        await store.search_passages("Babbage")
+        await store.search_entities("Babbage")
+        await store.neighbours(["x"])
+        await store.passages_by_ids(["x"])
+        await store.term_counts(["engine"])
+        await store.search_facts([1.0, 0.0, 0.0], 3)
+        pending = [t for t in await store.pending_ranking_texts(limit=100) if t.kind == kind]
+        assert pending
+        await store.write_ranking_vectors([(t, [[1.0, 0.0, 0.0]] * max(1, len(t.spans))) for t in pending])
+        await store.save_indexes(facts=True)  # as a knowledge base whose strategy searches facts
+        generation = await store.write_generation()
+    manifests = {p.stem: json.loads(p.read_text())["generation"] for p in folder(db).glob("*.json")}
+    assert {"passages_bm25", "entities_bm25", "graph", "titles", "terms", "fact_vectors"} <= set(manifests)
+    assert {name: at for name, at in manifests.items() if at != generation} == {}
+    files = saved_files(db)
+    async with EmbeddedStore(db) as store:
+        await store.search_passages("Babbage")
+        await store.neighbours(["x"])
+    assert saved_files(db) == files  # read, not rebuilt

@@ -118,6 +118,10 @@ class KnowledgeBaseCore:
         """The operator's limits (`evigraph.limits`): every surface serving this knowledge base to
         agents reads them here, so one setting bounds its toolkit, MCP and REST alike."""
         self.location = StoreLocation.parse(db)
+        if self.location.server:
+            from evigraph.store.opening import server_vector_codec
+
+            self.vector_codec = server_vector_codec(self.location, vector_codec)
         self.path: Path | None = self.location.path
         """The database file of an embedded knowledge base (None for a server one)."""
         self.scope: tuple[str, ...] = tuple(scope or ())
@@ -171,12 +175,16 @@ class KnowledgeBaseCore:
         `progress(name, done, total)` before each: a writer's `close` saves whatever is stale
         anyway, which at 100,000 passages takes minutes a caller may want to show."""
         if self._store is not None and self._opened and not self._store.read_only:
-            await self._store.save_indexes(progress)
+            await self._store.save_indexes(progress, facts=self.retrieval.searches_fact_vectors)
 
     async def close(self) -> None:
         await self._llm.aclose()
         if self._store is not None and self._opened:
-            await self._store.close()
+            try:
+                if self.retrieval.searches_fact_vectors:  # the store's own close leaves fact vectors out
+                    await self.save_indexes()
+            finally:
+                await self._store.close()
             self._opened = False
 
     async def _open(self, *, for_write: bool, create: bool = True) -> GraphStore:

@@ -420,9 +420,7 @@ class WriteOps(EditOps):
                         async with self._in_flight.writes:
                             await link_documents_to_code(store, written)
                     if self.embedder is not None and written and not run.cancellation.cancelled:
-                        # Relation facts are embedded here only for a recipe that searches them;
-                        # else `finalize` embeds them (most of the texts: 2wiki, 5.36 a passage).
-                        facts = bool(getattr(getattr(self.retrieval, "recipe", None), "fact_vectors", False))
+                        facts = self.retrieval.searches_fact_vectors  # relation facts: only if searched
                         async with self._in_flight.writes:
                             await embed_ranking_texts(store, self.embedder, facts=facts)
                 except EvigraphError:  # a misconfigured LLM stopped it: what was written is still recorded
@@ -482,7 +480,7 @@ class WriteOps(EditOps):
             if self.embedder is not None:
                 await self._claim_embedding_model(store)
                 report.embedded = await embed_passages(store, self.embedder)
-                await embed_ranking_texts(store, self.embedder)
+                await embed_ranking_texts(store, self.embedder, facts=self.retrieval.searches_fact_vectors)
             declared = (await self.load_ontology()).declared_properties("entity").values()
             names = sorted({prop.name for props in declared for prop in props})
             report.resolution = await resolve_graph(store, judge, names)

@@ -129,27 +129,26 @@ PATH_LEGS: MappingProxyType[SearchPath, tuple[str, ...]] = MappingProxyType(
         "exact_names": ("exact", "mentions"),
         "fuzzy_names": ("fuzzy", "mentions"),
         "links": ("exact", "links"),
-        "facts": ("passages", "facts"),
+        "facts": ("passages", "facts", "near_facts"),
     }
 )
-"""Public path -> the legs it needs. `links` walks from the entities the question names exactly,
+"""Public path -> the legs it needs (`near_facts` searches fact vectors only for a recipe that
+gives it a pool, `RetrievalRecipe.fact_vectors`). `links` walks from the entities the question names exactly,
 and from the best five by fuzzy name when fuzzy names are asked for or exact ones are not
 (`legs_for`): a recipe of exact names and links (`local`) stays with the names the question holds."""
 
 
-def legs_for(paths: Sequence[SearchPath], fact_vectors: bool = False) -> set[str]:
-    """The legs `paths` need; with `fact_vectors`, the `facts` path searches fact vectors too."""
+def legs_for(paths: Sequence[SearchPath]) -> set[str]:
+    """The legs `paths` need."""
     wanted = {leg for path in paths for leg in PATH_LEGS[path]}
     if "links" in paths and "exact_names" not in paths:
         wanted.add("fuzzy")
-    if fact_vectors and "facts" in paths:
-        wanted.add("near_facts")
     return wanted
 
 
 async def run_legs(asked: Asked) -> Found:
     """Every leg the asked paths need, each once, a stage's legs concurrently."""
-    wanted = legs_for(asked.paths, asked.fact_pool > 0)
+    wanted = legs_for(asked.paths)
     found = Found()
     for stage in sorted({leg.stage for leg in LEGS.values()}):
         await asyncio.gather(

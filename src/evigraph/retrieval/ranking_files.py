@@ -15,8 +15,9 @@ from typing import Any
 from evigraph.retrieval.ranking_snapshot import Snapshot, csr_walk
 from evigraph.store.base import GraphStore
 from evigraph.store.index_files import keyed_arrays, keyed_of, rows_arrays, rows_of, strings_arrays, strings_of
+from evigraph.store.saved_indexes import RANKING_SNAPSHOT
 
-NAME = "ranking"
+NAME = RANKING_SNAPSHOT
 _ARRAYS = (
     "alive",
     "entity_vectors",

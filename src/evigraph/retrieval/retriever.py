@@ -39,6 +39,10 @@ class MultiPathRetrieval(RetrievalStrategy):
         self.recipe = recipe_by_name(recipe) if isinstance(recipe, str) else recipe
         self.name = self.recipe.name
 
+    @property
+    def searches_fact_vectors(self) -> bool:
+        return self.recipe.fact_vectors
+
     async def search(self, query: RetrieveInput, context: RetrievalContext, passages: int) -> RetrievalResult:
         recipe, store, embedder = self.recipe, context.store, context.embedder
         question, top_k, passages = query.question, query.top_k, max(query.top_k, passages)

@@ -63,6 +63,13 @@ class RetrievalStrategy(ABC):
 
     name: str = "strategy"
 
+    @property
+    def searches_fact_vectors(self) -> bool:
+        """Whether `search` reads relations' fact vectors (`GraphStore.search_facts`): only then
+        are facts embedded and their index built and saved, as they are most of the texts to
+        embed (2wiki: 5.36 a passage) and a strategy that never reads them would pay for nothing."""
+        return False
+
     async def retrieve(
         self, query: RetrieveInput, context: RetrievalContext, reranker: Reranker | None = None
     ) -> RetrievalResult:

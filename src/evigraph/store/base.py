@@ -332,12 +332,12 @@ class GraphStore(PropertyStore, KeyStore, ABC):
         moves it on. None when not known: nothing is saved or read then."""
         return None
 
-    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+    async def save_indexes(self, progress: IndexProgress | None = None, *, facts: bool = False) -> None:
         """Save what retrieval derives from the store beside it, at its write generation, when a
-        write since the open left them stale; a writer's `close` does it anyway. It takes about one
-        full rebuild (minutes at 100,000 passages), so a caller with someone watching says so:
-        `progress(name, done, total)` is told before each index and once with `done == total`.
-        A store that saves nothing has nothing to do."""
+        write since the open left them stale (a writer's `close` does it anyway; fact vectors only
+        with `facts`, for a strategy that `searches_fact_vectors`). It takes about one full rebuild
+        (minutes at 100,000 passages), so a caller with someone watching is told `progress(name,
+        done, total)` before each index and once with `done == total`."""
         return None
 
     # -- graph navigation and agent writes ---------------------------------------------------

@@ -138,6 +138,43 @@ class IndexFiles:
         self._sweep(name)
         return True
 
+    def relabel(self, name: str, before: str, after: str) -> bool:
+        """Label the index saved at `before` as saved at `after` (its arrays kept), for a write
+        its data does not read; False when it was not saved at `before` or cannot be rewritten."""
+        manifest = self._manifest(name)
+        try:
+            found = json.loads(manifest.read_text(encoding="utf-8"))
+            if not isinstance(found, dict) or found.get("format") != FORMAT or found.get("generation") != before:
+                return False
+            temporary = self.folder / f"{name}.{uuid.uuid4().hex[:12]}.json.tmp"
+            with temporary.open("w", encoding="utf-8") as f:
+                json.dump({**found, "generation": after}, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, manifest)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def remove(self, name: str) -> None:
+        """Remove the index saved under `name`, its manifest first (a process that mapped its
+        arrays keeps reading them)."""
+        with contextlib.suppress(OSError):
+            self._manifest(name).unlink()
+        try:
+            for path in self.folder.glob(f"{name}.*"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        except OSError:
+            return
+
+    def names(self) -> list[str]:
+        """The indexes saved here, by name."""
+        try:
+            return sorted(p.stem for p in self.folder.glob("*.json"))
+        except OSError:
+            return []
+
     def _sweep(self, name: str) -> None:
         """Remove this index's files the manifest does not name: earlier saves' (a process that
         mapped them keeps reading them), and a concurrent save's, whose manifest then names

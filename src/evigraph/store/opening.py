@@ -7,6 +7,7 @@ in every caller.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from evigraph.errors import ConfigurationError
 from evigraph.store.base import GraphStore
 from evigraph.store.location import StoreLocation
+
+log = logging.getLogger(__name__)
 
 
 def connect(
@@ -36,6 +39,7 @@ def connect(
     where = StoreLocation.parse(location)
     store: GraphStore
     if where.server:
+        server_vector_codec(where, vector_codec)
         if engine not in ("auto", where.scheme):
             raise ConfigurationError(
                 f"{where.display} is a FalkorDB graph; engine={engine!r} names an embedded engine",
@@ -56,6 +60,26 @@ def connect(
         # mypy cannot see the forwarders `ForwardingStore` makes from the contract at import
         store = ScopedStore(store, list(scope))  # type: ignore[abstract]
     return store
+
+
+_told_of_codec = False
+
+
+def server_vector_codec(where: StoreLocation, asked: str | None) -> str:
+    """The codec of a server's knowledge base: float32, as the server searches its own vector
+    index. One asked for is refused, naming the fix, where it used to be ignored without a word;
+    one from EVIGRAPH_VECTOR_CODEC (a setting for every knowledge base) is logged once."""
+    global _told_of_codec
+    if asked not in (None, "float32"):
+        raise ConfigurationError(
+            f"vector_codec={asked!r} applies to a knowledge base in a file; {where.display} is a FalkorDB graph",
+            hint="drop vector_codec for a server location: the server searches its own vector index",
+        )
+    chosen = os.environ.get("EVIGRAPH_VECTOR_CODEC", "").strip()
+    if asked is None and chosen not in ("", "float32") and not _told_of_codec:
+        _told_of_codec = True
+        log.info("EVIGRAPH_VECTOR_CODEC=%s is not used for %s: a server searches its own index", chosen, where.display)
+    return "float32"
 
 
 def knowledge_bases(location: StoreLocation | str) -> list[str]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from evigraph.store.bm25 import TextIndex
-from evigraph.store.caches import FactVectors, NameIndex, TermIndex, VectorMatrix
+from evigraph.store.caches import VECTOR_CODECS, FactVectors, NameIndex, TermIndex, VectorMatrix
 from evigraph.store.core.graph_arrays import REL_TEXTS
 from evigraph.store.core.graph_index import GraphIndex, Rel
 from evigraph.store.index_files import (
@@ -229,6 +229,28 @@ def _int64(values: list[int]) -> Any:
     return np.asarray(values, dtype=np.int64)
 
 
+RANKING_SNAPSHOT = "ranking"
+"""Graph ranking's compiled snapshot (`retrieval/ranking_files.py`), saved with these indexes."""
+
+RANKING_VECTOR_READERS: Mapping[str, tuple[str, ...]] = {
+    "sentences": (RANKING_SNAPSHOT,),
+    "entity": (RANKING_SNAPSHOT,),
+    "fact": ("fact_vectors", "fact_vectors_int8"),
+}
+"""Each kind of ranking vector (`RankingText.kind`) -> the saved indexes made from it; a write of
+other kinds leaves them as they were (`SavedIndexes.relabel`)."""
+
+
+def codec_names(base: str, codec: str) -> tuple[str, list[str]]:
+    """The name a vector index of `codec` is saved under (each codec its own, so a switch never
+    reads the other's matrix), and the names of the other codecs' copies it replaces."""
+
+    def named(c: str) -> str:
+        return base if c == "float32" else f"{base}_{c}"
+
+    return named(codec), [named(c) for c in VECTOR_CODECS if c != codec]
+
+
 # -- loading, or building and saving -----------------------------------------------------------
 
 
@@ -245,9 +267,11 @@ class SavedIndexes:
         codec: Codec[Index],
         generation: Callable[[], str | None],
         build: Callable[[], tuple[str | None, Index]],
+        replaces: Sequence[str] = (),
     ) -> Index:
         """`build` returns the index and the generation it was built at (read in the same
-        transaction as its rows, so the label is the data's)."""
+        transaction as its rows, so the label is the data's). Once it is saved, the indexes it
+        `replaces` are removed (another vector codec's matrix: nothing would read it again)."""
         if self.files is not None:
             current = generation()
             found = self._load(name, codec, current) if current is not None else None
@@ -263,6 +287,8 @@ class SavedIndexes:
             return index
         if not self.files.save(name, built_at, arrays, values):
             return index
+        for other in replaces:
+            self.files.remove(other)
         # Serve from the mapped copy: the built one's Python objects are then freed.
         return self._load(name, codec, built_at) or index
 
@@ -289,6 +315,18 @@ class SavedIndexes:
             if loaded is not None:
                 return loaded
         return codec.load(made, values)
+
+    def relabel(self, before: str | None, after: str | None, kinds: Collection[str]) -> None:
+        """After a write of ranking vectors of `kinds` moved the generation from `before` to
+        `after`, label every index saved at `before` that reads none of them as saved at `after`:
+        it is still the data's, and a close would otherwise leave it to be rebuilt at the next
+        open (it is held in memory, so the close saves nothing new)."""
+        if self.files is None or before is None or after is None or not set(kinds) <= set(RANKING_VECTOR_READERS):
+            return
+        changed = {name for kind in kinds for name in RANKING_VECTOR_READERS[kind]}
+        for name in self.files.names():
+            if name not in changed:
+                self.files.relabel(name, before, after)
 
     def _load(self, name: str, codec: Codec[Index], generation: str) -> Index | None:
         assert self.files is not None

@@ -132,6 +132,15 @@ def read_code_graph(rows: Callable[[str], list[dict[str, Any]]]) -> CodeGraph:
     return graph
 
 
+def read_code_texts(rows: Callable[[str], list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    """Every code symbol's id and full-text column, for the code search index (`bm25`)."""
+    return [
+        (r["id"], r["st"] or "")
+        for kind in SYMBOL_KINDS
+        for r in rows(f"MATCH (n:{kind}) RETURN n.id AS id, n.search_text AS st")
+    ]
+
+
 def count_code(rows: Callable[[str], list[dict[str, Any]]]) -> dict[str, int]:
     """Nodes per code table (`StoreCounts.code`), every table named; empty when there are none."""
     counts = {label: int(rows(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"]) for label in CODE_LABELS}

@@ -38,6 +38,7 @@ from evigraph.store.core.code_rows import (
     edge_rows,
     mention_rows,
     read_code_graph,
+    read_code_texts,
     symbol_from_row,
     symbol_row,
 )
@@ -83,14 +84,8 @@ def count_symbols(tx: Tx) -> int:
 
 
 def code_texts(tx: Tx) -> list[tuple[str, str]]:
-    """Every code symbol's id and full-text column, for the code search index (`bm25`)."""
-    if not has_code_tables(tx):
-        return []
-    return [
-        (r["id"], r["st"] or "")
-        for kind in SYMBOL_KINDS
-        for r in tx.rows(f"MATCH (n:{kind}) RETURN n.id AS id, n.search_text AS st")
-    ]
+    """`read_code_texts` (the name is `TEXT_INDEXES`' key); none from a file without code tables."""
+    return read_code_texts(lambda query: tx.rows(query)) if has_code_tables(tx) else []
 
 
 def code_by_ids(tx: Tx, ids: Sequence[str]) -> list[EntityHit]:

@@ -34,6 +34,20 @@ def bumping(fn: Callable[[Tx], T]) -> Callable[[Tx], T]:
     return work
 
 
+def moving(fn: Callable[[Tx], T]) -> Callable[[Tx], tuple[T, str | None, str | None]]:
+    """`bumping`, also giving the generation before and after: a write that changes what only some
+    indexes read relabels the others' saved files (`SavedIndexes.relabel`), which are still the
+    data's. Read in the write's own transaction, so no other write comes between the two."""
+
+    def work(tx: Tx) -> tuple[T, str | None, str | None]:
+        before = current(tx)
+        out = fn(tx)
+        bump(tx)
+        return out, before, current(tx)
+
+    return work
+
+
 def bump(tx: Tx) -> None:
     tx.execute(
         f"MERGE (m:{META_TABLE} {{key: $counter}}) ON CREATE SET m.value = '1' "

@@ -4,9 +4,9 @@ BM25 over passages and entities, the name index, the graph's adjacency, term cou
 passage vectors and relations' fact vectors are each read from the folder beside the database
 file (`store/saved_indexes.py`) when they were saved at the file's current write generation, else
 built from the graph once and saved (a read-only open saves too when it can, and only builds when
-it cannot). A writable store that wrote saves every index as it closes, so the next open reads
-them all: at 100,000 passages the rebuild they replace took tens of seconds on the first question
-and gigabytes of memory.
+it cannot). A writable store that wrote saves every index as it closes (fact vectors only for a
+strategy that searches them), so the next open reads them all: at 100,000 passages the rebuild
+they replace took tens of seconds on the first question and gigabytes of memory.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from evigraph.store.base import IndexProgress, TermCounts, VectorSearch
 from evigraph.store.bm25 import TextIndex, build_text_index
 from evigraph.store.caches import (
     Cached,
+    FactRows,
     FactVectors,
     NameIndex,
     TermIndex,
@@ -52,6 +53,7 @@ from evigraph.store.saved_indexes import (
     VECTORS,
     Codec,
     SavedIndexes,
+    codec_names,
     run_steps,
 )
 
@@ -87,7 +89,7 @@ class IndexOps(GraphIndexReads):
     async def embedding_model(self) -> tuple[str, int] | None:
         raise NotImplementedError  # EmbeddedStore's
 
-    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+    async def save_indexes(self, progress: IndexProgress | None = None, *, facts: bool = False) -> None:
         """After writes, have every derived index saved at the new generation, so the next open
         reads them instead of rebuilding (what one already built and saved is not built again)."""
         if self._exec is None or self.read_only:
@@ -105,13 +107,22 @@ class IndexOps(GraphIndexReads):
                 ("titles", self._titles),
             ]
             if await self.embedding_model() is not None:
-                steps += [("vectors", self._vectors), ("fact_vectors", self._fact_vectors)]
+                steps += [("vectors", self._vectors)]
+                if facts:
+                    steps += [("fact_vectors", self._fact_vectors)]
             await run_steps(steps, progress)
         except Exception as exc:  # the next open rebuilds what is missing; a close must not fail for it
             # One line, no traceback: a close after a lost engine already ends with its error.
             log.warning("could not save the retrieval indexes of %s (%s): the next open builds them", self.path, exc)
 
-    def _derived(self, name: str, codec: Codec[Index], read: Callable[[Tx], R], build: Callable[[R], Index]) -> Index:
+    def _derived(
+        self,
+        name: str,
+        codec: Codec[Index],
+        read: Callable[[Tx], R],
+        build: Callable[[R], Index],
+        replaces: Sequence[str] = (),
+    ) -> Index:
         """An index read from the folder beside the file at the current generation, or built
         from `read`'s rows (read with the generation, in one transaction) and saved there."""
 
@@ -119,7 +130,7 @@ class IndexOps(GraphIndexReads):
             at, rows = self.executor.read_sync(lambda tx: (generation.current(tx), read(tx)))
             return at, build(rows)
 
-        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built)
+        return self._saved.get(name, codec, lambda: self.executor.read_sync(generation.current), built, replaces)
 
     def saved_index_files(self) -> IndexFiles | None:
         return self._saved.files
@@ -191,19 +202,23 @@ class IndexOps(GraphIndexReads):
         return (await self._vectors()).search_stats(vector, limit)
 
     async def _vectors(self) -> VectorMatrix:
-        codec = self.vector_codec  # each codec's index saved under its own name: a switch never reads the other
-        name = "vectors" if codec == "float32" else f"vectors_{codec}"
+        codec = self.vector_codec
+        name, others = codec_names("vectors", codec)
         matrix: VectorMatrix = await self._cache.fetch(
-            "vectors", lambda: self._derived(name, VECTORS, reads.vector_rows, lambda rows: build_matrix(rows, codec))
+            "vectors",
+            lambda: self._derived(name, VECTORS, reads.vector_rows, lambda rows: build_matrix(rows, codec), others),
         )
         return matrix
 
     async def _fact_vectors(self) -> FactVectors:
-        def rows(tx: Tx) -> list[tuple[str, str, str, Sequence[float]]]:
-            return ranking_reads.read_fact_vectors(tx.rows, unpack_ids, tuple) if self._fact_column else []
+        def rows(tx: Tx) -> FactRows:
+            return ranking_reads.read_fact_vectors(tx.rows, unpack_ids) if self._fact_column else ([], [], [], None)
 
+        codec = self.vector_codec
+        name, others = codec_names("fact_vectors", codec)
         facts: FactVectors = await self._cache.fetch(
-            "fact_vectors", lambda: self._derived("fact_vectors", FACTS, rows, build_fact_vectors)
+            "fact_vectors",
+            lambda: self._derived(name, FACTS, rows, lambda found: build_fact_vectors(found, codec), others),
         )
         return facts
 

@@ -429,13 +429,15 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
     async def write_ranking_vectors(self, rows: Sequence[tuple[RankingText, Sequence[Sequence[float]]]]) -> None:
         if not rows:
             return
+        kinds = {t.kind for t, _ in rows}
         try:
-            documents: list[str] = await self.executor.write(
-                bumping(lambda tx: ranking_io.write_ranking_vectors(tx, rows))  # the saved ranking snapshot is stale
+            documents, before, after = await self.executor.write(
+                generation.moving(lambda tx: ranking_io.write_ranking_vectors(tx, rows))
             )
         finally:
-            if any(t.kind == "fact" for t, _ in rows):
+            if "fact" in kinds:
                 self._cache.drop("fact_vectors")
+        await asyncio.to_thread(self._saved.relabel, before, after, kinds)
         self._journal.documents(documents)
         self._journal.entities(t.id for t, _ in rows if t.kind == "entity")
 

@@ -31,6 +31,7 @@ from evigraph.store.core.code_rows import (
     edge_rows,
     mention_rows,
     read_code_graph,
+    read_code_texts,
     symbol_from_row,
     symbol_row,
 )
@@ -44,12 +45,8 @@ def code_graph(conn: Connection) -> CodeGraph:
 
 
 def code_texts(conn: Connection) -> list[tuple[str, str]]:
-    """Every code symbol's id and full-text column, for the code search index (`bm25`)."""
-    return [
-        (r["id"], r["st"] or "")
-        for kind in SYMBOL_KINDS
-        for r in conn.read_sync(f"MATCH (n:{kind}) RETURN n.id AS id, n.search_text AS st")
-    ]
+    """`read_code_texts` (the name is `TEXT_INDEXES`' key)."""
+    return read_code_texts(lambda query: conn.read_sync(query))
 
 
 def code_by_ids(conn: Connection, ids: Sequence[str]) -> list[EntityHit]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from evigraph.errors import StoreError
 from evigraph.store.falkordb.connection import Connection
-from evigraph.store.falkordb.schema import FULLTEXT, RETIRED_FULLTEXT, fulltext_statement, index_statements
+from evigraph.store.falkordb.schema import RETIRED_FULLTEXT, index_statements
 
 SETTLE_LIMIT_S = 600.0
 """How long a change may take to build before the writer gives up: a vector index over a million
@@ -68,7 +68,7 @@ def settle(conn: Connection, limit_s: float = SETTLE_LIMIT_S) -> None:
 
 
 def missing_indexes(conn: Connection) -> list[str]:
-    """The statements creating the range, edge and full-text indexes the graph lacks."""
+    """The statements creating the range and edge indexes the graph lacks."""
     return _index_changes(conn)[0]
 
 
@@ -91,6 +91,5 @@ def _index_changes(conn: Connection) -> tuple[list[str], list[str]]:
             if "FULLTEXT" in kinds:
                 fulltext.add((r["label"], prop))
     creations = index_statements(have)
-    creations += [fulltext_statement(label, prop) for label, prop in FULLTEXT if (label, prop) not in fulltext]
     retired = {label for label, _ in fulltext} & set(RETIRED_FULLTEXT)
     return creations, [f"CALL db.idx.fulltext.drop('{label}')" for label in sorted(retired)]

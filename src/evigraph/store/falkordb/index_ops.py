@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evigraph.store.falkordb import reads
@@ -57,7 +57,7 @@ class FalkorIndexOps:
     async def _graph(self) -> Any:
         raise NotImplementedError  # FalkorStore's
 
-    async def save_indexes(self, progress: IndexProgress | None = None) -> None:
+    async def save_indexes(self, progress: IndexProgress | None = None, *, facts: bool = False) -> None:
         """After writes through this process, have the derived indexes saved at the graph's new
         generation, so the next process on this machine reads them instead of pulling the graph."""
         if self._conn is None or self.read_only:
@@ -67,18 +67,17 @@ class FalkorIndexOps:
         try:
             if await asyncio.to_thread(self.cache.saved) in (None, self._opened_at):
                 return
-            await run_steps(
-                [
-                    ("passages_bm25", lambda: self._text_index(reads.passage_texts)),
-                    ("entities_bm25", lambda: self._text_index(reads.entity_texts)),
-                    ("code_bm25", lambda: self._text_index(code_texts)),
-                    ("names", lambda: self.entities_named([])),
-                    ("terms", lambda: self.term_counts([])),
-                    ("graph", self._graph),
-                    ("fact_vectors", self._fact_vectors),
-                ],
-                progress,
-            )
+            steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+                ("passages_bm25", lambda: self._text_index(reads.passage_texts)),
+                ("entities_bm25", lambda: self._text_index(reads.entity_texts)),
+                ("code_bm25", lambda: self._text_index(code_texts)),
+                ("names", lambda: self.entities_named([])),
+                ("terms", lambda: self.term_counts([])),
+                ("graph", self._graph),
+            ]
+            if facts:
+                steps += [("fact_vectors", self._fact_vectors)]
+            await run_steps(steps, progress)
         except Exception as exc:  # the next process builds what is missing; a close must not fail for it
             # One line, no traceback: a close after a lost server already ends with its error.
             log.warning(
@@ -92,7 +91,7 @@ class FalkorIndexOps:
         from evigraph.store.saved_indexes import FACTS
 
         def build() -> FactVectors:
-            return build_fact_vectors(read_fact_vectors(self.conn.read_sync, _ids, _floats))
+            return build_fact_vectors(read_fact_vectors(self.conn.read_sync, _ids))
 
         facts: FactVectors = await self.cache.fetch("fact_vectors", lambda: self._derived("fact_vectors", FACTS, build))
         return facts
@@ -135,7 +134,3 @@ class FalkorIndexOps:
 
 def _ids(values: Any) -> list[str]:
     return list(values or ())
-
-
-def _floats(values: Any) -> tuple[float, ...]:
-    return tuple(float(x) for x in values)

@@ -68,10 +68,6 @@ RANGE_INDEXES: tuple[tuple[str, str], ...] = (
 )
 EDGE_INDEXES: tuple[tuple[str, str], ...] = (("RELATES", "id"),)
 
-FULLTEXT: tuple[tuple[str, str], ...] = ()
-"""(label, property) full-text indexes the server keeps: none. Passages, entities and code symbols
-are searched by the in-process index of `bm25`; the list stays for a later release's index."""
-
 RETIRED_FULLTEXT = ("Chunk", "Entity", "Module", "Class", "Function")
 """Labels whose server full-text index an earlier release kept, dropped at a writable open: they
 are searched by the in-process index of `bm25`, which scores BM25 as the embedded store does (the
@@ -106,10 +102,6 @@ def index_statements(existing: set[tuple[str, str]]) -> list[str]:
         f"CREATE INDEX FOR ()-[r:{rel}]-() ON (r.{prop})" for rel, prop in EDGE_INDEXES if (rel, prop) not in existing
     ]
     return out
-
-
-def fulltext_statement(label: str, prop: str) -> str:
-    return f"CALL db.idx.fulltext.createNodeIndex({{label: '{label}', stopwords: []}}, '{prop}')"
 
 
 def vector_index(dimension: int) -> str:
