@@ -108,8 +108,15 @@ class PropertyType(BaseModel):
 
 def holds_properties(sources: str | None) -> bool:
     """Whether a `_property_sources` value names any property: an entity or relation an agent gave
-    properties stands on the agent's word, so ingest does not delete it when no passage names it."""
+    properties stands on the agent's word, so neither ingest nor `check --repair` deletes it when
+    no passage names it. `holds_no_properties` is the same rule in Cypher; keep the two alike."""
     return sources not in (None, "", "{}")
+
+
+def holds_no_properties(var: str) -> str:
+    """`not holds_properties` as a Cypher condition on `var` (an entity or relation), for deletes
+    that decide in the query; both stores read it."""
+    return f"coalesce({var}.{SOURCES_COLUMN}, '') IN ['', '{{}}']"
 
 
 def legacy_properties(value: Any) -> Any:
