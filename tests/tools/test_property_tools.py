@@ -194,3 +194,35 @@ async def test_python_set_ontology_keeps_values_it_would_drop(kb: KnowledgeBase)
     assert rows.rows == [{"p": 0, "b": None}]
     with pytest.raises(InputError, match="properties given for entities not written"):
         await kb.upsert_entities([ada], properties={"person:nobody": {"patents": 1}})
+
+
+async def test_properties_under_a_merged_away_name_reach_the_survivor(kb: KnowledgeBase) -> None:
+    from evigraph.models import ExtractedEntity, ExtractedRelation
+    from evigraph.store.merging import EntityMerge
+
+    person = EntityType(label="Person", properties=({"name": "patents", "type": "integer"},))  # type: ignore[arg-type]
+    works = RelationType(type="WORKS_FOR", properties=({"name": "since", "type": "date"},))  # type: ignore[arg-type]
+    await kb.set_ontology(Ontology(entities=(person,), relations=(works,)))
+    ada, lovelace, acme = (ExtractedEntity.create(n, "Person") for n in ("Ada Lovelace", "Ada King", "Acme"))
+    await kb.upsert_entities([ada, lovelace, acme])
+    assert kb.store is not None
+    await kb.store.merge_entities([EntityMerge(survivor=ada.id, merged=(lovelace.id,))])
+    # An agent still naming the merged-away spelling writes to the survivor, as the upsert does.
+    await kb.upsert_entities([lovelace], properties={lovelace.id: {"patents": 2}})
+    joined = ExtractedRelation(
+        source=lovelace.id,
+        target=acme.id,
+        type="WORKS_FOR",
+        fact="Ada King works for Acme.",
+        confidence=1.0,
+        chunk_indexes=(),
+    )
+    await kb.upsert_relations([(joined, [])], properties={joined.id: {"since": "1840-01-01"}})
+    rows = await kb.cypher_query("MATCH (e:Entity {id: $id}) RETURN e.patents AS p", {"id": ada.id})
+    assert rows.rows == [{"p": 2}]
+    rows = await kb.cypher_query("MATCH (:Entity {id: $id})-[r:RELATES]->() RETURN r.since AS s", {"id": ada.id})
+    assert rows.rows == [{"s": "1840-01-01"}]
+    # A relation whose end does not exist is refused, not dropped unseen.
+    ghost = joined.model_copy(update={"target": "person:nobody"})
+    with pytest.raises(InputError, match="person:nobody"):
+        await kb.upsert_relations([(ghost, [])], properties={ghost.id: {"since": "1841-01-01"}})

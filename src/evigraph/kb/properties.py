@@ -43,6 +43,42 @@ async def refuse_dropped(store: GraphStore, old: Ontology, new: Ontology) -> Non
             )
 
 
+async def redirected(
+    store: GraphStore, writes: PropertyWrites, relations: Sequence[ExtractedRelation] = ()
+) -> PropertyWrites:
+    """`writes` re-pointed as the store's upsert re-points what it writes: an entity merged away
+    to its survivor, a relation (one of `relations`) to the one between the survivors, whose id
+    follows its ends."""
+    found = await store.entity_redirects()
+    if not found:
+        return writes
+
+    def to(eid: str) -> str:
+        return found.get(eid, eid)
+
+    moved = {r.id: r.model_copy(update={"source": to(r.source), "target": to(r.target)}) for r in relations}
+    out: PropertyWrites = []
+    for o, values in writes:
+        if o.owner == "entity":
+            o = o.model_copy(update={"id": to(o.id)})
+        elif (r := moved.get(o.id)) is not None:
+            o = PropertyOwner(owner="relation", id=r.id, source=r.source, target=r.target)
+        out.append((o, values))
+    return out
+
+
+async def write_values(store: GraphStore, writes: PropertyWrites, source: str) -> None:
+    """Write `writes`; an owner that does not exist (a relation whose end was never written) is
+    refused, not passed over, as its values would be lost unseen."""
+    if missing := set(await store.write_properties(writes, source)):
+        named = [o.id if o.owner == "entity" else f"{o.source} -> {o.target}" for o, _ in writes if o.id in missing]
+        raise InputError(
+            f"properties not written: no {'entity or relation' if len(named) == 1 else 'entities or relations'} "
+            f"{', '.join(named[:5])}",
+            hint="write the entities first (upsert_entities); a relation's source and target must exist",
+        )
+
+
 def entity_writes(
     ontology: Ontology, entities: Sequence[ExtractedEntity], properties: Mapping[str, Mapping[str, Any]]
 ) -> PropertyWrites:
