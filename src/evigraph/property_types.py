@@ -192,9 +192,15 @@ def _checked(owner: str, name: str, kind: PropertyKind, value: Any) -> PropertyV
             raise InputError(f"{where} is out of the 64-bit integer range", hint="store it as a string property")
         return value
     if kind is PropertyKind.number:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise wrong
-        return float(value)
+        try:  # an int past a double's range (10**400) raises here, not in math.isfinite's caller
+            number = float(value)
+        except OverflowError:
+            raise InputError(f"{where} is out of a number's range", hint=_HINTS[kind]) from None
+        if not math.isfinite(number):
+            raise wrong
+        return number
     if kind is PropertyKind.boolean:
         if not isinstance(value, bool):
             raise wrong

@@ -175,6 +175,23 @@ async def test_bad_declarations_are_refused(tk: Toolkit) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("share", "expected"),
+    [
+        (10**400, r"'share' is out of a number's range"),
+        (-(10**400), r"'share' is out of a number's range"),
+        (float("inf"), r"'share' is number, not float"),
+        (float("nan"), r"'share' is number, not float"),
+    ],
+)
+async def test_a_number_no_double_holds_is_refused_with_the_fix(tk: Toolkit, share: float, expected: str) -> None:
+    await declared(tk)
+    await run(tk, "upsert_entities", {"entities": [INGRID, ACME]}, UpsertResult)
+    relation = {"source": INGRID, "type": "WORKS_FOR", "target": ACME, "fact": "x", "properties": {"share": share}}
+    with pytest.raises(EvigraphError, match=expected):
+        await tk.call("upsert_relations", {"relations": [relation]})
+
+
 async def test_python_set_ontology_keeps_values_it_would_drop(kb: KnowledgeBase) -> None:
     person = EntityType(label="Person", properties=({"name": "patents", "type": "integer"},))  # type: ignore[arg-type]
     works = RelationType(type="WORKS_FOR")
