@@ -74,6 +74,9 @@ BUILTIN_COLUMNS: dict[Owner, frozenset[str]] = {
 }
 """What an entity or relation holds already; a property cannot take one of these names."""
 
+TYPE_FIELDS: dict[Owner, str] = {"entity": "label", "relation": "type"}
+"""Where an entity's or relation's type is stored: what its properties are declared on."""
+
 SOURCES_COLUMN = "_property_sources"
 """Provenance of each property value (JSON: name -> who set it), beside `_source`, the entity's own."""
 

@@ -243,3 +243,47 @@ async def test_properties_under_a_merged_away_name_reach_the_survivor(kb: Knowle
     ghost = joined.model_copy(update={"target": "person:nobody"})
     with pytest.raises(InputError, match="person:nobody"):
         await kb.upsert_relations([(ghost, [])], properties={ghost.id: {"since": "1841-01-01"}})
+
+
+async def test_python_set_ontology_keeps_the_declaration_limits(kb: KnowledgeBase) -> None:
+    many = EntityType.model_validate({"label": "Place", "properties": [{"name": f"p{i}"} for i in range(33)]})
+    with pytest.raises(InputError, match="Place declares 33 properties; at most 30"):
+        await kb.set_ontology(Ontology(entities=(many,)))
+    twice = EntityType.model_validate({"label": "Place", "properties": [{"name": "p"}, {"name": "p"}]})
+    with pytest.raises(InputError, match="Place declares p more than once"):
+        await kb.set_ontology(Ontology(entities=(twice,)))
+    clash = EntityType.model_validate({"label": "Person", "properties": [{"name": "p", "type": "integer"}]})
+    with pytest.raises(InputError, match="'p' is string on Place but integer on Person"):
+        await kb.set_ontology(
+            Ontology(entities=(EntityType.model_validate({"label": "Place", "properties": ["p"]}), clash))
+        )
+    assert not any(kb.ontology.declared_properties("entity").values())  # nothing refused was kept
+    await kb.extend_ontology([EntityType(label="Place")])  # a later extension still works
+
+
+@pytest.mark.parametrize("new_type", ["date", "integer"])
+@pytest.mark.slow
+async def test_python_set_ontology_refuses_a_new_type_for_a_name_holding_values(location: str, new_type: str) -> None:
+    async with KnowledgeBase(location, extractor="rules") as kb:
+        await _retype(kb, new_type)
+
+
+async def _retype(kb: KnowledgeBase, new_type: str) -> None:
+    from evigraph.models import ExtractedEntity
+
+    person = EntityType.model_validate({"label": "Person", "properties": [{"name": "note"}]})
+    await kb.set_ontology(Ontology(entities=(person,)))
+    ada = ExtractedEntity.create("Ada Lovelace", "Person")
+    await kb.upsert_entities([ada], properties={ada.id: {"note": "1815-12-10"}})
+    retyped = EntityType.model_validate({"label": "Person", "properties": [{"name": "note", "type": new_type}]})
+    with pytest.raises(InputError, match=r"note \(string, 1 entity\).*cannot become " + new_type):
+        await kb.set_ontology(Ontology(entities=(retyped,)))
+    rows = await kb.cypher_query("MATCH (e:Entity) RETURN e.note AS n")
+    assert rows.rows == [{"n": "1815-12-10"}]
+    # Another type may drop the name while Person keeps it.
+    place = EntityType.model_validate({"label": "Place", "properties": [{"name": "note"}]})
+    await kb.set_ontology(Ontology(entities=(person, place)))
+    await kb.set_ontology(Ontology(entities=(person,)))
+    if new_type == "date":  # a name that holds nothing may change type (to one its column holds)
+        await kb.upsert_entities([ada], properties={ada.id: {"note": None}})
+        await kb.set_ontology(Ontology(entities=(retyped,)))

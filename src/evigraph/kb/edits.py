@@ -10,7 +10,14 @@ from typing import Any
 from evigraph.errors import NotFoundError
 from evigraph.integrity_records import IntegrityReport
 from evigraph.kb.keys import KeyOps
-from evigraph.kb.properties import entity_writes, make_columns, redirected, relation_writes, write_values
+from evigraph.kb.properties import (
+    check_ontology,
+    entity_writes,
+    make_columns,
+    redirected,
+    relation_writes,
+    write_values,
+)
 from evigraph.models import ExtractedEntity, ExtractedRelation, SourceRecord, SourceState
 
 REVIEW_STEP = 20
@@ -74,7 +81,7 @@ class EditOps(KeyOps):
             ontology = await self.load_ontology()
             values = entity_writes(ontology, entities, properties or {})
             if values:
-                await make_columns(store, ontology)
+                await make_columns(store, check_ontology(ontology))
             await store.upsert_entities(entities, source)
             if values:
                 await write_values(store, await redirected(store, values), property_source or source)
@@ -94,7 +101,7 @@ class EditOps(KeyOps):
             ontology = await self.load_ontology()
             values = relation_writes(ontology, [r for r, _ in relations], properties or {})
             if values:
-                await make_columns(store, ontology)
+                await make_columns(store, check_ontology(ontology))
             await store.upsert_relations(relations, source)
             if values:
                 await write_values(

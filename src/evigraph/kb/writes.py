@@ -27,7 +27,7 @@ from evigraph.ingest.roots import DocumentRoots, Placed, keyed_by
 from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport
 from evigraph.kb.edits import REVIEW_STEP, EditOps
-from evigraph.kb.properties import make_columns, refuse_dropped
+from evigraph.kb.properties import check_ontology, make_columns, refuse_lost_values
 from evigraph.kb.spend import record_spend
 from evigraph.models import (
     DocumentOutcome,
@@ -81,8 +81,9 @@ class WriteOps(EditOps):
         """
         store = await self._open(for_write=True)
         async with self._gate.exclusive():
-            await refuse_dropped(store, await self.load_ontology(), ontology)
-            await make_columns(store, ontology)
+            columns = check_ontology(ontology)
+            await refuse_lost_values(store, await self.load_ontology(), ontology)
+            await make_columns(store, columns)
             await store.set_setting(ONTOLOGY_SETTING, ontology.model_dump_json())
             self._ontology = ontology
 
@@ -106,7 +107,7 @@ class WriteOps(EditOps):
             replace = current == DEFAULT_ONTOLOGY and await store.get_setting(ONTOLOGY_SETTING) is None
             replace = replace and not await store.holds_documents()
             merged, change = extend_ontology(current, entities, relations, replace=replace)
-            await make_columns(store, merged)
+            await make_columns(store, check_ontology(merged))
             await store.set_setting(ONTOLOGY_SETTING, merged.model_dump_json())
             self._ontology = merged
         return change

@@ -96,6 +96,8 @@ async def test_relation_properties_and_counts(store: GraphStore) -> None:
     await store.write_properties([(entity(ADA), {"papers": 1}), (entity(LONDON), {"papers": 0})], "agent")
     assert await store.count_property_values("entity", ["papers"]) == {"papers": 2}
     assert await store.count_property_values("relation", ["since", "weight"]) == {"since": 1, "weight": 0}
+    assert await store.count_property_values("entity", ["papers"], types=["Person"]) == {"papers": 1}  # Ada
+    assert await store.count_property_values("relation", ["since"], types=["NO_SUCH_TYPE"]) == {"since": 0}
     assert await store.read_properties([], ["since"]) == {}
 
 

@@ -24,6 +24,7 @@ from evigraph.errors import StoreError
 from evigraph.property_types import (
     ENGINE_TYPES,
     SOURCES_COLUMN,
+    TYPE_FIELDS,
     Owner,
     PropertyKind,
     PropertyOwner,
@@ -115,11 +116,15 @@ def read(tx: Tx, owner: Owner, owners: Sequence[PropertyOwner], names: Sequence[
     return out
 
 
-def count(tx: Tx, owner: Owner, names: Sequence[str]) -> dict[str, int]:
+def count(tx: Tx, owner: Owner, names: Sequence[str], types: Sequence[str] | None) -> dict[str, int]:
     have = columns(tx, owner)
     pattern = "(x:Entity)" if owner == "entity" else "(:Entity)-[x:RELATES]->(:Entity)"
+    of_type = "" if types is None else f" AND x.{TYPE_FIELDS[owner]} IN $types"
+    params = {} if types is None else {"types": list(types)}
     return {
-        n: int(tx.column(f"MATCH {pattern} WHERE x.`{n}` IS NOT NULL RETURN count(x)")[0]) if n in have else 0
+        n: int(tx.column(f"MATCH {pattern} WHERE x.`{n}` IS NOT NULL{of_type} RETURN count(x)", params)[0])
+        if n in have
+        else 0
         for n in dict.fromkeys(names)
     }
 
@@ -170,5 +175,7 @@ class EmbeddedPropertyOps:
     ) -> dict[str, StoredProperties]:
         return await self.executor.read(lambda tx: read(tx, owner, owners, names))
 
-    async def count_property_values(self, owner: Owner, names: Sequence[str]) -> dict[str, int]:
-        return await self.executor.read(lambda tx: count(tx, owner, names))
+    async def count_property_values(
+        self, owner: Owner, names: Sequence[str], types: Sequence[str] | None = None
+    ) -> dict[str, int]:
+        return await self.executor.read(lambda tx: count(tx, owner, names, types))
