@@ -109,6 +109,21 @@ class PropertyType(BaseModel):
         return name
 
 
+def declared_columns(owner: Owner, columns: Iterable[str]) -> list[str]:
+    """Of a table's (or a FalkorDB edge's) property names, those a declaration added: not evigraph's
+    own, not internal (`_`-prefixed) and not a vector."""
+    return sorted(n for n in columns if n not in BUILTIN_COLUMNS[owner] and not n.startswith("_") and n != "embedding")
+
+
+def merged_sources(*held: str | None) -> str | None:
+    """`_property_sources` values united, the first naming a property winning (the row merged into
+    keeps what it holds); None when none names any."""
+    out: dict[str, str] = {}
+    for sources in reversed(held):
+        out.update(json.loads(sources) if sources and holds_properties(sources) else {})
+    return json.dumps(out, sort_keys=True) if out else None
+
+
 def holds_properties(sources: str | None) -> bool:
     """Whether a `_property_sources` value names any property: an entity or relation an agent gave
     properties stands on the agent's word, so neither ingest nor `check --repair` deletes it when

@@ -146,3 +146,28 @@ async def test_compaction_keeps_declared_properties(store: GraphStore) -> None:
     found = await store.read_properties([entity(ADA)], ["papers", "fields"])
     assert found[ADA].values == {"papers": 1, "fields": ["maths"]} and found[ADA].sources["papers"] == "agent"
     assert await store.cypher_query("MATCH (e:Entity) WHERE e.papers = 1 RETURN e.name AS n") == [{"n": "Ada Lovelace"}]
+
+
+@covers("merge_entities", "write_properties", "search_facts")
+async def test_a_merge_keeps_a_relations_declared_properties_and_fact_vector(store: GraphStore) -> None:
+    from evigraph.models import ExtractedEntity
+    from evigraph.store.merging import EntityMerge
+
+    await build_library(store)
+    await store.add_property_columns("relation", {"since": PropertyKind.date})
+    met = await _relation(store, ADA, BABBAGE)
+    await store.write_properties([(met, {"since": "1833-06-05"})], "agent")
+    pending = await store.pending_ranking_texts(limit=100)
+    await store.write_ranking_vectors(
+        [(t, [[1.0, 0.0, 0.0]] if t.kind == "fact" else [[0.0, 0.0, 1.0]] * max(1, len(t.spans))) for t in pending]
+    )
+    before = sorted(r.fact for r, _ in await store.search_facts([1.0, 0.0, 0.0], 20))
+    charles = ExtractedEntity.create("C. Babbage", "Person")
+    await store.upsert_entities([charles], "agent")
+    await store.merge_entities([EntityMerge(survivor=charles.id, merged=(BABBAGE,))])
+    moved = await _relation(store, ADA, charles.id)
+    assert moved.id != met.id  # re-keyed by its new end
+    found = await store.read_properties([moved], ["since"])
+    assert found[moved.id].values == {"since": "1833-06-05"} and found[moved.id].sources == {"since": "agent"}
+    assert sorted(r.fact for r, _ in await store.search_facts([1.0, 0.0, 0.0], 20)) == before
+    assert not [t for t in await store.pending_ranking_texts(limit=100) if t.kind == "fact"]
