@@ -481,9 +481,7 @@ class WriteOps(EditOps):
                 await self._claim_embedding_model(store)
                 report.embedded = await embed_passages(store, self.embedder)
                 await embed_ranking_texts(store, self.embedder)
-            declared = (await self.load_ontology()).declared_properties("entity").values()
-            names = sorted({prop.name for props in declared for prop in props})
-            report.resolution = await resolve_graph(store, judge, names)
+            report.resolution = await resolve_graph(store, judge)
             if report.resolution.llm is not None:  # building the graph's cost includes judging its duplicates
                 await record_spend(store, report.resolution.llm)
             themes = await detect_themes(store)

@@ -171,3 +171,20 @@ async def test_a_merge_keeps_a_relations_declared_properties_and_fact_vector(sto
     assert found[moved.id].values == {"since": "1833-06-05"} and found[moved.id].sources == {"since": "agent"}
     assert sorted(r.fact for r, _ in await store.search_facts([1.0, 0.0, 0.0], 20)) == before
     assert not [t for t in await store.pending_ranking_texts(limit=100) if t.kind == "fact"]
+
+
+@covers("merge_entities", "write_properties")
+async def test_a_merge_gives_the_survivor_the_properties_it_lacks(store: GraphStore) -> None:
+    from evigraph.models import ExtractedEntity
+    from evigraph.store.merging import EntityMerge
+
+    await build_library(store)
+    await store.add_property_columns("entity", {"papers": PropertyKind.integer, "born": PropertyKind.date})
+    charles = ExtractedEntity.create("C. Babbage", "Person")
+    await store.upsert_entities([charles], "agent")
+    await store.write_properties([(entity(charles.id), {"papers": 80})], "agent:a")
+    await store.write_properties([(entity(BABBAGE), {"papers": 1, "born": "1791-12-26"})], "agent:b")
+    await store.merge_entities([EntityMerge(survivor=charles.id, merged=(BABBAGE,))])
+    held = (await store.read_properties([entity(charles.id)], ["papers", "born"]))[charles.id]
+    assert held.values == {"papers": 80, "born": "1791-12-26"}  # its own value wins; the one it lacked moves
+    assert held.sources == {"papers": "agent:a", "born": "agent:b"}

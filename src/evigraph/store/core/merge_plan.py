@@ -42,6 +42,9 @@ class MergePlan:
     mentions: list[dict[str, Any]] = field(default_factory=list)
     """Mentions as they must end: `e`, `c`, spans `s` and `t` as int lists, `had` when the
     survivor already named that passage (a set there, a create otherwise)."""
+    entity_carry: list[dict[str, Any]] = field(default_factory=list)
+    """Per survivor, the declared properties of what it absorbs (`values`, `props` who set them),
+    which the backend's `carry` step sets where the survivor holds none."""
     relation_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each re-pointed relation by its new id; beside what `_write_relations` takes, what it
     carries over (`vec` its fact vector, `props` who set its declared properties, `values` them),
@@ -69,19 +72,24 @@ def plan_merges(
     ints: Callable[[Any], Iterable[int]],
     ids: Callable[[Any], list[str]],
     carried: Sequence[str] = (),
+    entity_carried: Sequence[str] = (),
 ) -> MergePlan:
     """The plan of `merges`; `ints` and `ids` decode a mention's spans and a relation's sources;
-    `carried` names the declared relation properties whose values the re-pointed relations keep.
+    `carried` (`entity_carried`) names the declared relation (entity) properties whose values the
+    re-pointed relations (the survivors) keep.
 
     A merge naming an entity that is gone, or one named twice in the batch, is skipped (listed
     in `skipped`, by survivor): the next finalize sees it again. An empty `to` means nothing to do.
     """
     wanted = sorted({i for m in merges for i in (m.survivor, *m.merged)})
+    values = "".join(f", e.`{n}` AS `p_{n}`" for n in entity_carried)
+    props = f", e.{SOURCES_COLUMN} AS props" if entity_carried else ""
     rows = {
         r["id"]: r
         for r in read(
-            """UNWIND $ids AS eid MATCH (e:Entity {id: eid})
-               RETURN e.id AS id, e.name AS name, e.label AS label, e.aliases AS aliases, e.descriptions AS descs""",
+            f"""UNWIND $ids AS eid MATCH (e:Entity {{id: eid}})
+               RETURN e.id AS id, e.name AS name, e.label AS label, e.aliases AS aliases,
+                      e.descriptions AS descs{props}{values}""",
             {"ids": wanted},
         )
     }
@@ -96,6 +104,7 @@ def plan_merges(
     plan = MergePlan(to, {s: rows[s]["name"] for s in set(to.values())}, skipped)
     if to:
         _plan_entities(plan, rows)
+        _plan_entity_carry(plan, merges, rows, entity_carried)
         _plan_mentions(read, plan, ints)
         _plan_relations(read, plan, ids, carried)
     return plan
@@ -117,6 +126,26 @@ def _plan_entities(plan: MergePlan, rows: dict[str, dict[str, Any]]) -> None:
         )
         row["aliases"] = list(union(tuple(row["aliases"]), (rows[old]["name"] or "", *(rows[old]["aliases"] or ()))))
         row["descs"] = list(union(tuple(row["descs"]), tuple(rows[old]["descs"] or ())))
+
+
+def _plan_entity_carry(
+    plan: MergePlan, merges: Sequence[EntityMerge], rows: dict[str, dict[str, Any]], names: Sequence[str]
+) -> None:
+    """What each survivor takes of its merged-away entities' declared properties, the first merged
+    one's value first (the survivor's own win at the write)."""
+    for m in merges:
+        if not names or m.survivor not in plan.names:
+            continue
+        values: dict[str, Any] = {}
+        sources: str | None = None
+        for gone in (i for i in m.merged if plan.to.get(i) == m.survivor):
+            r = rows[gone]
+            values = {**{n: r[f"p_{n}"] for n in names if r[f"p_{n}"] is not None}, **values}
+            sources = merged_sources(sources, r["props"])
+        if values:
+            plan.entity_carry.append(
+                {"id": m.survivor, "s": "", "d": "", "vec": None, "props": sources, "values": values}
+            )
 
 
 def _plan_mentions(read: Rows, plan: MergePlan, ints: Callable[[Any], Iterable[int]]) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from evigraph.property_types import SOURCES_COLUMN, declared_columns
+from evigraph.property_types import OWNERS, SOURCES_COLUMN, Owner, declared_columns
 from evigraph.store.core.merge_plan import MergePlan, carry, carrying, plan_merges, written
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids, unpack_ints
@@ -30,14 +30,16 @@ from evigraph.store.merging import EntityMerge, MergeOutcome
 
 def merge_entities(tx: Tx, merges: Sequence[EntityMerge]) -> MergeOutcome:
     """Fold each merge's entities into its survivor; see the module docstring for the order."""
-    have = columns(tx, "relation")
-    plan = plan_merges(tx.rows, merges, unpack_ints, unpack_ids, declared_columns("relation", have))
+    have = {owner: columns(tx, owner) for owner in OWNERS}
+    carried = {owner: declared_columns(owner, have[owner]) for owner in OWNERS}
+    plan = plan_merges(tx.rows, merges, unpack_ints, unpack_ids, carried["relation"], carried["entity"])
     if not plan.to:
         return plan.outcome()
     gone = sorted(plan.to)
     delete_entities(tx, gone)
     _write(tx, plan)
-    _carry(tx, plan, have)
+    _carry(tx, "entity", plan.entity_carry, have["entity"])
+    _carry(tx, "relation", carrying(plan), have["relation"])
     _record_redirects(tx, plan.to, plan.names)
     return plan.outcome()
 
@@ -66,22 +68,25 @@ def _write(tx: Tx, plan: MergePlan) -> None:
         plan.folded_relations += existed
 
 
-_MATCH = """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.v AS v
-            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid"""
+_MATCH = {
+    "relation": """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.v AS v
+            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid""",
+    "entity": "UNWIND $rows AS r WITH r.id AS rid, r.v AS v MATCH (x:Entity) WHERE x.id = rid",
+}
 
 
-def _carry(tx: Tx, plan: MergePlan, have: dict[str, str]) -> None:
-    """The re-pointed relations' fact vectors and declared properties, set where the relation
-    they became holds none (it may have existed on the survivor), in the merge's transaction."""
-    rows = carrying(plan)
+def _carry(tx: Tx, owner: Owner, rows: list[dict[str, Any]], have: dict[str, str]) -> None:
+    """What the merged rows carry (fact vectors, declared properties), set where the survivor (the
+    relation a re-pointed one became, which may have existed) holds none, in the merge's transaction."""
     if not rows:
         return
+    match = _MATCH[owner]
 
     def keyed(r: dict[str, Any], v: Any = None) -> dict[str, Any]:
         return {"s": r["s"], "d": r["d"], "id": r["id"], "v": v}
 
     tx.run_batched(
-        f"{_MATCH} AND x.embedding IS NULL SET x.embedding = CAST(v AS FLOAT[])",
+        f"{match} AND x.embedding IS NULL SET x.embedding = CAST(v AS FLOAT[])",
         [keyed(r, r["vec"]) for r in rows if r["vec"]],
     )
     names = sorted({n for r in rows for n in r["values"]})
@@ -89,7 +94,7 @@ def _carry(tx: Tx, plan: MergePlan, have: dict[str, str]) -> None:
     held = {
         h["id"]: h
         for h in tx.rows(
-            f"{_MATCH} RETURN x.id AS id, x.{SOURCES_COLUMN} AS src{picked}", {"rows": [keyed(r) for r in rows]}
+            f"{match} RETURN x.id AS id, x.{SOURCES_COLUMN} AS src{picked}", {"rows": [keyed(r) for r in rows]}
         )
     }
     sets: dict[str, list[dict[str, Any]]] = {}
@@ -102,8 +107,8 @@ def _carry(tx: Tx, plan: MergePlan, have: dict[str, str]) -> None:
             sets.setdefault(n, []).append(keyed(r, v))
         sources.append(keyed(r, src))
     for n, part in sorted(sets.items()):
-        tx.run_batched(f"{_MATCH} SET x.`{n}` = CAST(v AS {have[n]})", part)
-    tx.run_batched(f"{_MATCH} SET x.{SOURCES_COLUMN} = v", sources)
+        tx.run_batched(f"{match} SET x.`{n}` = CAST(v AS {have[n]})", part)
+    tx.run_batched(f"{match} SET x.{SOURCES_COLUMN} = v", sources)
 
 
 def _record_redirects(tx: Tx, to: dict[str, str], names: dict[str, str]) -> None:
