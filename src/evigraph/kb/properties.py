@@ -169,16 +169,24 @@ _IDS = "key properties by the id of an entity or relation in the same call (Extr
 async def show_properties(
     store: GraphStore, ontology: Ontology, entities: Sequence[EntityItem], relations: Sequence[RelationItem]
 ) -> None:
-    """Fill in the declared properties the items hold, and who set each, in place."""
-    names = {o: sorted({p.name for ps in ontology.declared_properties(o).values() for p in ps}) for o in OWNERS}
+    """Fill in the declared properties the items hold, and who set each, in place (one store read:
+    this runs on every retrieve)."""
+    names = {o: ontology.property_names(o) for o in OWNERS}
     owners = [PropertyOwner(owner="entity", id=e.id) for e in entities] if names["entity"] else []
-    found = await store.read_properties(owners, names["entity"]) if owners else {}
-    for e in entities:
-        if (held := found.get(e.id)) is not None:
-            e.properties, e.property_sources = held.values, held.sources
-    ends = [r for r in relations if r.ends is not None]
-    rel_owners = [PropertyOwner(owner="relation", id=r.id, source=r.ends[0], target=r.ends[1]) for r in ends if r.ends]
-    found = await store.read_properties(rel_owners, names["relation"]) if rel_owners and names["relation"] else {}
-    for r in relations:
-        if (held := found.get(r.id)) is not None:
-            r.properties, r.property_sources = held.values, held.sources
+    if names["relation"]:
+        owners += [
+            PropertyOwner(owner="relation", id=r.id, source=r.ends[0], target=r.ends[1]) for r in relations if r.ends
+        ]
+    if not owners:
+        return
+    found = await store.read_properties(owners, sorted(names["entity"] | names["relation"]))
+    kinds: tuple[tuple[Owner, Sequence[EntityItem | RelationItem]], ...] = (
+        ("entity", entities),
+        ("relation", relations),
+    )
+    for owner, items in kinds:
+        for item in items:
+            if (held := found.get(item.id)) is not None:
+                values = {n: v for n, v in held.values.items() if n in names[owner]}
+                item.properties = values
+                item.property_sources = {n: w for n, w in held.sources.items() if n in values}

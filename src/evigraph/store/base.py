@@ -416,9 +416,10 @@ class GraphStore(PropertyStore, KeyStore, ABC):
         The survivor keeps every alias and description, and the declared properties it lacks of
         what it absorbs (with who set them); mentions and relations are re-pointed at it, those
         it already had folded in (spans and source passages united), keeping their declared
-        properties and fact vectors, relations to itself dropped. Each merged-away id is recorded, and every later write (`write_versions`,
-        `upsert_entities`, `upsert_relations`) re-points it at its survivor, so a document naming
-        the old spelling attaches to the survivor. A merge naming an entity that is gone is skipped.
+        properties and fact vectors, relations to itself dropped. Each merged-away id is
+        recorded, and every later write (`write_versions`, `upsert_entities`, `upsert_relations`)
+        re-points it at its survivor, so a document naming the old spelling attaches to the
+        survivor. A merge naming an entity that is gone is skipped.
         """
 
     @abstractmethod

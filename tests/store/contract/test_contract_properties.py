@@ -120,20 +120,22 @@ async def test_an_ingest_update_keeps_what_an_agent_set(store: GraphStore) -> No
     from evigraph.models import ExtractedEntity
 
     await store.upsert_entities([ExtractedEntity.create("Ada Lovelace", "Person", "Countess")], "agent")
-    await store.upsert_relations(
-        [
-            (
-                ExtractedRelation(
-                    source=ADA, target=BABBAGE, fact="They corresponded.", confidence=1.0, chunk_indexes=()
-                ),
-                [],
-            )
-        ],
-        "agent",
+    [stored] = await store.cypher_query(
+        "MATCH (:Entity {id: $a})-[r:RELATES]->(:Entity {id: $b}) RETURN r.type AS type, r.fact AS fact",
+        {"a": ADA, "b": BABBAGE},
     )
+    same = ExtractedRelation(
+        source=ADA, target=BABBAGE, type=stored["type"], fact=stored["fact"], confidence=1.0, chunk_indexes=()
+    )
+    assert same.id == met.id  # the very relation the agent gave `since`
+    await store.upsert_relations([(same, [])], "agent")
     assert (await store.read_properties([entity(ADA)], ["papers"]))[ADA].values == {"papers": 1}
-    met2 = await _relation(store, ADA, BABBAGE)
-    found = await store.read_properties([met, met2], ["since"])
+    rows = await store.cypher_query(
+        "MATCH (:Entity {id: $a})-[r:RELATES]->(:Entity {id: $b}) RETURN r.id AS id, r.since AS since",
+        {"a": ADA, "b": BABBAGE},
+    )
+    assert rows == [{"id": met.id, "since": "1833-06-05"}]  # one relation, and it keeps `since`
+    found = await store.read_properties([met], ["since"])
     assert found[met.id].values == {"since": "1833-06-05"}
 
 

@@ -81,7 +81,7 @@ class FalkorPropertyOps(FalkorSection):
     ) -> list[str]:
         missing: list[str] = []
         for owner, mine in grouped(writes):
-            missing += await self._write(partial(write, self.conn, owner, mine, source))
+            missing += await self._write_unindexed(partial(write, self.conn, owner, mine, source))
         return missing
 
     async def read_properties(
