@@ -202,3 +202,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+@pytest.fixture(params=["embedded", "falkordb"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A knowledge base's location on each store: a file, or a graph of the session's FalkorDB
+    server named after the test module, so tests of two modules never share one."""
+    if request.param == "embedded":
+        return str(tmp_path / "kb.db")
+    server: FalkorServer = request.getfixturevalue("falkordb_server")
+    return server.url(f"{request.module.__name__.rsplit('.', 1)[-1]}_{tmp_path.name}".replace("-", "_"))

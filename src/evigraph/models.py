@@ -31,9 +31,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-# --------------------------------------------------------------------------------------------
-# Loading and chunking
-# --------------------------------------------------------------------------------------------
+# -- Loading and chunking ----------------------------------------------------------------------
 
 
 class Element(_Frozen):
@@ -113,9 +111,7 @@ class TextChunk(_Frozen):
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Ontology
-# --------------------------------------------------------------------------------------------
+# -- Ontology ----------------------------------------------------------------------------------
 
 
 class EntityType(_Frozen):
@@ -156,10 +152,12 @@ class Ontology(_Frozen):
             return {e.label: e.properties for e in self.entities}
         return {r.type: r.properties for r in self.relations}
 
+    def property_names(self, owner: Owner) -> set[str]:
+        """Every property name the entity (relation) types declare: one column each."""
+        return {p.name for props in self.declared_properties(owner).values() for p in props}
 
-# --------------------------------------------------------------------------------------------
-# Extraction output
-# --------------------------------------------------------------------------------------------
+
+# -- Extraction output -------------------------------------------------------------------------
 
 
 _EDGE = " \t\"'`.,;:!?()[]{}"
@@ -257,9 +255,7 @@ class GraphData(_Frozen):
     mentions: tuple[Mention, ...] = ()
 
 
-# --------------------------------------------------------------------------------------------
-# What is written, and what the user is told
-# --------------------------------------------------------------------------------------------
+# -- What is written, and what the user is told ------------------------------------------------
 
 
 class DocumentVersion(_Frozen):
@@ -532,9 +528,7 @@ class Neighbour(BaseModel):
     source_passages: list[str] = Field(default_factory=list)
 
 
-# --------------------------------------------------------------------------------------------
-# Bookkeeping the toolkit reads: source history, themes, schema
-# --------------------------------------------------------------------------------------------
+# -- Bookkeeping the toolkit reads: source history, themes, schema -----------------------------
 
 
 class SourceState(StrEnum):

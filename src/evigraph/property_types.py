@@ -74,6 +74,9 @@ BUILTIN_COLUMNS: dict[Owner, frozenset[str]] = {
 }
 """What an entity or relation holds already; a property cannot take one of these names."""
 
+TYPE_FIELDS: dict[Owner, str] = {"entity": "label", "relation": "type"}
+"""Where an entity's or relation's type is stored: what its properties are declared on."""
+
 SOURCES_COLUMN = "_property_sources"
 """Provenance of each property value (JSON: name -> who set it), beside `_source`, the entity's own."""
 
@@ -106,10 +109,32 @@ class PropertyType(BaseModel):
         return name
 
 
+def declared_columns(owner: Owner, columns: Iterable[str]) -> list[str]:
+    """Of a table's (or a FalkorDB edge's) property names, those a declaration added: not evigraph's
+    own, not internal (`_`-prefixed) and not a vector."""
+    return sorted(n for n in columns if n not in BUILTIN_COLUMNS[owner] and not n.startswith("_") and n != "embedding")
+
+
+def merged_sources(*held: str | None) -> str | None:
+    """`_property_sources` values united, the first naming a property winning (the row merged into
+    keeps what it holds); None when none names any."""
+    out: dict[str, str] = {}
+    for sources in reversed(held):
+        out.update(json.loads(sources) if sources and holds_properties(sources) else {})
+    return json.dumps(out, sort_keys=True) if out else None
+
+
 def holds_properties(sources: str | None) -> bool:
     """Whether a `_property_sources` value names any property: an entity or relation an agent gave
-    properties stands on the agent's word, so ingest does not delete it when no passage names it."""
+    properties stands on the agent's word, so neither ingest nor `check --repair` deletes it when
+    no passage names it. `holds_no_properties` is the same rule in Cypher; keep the two alike."""
     return sources not in (None, "", "{}")
+
+
+def holds_no_properties(var: str) -> str:
+    """`not holds_properties` as a Cypher condition on `var` (an entity or relation), for deletes
+    that decide in the query; both stores read it."""
+    return f"coalesce({var}.{SOURCES_COLUMN}, '') IN ['', '{{}}']"
 
 
 def legacy_properties(value: Any) -> Any:
@@ -185,9 +210,15 @@ def _checked(owner: str, name: str, kind: PropertyKind, value: Any) -> PropertyV
             raise InputError(f"{where} is out of the 64-bit integer range", hint="store it as a string property")
         return value
     if kind is PropertyKind.number:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise wrong
-        return float(value)
+        try:  # an int past a double's range (10**400) raises here, not in math.isfinite's caller
+            number = float(value)
+        except OverflowError:
+            raise InputError(f"{where} is out of a number's range", hint=_HINTS[kind]) from None
+        if not math.isfinite(number):
+            raise wrong
+        return number
     if kind is PropertyKind.boolean:
         if not isinstance(value, bool):
             raise wrong

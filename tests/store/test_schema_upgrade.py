@@ -10,6 +10,7 @@ from tests.store.contract.conftest import ALPHA
 from tests.store.contract.test_contract_code import DELAY, write_shop
 
 from evigraph.errors import StoreError
+from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store import connect
 from evigraph.store.embedded.schema import (
     ADDED_COLUMNS,
@@ -104,6 +105,25 @@ async def test_a_file_from_before_fact_vectors_keeps_graph_ranking_read_only(tmp
         assert await store.search_facts([1.0, 0.0, 0.0], 5) == []
     async with connect(path) as store:
         assert sum(t.kind == "fact" for t in await store.pending_ranking_texts(limit=100)) == 3
+
+
+async def test_a_file_from_before_property_sources_keeps_graph_ranking_read_only(tmp_path: Path) -> None:
+    """Only the columns of who set each property missing: nothing reads them on a read-only open,
+    so graph ranking keeps its inputs."""
+    import kuzu
+
+    path = tmp_path / "old.db"
+    async with connect(path) as store:
+        await store.write_versions([ALPHA])
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    for table in ("Entity", "RELATES"):
+        conn.execute(f"ALTER TABLE {table} DROP {SOURCES_COLUMN}")
+    conn.close()
+    db.close()
+    async with connect(path, read_only=True) as store:
+        assert {r.document for r in await store.ranking_rows()} == {ALPHA.key}
+        assert sum(t.kind == "entity" for t in await store.pending_ranking_texts(limit=100)) == 4
 
 
 def _columns_while_open(store: object) -> set[tuple[str, str]]:

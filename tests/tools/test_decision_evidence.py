@@ -6,11 +6,9 @@ delete by an earlier release left it)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import FalkorServer
 
 from evigraph import KnowledgeBase, ToolError, Toolkit
 from evigraph.errors import StaleEvidenceError
@@ -22,14 +20,6 @@ from evigraph.store.falkordb.store import FalkorStore
 SAFE = "Valve P-100 is SAFE to open at full pressure. The check was signed by the plant engineer."
 UNSAFE = "Valve P-100 is NOT SAFE to open at full pressure. The check was signed by the plant engineer."
 KEY = "valves/p-100"
-
-
-@pytest.fixture(params=["embedded", "falkordb"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "embedded":
-        return str(tmp_path / "kb.db")
-    server: FalkorServer = request.getfixturevalue("falkordb_server")
-    return server.url(f"decision_evidence_{tmp_path.name}".replace("-", "_"))
 
 
 @pytest.fixture

@@ -175,6 +175,23 @@ async def test_bad_declarations_are_refused(tk: Toolkit) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("share", "expected"),
+    [
+        (10**400, r"'share' is out of a number's range"),
+        (-(10**400), r"'share' is out of a number's range"),
+        (float("inf"), r"'share' is number, not float"),
+        (float("nan"), r"'share' is number, not float"),
+    ],
+)
+async def test_a_number_no_double_holds_is_refused_with_the_fix(tk: Toolkit, share: float, expected: str) -> None:
+    await declared(tk)
+    await run(tk, "upsert_entities", {"entities": [INGRID, ACME]}, UpsertResult)
+    relation = {"source": INGRID, "type": "WORKS_FOR", "target": ACME, "fact": "x", "properties": {"share": share}}
+    with pytest.raises(EvigraphError, match=expected):
+        await tk.call("upsert_relations", {"relations": [relation]})
+
+
 async def test_python_set_ontology_keeps_values_it_would_drop(kb: KnowledgeBase) -> None:
     person = EntityType(label="Person", properties=({"name": "patents", "type": "integer"},))  # type: ignore[arg-type]
     works = RelationType(type="WORKS_FOR")
@@ -194,3 +211,79 @@ async def test_python_set_ontology_keeps_values_it_would_drop(kb: KnowledgeBase)
     assert rows.rows == [{"p": 0, "b": None}]
     with pytest.raises(InputError, match="properties given for entities not written"):
         await kb.upsert_entities([ada], properties={"person:nobody": {"patents": 1}})
+
+
+async def test_properties_under_a_merged_away_name_reach_the_survivor(kb: KnowledgeBase) -> None:
+    from evigraph.models import ExtractedEntity, ExtractedRelation
+    from evigraph.store.merging import EntityMerge
+
+    person = EntityType(label="Person", properties=({"name": "patents", "type": "integer"},))  # type: ignore[arg-type]
+    works = RelationType(type="WORKS_FOR", properties=({"name": "since", "type": "date"},))  # type: ignore[arg-type]
+    await kb.set_ontology(Ontology(entities=(person,), relations=(works,)))
+    ada, lovelace, acme = (ExtractedEntity.create(n, "Person") for n in ("Ada Lovelace", "Ada King", "Acme"))
+    await kb.upsert_entities([ada, lovelace, acme])
+    assert kb.store is not None
+    await kb.store.merge_entities([EntityMerge(survivor=ada.id, merged=(lovelace.id,))])
+    # An agent still naming the merged-away spelling writes to the survivor, as the upsert does.
+    await kb.upsert_entities([lovelace], properties={lovelace.id: {"patents": 2}})
+    joined = ExtractedRelation(
+        source=lovelace.id,
+        target=acme.id,
+        type="WORKS_FOR",
+        fact="Ada King works for Acme.",
+        confidence=1.0,
+        chunk_indexes=(),
+    )
+    await kb.upsert_relations([(joined, [])], properties={joined.id: {"since": "1840-01-01"}})
+    rows = await kb.cypher_query("MATCH (e:Entity {id: $id}) RETURN e.patents AS p", {"id": ada.id})
+    assert rows.rows == [{"p": 2}]
+    rows = await kb.cypher_query("MATCH (:Entity {id: $id})-[r:RELATES]->() RETURN r.since AS s", {"id": ada.id})
+    assert rows.rows == [{"s": "1840-01-01"}]
+    # A relation whose end does not exist is refused, not dropped unseen.
+    ghost = joined.model_copy(update={"target": "person:nobody"})
+    with pytest.raises(InputError, match="person:nobody"):
+        await kb.upsert_relations([(ghost, [])], properties={ghost.id: {"since": "1841-01-01"}})
+
+
+async def test_python_set_ontology_keeps_the_declaration_limits(kb: KnowledgeBase) -> None:
+    many = EntityType.model_validate({"label": "Place", "properties": [{"name": f"p{i}"} for i in range(33)]})
+    with pytest.raises(InputError, match="Place declares 33 properties; at most 30"):
+        await kb.set_ontology(Ontology(entities=(many,)))
+    twice = EntityType.model_validate({"label": "Place", "properties": [{"name": "p"}, {"name": "p"}]})
+    with pytest.raises(InputError, match="Place declares p more than once"):
+        await kb.set_ontology(Ontology(entities=(twice,)))
+    clash = EntityType.model_validate({"label": "Person", "properties": [{"name": "p", "type": "integer"}]})
+    with pytest.raises(InputError, match="'p' is string on Place but integer on Person"):
+        await kb.set_ontology(
+            Ontology(entities=(EntityType.model_validate({"label": "Place", "properties": ["p"]}), clash))
+        )
+    assert not any(kb.ontology.declared_properties("entity").values())  # nothing refused was kept
+    await kb.extend_ontology([EntityType(label="Place")])  # a later extension still works
+
+
+@pytest.mark.parametrize("new_type", ["date", "integer"])
+@pytest.mark.slow
+async def test_python_set_ontology_refuses_a_new_type_for_a_name_holding_values(location: str, new_type: str) -> None:
+    async with KnowledgeBase(location, extractor="rules") as kb:
+        await _retype(kb, new_type)
+
+
+async def _retype(kb: KnowledgeBase, new_type: str) -> None:
+    from evigraph.models import ExtractedEntity
+
+    person = EntityType.model_validate({"label": "Person", "properties": [{"name": "note"}]})
+    await kb.set_ontology(Ontology(entities=(person,)))
+    ada = ExtractedEntity.create("Ada Lovelace", "Person")
+    await kb.upsert_entities([ada], properties={ada.id: {"note": "1815-12-10"}})
+    retyped = EntityType.model_validate({"label": "Person", "properties": [{"name": "note", "type": new_type}]})
+    with pytest.raises(InputError, match=r"note \(string, 1 entity\).*cannot become " + new_type):
+        await kb.set_ontology(Ontology(entities=(retyped,)))
+    rows = await kb.cypher_query("MATCH (e:Entity) RETURN e.note AS n")
+    assert rows.rows == [{"n": "1815-12-10"}]
+    # Another type may drop the name while Person keeps it.
+    place = EntityType.model_validate({"label": "Place", "properties": [{"name": "note"}]})
+    await kb.set_ontology(Ontology(entities=(person, place)))
+    await kb.set_ontology(Ontology(entities=(person,)))
+    if new_type == "date":  # a name that holds nothing may change type (to one its column holds)
+        await kb.upsert_entities([ada], properties={ada.id: {"note": None}})
+        await kb.set_ontology(Ontology(entities=(retyped,)))

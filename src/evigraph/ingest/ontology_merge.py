@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from evigraph.errors import InputError
 from evigraph.models import EntityType, Ontology, RelationType
-from evigraph.property_types import PropertyType, check_declared, column_types
+from evigraph.property_types import PropertyType, check_declared
 
 
 class OntologyExtension(BaseModel):
@@ -79,9 +79,7 @@ def extend_ontology(
             properties=props,
         )
     merged = Ontology(entities=tuple(known.values()), relations=tuple(types.values()))
-    column_types("entity", merged.declared_properties("entity").items())  # one type per name, or the conflict
-    column_types("relation", merged.declared_properties("relation").items())
-    return merged, change
+    return merged, change  # the caller checks it whole (`kb.properties.check_ontology`)
 
 
 def _merged_properties(
@@ -104,6 +102,4 @@ def _merged_properties(
             )
         elif not before.description and p.description:
             merged[p.name] = before.model_copy(update={"description": p.description})
-    out = tuple(merged.values())
-    check_declared(owner, out)
-    return out
+    return tuple(merged.values())  # checked whole with the rest (`kb.properties.check_ontology`)

@@ -10,7 +10,14 @@ from typing import Any
 from evigraph.errors import NotFoundError
 from evigraph.integrity_records import IntegrityReport
 from evigraph.kb.keys import KeyOps
-from evigraph.kb.properties import entity_writes, make_columns, relation_writes
+from evigraph.kb.properties import (
+    check_ontology,
+    entity_writes,
+    make_columns,
+    redirected,
+    relation_writes,
+    write_values,
+)
 from evigraph.models import ExtractedEntity, ExtractedRelation, SourceRecord, SourceState
 
 REVIEW_STEP = 20
@@ -73,9 +80,11 @@ class EditOps(KeyOps):
         async with self._gate.exclusive():
             ontology = await self.load_ontology()
             values = entity_writes(ontology, entities, properties or {})
-            await make_columns(store, ontology)
+            if values:
+                await make_columns(store, check_ontology(ontology))
             await store.upsert_entities(entities, source)
-            await store.write_properties(values, property_source or source)
+            if values:
+                await write_values(store, await redirected(store, values), property_source or source)
 
     async def upsert_relations(
         self,
@@ -91,6 +100,10 @@ class EditOps(KeyOps):
         async with self._gate.exclusive():
             ontology = await self.load_ontology()
             values = relation_writes(ontology, [r for r, _ in relations], properties or {})
-            await make_columns(store, ontology)
+            if values:
+                await make_columns(store, check_ontology(ontology))
             await store.upsert_relations(relations, source)
-            await store.write_properties(values, property_source or source)
+            if values:
+                await write_values(
+                    store, await redirected(store, values, [r for r, _ in relations]), property_source or source
+                )

@@ -15,32 +15,110 @@ from typing import Any
 from evigraph.errors import InputError
 from evigraph.evidence.items import EntityItem, RelationItem
 from evigraph.models import ExtractedEntity, ExtractedRelation, Ontology
-from evigraph.property_types import OWNERS, Owner, PropertyOwner, PropertyValue, check_values, column_types
+from evigraph.property_types import (
+    OWNERS,
+    Owner,
+    PropertyKind,
+    PropertyOwner,
+    PropertyValue,
+    check_declared,
+    check_values,
+    column_types,
+)
 from evigraph.store.base import GraphStore
 
 PropertyWrites = list[tuple[PropertyOwner, dict[str, PropertyValue]]]
 
 
-async def make_columns(store: GraphStore, ontology: Ontology) -> None:
+Columns = dict[Owner, dict[str, PropertyKind]]
+
+
+def check_ontology(ontology: Ontology) -> Columns:
+    """Each owner's property columns, once every type's declaration is within the limits and each
+    name has one type across the types sharing its table; whichever way an ontology arrives
+    (`set_ontology`, `extend_ontology`), it passes here before anything is stored."""
+    out: Columns = {}
+    for owner in OWNERS:
+        declared = ontology.declared_properties(owner)
+        for type_name, properties in declared.items():
+            check_declared(type_name, properties)
+        out[owner] = column_types(owner, declared.items())
+    return out
+
+
+async def make_columns(store: GraphStore, columns: Columns) -> None:
     """Every declared property storable (the embedded engine's columns), before a value is written."""
-    for owner in OWNERS:
-        columns = column_types(owner, ontology.declared_properties(owner).items())
-        await store.add_property_columns(owner, columns)
+    for owner, wanted in columns.items():
+        await store.add_property_columns(owner, wanted)
 
 
-async def refuse_dropped(store: GraphStore, old: Ontology, new: Ontology) -> None:
-    """A replacing ontology may leave out a property only while nothing holds a value of it: the
-    values would stay in the store, unseen in results and unchecked by any declaration."""
+async def refuse_lost_values(store: GraphStore, old: Ontology, new: Ontology) -> None:
+    """A replacing ontology may leave out a type's property, or give it another type, only while
+    nothing of that type holds a value of it: the values would stay in the store, unseen in
+    results and unchecked by any declaration, or of a type the declaration no longer says."""
     for owner in OWNERS:
-        kept = {p.name for props in new.declared_properties(owner).values() for p in props}
-        left = sorted({p.name for props in old.declared_properties(owner).values() for p in props} - kept)
-        held = {n: c for n, c in (await store.count_property_values(owner, left)).items() if c} if left else {}
-        if held:
-            what = ", ".join(f"{n} ({c} {owner}{'s' if c != 1 else ''})" for n, c in held.items())
+        after = {(t, p.name): p.type for t, ps in new.declared_properties(owner).items() for p in ps}
+        before = {(t, p.name): p.type for t, ps in old.declared_properties(owner).items() for p in ps}
+        at_risk = {key: kind for key, kind in before.items() if after.get(key) != kind}
+        held: dict[tuple[str, str], int] = {}
+        for type_name in sorted({t for t, _ in at_risk}):
+            names = sorted(n for t, n in at_risk if t == type_name)
+            counts = await store.count_property_values(owner, names, types=[type_name])
+            held.update({(type_name, n): c for n, c in counts.items() if c})
+        gone = [f"{n} ({c} {_plural(owner, c)}) on {t}" for (t, n), c in held.items() if (t, n) not in after]
+        if gone:
             raise InputError(
-                f"the new ontology leaves out {owner} properties that hold values: {what}",
+                f"the new ontology leaves out {owner} properties that hold values: {', '.join(gone)}",
                 hint="declare them in the new ontology too (kb.extend_ontology adds without leaving anything out)",
             )
+        if changed := [
+            f"{n} ({at_risk[t, n]}, {c} {_plural(owner, c)}) on {t} cannot become {after[t, n]}"
+            for (t, n), c in held.items()
+        ]:
+            raise InputError(
+                f"the new ontology changes the type of {owner} properties that hold values: {', '.join(changed)}",
+                hint="keep each one's type, or declare a new property name for values of the new type",
+            )
+
+
+def _plural(owner: Owner, count: int) -> str:
+    return owner if count == 1 else f"{owner}s"
+
+
+async def redirected(
+    store: GraphStore, writes: PropertyWrites, relations: Sequence[ExtractedRelation] = ()
+) -> PropertyWrites:
+    """`writes` re-pointed as the store's upsert re-points what it writes: an entity merged away
+    to its survivor, a relation (one of `relations`) to the one between the survivors, whose id
+    follows its ends."""
+    found = await store.entity_redirects()
+    if not found:
+        return writes
+
+    def to(eid: str) -> str:
+        return found.get(eid, eid)
+
+    moved = {r.id: r.model_copy(update={"source": to(r.source), "target": to(r.target)}) for r in relations}
+    out: PropertyWrites = []
+    for o, values in writes:
+        if o.owner == "entity":
+            o = o.model_copy(update={"id": to(o.id)})
+        elif (r := moved.get(o.id)) is not None:
+            o = PropertyOwner(owner="relation", id=r.id, source=r.source, target=r.target)
+        out.append((o, values))
+    return out
+
+
+async def write_values(store: GraphStore, writes: PropertyWrites, source: str) -> None:
+    """Write `writes`; an owner that does not exist (a relation whose end was never written) is
+    refused, not passed over, as its values would be lost unseen."""
+    if missing := set(await store.write_properties(writes, source)):
+        named = [o.id if o.owner == "entity" else f"{o.source} -> {o.target}" for o, _ in writes if o.id in missing]
+        raise InputError(
+            f"properties not written: no {'entity or relation' if len(named) == 1 else 'entities or relations'} "
+            f"{', '.join(named[:5])}",
+            hint="write the entities first (upsert_entities); a relation's source and target must exist",
+        )
 
 
 def entity_writes(
@@ -91,16 +169,24 @@ _IDS = "key properties by the id of an entity or relation in the same call (Extr
 async def show_properties(
     store: GraphStore, ontology: Ontology, entities: Sequence[EntityItem], relations: Sequence[RelationItem]
 ) -> None:
-    """Fill in the declared properties the items hold, and who set each, in place."""
-    names = {o: sorted({p.name for ps in ontology.declared_properties(o).values() for p in ps}) for o in OWNERS}
+    """Fill in the declared properties the items hold, and who set each, in place (one store read:
+    this runs on every retrieve)."""
+    names = {o: ontology.property_names(o) for o in OWNERS}
     owners = [PropertyOwner(owner="entity", id=e.id) for e in entities] if names["entity"] else []
-    found = await store.read_properties(owners, names["entity"]) if owners else {}
-    for e in entities:
-        if (held := found.get(e.id)) is not None:
-            e.properties, e.property_sources = held.values, held.sources
-    ends = [r for r in relations if r.ends is not None]
-    rel_owners = [PropertyOwner(owner="relation", id=r.id, source=r.ends[0], target=r.ends[1]) for r in ends if r.ends]
-    found = await store.read_properties(rel_owners, names["relation"]) if rel_owners and names["relation"] else {}
-    for r in relations:
-        if (held := found.get(r.id)) is not None:
-            r.properties, r.property_sources = held.values, held.sources
+    if names["relation"]:
+        owners += [
+            PropertyOwner(owner="relation", id=r.id, source=r.ends[0], target=r.ends[1]) for r in relations if r.ends
+        ]
+    if not owners:
+        return
+    found = await store.read_properties(owners, sorted(names["entity"] | names["relation"]))
+    kinds: tuple[tuple[Owner, Sequence[EntityItem | RelationItem]], ...] = (
+        ("entity", entities),
+        ("relation", relations),
+    )
+    for owner, items in kinds:
+        for item in items:
+            if (held := found.get(item.id)) is not None:
+                values = {n: v for n, v in held.values.items() if n in names[owner]}
+                item.properties = values
+                item.property_sources = {n: w for n, w in held.sources.items() if n in values}

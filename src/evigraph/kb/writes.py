@@ -27,7 +27,7 @@ from evigraph.ingest.roots import active_roots, keyed_by
 from evigraph.kb.code import link_documents_to_code
 from evigraph.kb.core import EMBEDDER_SETTING, ONTOLOGY_SETTING, FinalizeReport
 from evigraph.kb.edits import REVIEW_STEP, EditOps
-from evigraph.kb.properties import make_columns, refuse_dropped
+from evigraph.kb.properties import check_ontology, make_columns, refuse_lost_values
 from evigraph.kb.spend import record_spend
 from evigraph.models import (
     DocumentOutcome,
@@ -79,8 +79,9 @@ class WriteOps(EditOps):
         """
         store = await self._open(for_write=True)
         async with self._gate.exclusive():
-            await refuse_dropped(store, await self.load_ontology(), ontology)
-            await make_columns(store, ontology)
+            columns = check_ontology(ontology)
+            await refuse_lost_values(store, await self.load_ontology(), ontology)
+            await make_columns(store, columns)
             await store.set_setting(ONTOLOGY_SETTING, ontology.model_dump_json())
             self._ontology = ontology
 
@@ -104,7 +105,7 @@ class WriteOps(EditOps):
             replace = current == DEFAULT_ONTOLOGY and await store.get_setting(ONTOLOGY_SETTING) is None
             replace = replace and not await store.holds_documents()
             merged, change = extend_ontology(current, entities, relations, replace=replace)
-            await make_columns(store, merged)
+            await make_columns(store, check_ontology(merged))
             await store.set_setting(ONTOLOGY_SETTING, merged.model_dump_json())
             self._ontology = merged
         return change
@@ -481,9 +482,7 @@ class WriteOps(EditOps):
                 await self._claim_embedding_model(store)
                 report.embedded = await embed_passages(store, self.embedder)
                 await embed_ranking_texts(store, self.embedder, facts=self.retrieval.searches_fact_vectors)
-            declared = (await self.load_ontology()).declared_properties("entity").values()
-            names = sorted({prop.name for props in declared for prop in props})
-            report.resolution = await resolve_graph(store, judge, names)
+            report.resolution = await resolve_graph(store, judge)
             if report.resolution.llm is not None:  # building the graph's cost includes judging its duplicates
                 await record_spend(store, report.resolution.llm)
             themes = await detect_themes(store)

@@ -413,11 +413,11 @@ class GraphStore(PropertyStore, KeyStore, ABC):
     async def merge_entities(self, merges: Sequence[EntityMerge]) -> MergeOutcome:
         """Fold each merge's entities into its survivor, all merges in one transaction.
 
-        The survivor keeps every alias and description; mentions and relations are re-pointed
-        at it, those it already had folded in (spans and source passages united), relations to
-        itself dropped. Each merged-away id is recorded, and every later write (`write_versions`,
-        `upsert_entities`, `upsert_relations`) re-points it at its survivor, so a document naming
-        the old spelling attaches to the survivor. A merge naming an entity that is gone is skipped.
+        The survivor keeps every alias, description and declared property value it lacks (with
+        who set it); mentions and relations are re-pointed at it, those it already had folded in
+        (spans, sources, properties, fact vectors kept), relations to itself dropped. Each
+        merged-away id is recorded; later writes (`write_versions`, `upsert_entities`,
+        `upsert_relations`) re-point it at its survivor. A merge naming a gone entity is skipped.
         """
 
     @abstractmethod

@@ -38,6 +38,9 @@ class PropertyStore(ABC):
         """The properties among `names` each owner holds, by owner id (owners holding none are left out)."""
 
     @abstractmethod
-    async def count_property_values(self, owner: Owner, names: Sequence[str]) -> dict[str, int]:
+    async def count_property_values(
+        self, owner: Owner, names: Sequence[str], types: Sequence[str] | None = None
+    ) -> dict[str, int]:
         """How many entities (or relations) hold a value of each property, so a declaration that
-        would drop one can say what it holds."""
+        would drop one can say what it holds; with `types`, only those of these entity labels (or
+        relation types), as one type may drop a name another keeps."""

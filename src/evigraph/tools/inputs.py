@@ -8,6 +8,7 @@ defined where their operation lives and used here as they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
@@ -158,9 +159,9 @@ class CitationsInput(ToolInput):
 # -- write tools -----------------------------------------------------------------------------
 
 
-def named_properties(properties: list[PropertyType | str]) -> list[PropertyType | str]:
+def named_properties(properties: Sequence[PropertyType | str]) -> list[PropertyType]:
     """A bare name declares a string property, checked as a declared one is (not dropped, as a stored
-    ontology's old names are)."""
+    ontology's old names are). The inputs' validator; the tool applies it again for the type checker."""
     return [PropertyType(name=p) if isinstance(p, str) else p for p in properties]
 
 

@@ -41,7 +41,7 @@ from evigraph.models import (
     RelationType,
     entity_id,
 )
-from evigraph.property_types import MAX_PROPERTIES, PropertyType
+from evigraph.property_types import MAX_PROPERTIES
 from evigraph.resolution_records import IngestResolution
 from evigraph.surrogates import escaped
 from evigraph.tools.definitions import ToolGroup
@@ -53,6 +53,7 @@ from evigraph.tools.inputs import (
     SetOntologyInput,
     UpsertEntitiesInput,
     UpsertRelationsInput,
+    named_properties,
 )
 from evigraph.tools.plans import KB_DEFAULT, allowed_finalize_resolver, choose_plan, describe_options, llm_ceiling
 from evigraph.tools.results import ToolResult
@@ -107,7 +108,7 @@ async def set_ontology(tk: Toolkit, args: SetOntologyInput) -> OntologyChange:
         raise ToolError("nothing to declare", hint="pass entities=[{label: ...}] and/or relations=[{label: ...}]")
     extension = await tk.kb.extend_ontology(
         [
-            EntityType(label=e.label, description=e.description, properties=_declared(e.properties))
+            EntityType(label=e.label, description=e.description, properties=tuple(named_properties(e.properties)))
             for e in args.entities
         ],
         [
@@ -115,7 +116,7 @@ async def set_ontology(tk: Toolkit, args: SetOntologyInput) -> OntologyChange:
                 type=r.label,
                 description=r.description,
                 patterns=tuple(tuple(p) for p in r.patterns),
-                properties=_declared(r.properties),
+                properties=tuple(named_properties(r.properties)),
             )
             for r in args.relations
         ],
@@ -124,10 +125,6 @@ async def set_ontology(tk: Toolkit, args: SetOntologyInput) -> OntologyChange:
     if extension.added:
         change.hint = "new documents use it now; re-extract ingested ones with ingest(..., reextract=true)"
     return change
-
-
-def _declared(properties: list[PropertyType | str]) -> tuple[PropertyType, ...]:
-    return tuple(p if isinstance(p, PropertyType) else PropertyType(name=p) for p in properties)
 
 
 # -- ingest ----------------------------------------------------------------------------------

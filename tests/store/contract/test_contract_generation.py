@@ -84,3 +84,23 @@ async def test_save_indexes_tells_each_index_and_saves_it_at_the_generation(
     assert files is not None and generation is not None
     for name in names - {"terms"}:  # terms are saved under a name that says whether passages have context
         assert files.load(name, generation) is not None, name
+
+
+@covers("write_generation", "write_properties", "add_property_columns")
+async def test_property_values_leave_the_generation_alone(factory: StoreFactory, location: str) -> None:
+    """No saved index derives from declared property values, so writing them (or declaring a
+    column that exists) must not make every saved index stale."""
+    from evigraph.property_types import PropertyKind, PropertyOwner
+
+    async with factory.connect(location) as store:
+        if factory.scope is not None:
+            return
+        await store.write_versions([ONE])
+        await store.add_property_columns("entity", {"papers": PropertyKind.integer})
+        [ada] = [r.id for r in await store.entity_records()]
+        before = await store.write_generation()
+        await store.add_property_columns("entity", {"papers": PropertyKind.integer})
+        assert await store.write_properties([(PropertyOwner(owner="entity", id=ada), {"papers": 1})], "agent") == []
+        assert await store.write_generation() == before
+        held = await store.read_properties([PropertyOwner(owner="entity", id=ada)], ["papers"])
+        assert held[ada].values == {"papers": 1}

@@ -96,6 +96,8 @@ async def test_relation_properties_and_counts(store: GraphStore) -> None:
     await store.write_properties([(entity(ADA), {"papers": 1}), (entity(LONDON), {"papers": 0})], "agent")
     assert await store.count_property_values("entity", ["papers"]) == {"papers": 2}
     assert await store.count_property_values("relation", ["since", "weight"]) == {"since": 1, "weight": 0}
+    assert await store.count_property_values("entity", ["papers"], types=["Person"]) == {"papers": 1}  # Ada
+    assert await store.count_property_values("relation", ["since"], types=["NO_SUCH_TYPE"]) == {"since": 0}
     assert await store.read_properties([], ["since"]) == {}
 
 
@@ -118,20 +120,22 @@ async def test_an_ingest_update_keeps_what_an_agent_set(store: GraphStore) -> No
     from evigraph.models import ExtractedEntity
 
     await store.upsert_entities([ExtractedEntity.create("Ada Lovelace", "Person", "Countess")], "agent")
-    await store.upsert_relations(
-        [
-            (
-                ExtractedRelation(
-                    source=ADA, target=BABBAGE, fact="They corresponded.", confidence=1.0, chunk_indexes=()
-                ),
-                [],
-            )
-        ],
-        "agent",
+    [stored] = await store.cypher_query(
+        "MATCH (:Entity {id: $a})-[r:RELATES]->(:Entity {id: $b}) RETURN r.type AS type, r.fact AS fact",
+        {"a": ADA, "b": BABBAGE},
     )
+    same = ExtractedRelation(
+        source=ADA, target=BABBAGE, type=stored["type"], fact=stored["fact"], confidence=1.0, chunk_indexes=()
+    )
+    assert same.id == met.id  # the very relation the agent gave `since`
+    await store.upsert_relations([(same, [])], "agent")
     assert (await store.read_properties([entity(ADA)], ["papers"]))[ADA].values == {"papers": 1}
-    met2 = await _relation(store, ADA, BABBAGE)
-    found = await store.read_properties([met, met2], ["since"])
+    rows = await store.cypher_query(
+        "MATCH (:Entity {id: $a})-[r:RELATES]->(:Entity {id: $b}) RETURN r.id AS id, r.since AS since",
+        {"a": ADA, "b": BABBAGE},
+    )
+    assert rows == [{"id": met.id, "since": "1833-06-05"}]  # one relation, and it keeps `since`
+    found = await store.read_properties([met], ["since"])
     assert found[met.id].values == {"since": "1833-06-05"}
 
 
@@ -144,3 +148,45 @@ async def test_compaction_keeps_declared_properties(store: GraphStore) -> None:
     found = await store.read_properties([entity(ADA)], ["papers", "fields"])
     assert found[ADA].values == {"papers": 1, "fields": ["maths"]} and found[ADA].sources["papers"] == "agent"
     assert await store.cypher_query("MATCH (e:Entity) WHERE e.papers = 1 RETURN e.name AS n") == [{"n": "Ada Lovelace"}]
+
+
+@covers("merge_entities", "write_properties", "search_facts")
+async def test_a_merge_keeps_a_relations_declared_properties_and_fact_vector(store: GraphStore) -> None:
+    from evigraph.models import ExtractedEntity
+    from evigraph.store.merging import EntityMerge
+
+    await build_library(store)
+    await store.add_property_columns("relation", {"since": PropertyKind.date})
+    met = await _relation(store, ADA, BABBAGE)
+    await store.write_properties([(met, {"since": "1833-06-05"})], "agent")
+    pending = await store.pending_ranking_texts(limit=100)
+    await store.write_ranking_vectors(
+        [(t, [[1.0, 0.0, 0.0]] if t.kind == "fact" else [[0.0, 0.0, 1.0]] * max(1, len(t.spans))) for t in pending]
+    )
+    before = sorted(r.fact for r, _ in await store.search_facts([1.0, 0.0, 0.0], 20))
+    charles = ExtractedEntity.create("C. Babbage", "Person")
+    await store.upsert_entities([charles], "agent")
+    await store.merge_entities([EntityMerge(survivor=charles.id, merged=(BABBAGE,))])
+    moved = await _relation(store, ADA, charles.id)
+    assert moved.id != met.id  # re-keyed by its new end
+    found = await store.read_properties([moved], ["since"])
+    assert found[moved.id].values == {"since": "1833-06-05"} and found[moved.id].sources == {"since": "agent"}
+    assert sorted(r.fact for r, _ in await store.search_facts([1.0, 0.0, 0.0], 20)) == before
+    assert not [t for t in await store.pending_ranking_texts(limit=100) if t.kind == "fact"]
+
+
+@covers("merge_entities", "write_properties")
+async def test_a_merge_gives_the_survivor_the_properties_it_lacks(store: GraphStore) -> None:
+    from evigraph.models import ExtractedEntity
+    from evigraph.store.merging import EntityMerge
+
+    await build_library(store)
+    await store.add_property_columns("entity", {"papers": PropertyKind.integer, "born": PropertyKind.date})
+    charles = ExtractedEntity.create("C. Babbage", "Person")
+    await store.upsert_entities([charles], "agent")
+    await store.write_properties([(entity(charles.id), {"papers": 80})], "agent:a")
+    await store.write_properties([(entity(BABBAGE), {"papers": 1, "born": "1791-12-26"})], "agent:b")
+    await store.merge_entities([EntityMerge(survivor=charles.id, merged=(BABBAGE,))])
+    held = (await store.read_properties([entity(charles.id)], ["papers", "born"]))[charles.id]
+    assert held.values == {"papers": 80, "born": "1791-12-26"}  # its own value wins; the one it lacked moves
+    assert held.sources == {"papers": "agent:a", "born": "agent:b"}

@@ -19,9 +19,7 @@ from evigraph.ingest.graph_resolution.base import (
     plan_merges,
 )
 from evigraph.ingest.graph_resolution.passages import StorePassages
-from evigraph.property_types import PropertyOwner, PropertyValue
 from evigraph.store.base import GraphStore
-from evigraph.store.merging import EntityMerge
 
 MERGE_BATCH = 200
 """Merges per store transaction: large enough that a finalize of thousands of merges is a few
@@ -31,13 +29,11 @@ REPORTED_MERGES = 100
 _VECTOR_SLICE = 2000
 
 
-async def resolve_graph(
-    store: GraphStore, resolver: GraphResolver, property_names: Sequence[str] = ()
-) -> ResolutionReport:
+async def resolve_graph(store: GraphStore, resolver: GraphResolver) -> ResolutionReport:
     """Merge the entities `resolver` judges one, across the whole graph; what it found and did.
 
-    `property_names` are the entities' declared properties: a merged-away entity's values the
-    survivor lacks move to it with who set them, so a merge loses nothing an agent recorded."""
+    A merged-away entity's declared properties the survivor lacks move to it with who set them,
+    in the merge itself (`GraphStore.merge_entities`), so a merge loses nothing an agent recorded."""
     report = ResolutionReport(resolver=resolver.name)
     if not resolver.blocks:
         return report
@@ -61,9 +57,7 @@ async def resolve_graph(
     skipped: set[str] = set()
     for start in range(0, len(merges), MERGE_BATCH):
         batch = merges[start : start + MERGE_BATCH]
-        carried = await _carried_properties(store, batch, property_names)  # read before the merge deletes them
         outcome = await store.merge_entities(batch)
-        await _write_carried(store, carried, set(outcome.skipped))
         report.merged += outcome.merged
         report.mentions_moved += outcome.mentions_moved
         report.relations_moved += outcome.relations_moved
@@ -90,34 +84,3 @@ async def name_vectors(store: GraphStore, ids: Sequence[str]) -> dict[str, array
         for v in await store.entity_vectors(ids[start : start + _VECTOR_SLICE]):
             out[v.id] = array("f", v.vector)
     return out
-
-
-Carried = dict[str, dict[str, dict[str, PropertyValue]]]
-"""Who set them -> survivor id -> property -> value."""
-
-
-async def _carried_properties(store: GraphStore, merges: Sequence[EntityMerge], names: Sequence[str]) -> Carried:
-    """The merged-away entities' property values each survivor lacks, the first merged one's first."""
-    if not names:
-        return {}
-    owners = [PropertyOwner(owner="entity", id=i) for m in merges for i in (m.survivor, *m.merged)]
-    held = await store.read_properties(owners, names)
-    carried: Carried = {}
-    for m in merges:
-        have = set(held[m.survivor].values) if m.survivor in held else set()
-        for gone in m.merged:
-            if gone not in held:
-                continue
-            for name, value in held[gone].values.items():
-                if name not in have:
-                    have.add(name)
-                    who = held[gone].sources.get(name, "agent")
-                    carried.setdefault(who, {}).setdefault(m.survivor, {})[name] = value
-    return carried
-
-
-async def _write_carried(store: GraphStore, carried: Carried, skipped: set[str]) -> None:
-    for who, values in sorted(carried.items()):
-        writes = [(PropertyOwner(owner="entity", id=sid), v) for sid, v in values.items() if sid not in skipped]
-        if writes:
-            await store.write_properties(writes, who)

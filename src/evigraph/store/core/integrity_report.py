@@ -8,25 +8,34 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from evigraph.integrity_records import IntegrityProblem
+from evigraph.property_types import SOURCES_COLUMN, holds_properties
+from evigraph.store.core.schema_names import EXTRACTION_SOURCE
 
 EXAMPLES = 5
 """Items named in a problem; its count says how many there are."""
 
-RELATION_SOURCES = """MATCH (a:Entity)-[x:RELATES]->(b:Entity)
-           RETURN x.id AS id, a.id AS s, b.id AS d, x.source_chunks AS src, x._source AS source"""
+
+def relation_sources(with_properties: bool = True) -> str:
+    """The query `dangling_relations` reads; `with_properties` False for a file from before
+    `_property_sources` (read-only, so it cannot gain the column), where no relation holds any."""
+    props = f"x.{SOURCES_COLUMN}" if with_properties else "NULL"
+    return f"""MATCH (a:Entity)-[x:RELATES]->(b:Entity)
+           RETURN x.id AS id, a.id AS s, b.id AS d, x.source_chunks AS src, x._source AS source, {props} AS props"""
 
 
 def dangling_relations(
     rows: Iterable[Mapping[str, Any]], exists: Callable[[str], bool], sources: Callable[[Any], list[str]]
 ) -> list[dict[str, Any]]:
-    """The relations of `rows` (read by `RELATION_SOURCES`) citing a passage that does not `exist`,
-    with the sources that remain; `sources` decodes the stored list."""
+    """The relations of `rows` (read by `relation_sources`) citing a passage that does not `exist`,
+    with the sources that remain and whether an agent stands by each (`owned`: it wrote the
+    relation or gave it properties), which keeps it when none remain; `sources` decodes the stored list."""
     out = []
     for r in rows:
         src = sources(r["src"])
         kept = [c for c in src if exists(c)]
         if len(kept) != len(src):
-            out.append({"id": r["id"], "s": r["s"], "d": r["d"], "src": kept, "source": r["source"]})
+            owned = r["source"] != EXTRACTION_SOURCE or holds_properties(r["props"])
+            out.append({"id": r["id"], "s": r["s"], "d": r["d"], "src": kept, "owned": owned})
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from evigraph.graphdata import redirect_graph, union
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData
+from evigraph.property_types import SOURCES_COLUMN, holds_properties, merged_sources
 from evigraph.store.core.reader import Rows
 from evigraph.store.core.schema_names import ENTITY_REDIRECT
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
@@ -41,7 +42,13 @@ class MergePlan:
     mentions: list[dict[str, Any]] = field(default_factory=list)
     """Mentions as they must end: `e`, `c`, spans `s` and `t` as int lists, `had` when the
     survivor already named that passage (a set there, a create otherwise)."""
+    entity_carry: list[dict[str, Any]] = field(default_factory=list)
+    """Per survivor, the declared properties of what it absorbs (`values`, `props` who set them),
+    which the backend's `carry` step sets where the survivor holds none."""
     relation_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each re-pointed relation by its new id; beside what `_write_relations` takes, what it
+    carries over (`vec` its fact vector, `props` who set its declared properties, `values` them),
+    which the backend's `carry` step sets where the relation holds none."""
     moved_mentions: int = 0
     folded_mentions: int = 0
     moved_relations: int = 0
@@ -64,18 +71,25 @@ def plan_merges(
     merges: Sequence[EntityMerge],
     ints: Callable[[Any], Iterable[int]],
     ids: Callable[[Any], list[str]],
+    carried: Sequence[str] = (),
+    entity_carried: Sequence[str] = (),
 ) -> MergePlan:
-    """The plan of `merges`; `ints` and `ids` decode a mention's spans and a relation's sources.
+    """The plan of `merges`; `ints` and `ids` decode a mention's spans and a relation's sources;
+    `carried` (`entity_carried`) names the declared relation (entity) properties whose values the
+    re-pointed relations (the survivors) keep.
 
     A merge naming an entity that is gone, or one named twice in the batch, is skipped (listed
     in `skipped`, by survivor): the next finalize sees it again. An empty `to` means nothing to do.
     """
     wanted = sorted({i for m in merges for i in (m.survivor, *m.merged)})
+    values = "".join(f", e.`{n}` AS `p_{n}`" for n in entity_carried)
+    props = f", e.{SOURCES_COLUMN} AS props" if entity_carried else ""
     rows = {
         r["id"]: r
         for r in read(
-            """UNWIND $ids AS eid MATCH (e:Entity {id: eid})
-               RETURN e.id AS id, e.name AS name, e.label AS label, e.aliases AS aliases, e.descriptions AS descs""",
+            f"""UNWIND $ids AS eid MATCH (e:Entity {{id: eid}})
+               RETURN e.id AS id, e.name AS name, e.label AS label, e.aliases AS aliases,
+                      e.descriptions AS descs{props}{values}""",
             {"ids": wanted},
         )
     }
@@ -90,8 +104,9 @@ def plan_merges(
     plan = MergePlan(to, {s: rows[s]["name"] for s in set(to.values())}, skipped)
     if to:
         _plan_entities(plan, rows)
+        _plan_entity_carry(plan, merges, rows, entity_carried)
         _plan_mentions(read, plan, ints)
-        _plan_relations(read, plan, ids)
+        _plan_relations(read, plan, ids, carried)
     return plan
 
 
@@ -111,6 +126,26 @@ def _plan_entities(plan: MergePlan, rows: dict[str, dict[str, Any]]) -> None:
         )
         row["aliases"] = list(union(tuple(row["aliases"]), (rows[old]["name"] or "", *(rows[old]["aliases"] or ()))))
         row["descs"] = list(union(tuple(row["descs"]), tuple(rows[old]["descs"] or ())))
+
+
+def _plan_entity_carry(
+    plan: MergePlan, merges: Sequence[EntityMerge], rows: dict[str, dict[str, Any]], names: Sequence[str]
+) -> None:
+    """What each survivor takes of its merged-away entities' declared properties, the first merged
+    one's value first (the survivor's own win at the write)."""
+    for m in merges:
+        if not names or m.survivor not in plan.names:
+            continue
+        values: dict[str, Any] = {}
+        sources: str | None = None
+        for gone in (i for i in m.merged if plan.to.get(i) == m.survivor):
+            r = rows[gone]
+            values = {**{n: r[f"p_{n}"] for n in names if r[f"p_{n}"] is not None}, **values}
+            sources = merged_sources(sources, r["props"])
+        if values:
+            plan.entity_carry.append(
+                {"id": m.survivor, "s": "", "d": "", "vec": None, "props": sources, "values": values}
+            )
 
 
 def _plan_mentions(read: Rows, plan: MergePlan, ints: Callable[[Any], Iterable[int]]) -> None:
@@ -139,12 +174,15 @@ def _plan_mentions(read: Rows, plan: MergePlan, ints: Callable[[Any], Iterable[i
         )
 
 
-def _plan_relations(read: Rows, plan: MergePlan, ids: Callable[[Any], list[str]]) -> None:
+def _plan_relations(read: Rows, plan: MergePlan, ids: Callable[[Any], list[str]], carried: Sequence[str]) -> None:
     """Relations get the ids their new ends give them; one that lands on another re-pointed
-    relation adds its passages to it, one that would join a survivor to itself goes. Whether the
-    survivors already hold the new ids is the write's to find (`moved_relations` counts them all)."""
-    fields = """RETURN x.id AS id, a.id AS s, b.id AS d, x.type AS type, x.fact AS fact, x.confidence AS conf,
-                      x.source_chunks AS src, x._source AS origin"""
+    relation adds its passages to it (and what it carries, where that one holds none), one that
+    would join a survivor to itself goes. Whether the survivors already hold the new ids is the
+    write's to find (`moved_relations` counts them all)."""
+    values = "".join(f", x.`{n}` AS `p_{n}`" for n in carried)
+    fields = f"""RETURN x.id AS id, a.id AS s, b.id AS d, x.type AS type, x.fact AS fact, x.confidence AS conf,
+                      x.source_chunks AS src, x._source AS origin, x.embedding AS vec,
+                      x.{SOURCES_COLUMN} AS props{values}"""
     params = {"ids": sorted(plan.to)}
     found = read(f"UNWIND $ids AS eid MATCH (a:Entity {{id: eid}})-[x:RELATES]->(b:Entity) {fields}", params)
     found += read(f"UNWIND $ids AS eid MATCH (a:Entity)-[x:RELATES]->(b:Entity {{id: eid}}) {fields}", params)
@@ -172,12 +210,40 @@ def _plan_relations(read: Rows, plan: MergePlan, ids: Callable[[Any], list[str]]
                 "src": ids(r["src"]),
                 "conf": float(r["conf"] or 0.0),
                 "origin": r["origin"],
+                "vec": _vector(r["vec"]),
+                "props": r["props"],
+                "values": {n: r[f"p_{n}"] for n in carried if r[f"p_{n}"] is not None},
             }
             plan.moved_relations += 1
         else:
             row["src"] = list(dict.fromkeys([*row["src"], *ids(r["src"])]))
             row["conf"] = max(row["conf"], float(r["conf"] or 0.0))
+            row["vec"] = row["vec"] or _vector(r["vec"])
+            row["props"] = merged_sources(row["props"], r["props"])
+            row["values"] = {**{n: r[f"p_{n}"] for n in carried if r[f"p_{n}"] is not None}, **row["values"]}
             plan.folded_relations += 1
+
+
+def _vector(value: Any) -> list[float] | None:
+    return [float(v) for v in value] if value else None
+
+
+def carry(row: dict[str, Any], held: dict[str, Any], held_sources: str | None) -> tuple[dict[str, Any], str | None]:
+    """What a re-pointed relation `row` sets on the relation it becomes, which holds `held` (its
+    declared values, None where unset) and `held_sources`: the values it lacks, and the sources
+    united (the relation's own win, as its values do)."""
+    values = {n: v for n, v in row["values"].items() if held.get(n) is None}
+    return values, merged_sources(held_sources, row["props"])
+
+
+def written(row: dict[str, Any]) -> dict[str, Any]:
+    """A re-pointed relation as `_write_relations` (`write_relations`) takes it: without what it carries."""
+    return {k: v for k, v in row.items() if k not in ("vec", "props", "values")}
+
+
+def carrying(plan: MergePlan) -> list[dict[str, Any]]:
+    """The re-pointed relations that carry anything (a fact vector, declared properties)."""
+    return [r for r in plan.relation_rows.values() if r["vec"] or r["values"] or holds_properties(r["props"])]
 
 
 def read_entity_records(read: Rows) -> list[EntityRecord]:

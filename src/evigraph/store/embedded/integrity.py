@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evigraph.integrity_records import IntegrityProblem
-from evigraph.property_types import SOURCES_COLUMN
-from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
+from evigraph.property_types import SOURCES_COLUMN, holds_no_properties
+from evigraph.store.core.integrity_report import Problems, dangling_relations, relation_sources
 from evigraph.store.embedded import writes
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids
@@ -78,7 +78,7 @@ def inspect(tx: Tx) -> Findings:
     }
     # An extracted entity an agent gave properties stands on the agent's word (`writes.delete_orphans`).
     columns = {r["name"] for r in tx.rows("CALL TABLE_INFO('Entity') RETURN name")}
-    kept = f" AND (e.{SOURCES_COLUMN} IS NULL OR e.{SOURCES_COLUMN} = '{{}}')" if SOURCES_COLUMN in columns else ""
+    kept = f" AND {holds_no_properties('e')}" if SOURCES_COLUMN in columns else ""
     extracted = tx.column(f"MATCH (e:Entity) WHERE e._source = $src{kept} RETURN e.id", {"src": EXTRACTION_SOURCE})
     found.orphan_entities = sorted(e for e in extracted if e not in mentioned)
     found.dangling_relations = _dangling_relations(tx, current)
@@ -127,7 +127,8 @@ def _check_documents(tx: Tx, found: Findings, current: set[str]) -> None:
 
 def _dangling_relations(tx: Tx, current: set[str]) -> list[dict[str, Any]]:
     """Relations citing passages that are gone, with the sources that remain."""
-    return dangling_relations(tx.rows(RELATION_SOURCES), current.__contains__, unpack_ids)
+    props = SOURCES_COLUMN in {r["name"] for r in tx.rows("CALL TABLE_INFO('RELATES') RETURN name")}
+    return dangling_relations(tx.rows(relation_sources(props)), current.__contains__, unpack_ids)
 
 
 def problems(found: Findings) -> list[IntegrityProblem]:
@@ -180,9 +181,10 @@ def repair(tx: Tx) -> dict[str, int]:
 
 
 def _prune_sources(tx: Tx, relations: list[dict[str, Any]]) -> None:
-    """Keep the passages that still exist; an extracted relation citing none goes, an agent's stays."""
-    keep = [r for r in relations if r["src"] or r["source"] != EXTRACTION_SOURCE]
-    drop = [r for r in relations if not r["src"] and r["source"] == EXTRACTION_SOURCE]
+    """Keep the passages that still exist; an extracted relation citing none goes, one an agent
+    stands by (`dangling_relations`) stays."""
+    keep = [r for r in relations if r["src"] or r["owned"]]
+    drop = [r for r in relations if not r["src"] and not r["owned"]]
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from evigraph.store.core.merge_plan import MergePlan, plan_merges
+from evigraph.property_types import OWNERS, SOURCES_COLUMN, Owner, declared_columns
+from evigraph.store.core.merge_plan import MergePlan, carry, carrying, plan_merges, written
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids, unpack_ints
+from evigraph.store.embedded.properties import columns
 from evigraph.store.embedded.schema import ENTITY_REDIRECT, EXTRACTION_SOURCE
 from evigraph.store.embedded.writes import _write_entities, _write_relations, delete_entities
 from evigraph.store.merging import EntityMerge, MergeOutcome
@@ -28,12 +30,16 @@ from evigraph.store.merging import EntityMerge, MergeOutcome
 
 def merge_entities(tx: Tx, merges: Sequence[EntityMerge]) -> MergeOutcome:
     """Fold each merge's entities into its survivor; see the module docstring for the order."""
-    plan = plan_merges(tx.rows, merges, unpack_ints, unpack_ids)
+    have = {owner: columns(tx, owner) for owner in OWNERS}
+    carried = {owner: declared_columns(owner, have[owner]) for owner in OWNERS}
+    plan = plan_merges(tx.rows, merges, unpack_ints, unpack_ids, carried["relation"], carried["entity"])
     if not plan.to:
         return plan.outcome()
     gone = sorted(plan.to)
     delete_entities(tx, gone)
     _write(tx, plan)
+    _carry(tx, "entity", plan.entity_carry, have["entity"])
+    _carry(tx, "relation", carrying(plan), have["relation"])
     _record_redirects(tx, plan.to, plan.names)
     return plan.outcome()
 
@@ -55,11 +61,54 @@ def _write(tx: Tx, plan: MergePlan) -> None:
     )
     by_origin: dict[str, dict[str, dict[str, Any]]] = {}
     for rid, row in plan.relation_rows.items():
-        by_origin.setdefault(row["origin"] or EXTRACTION_SOURCE, {})[rid] = row
+        by_origin.setdefault(row["origin"] or EXTRACTION_SOURCE, {})[rid] = written(row)
     for origin, rows in sorted(by_origin.items()):
         existed = _write_relations(tx, rows, origin)  # kept their provenance (extraction, agent)
         plan.moved_relations -= existed
         plan.folded_relations += existed
+
+
+_MATCH = {
+    "relation": """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.v AS v
+            MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid""",
+    "entity": "UNWIND $rows AS r WITH r.id AS rid, r.v AS v MATCH (x:Entity) WHERE x.id = rid",
+}
+
+
+def _carry(tx: Tx, owner: Owner, rows: list[dict[str, Any]], have: dict[str, str]) -> None:
+    """What the merged rows carry (fact vectors, declared properties), set where the survivor (the
+    relation a re-pointed one became, which may have existed) holds none, in the merge's transaction."""
+    if not rows:
+        return
+    match = _MATCH[owner]
+
+    def keyed(r: dict[str, Any], v: Any = None) -> dict[str, Any]:
+        return {"s": r["s"], "d": r["d"], "id": r["id"], "v": v}
+
+    tx.run_batched(
+        f"{match} AND x.embedding IS NULL SET x.embedding = CAST(v AS FLOAT[])",
+        [keyed(r, r["vec"]) for r in rows if r["vec"]],
+    )
+    names = sorted({n for r in rows for n in r["values"]})
+    picked = "".join(f", x.`{n}` AS `p_{n}`" for n in names)
+    held = {
+        h["id"]: h
+        for h in tx.rows(
+            f"{match} RETURN x.id AS id, x.{SOURCES_COLUMN} AS src{picked}", {"rows": [keyed(r) for r in rows]}
+        )
+    }
+    sets: dict[str, list[dict[str, Any]]] = {}
+    sources = []
+    for r in rows:
+        if (h := held.get(r["id"])) is None:
+            continue
+        values, src = carry(r, {n: h[f"p_{n}"] for n in names}, h["src"])
+        for n, v in values.items():
+            sets.setdefault(n, []).append(keyed(r, v))
+        sources.append(keyed(r, src))
+    for n, part in sorted(sets.items()):
+        tx.run_batched(f"{match} SET x.`{n}` = CAST(v AS {have[n]})", part)
+    tx.run_batched(f"{match} SET x.{SOURCES_COLUMN} = v", sources)
 
 
 def _record_redirects(tx: Tx, to: dict[str, str], names: dict[str, str]) -> None:

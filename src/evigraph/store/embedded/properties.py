@@ -23,7 +23,9 @@ from typing import Any
 from evigraph.errors import StoreError
 from evigraph.property_types import (
     ENGINE_TYPES,
+    OWNERS,
     SOURCES_COLUMN,
+    TYPE_FIELDS,
     Owner,
     PropertyKind,
     PropertyOwner,
@@ -33,30 +35,32 @@ from evigraph.property_types import (
 )
 from evigraph.store.caches import Cached
 from evigraph.store.embedded.executor import Executor, Tx
-from evigraph.store.embedded.generation import bumping
+from evigraph.store.embedded.upgrades import table_columns
 
 TABLES: dict[Owner, str] = {"entity": "Entity", "relation": "RELATES"}
+COLUMNS_KEY = "property_columns"
 
 
 def columns(tx: Tx, owner: Owner) -> dict[str, str]:
-    table = TABLES[owner]
-    return {r["name"]: str(r["type"]) for r in tx.rows(f"CALL TABLE_INFO('{table}') RETURN name, type")}
+    return table_columns(tx, {TABLES[owner]})[TABLES[owner]]
 
 
-def add_columns(tx: Tx, owner: Owner, wanted: Mapping[str, PropertyKind]) -> None:
+def add_columns(tx: Tx, owner: Owner, wanted: Mapping[str, PropertyKind]) -> bool:
+    """Whether a column was added: most calls find every column there already."""
     have = columns(tx, owner)
+    added = False
     table = TABLES[owner]
     for name, kind in wanted.items():
         engine_type = ENGINE_TYPES[PropertyKind(kind)]
         if name not in have:
             tx.execute(f"ALTER TABLE {table} ADD `{name}` {engine_type}").close()
+            added = True
         elif have[name] != engine_type:
             raise StoreError(
                 f"{table}.{name} holds {have[name]} values; it cannot hold {kind} values",
                 hint=f"declare {name} with its stored type, or choose another property name",
             )
-    if wanted and SOURCES_COLUMN not in have:
-        tx.execute(f"ALTER TABLE {table} ADD {SOURCES_COLUMN} STRING").close()
+    return added
 
 
 def _match(owner: Owner) -> str:
@@ -96,8 +100,9 @@ def write(tx: Tx, owner: Owner, writes: Sequence[tuple[PropertyOwner, Mapping[st
     return [o.id for o, _ in writes if o.id not in found]
 
 
-def read(tx: Tx, owner: Owner, owners: Sequence[PropertyOwner], names: Sequence[str]) -> dict[str, StoredProperties]:
-    have = columns(tx, owner)
+def read(
+    tx: Tx, owner: Owner, owners: Sequence[PropertyOwner], names: Sequence[str], have: Mapping[str, str]
+) -> dict[str, StoredProperties]:
     wanted = [n for n in dict.fromkeys(names) if n in have]
     if not wanted or not owners:
         return {}
@@ -115,11 +120,15 @@ def read(tx: Tx, owner: Owner, owners: Sequence[PropertyOwner], names: Sequence[
     return out
 
 
-def count(tx: Tx, owner: Owner, names: Sequence[str]) -> dict[str, int]:
+def count(tx: Tx, owner: Owner, names: Sequence[str], types: Sequence[str] | None) -> dict[str, int]:
     have = columns(tx, owner)
     pattern = "(x:Entity)" if owner == "entity" else "(:Entity)-[x:RELATES]->(:Entity)"
+    of_type = "" if types is None else f" AND x.{TYPE_FIELDS[owner]} IN $types"
+    params = {} if types is None else {"types": list(types)}
     return {
-        n: int(tx.column(f"MATCH {pattern} WHERE x.`{n}` IS NOT NULL RETURN count(x)")[0]) if n in have else 0
+        n: int(tx.column(f"MATCH {pattern} WHERE x.`{n}` IS NOT NULL{of_type} RETURN count(x)", params)[0])
+        if n in have
+        else 0
         for n in dict.fromkeys(names)
     }
 
@@ -136,10 +145,13 @@ class EmbeddedPropertyOps:
     async def add_property_columns(self, owner: Owner, columns: Mapping[str, PropertyKind]) -> None:
         if not columns:
             return
+        added = True  # unless the write says otherwise: a failed one may have added some
         try:
-            await self.executor.write(lambda tx: add_columns(tx, owner, columns))
+            added = await self.executor.write(lambda tx: add_columns(tx, owner, columns))
         finally:
-            self._cache.invalidate()  # the schema get_ontology lists
+            if added:  # the schema get_ontology lists, and the columns reads pick from
+                self._cache.drop("schema")
+                self._cache.drop(COLUMNS_KEY)
 
     async def write_properties(
         self, writes: Sequence[tuple[PropertyOwner, Mapping[str, Any]]], source: str
@@ -152,23 +164,35 @@ class EmbeddedPropertyOps:
     async def _write_owned(
         self, owner: Owner, writes: Sequence[tuple[PropertyOwner, Mapping[str, Any]]], source: str
     ) -> list[str]:
-        try:
-            return await self.executor.write(bumping(lambda tx: write(tx, owner, writes, source)))
-        finally:
-            self._cache.invalidate()
+        # No generation bump and no cache to drop: no index or cached read derives from property
+        # values (Cypher reads them from the file each time).
+        return await self.executor.write(lambda tx: write(tx, owner, writes, source))
 
     async def read_properties(
         self, owners: Sequence[PropertyOwner], names: Sequence[str]
     ) -> dict[str, StoredProperties]:
-        out: dict[str, StoredProperties] = {}
-        for owner, mine in grouped([(o, None) for o in owners]):
-            out.update(await self._read_owned(owner, [o for o, _ in mine], names))
-        return out
+        if not owners or not names:
+            return {}
+        have = await self._columns()
+        kinds = grouped([(o, None) for o in owners])
 
-    async def _read_owned(
-        self, owner: Owner, owners: Sequence[PropertyOwner], names: Sequence[str]
-    ) -> dict[str, StoredProperties]:
-        return await self.executor.read(lambda tx: read(tx, owner, owners, names))
+        def work(tx: Tx) -> dict[str, StoredProperties]:  # both kinds in one read
+            out: dict[str, StoredProperties] = {}
+            for owner, mine in kinds:
+                out.update(read(tx, owner, [o for o, _ in mine], names, have[owner]))
+            return out
 
-    async def count_property_values(self, owner: Owner, names: Sequence[str]) -> dict[str, int]:
-        return await self.executor.read(lambda tx: count(tx, owner, names))
+        return await self.executor.read(work)
+
+    async def _columns(self) -> dict[Owner, dict[str, str]]:
+        """Each table's columns, kept in the cache: read on every retrieve once properties are
+        declared, and changed only by `add_property_columns` (which drops them)."""
+        found: dict[Owner, dict[str, str]] = await self._cache.fetch(
+            COLUMNS_KEY, lambda: self.executor.read_sync(lambda tx: {o: columns(tx, o) for o in OWNERS})
+        )
+        return found
+
+    async def count_property_values(
+        self, owner: Owner, names: Sequence[str], types: Sequence[str] | None = None
+    ) -> dict[str, int]:
+        return await self.executor.read(lambda tx: count(tx, owner, names, types))

@@ -12,6 +12,7 @@ from typing import Any
 from evigraph import models
 from evigraph.errors import NotAKnowledgeBaseError, StoreError
 from evigraph.integrity_records import IntegrityReport
+from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store.base import EXTRACTION_KIND, GraphStore, opened
 from evigraph.store.caches import (
     Cached,
@@ -205,7 +206,13 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
                         drop_retired_indexes(tx)
                 else:
                     missing = {(table, column) for table, column, _ in missing_columns(tx)}
-                    later = {("Chunk", CONTEXT_COLUMN), (TRACE_STEP, STEP_SUPPORTS), FACT_COLUMN[:2]}
+                    later = {
+                        ("Chunk", CONTEXT_COLUMN),
+                        (TRACE_STEP, STEP_SUPPORTS),
+                        FACT_COLUMN[:2],
+                        ("Entity", SOURCES_COLUMN),
+                        ("RELATES", SOURCES_COLUMN),
+                    }
                     self._ranking_columns = not missing - later
                     self._fact_column = FACT_COLUMN[:2] not in missing
                     self._context_column = ("Chunk", CONTEXT_COLUMN) not in missing

@@ -49,17 +49,18 @@ def missing_columns(tx: Tx) -> list[tuple[str, str, str]]:
     """The added columns a file lacks, in the tables it has: a table it lacks (a file from before
     traces, opened read-only) is read as empty, and created whole on a writable open."""
     tables = {r["name"] for r in tx.rows("CALL SHOW_TABLES() RETURN name")}
-    names = _columns(tx, {table for table, _, _ in ADDED_COLUMNS} & tables)
+    names = table_columns(tx, {table for table, _, _ in ADDED_COLUMNS} & tables)
     return [(t, c, k) for t, c, k in ADDED_COLUMNS if t in names and c not in names[t]]
 
 
 def lists_to_retype(tx: Tx) -> list[tuple[str, str, str]]:
-    types = _columns(tx, {table for table, _, _ in RETYPED_COLUMNS})
+    types = table_columns(tx, {table for table, _, _ in RETYPED_COLUMNS})
     return [(t, c, k) for t, c, k in RETYPED_COLUMNS if types[t].get(c, k).endswith("]")]
 
 
-def _columns(tx: Tx, tables: set[str]) -> dict[str, dict[str, str]]:
+def table_columns(tx: Tx, tables: set[str]) -> dict[str, dict[str, str]]:
+    """Each table's column names with their engine types, as `TABLE_INFO` spells them."""
     return {
-        table: {r["name"]: r["type"] for r in tx.rows(f"CALL TABLE_INFO('{table}') RETURN name, type")}
+        table: {r["name"]: str(r["type"]) for r in tx.rows(f"CALL TABLE_INFO('{table}') RETURN name, type")}
         for table in tables
     }

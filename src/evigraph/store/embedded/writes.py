@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation
-from evigraph.property_types import holds_properties
+from evigraph.property_types import holds_no_properties, holds_properties
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE, VERSION_SEQ
 from evigraph.store.core.version_rows import Folded, add_entity, add_relation, version_rows
 from evigraph.store.embedded.executor import Tx, value_batches, vector_texts
@@ -217,8 +217,8 @@ def delete_orphans(tx: Tx, candidates: Iterable[str]) -> list[str]:
     if not unmentioned:
         return []
     extracted = tx.column(
-        """UNWIND $ids AS eid MATCH (e:Entity {id: eid})
-           WHERE e._source = $src AND (e._property_sources IS NULL OR e._property_sources = '{}') RETURN e.id""",
+        f"""UNWIND $ids AS eid MATCH (e:Entity {{id: eid}})
+           WHERE e._source = $src AND {holds_no_properties("e")} RETURN e.id""",
         {"ids": unmentioned, "src": EXTRACTION_SOURCE},
     )
     delete_entities(tx, extracted)

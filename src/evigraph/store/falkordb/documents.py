@@ -61,6 +61,7 @@ from typing import Any
 
 from evigraph.errors import StoreError
 from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
+from evigraph.property_types import holds_no_properties
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE
 from evigraph.store.core.version_rows import (
     Folded,
@@ -383,12 +384,12 @@ def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:
     if not gone:
         return set()
     rows = conn.write_sync(
-        """MATCH (a:Entity)-[x:RELATES]->(b:Entity)
+        f"""MATCH (a:Entity)-[x:RELATES]->(b:Entity)
            WHERE any(c IN x.source_chunks WHERE c IN $gone)
            SET x.source_chunks = [c IN x.source_chunks WHERE NOT c IN $gone]
            WITH a, b, x, size(x.source_chunks) AS left
            WITH a, b, collect(CASE WHEN left = 0 AND coalesce(x._source, $src) = $src
-                                    AND coalesce(x._property_sources, '{}') = '{}' THEN x END) AS empty
+                                    AND {holds_no_properties("x")} THEN x END) AS empty
            FOREACH (x IN empty | DELETE x)
            RETURN a.id AS a, b.id AS b""",
         {"gone": list(gone), "src": EXTRACTION_SOURCE},
@@ -402,8 +403,8 @@ def delete_orphans(conn: Connection, candidates: Iterable[str]) -> None:
     ids = sorted(set(candidates))
     if ids:
         conn.write_sync(
-            """UNWIND $ids AS id MATCH (e:Entity {id: id})
-               WHERE e._source = $src AND coalesce(e._property_sources, '{}') = '{}'
+            f"""UNWIND $ids AS id MATCH (e:Entity {{id: id}})
+               WHERE e._source = $src AND {holds_no_properties("e")}
                      AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
                DETACH DELETE e""",
             {"ids": ids, "src": EXTRACTION_SOURCE},

@@ -36,8 +36,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evigraph.integrity_records import IntegrityProblem
-from evigraph.property_types import SOURCES_COLUMN
-from evigraph.store.core.integrity_report import RELATION_SOURCES, Problems, dangling_relations
+from evigraph.property_types import holds_no_properties
+from evigraph.store.core.integrity_report import Problems, dangling_relations, relation_sources
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE, META_TABLE
 from evigraph.store.falkordb import merging
 from evigraph.store.falkordb.connection import Connection
@@ -109,7 +109,7 @@ def inspect(conn: Connection, *, note_pending: bool, grace_s: float = PENDING_GR
         r["id"]
         for r in conn.read_sync(
             f"""MATCH (e:Entity) WHERE e._source = $src AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
-                   AND (e.{SOURCES_COLUMN} IS NULL OR e.{SOURCES_COLUMN} = '{{}}')
+                   AND {holds_no_properties("e")}
                RETURN e.id AS id, e._created_at AS at""",  # one with an agent's properties stays
             {"src": EXTRACTION_SOURCE},
         )
@@ -186,7 +186,7 @@ def _text(value: Any) -> str:
 def _dangling_relations(conn: Connection) -> list[dict[str, Any]]:
     """Relations citing passages that do not exist (live or being written), with those that do."""
     exists = {r["id"] for r in conn.read_sync("MATCH (c:Chunk) RETURN c.id AS id")}
-    return dangling_relations(conn.read_sync(RELATION_SOURCES), exists.__contains__, lambda src: list(src or []))
+    return dangling_relations(conn.read_sync(relation_sources()), exists.__contains__, lambda src: list(src or []))
 
 
 def problems(found: Findings) -> list[IntegrityProblem]:
@@ -301,8 +301,9 @@ def _delete_ids(conn: Connection, match: str, ids: Sequence[str]) -> tuple[list[
 
 
 def _prune_sources(conn: Connection, relations: list[dict[str, Any]]) -> None:
-    """Keep the passages that still exist; an extracted relation citing none goes, an agent's stays.
-    Only passages that still do not exist are dropped (a writer may have created one since)."""
+    """Keep the passages that still exist; an extracted relation citing none goes, one an agent
+    wrote or gave properties stays. Only passages that still do not exist are dropped (a writer
+    may have created one since)."""
     rows = [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in relations]
     conn.write_many(
         """UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES]->(:Entity {id: r.d}) WHERE x.id = r.id
@@ -314,8 +315,9 @@ def _prune_sources(conn: Connection, relations: list[dict[str, Any]]) -> None:
         rows,
     )
     conn.write_many(  # a second query: FalkorDB dropped the SET above when a DELETE followed it
-        """UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES]->(:Entity {id: r.d})
+        f"""UNWIND $rows AS r MATCH (:Entity {{id: r.s}})-[x:RELATES]->(:Entity {{id: r.d}})
            WHERE x.id = r.id AND size(coalesce(x.source_chunks, [])) = 0 AND x._source = $src
+                 AND {holds_no_properties("x")}
            DELETE x""",
         rows,
         src=EXTRACTION_SOURCE,

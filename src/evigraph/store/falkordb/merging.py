@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from evigraph.store.core.merge_plan import BATCH, MergePlan, plan_merges
+from evigraph.property_types import OWNERS, SOURCES_COLUMN, Owner, declared_columns
+from evigraph.store.core.merge_plan import BATCH, MergePlan, carry, carrying, plan_merges, written
 from evigraph.store.core.reader import Rows
 from evigraph.store.core.schema_names import ENTITY_REDIRECT, EXTRACTION_SOURCE
 from evigraph.store.falkordb.connection import Connection
@@ -54,7 +55,10 @@ def merge_entities(
     The caller holds the merge lock (`ServerLock`), so no other merge runs meanwhile; `renew`
     extends it between steps.
     """
-    plan = plan_merges(conn.read_primary_sync, merges, _values, _values)  # the plan must see the latest state
+    carried = {owner: _declared(conn, owner, merges) for owner in OWNERS}
+    plan = plan_merges(
+        conn.read_primary_sync, merges, _values, _values, carried["relation"], carried["entity"]
+    )  # the plan must see the latest state
     if not plan.to:
         return plan.outcome()
     existed = _existing_relations(conn, plan)
@@ -104,9 +108,55 @@ def _write(conn: Connection, plan: MergePlan) -> None:
     )
     by_origin: dict[str, list[dict[str, Any]]] = {}
     for row in plan.relation_rows.values():
-        by_origin.setdefault(row["origin"] or EXTRACTION_SOURCE, []).append(row)
+        by_origin.setdefault(row["origin"] or EXTRACTION_SOURCE, []).append(written(row))
     for origin, rows in sorted(by_origin.items()):
         write_relations(conn, rows, origin)  # they keep their provenance (extraction, agent)
+    _carry(conn, "entity", plan.entity_carry)
+    _carry(conn, "relation", carrying(plan))
+
+
+def _declared(conn: Connection, owner: Owner, merges: Sequence[EntityMerge]) -> list[str]:
+    """The declared properties the merged-away entities (their relations) hold: no schema lists them."""
+    ids = sorted({i for m in merges for i in m.merged})
+    pattern = "(x:Entity {id: eid})" if owner == "entity" else "(:Entity {id: eid})-[x:RELATES]-(:Entity)"
+    rows = conn.read_primary_sync(
+        f"UNWIND $ids AS eid MATCH {pattern} UNWIND keys(x) AS k RETURN DISTINCT k", {"ids": ids}
+    )
+    return declared_columns(owner, [r["k"] for r in rows])
+
+
+_MATCH = {
+    "relation": "UNWIND $rows AS r MATCH (:Entity {id: r.s})-[x:RELATES]->(:Entity {id: r.d}) WHERE x.id = r.id",
+    "entity": "UNWIND $rows AS r MATCH (x:Entity {id: r.id}) WHERE true",
+}
+
+
+def _carry(conn: Connection, owner: Owner, rows: list[dict[str, Any]]) -> None:
+    """What the merged rows carry (fact vectors, declared properties), set where the survivor (the
+    relation a re-pointed one became, which may have existed) holds none; setting only what is
+    missing, it may run twice, as every step of a merge may."""
+    if not rows:
+        return
+    match = _MATCH[owner]
+    keys = [{"s": r["s"], "d": r["d"], "id": r["id"]} for r in rows]
+    conn.write_many(
+        f"{match} AND x.embedding IS NULL SET x.embedding = vecf32(r.v)",
+        [{**k, "v": r["vec"]} for k, r in zip(keys, rows, strict=True) if r["vec"]],
+    )
+    names = sorted({n for r in rows for n in r["values"]})
+    held: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(keys), BATCH):
+        for found in conn.read_primary_sync(
+            f"{match} RETURN x.id AS id, x.{SOURCES_COLUMN} AS src, [n IN $names | x[n]] AS vals",
+            {"rows": keys[i : i + BATCH], "names": names},
+        ):
+            held[found["id"]] = found
+    out = []
+    for k, r in zip(keys, rows, strict=True):
+        if (h := held.get(r["id"])) is not None:
+            values, src = carry(r, dict(zip(names, h["vals"], strict=True)), h["src"])
+            out.append({**k, "v": values, "src": src})
+    conn.write_many(f"{match} SET x += r.v, x.{SOURCES_COLUMN} = r.src", out)
 
 
 def _record_redirects(conn: Connection, to: dict[str, str], names: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from evigraph.property_types import (
     SOURCES_COLUMN,
+    TYPE_FIELDS,
     Owner,
     PropertyKind,
     PropertyOwner,
@@ -80,7 +81,7 @@ class FalkorPropertyOps(FalkorSection):
     ) -> list[str]:
         missing: list[str] = []
         for owner, mine in grouped(writes):
-            missing += await self._write(partial(write, self.conn, owner, mine, source))
+            missing += await self._write_unindexed(partial(write, self.conn, owner, mine, source))
         return missing
 
     async def read_properties(
@@ -92,16 +93,16 @@ class FalkorPropertyOps(FalkorSection):
             out.update(await self._read(partial(read, self.conn, found, owner, names)))
         return out
 
-    async def count_property_values(self, owner: Owner, names: Sequence[str]) -> dict[str, int]:
+    async def count_property_values(
+        self, owner: Owner, names: Sequence[str], types: Sequence[str] | None = None
+    ) -> dict[str, int]:
         pattern = "(x:Entity)" if owner == "entity" else "(:Entity)-[x:RELATES]->(:Entity)"
+        of_type = "" if types is None else f" AND x.{TYPE_FIELDS[owner]} IN $types"
 
         def count() -> dict[str, int]:
+            query = f"MATCH {pattern} WHERE x[$n] IS NOT NULL{of_type} RETURN count(x) AS c"
             return {
-                n: int(
-                    self.conn.read_sync(f"MATCH {pattern} WHERE x[$n] IS NOT NULL RETURN count(x) AS c", {"n": n})[0][
-                        "c"
-                    ]
-                )
+                n: int(self.conn.read_sync(query, {"n": n, "types": list(types or ())})[0]["c"])
                 for n in dict.fromkeys(names)
             }
 

@@ -500,6 +500,13 @@ class FalkorStore(
     async def _read(self, fn: Callable[[], T]) -> T:
         return await asyncio.to_thread(fn)
 
+    async def _write_unindexed(self, fn: Callable[[], T]) -> T:
+        """A write nothing cached or saved derives from (declared property values): the
+        generation stays, so no reader rebuilds an index for it."""
+        if self.read_only:
+            raise read_only_error()
+        return await asyncio.to_thread(fn)
+
     async def _write(self, fn: Callable[[], T]) -> T:
         """A write through this process: the generation moves on afterwards, success or not (a
         failed write may have changed part of what caches hold)."""
