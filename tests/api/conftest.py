@@ -23,6 +23,16 @@ TOKEN = "rest-token-for-tests"
 SESSION = "x-evigraph-session"
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+"""An MCP handshake's first request: answered 200 by a server that lets the caller in."""
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
 def serving(cwd: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None) -> HttpServer:
     """`evigraph serve ARGS` on a free port, run from `cwd` (where its log goes); stopped when its `with` ends."""
     port = free_port()

@@ -9,8 +9,9 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from tests.api.conftest import serving
+from tests.api.conftest import INITIALIZE, MCP_ACCEPT, TOKEN, serving
 from tests.conftest import free_port, run_cli
 from tests.mcp.conftest import HttpServer, call, copy_db, error_text, http_client, launch
 
@@ -102,3 +103,24 @@ def test_contradicting_flags_are_refused_in_one_line(folder: Path, args: list[st
     assert result.code == 2, result.err
     assert says in result.err and "Traceback" not in result.err
     assert len(result.err.strip().splitlines()) <= 2
+
+
+async def test_a_token_guards_a_folder_served_at_a_custom_path(folder: Path) -> None:
+    port = free_port()
+    argv = ["mcp", "--db-dir", str(folder), "--transport", "http", "--port", str(port), "--mcp-path", "/kb/mcp"]
+    env = {"EVIGRAPH_MCP_TOKEN": TOKEN}
+    with launch(argv, port, folder / f"mcp-{port}.log", cwd=folder, env=env) as server:
+        url = f"{server.base}/kb/mcp"
+        with httpx.Client(timeout=30) as http:
+            refused = http.post(url, json=INITIALIZE, headers=MCP_ACCEPT)
+            assert refused.status_code == 401, refused.text
+        async with http_client(url, {"X-Evigraph-Db": "beta", "Authorization": f"Bearer {TOKEN}"}) as beta:
+            assert (await call(beta, "status", {}))["documents"] == 4
+
+
+def test_a_folder_off_loopback_without_a_token_is_refused_for_mcp(folder: Path) -> None:
+    network = ("--host", "0.0.0.0", "--port", "1")
+    result = run_cli("mcp", "--db-dir", str(folder), "--transport", "http", *network, env={"EVIGRAPH_MCP_TOKEN": ""})
+    assert result.code == 2, result.err
+    assert "refusing to serve MCP on 0.0.0.0" in result.err and "EVIGRAPH_MCP_TOKEN" in result.err
+    assert "REST" not in result.err and "--token" not in result.err
