@@ -148,3 +148,24 @@ def test_the_environment_is_read_and_flags_win() -> None:
     assert Limits.from_env(env, max_hits="4").max_hits == 4
     with pytest.raises(ConfigurationError, match="EVIGRAPH_MAX_SNIPPET_CHARS='many'"):
         Limits.from_env({"EVIGRAPH_MAX_SNIPPET_CHARS": "many"})
+
+
+async def test_a_raised_max_hits_is_taken_by_retrieve_in_python_and_as_a_tool(built_corpus: tuple[Path, Path]) -> None:
+    async with KnowledgeBase(built_corpus[0], limits=Limits(max_hits=100)) as kb:
+        found = await kb.retrieve("Lifter units shipped to depots", top_k=80)
+        assert found.passages
+        tk = Toolkit(kb, read_only=True)
+        assert schema(tk, "retrieve")["top_k"]["maximum"] == 100
+        assert (await tk.call("retrieve", {"question": "Lifter units shipped to depots", "top_k": 80})).tool
+        with pytest.raises(ConfigurationError) as refused:
+            await kb.retrieve("Lifter units", top_k=101)
+        assert "top_k: 1-100" in refused.value.hint
+
+
+async def test_a_lowered_max_hits_bounds_retrieve_in_python(built_corpus: tuple[Path, Path]) -> None:
+    async with KnowledgeBase(built_corpus[0], limits=Limits(max_hits=3)) as kb:
+        with pytest.raises(ConfigurationError) as refused:
+            await kb.retrieve("Who founded Acme Robotics?", top_k=40)
+        assert "less than or equal to 3" in str(refused.value) and "top_k: 1-3" in refused.value.hint
+        found = await kb.retrieve("Who founded Acme Robotics?")  # the default, 10, comes down to the limit
+        assert 0 < len(found.passages) <= 3
