@@ -16,6 +16,7 @@ from tests.conftest import free_port, run_cli
 from tests.mcp.conftest import HttpServer, call, copy_db, error_text, http_client, launch
 
 from evigraph import KnowledgeBase
+from evigraph.mcp.instructions import build_instructions
 
 pytestmark = pytest.mark.slow
 
@@ -124,3 +125,18 @@ def test_a_folder_off_loopback_without_a_token_is_refused_for_mcp(folder: Path) 
     assert result.code == 2, result.err
     assert "refusing to serve MCP on 0.0.0.0" in result.err and "EVIGRAPH_MCP_TOKEN" in result.err
     assert "REST" not in result.err and "--token" not in result.err
+
+
+async def test_the_folder_guide_names_only_tools_a_knowledge_base_serves(mcp_dir: HttpServer) -> None:
+    """The guide is sent before a client names a knowledge base: it leaves out what depends on one
+    (answer needs its LLM, and these have none), so every step it gives is one the tools served allow."""
+    async with http_client(f"{mcp_dir.base}/kb/mcp", {"X-Evigraph-Db": "alpha"}) as alpha:
+        listed = {t.name for t in (await alpha.list_tools()).tools}
+        guide = alpha.instructions or ""
+    assert "retrieve" in listed and "answer" not in listed
+    assert steps(guide) and steps(guide) <= steps(build_instructions(listed))
+
+
+def steps(guide: str) -> set[str]:
+    """The guide's numbered steps, without their numbers."""
+    return {line.split(". ", 1)[1] for line in guide.splitlines() if line[:1].isdigit()}

@@ -8,7 +8,9 @@ an agent), then answer (offered only with an LLM).
 
 from __future__ import annotations
 
-from evigraph.tools.definitions import Tool
+from collections.abc import Callable
+
+from evigraph.tools.definitions import Offer, Tool
 
 
 def load_tools() -> dict[str, Tool]:
@@ -54,3 +56,18 @@ _JOINED: dict[str, Tool] | None = None
 def trace_tool_names() -> frozenset[str]:
     """The task and decision tools: offered only by a toolkit given a project and an agent."""
     return frozenset(name for name, defined in load_tools().items() if defined.traced)
+
+
+def offered_tools(offer: Offer, available: Callable[[Tool], bool] | None = None) -> list[Tool]:
+    """The tools served with `offer`, in registry order: the one filter of a toolkit and of a folder
+    server's guide. `available` asks an open toolkit's knowledge base about a tool that depends on
+    it (answer: an LLM); without it such a tool is left out, as no knowledge base is known yet."""
+    return [
+        t
+        for t in load_tools().values()
+        if (offer.include is None or t.name in offer.include)
+        and not (t.write and offer.read_only)
+        and (offer.traces or not t.traced)
+        and (t.offered is None or t.offered(offer))
+        and (t.available is None or (available is not None and available(t)))
+    ]

@@ -31,9 +31,9 @@ from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, Forgotten
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.limits import Limits, bounded_input, limited_fields, spellings
 from evigraph.strict import validation_errors
-from evigraph.tools.definitions import Tool, ToolAnnotations, ToolSpec
+from evigraph.tools.definitions import Offer, Tool, ToolAnnotations, ToolSpec
 from evigraph.tools.plans import PlanLimits, plan_limits_from
-from evigraph.tools.registry import load_tools
+from evigraph.tools.registry import load_tools, offered_tools
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ class _Shared:
     max_file_bytes: int | None
     plan_limits: PlanLimits
     traces: Traces | None
+    offer: Offer
     allow_reject: bool = False
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
@@ -104,6 +105,15 @@ class Toolkit:
             from evigraph.ingest.files_root import FilesRoot
 
             root = FilesRoot(files_root, extensions=kb.file_extensions, max_bytes=max_file_bytes)
+        traces = _traces(kb, project, agent)
+        offer = Offer(
+            read_only=read_only,
+            files_root=root is not None,
+            traces=traces is not None,
+            allow_reject=allow_reject,
+            finalize_policy=finalize_policy,
+            include=chosen,
+        )
         self._shared = _Shared(
             kb=kb,
             read_only=read_only,
@@ -113,7 +123,8 @@ class Toolkit:
             ledger_capacity=ledger_capacity,
             max_file_bytes=max_file_bytes,
             plan_limits=plan_limits_from(plan_limits),
-            traces=_traces(kb, project, agent),
+            traces=traces,
+            offer=offer,
             allow_reject=allow_reject,
         )
         self.ledger = EvidenceLedger(ledger_capacity)
@@ -195,13 +206,7 @@ class Toolkit:
         """The tools this toolkit offers, in registry order, their inputs bounded by its limits, so
         every surface listing or validating them (MCP, REST, OpenAPI) shows the operator's bounds."""
         out = []
-        for t in load_tools().values():
-            if self._shared.include is not None and t.name not in self._shared.include:
-                continue
-            if t.write and self._shared.read_only:
-                continue
-            if t.available is not None and not t.available(self):
-                continue
+        for t in offered_tools(self._shared.offer, lambda t: t.available is not None and t.available(self)):
             bounded = bounded_input(t.input, self.limits)
             out.append(t if bounded is t.input else dataclasses.replace(t, input=bounded))
         return out
