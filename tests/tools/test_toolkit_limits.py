@@ -169,3 +169,17 @@ async def test_a_lowered_max_hits_bounds_retrieve_in_python(built_corpus: tuple[
         assert "less than or equal to 3" in str(refused.value) and "top_k: 1-3" in refused.value.hint
         found = await kb.retrieve("Who founded Acme Robotics?")  # the default, 10, comes down to the limit
         assert 0 < len(found.passages) <= 3
+
+
+async def test_bounded_tools_and_their_specs_are_made_once(built_corpus: tuple[Path, Path]) -> None:
+    """Every MCP tools/list asked for the specs and every call bounded every tool again (ms of JSON
+    Schema each time); limits are frozen, so each is made once and sessions share them."""
+    async with KnowledgeBase(built_corpus[0], limits=TIGHT) as kb:
+        tk = Toolkit(kb, read_only=True)
+        first, again = tk.tools(), tk.tools()
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        assert tk._tool("retrieve") is next(t for t in first if t.name == "retrieve")
+        specs = tk.tool_specs()
+        assert all(a is b for a, b in zip(specs, tk.new_session().tool_specs(), strict=True))
+        assert all(a is b for a, b in zip(specs, LocalBackend(tk).specs(), strict=True))
+        assert schema(tk, "retrieve")["top_k"]["maximum"] == 3

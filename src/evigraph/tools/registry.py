@@ -62,12 +62,15 @@ def offered_tools(offer: Offer, available: Callable[[Tool], bool] | None = None)
     """The tools served with `offer`, in registry order: the one filter of a toolkit and of a folder
     server's guide. `available` asks an open toolkit's knowledge base about a tool that depends on
     it (answer: an LLM); without it such a tool is left out, as no knowledge base is known yet."""
-    return [
-        t
-        for t in load_tools().values()
-        if (offer.include is None or t.name in offer.include)
-        and not (t.write and offer.read_only)
-        and (offer.traces or not t.traced)
-        and (t.offered is None or t.offered(offer))
-        and (t.available is None or (available is not None and available(t)))
-    ]
+    return [t for t in load_tools().values() if is_offered(t, offer, available)]
+
+
+def is_offered(tool: Tool, offer: Offer, available: Callable[[Tool], bool] | None = None) -> bool:
+    """`offered_tools`' test of one tool, for a call that names it (no need to list them all)."""
+    return (
+        (offer.include is None or tool.name in offer.include)
+        and not (tool.write and offer.read_only)
+        and (offer.traces or not tool.traced)
+        and (tool.offered is None or tool.offered(offer))
+        and (tool.available is None or (available is not None and available(tool)))
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from evigraph.limits import Limits, bounded_input, limited_fields, spellings
 from evigraph.strict import validation_errors
 from evigraph.tools.definitions import Offer, Tool, ToolAnnotations, ToolSpec
 from evigraph.tools.plans import PlanLimits, plan_limits_from
-from evigraph.tools.registry import load_tools, offered_tools
+from evigraph.tools.registry import is_offered, load_tools, offered_tools
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class _Shared:
     offer: Offer
     allow_reject: bool = False
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
+    specs: dict[tuple[Limits, tuple[str, ...]], list[ToolSpec]] = field(default_factory=dict)
+    """The specs listed for each set of offered tools (answer's comes with the LLM, known once the
+    knowledge base is open): every MCP tools/list asks, and building the JSON Schemas costs ms."""
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
     owns_kb: bool = False  # made by `for_tenant`: the toolkit closes its knowledge base
 
@@ -205,13 +209,21 @@ class Toolkit:
     def tools(self) -> list[Tool]:
         """The tools this toolkit offers, in registry order, their inputs bounded by its limits, so
         every surface listing or validating them (MCP, REST, OpenAPI) shows the operator's bounds."""
-        out = []
-        for t in offered_tools(self._shared.offer, lambda t: t.available is not None and t.available(self)):
-            bounded = bounded_input(t.input, self.limits)
-            out.append(t if bounded is t.input else dataclasses.replace(t, input=bounded))
-        return out
+        limits = self.limits
+        return [bounded_tool(t, limits) for t in offered_tools(self._shared.offer, self._available)]
+
+    def _available(self, tool: Tool) -> bool:
+        return tool.available is not None and tool.available(self)
 
     def tool_specs(self) -> list[ToolSpec]:
+        tools = self.tools()
+        key = (self.limits, tuple(t.name for t in tools))
+        specs = self._shared.specs.get(key)
+        if specs is None:
+            specs = self._shared.specs[key] = self._specs(tools)
+        return list(specs)
+
+    def _specs(self, tools: list[Tool]) -> list[ToolSpec]:
         return [
             ToolSpec(
                 name=t.name,
@@ -221,7 +233,7 @@ class Toolkit:
                     read_only=not t.write, destructive=t.destructive, idempotent=t.idempotent, open_world=t.open_world
                 ),
             )
-            for t in self.tools()
+            for t in tools
         ]
 
     # -- calling -----------------------------------------------------------------------------
@@ -267,15 +279,15 @@ class Toolkit:
             ) from None
 
     def _tool(self, name: str) -> Tool:
-        offered = {t.name: t for t in self.tools()}
-        if name in offered:
-            return offered[name]
         tool = load_tools().get(name)
+        if tool is not None and is_offered(tool, self._shared.offer, self._available):
+            return bounded_tool(tool, self.limits)
+        offered = {t.name for t in self.tools()}
         if tool is not None and tool.write and self._shared.read_only:
             raise ReadOnlyViolation(f"{name} writes, and this toolkit is read-only", hint="use the read tools")
         if tool is not None:
-            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(set(offered)))
-        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(set(offered)))
+            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(offered))
+        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(offered))
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[ToolResult]]:
         if name.startswith("_") or name not in load_tools():
@@ -315,6 +327,14 @@ class Toolkit:
         if parsed is not None and parsed.kind != kind:
             raise ToolError(f"{ref!r} is not a {kind} id", hint=f"pass an id starting with '{kind}:'")
         return EvidenceId.of(kind, ref)
+
+
+@functools.cache
+def bounded_tool(tool: Tool, limits: Limits) -> Tool:
+    """`tool` with its input bounded by `limits` (`bounded_input`), made once per tool and limits
+    (both frozen) rather than on every call and listing."""
+    bounded = bounded_input(tool.input, limits)
+    return tool if bounded is tool.input else dataclasses.replace(tool, input=bounded)
 
 
 def _traces(kb: KnowledgeBase, project: str | None, agent: str | None) -> Traces | None:
