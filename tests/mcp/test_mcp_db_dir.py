@@ -15,8 +15,10 @@ from tests.api.conftest import INITIALIZE, MCP_ACCEPT, TOKEN, serving
 from tests.conftest import free_port, run_cli
 from tests.mcp.conftest import HttpServer, call, copy_db, error_text, http_client, launch
 
-from evigraph import KnowledgeBase
+from evigraph import ConfigurationError, KnowledgeBase
+from evigraph.api.config import ServeConfig
 from evigraph.mcp.instructions import build_instructions
+from evigraph.mcp.main import McpConfig
 
 pytestmark = pytest.mark.slow
 
@@ -95,6 +97,7 @@ async def test_serve_with_mcp_serves_the_folder_too(folder: Path) -> None:
         (["mcp", "--db-dir", "{folder}", "--transport", "http", "--mcp-path", "/api/x"], "cannot be where MCP"),
         (["mcp", "--db", "{folder}/alpha.db", "--transport", "http", "--mcp-path", "/a b"], "cannot be where MCP"),
         (["mcp", "--db", "{folder}/alpha.db", "--max-open", "2"], "add --db-dir DIR"),
+        (["serve", "--db", "{folder}/alpha.db", "--max-open", "2"], "add --db-dir DIR"),
         (["serve", "--db", "{folder}/alpha.db", "--mcp-path", "/m"], "add --with-mcp"),
         (["serve", "--db", "{folder}/alpha.db", "--with-mcp", "--mcp-path", "/js"], "clear of /api"),
     ],
@@ -140,3 +143,16 @@ async def test_the_folder_guide_names_only_tools_a_knowledge_base_serves(mcp_dir
 def steps(guide: str) -> set[str]:
     """The guide's numbered steps, without their numbers."""
     return {line.split(". ", 1)[1] for line in guide.splitlines() if line[:1].isdigit()}
+
+
+def test_the_flag_checks_hold_in_python_too(folder: Path) -> None:
+    """The checks live with the settings, not in the CLI, so a server started from Python gets them."""
+    with pytest.raises(ConfigurationError, match="add --db-dir DIR"):
+        ServeConfig.from_flags(db=str(folder / "alpha.db"), max_open=2)
+    with pytest.raises(ConfigurationError, match="add --db-dir DIR"):
+        McpConfig.from_env(db=str(folder / "alpha.db"), max_open=2)
+    with pytest.raises(ConfigurationError, match="add --transport http"):
+        McpConfig.from_env(db=str(folder / "alpha.db"), mcp_path="/x")
+    with pytest.raises(ConfigurationError, match="serves a folder over streamable HTTP"):
+        ServeConfig.from_flags(db_dir=str(folder), transport="stdio", rest=False, with_mcp=True)
+    assert McpConfig.from_env(db=str(folder / "alpha.db"), transport="http", mcp_path="/kb/mcp").mcp_path == "/kb/mcp"
