@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from evigraph.errors import (
+    ConfigurationError,
     DeadlineExceeded,
     EngineError,
     EvigraphError,
@@ -148,7 +149,7 @@ class Toolkit:
         kb_options = {k: v for k, v in options.items() if k not in own}
         unknown = sorted(set(kb_options) - set(inspect.signature(KnowledgeBase.__init__).parameters))
         if unknown:
-            raise ToolError(
+            raise ConfigurationError(
                 f"unknown option(s) for for_tenant: {', '.join(unknown)}",
                 hint="pass Toolkit options (read_only, project, agent, ...) or KnowledgeBase ones (embedder, llm, ...)",
             )
