@@ -28,7 +28,7 @@ from evigraph.errors import (
     ReadOnlyViolation,
     ToolError,
 )
-from evigraph.evidence.ids import EvidenceId, EvidenceKind
+from evigraph.evidence.ids import EvidenceId, EvidenceKind, parse_reference
 from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, Forgotten
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.limits import Limits, bounded_input, limited_fields, spellings
@@ -306,12 +306,15 @@ class Toolkit:
     def resolve(self, ref: int | str, kind: EvidenceKind) -> EvidenceId:
         """The evidence of `kind` behind `ref`: a number from this session, or an id given directly.
 
-        An id may be given bare (`3f2a…`) or as the evidence id tools hand out (`passage:3f2a…`);
-        a number sent as a string is still a number. Another kind's number or id is refused.
+        Read as the citation checks read it (`parse_reference`): an id may be given bare (`3f2a…`)
+        or as the evidence id tools hand out (`passage:3f2a…`); a number sent as a string (`"3"`,
+        `"[3]"`) is still a number. Another kind's number or id is refused.
         """
-        if isinstance(ref, str) and ref.isdigit() and ref.lstrip("0") and int(ref) in self.ledger:
-            ref = int(ref)  # a number sent as a string
-        if isinstance(ref, int):
+        parsed_ref = parse_reference(ref, kind)
+        if parsed_ref is None:
+            raise ToolError(f"{ref!r} names no evidence", hint=f"pass a number [n] or an id starting with '{kind}:'")
+        if isinstance(parsed_ref, int):
+            ref = parsed_ref
             rec = self.ledger.get(ref)
             if rec is None:
                 expired = self.ledger.forgotten_numbers([ref])
@@ -324,10 +327,9 @@ class Toolkit:
             if parsed is None or parsed.kind != kind:
                 raise ToolError(f"[{ref}] is a {rec.kind}, not a {kind}", hint="pass the right number")
             return parsed
-        parsed = EvidenceId.parse(ref)
-        if parsed is not None and parsed.kind != kind:
+        if parsed_ref.kind != kind:
             raise ToolError(f"{ref!r} is not a {kind} id", hint=f"pass an id starting with '{kind}:'")
-        return EvidenceId.of(kind, ref)
+        return parsed_ref
 
 
 @functools.cache
