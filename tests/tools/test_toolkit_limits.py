@@ -132,6 +132,8 @@ async def test_a_read_over_the_deadline_is_stopped_with_the_setting_named(built_
         ({"max_hits": 10**6}, ["max_hits=1000000", "less than or equal to 200"]),
         ({"max_response_chars": 10}, ["max_response_chars=10", "from 10000"]),
         ({"max_hit": 5}, ["unknown limit 'max_hit'", "max_hits"]),
+        ({"max_hits": True}, ["max_hits=True", "a yes/no is not a number"]),
+        ({"read_deadline_seconds": False}, ["read_deadline_seconds=False", "a yes/no is not a number"]),
     ],
 )
 def test_bad_values_are_refused_with_the_fix(values: dict[str, Any], words: list[str]) -> None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.errors import ToolError
 from evigraph.evidence.pack import Section
-from evigraph.kb.decisions import DecisionSupport, PassageSupport
+from evigraph.kb.decisions import MAX_SUPPORTS, DecisionSupport, PassageSupport
 from evigraph.kb.traces import (
     CreateTaskInput,
     FetchEventInput,
@@ -360,7 +360,8 @@ async def fetch_event(tk: Toolkit, args: FetchEventInput) -> EventBodyResult:
     "set_step",
     SetStepInput,
     "Create or update a named step of a task; a completed step needs its result, as text (result, recorded "
-    "as a note event) or as the number of an event that holds it (result_event_seq). supports: up to 20 of "
+    "as a note event) or as the number of an event that holds it (result_event_seq). supports: up to "
+    f"{MAX_SUPPORTS} of "
     "{kind: 'passage', evidence: [n] or evidence_id} (passages read in full with read_passages in this "
     "session, pinned to the version read) or {kind: 'decision', decision_id} (an active decision), each with "
     "an optional note; each set_step replaces the step's supports." + _RETRY + _WHERE,
