@@ -5,17 +5,16 @@ real MCP SDK client."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.api.conftest import INITIALIZE, MCP_ACCEPT, TOKEN, serving
+from tests.api.conftest import INITIALIZE, MCP_ACCEPT, TOKEN, kb_folder, serving
 from tests.conftest import free_port, run_cli
-from tests.mcp.conftest import HttpServer, call, copy_db, error_text, http_client, launch
+from tests.mcp.conftest import HttpServer, call, error_text, http_client, launch
 
-from evigraph import ConfigurationError, KnowledgeBase
+from evigraph import ConfigurationError
 from evigraph.api.config import ServeConfig
 from evigraph.mcp.instructions import build_instructions
 from evigraph.mcp.main import McpConfig
@@ -28,16 +27,7 @@ QUARRY = "Quarry Lab is a stone workshop in Braga, founded by Ines Duarte in 199
 @pytest.fixture(scope="module")
 def folder(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """alpha.db (the sample) and beta.db (the sample and one more note)."""
-    where = tmp_path_factory.mktemp("mcp-kbs")
-    copy_db(sample_db, where, "alpha.db")
-    copy_db(sample_db, where, "beta.db")
-
-    async def add_note() -> None:
-        async with KnowledgeBase(where / "beta.db", extractor="rules") as kb:
-            await kb.ingest(text=QUARRY, key="quarry", progress=False)
-
-    asyncio.run(add_note())
-    return where
+    return kb_folder(sample_db, tmp_path_factory.mktemp("mcp-kbs"), QUARRY)
 
 
 @pytest.fixture(scope="module")
