@@ -6,7 +6,7 @@ raise these. `Limits` is the one registry: each field's name is the Python keywo
 variable (`EVIGRAPH_MAX_HITS`) are derived from it, so the four spellings cannot drift apart.
 Defaults are the bounds evigraph had before they were settings.
 
-A tool input field bounded by a limit carries `LimitedBy(name)`; `bounded_input` rewrites its
+A tool input field bounded by a limit carries `Bounded(name)`; `bounded_input` rewrites its
 upper bound (and a default above it) from the configured value, so validation, the JSON Schema
 an agent is shown and the error an agent gets all say the same number.
 """
@@ -14,14 +14,15 @@ an agent is shown and the error an agent gets all say the same number.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from evigraph.errors import ConfigurationError
 
@@ -51,6 +52,14 @@ class Limits(BaseModel):
     read_deadline_seconds: float = Field(
         30.0, gt=0, le=3600, description="seconds a read tool may run before it is stopped with an error"
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_a_yes_or_no(cls, value: Any) -> Any:
+        """True is 1 to pydantic; a limit set to True is a mistake, not a request for one hit."""
+        if isinstance(value, bool):
+            raise ValueError("a yes/no is not a number")
+        return value
 
     @classmethod
     def of(cls, values: Limits | Mapping[str, Any] | None) -> Limits:
@@ -131,8 +140,8 @@ def _range(name: str) -> str:
 
 @dataclass(frozen=True)
 class LimitedBy:
-    """Marks an input field (`Annotated[int, Field(le=...), LimitedBy("max_hits")]`) whose upper
-    bound is the operator's `setting`; `ceiling` keeps a field's own, lower bound (themes: 10)."""
+    """Marks an input field whose upper bound is the operator's `setting` (written by `Bounded`, with
+    that bound); `ceiling` keeps a field's own, lower bound (themes: 10)."""
 
     setting: str
     ceiling: int | None = None
@@ -142,19 +151,43 @@ class LimitedBy:
         return value if self.ceiling is None else min(value, self.ceiling)
 
 
-Hits = Annotated[int, Field(ge=1, le=DEFAULT_LIMITS.max_hits), LimitedBy("max_hits")]
+@dataclass(frozen=True)
+class Bounded(annotated_types.GroupedMetadata):
+    """A field bounded by the operator's `setting`, written once: the upper bound at the default
+    limits (a number's, or with `items` a list's length) and the `LimitedBy` marker, so the default
+    and the setting cannot be written apart (`Annotated[int, Field(ge=1), Bounded("max_hits")]`)."""
+
+    setting: str
+    ceiling: int | None = None
+    items: bool = False
+    upper: int | None = None
+    """The bound in force: set by `bounded_input` from the operator's limits; None, the default's."""
+
+    @property
+    def marker(self) -> LimitedBy:
+        return LimitedBy(self.setting, self.ceiling)
+
+    @property
+    def bound(self) -> int:
+        return self.upper if self.upper is not None else self.marker.bound(DEFAULT_LIMITS)
+
+    def __iter__(self) -> Iterator[object]:
+        yield annotated_types.MaxLen(self.bound) if self.items else annotated_types.Le(self.bound)
+
+
+Hits = Annotated[int, Field(ge=1), Bounded("max_hits")]
 """A search's number of hits (limit, top_k): 1 to the operator's max_hits."""
-FetchChars = Annotated[int, Field(ge=1, le=DEFAULT_LIMITS.max_fetch_chars), LimitedBy("max_fetch_chars")]
+FetchChars = Annotated[int, Field(ge=1), Bounded("max_fetch_chars")]
 """Characters of passage text one read returns: 1 to the operator's max_fetch_chars."""
 
 
 def limited_fields(model: type[BaseModel]) -> dict[str, LimitedBy]:
     """The fields of `model` bounded by a limit, with their marker."""
     return {
-        name: marker
+        name: m.marker if isinstance(m, Bounded) else m
         for name, info in model.model_fields.items()
-        for marker in info.metadata
-        if isinstance(marker, LimitedBy)
+        for m in info.metadata
+        if isinstance(m, LimitedBy | Bounded)
     }
 
 
@@ -185,6 +218,8 @@ def _bounded(model: type[M], bounds: tuple[tuple[str, int], ...]) -> type[M]:
 
 def _upper(metadata: list[Any]) -> int | None:
     for m in metadata:
+        if isinstance(m, Bounded):
+            return m.bound
         if isinstance(m, annotated_types.Le):
             return m.le if isinstance(m.le, int) else None
         if isinstance(m, annotated_types.MaxLen):
@@ -193,6 +228,8 @@ def _upper(metadata: list[Any]) -> int | None:
 
 
 def _with_upper(m: Any, bound: int) -> Any:
+    if isinstance(m, Bounded):
+        return dataclasses.replace(m, upper=bound)
     if isinstance(m, annotated_types.Le):
         return annotated_types.Le(bound)
     if isinstance(m, annotated_types.MaxLen):

@@ -7,6 +7,7 @@ has one writer and a second server on the same file would forward to the first.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,8 +20,33 @@ from tests.llm.replay_server import ReplayServer, chat_reply
 from tests.mcp.conftest import CALL_TIMEOUT_S, SAMPLE, HttpServer, copy_db, free_port, launch
 from tests.mcp.conftest import sample_db as sample_db  # the session fixture, shared with the MCP tests
 
+from evigraph import KnowledgeBase
+
 TOKEN = "rest-token-for-tests"
 SESSION = "x-evigraph-session"
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+"""An MCP handshake's first request: answered 200 by a server that lets the caller in."""
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def kb_folder(sample_db: Path, where: Path, note: str) -> Path:
+    """`where` holding alpha.db (the sample) and beta.db (the sample and `note`, key 'quarry'): the
+    folder the --db-dir tests of REST and MCP serve."""
+    copy_db(sample_db, where, "alpha.db")
+    asyncio.run(add_note(copy_db(sample_db, where, "beta.db"), note))
+    return where
+
+
+async def add_note(db: Path, note: str) -> None:
+    async with KnowledgeBase(db, extractor="rules") as kb:
+        await kb.ingest(text=note, key="quarry", progress=False)
 
 
 def serving(cwd: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None) -> HttpServer:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.api.conftest import call_tool, error_of, rest_client, serving
+from tests.api.conftest import add_note, call_tool, error_of, kb_folder, rest_client, serving
 from tests.mcp.conftest import QUESTION, HttpServer, copy_db, numbers
-
-from evigraph import KnowledgeBase
 
 pytestmark = pytest.mark.slow
 QUARRY = "Quarry Lab is a workshop in Braga. Ines Duarte founded Quarry Lab in 2020."
@@ -21,18 +18,10 @@ QUARRY = "Quarry Lab is a workshop in Braga. Ines Duarte founded Quarry Lab in 2
 @pytest.fixture(scope="module")
 def folder(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """alpha.db (the sample), beta.db (the sample and one more note), and files that are not served."""
-    where = tmp_path_factory.mktemp("kbs")
-    copy_db(sample_db, where, "alpha.db")
-    copy_db(sample_db, where, "beta.db")
-    asyncio.run(add_note(where / "beta.db"))
+    where = kb_folder(sample_db, tmp_path_factory.mktemp("kbs"), QUARRY)
     for clutter in ("notes.txt", ".hidden.db", "bad name.db", "alpha.db.bak", "broken.db"):
         (where / clutter).write_text("not served")  # broken.db is listed, but is no knowledge base
     return where
-
-
-async def add_note(db: Path) -> None:
-    async with KnowledgeBase(db, extractor="rules") as kb:
-        await kb.ingest(text=QUARRY, key="quarry", progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +121,7 @@ async def test_symbolic_links_are_never_served(sample_db: Path, tmp_path: Path) 
     write-ahead log is a link out: none is listed or opened, each name gets a 404 naming the link."""
     served, outside = tmp_path / "served", tmp_path / "outside"
     copy_db(sample_db, served, "alpha.db")
-    await add_note(copy_db(sample_db, outside, "private.db"))  # holds QUARRY, which alpha does not
+    await add_note(copy_db(sample_db, outside, "private.db"), QUARRY)  # holds QUARRY, which alpha does not
     (served / "out.db").symlink_to(outside / "private.db")
     (served / "inner.db").symlink_to(served / "alpha.db")
     copy_db(sample_db, served, "walled.db")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.api.conftest import TOKEN, call_tool, error_of, rest_client, serving
+from tests.api.conftest import INITIALIZE, MCP_ACCEPT, TOKEN, call_tool, error_of, rest_client, serving
 from tests.mcp.conftest import QUESTION, HttpServer, copy_db
 
 pytestmark = pytest.mark.slow
@@ -80,3 +80,18 @@ def test_cors_only_for_the_origins_given(sample_db: Path, tmp_path: Path) -> Non
         assert called.status_code == 200 and called.headers["access-control-allow-origin"] == PAGE
         foreign = http.post("/api/tools/status", json={}, headers={"Origin": "http://evil.example"})
         assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers
+
+
+async def test_a_token_guards_mcp_at_a_custom_path_too(sample_db: Path, tmp_path: Path) -> None:
+    db = copy_db(sample_db, tmp_path)
+    flags = ("--token", TOKEN, "--with-mcp", "--mcp-path", "/kb/mcp")
+    with serving(tmp_path, "--db", str(db), *flags) as server:
+        async with rest_client(server) as anonymous:
+            refused = await anonymous.post("/kb/mcp", json=INITIALIZE, headers=MCP_ACCEPT)
+            assert refused.status_code == 401, refused.text
+            assert (await anonymous.get("/kb/other")).status_code == 401  # a path no one planned is guarded too
+            assert (await anonymous.get("/api/health")).status_code == 200
+            assert (await anonymous.get("/")).status_code == 200
+            assert (await anonymous.get("/js/main.js")).status_code == 200
+        async with rest_client(server, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            assert (await client.post("/kb/mcp", json=INITIALIZE, headers=MCP_ACCEPT)).status_code == 200

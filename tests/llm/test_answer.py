@@ -15,7 +15,7 @@ from tests.conftest import write_corpus
 from tests.llm.conftest import KEY
 from tests.llm.replay_server import ReplayServer, Reply, Request, chat_reply, error_reply, stream_reply
 
-from evigraph import KnowledgeBase, ToolError, Toolkit
+from evigraph import KnowledgeBase, Limits, ToolError, Toolkit
 from evigraph.errors import ConfigurationError, LLMConfigurationError, LLMTimeoutError
 from evigraph.evidence.citations import check_citations
 from evigraph.evidence.ledger import EvidenceLedger
@@ -295,3 +295,15 @@ def test_answer_query_is_the_retrieve_query_plus_budgets() -> None:
     assert extra == {"max_context_tokens", "max_answer_tokens"}
     query = AnswerInput(question="q", top_k=4, max_context_tokens=900)
     assert query.retrieval() == RetrieveInput(question="q", top_k=4)
+
+
+async def test_a_raised_max_hits_is_taken_by_answer(
+    built: Path, llm: OpenAICompatibleLLM, replay_server: ReplayServer
+) -> None:
+    replay_server.answer = cite(LEADS, LEADS)
+    async with KnowledgeBase(built, read_only=True, llm=llm, limits=Limits(max_hits=100)) as kb:
+        assert (await kb.answer(QUESTION, top_k=80)).verified
+        result = await Toolkit(kb, read_only=True).call("answer", {"question": QUESTION, "top_k": 80})
+        assert isinstance(result, AnswerResult) and result.status == "verified"
+        with pytest.raises(ConfigurationError, match="top_k: 1-100"):
+            await kb.answer(QUESTION, top_k=101)

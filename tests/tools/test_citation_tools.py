@@ -145,3 +145,32 @@ async def test_a_replaced_version_is_superseded_and_marked_in_the_list(writable:
     await tk.call("delete_document", {"document_key": "note"})
     [gone] = (await run(tk, "check_citations", {"evidence": [n]}, CitationResult)).verdicts
     assert gone.verdict == "superseded" and gone.now_version is None and "deleted" in (gone.reason or "")
+
+
+async def test_a_document_is_asked_about_once_per_call(writable: Toolkit, monkeypatch: pytest.MonkeyPatch) -> None:
+    tk = writable
+    n, chunk = await passage_number(tk, "Halvorsen", "founded")
+    await tk.call("ingest", {"text": FOUNDED.replace("2011", "2012"), "document_key": "note", "title": "Founding note"})
+    asked: list[str] = []
+    status_of = tk.kb.source_status
+
+    async def counted(key: str) -> object:
+        asked.append(key)
+        return await status_of(key)
+
+    monkeypatch.setattr(tk.kb, "source_status", counted)
+    check = await run(tk, "check_citations", {"evidence": [n, f"passage:{chunk}"]}, CitationResult)
+    assert [v.verdict for v in check.verdicts] == ["superseded", "superseded"]
+    assert asked == ["note"]
+
+
+async def test_a_reference_reads_the_same_to_every_tool(tk: Toolkit) -> None:
+    """One parser: "[n]" and "n" are the number everywhere; a bare id is a passage's where the tool
+    takes passages, and malformed in a citation check, which cannot tell its kind."""
+    n, chunk = await passage_number(tk, "Hawk drone", "The Hawk drone")
+    for ref in (f"[{n}]", str(n), chunk, f"passage:{chunk}"):
+        [p] = (await run(tk, "read_passages", {"passages": [ref]}, PassageReadResult)).passages
+        assert p.id == chunk, ref
+    check = await run(tk, "check_citations", {"evidence": [f"[{n}]", str(n), chunk]}, CitationResult)
+    assert [v.verdict for v in check.verdicts] == ["citable", "malformed"]
+    assert "passage:" in (check.verdicts[1].hint or "")

@@ -53,15 +53,24 @@ async def test_tenants_of_a_file_get_files_beside_it(tmp_path: Path) -> None:
             await again.call("ingest", {"text": "more", "document_key": "more"})
 
 
-@pytest.mark.parametrize("tenant", ["", "../acme", "acme/x", "a b", "-acme", "x" * 65])
+@pytest.mark.parametrize(
+    "tenant",
+    [
+        *("", "../acme", "acme/x", "a b", "-acme", "x" * 65),
+        "Acme",  # Acme and acme would share kb__acme.db on a file system that ignores case
+        "a__b",  # base shop with tenant a__b would be base shop__a with tenant b
+        "acme__",
+    ],
+)
 def test_a_tenant_name_that_could_reach_elsewhere_is_refused(tmp_path: Path, tenant: str) -> None:
     with pytest.raises(ConfigurationError, match="not a tenant name") as caught:
         Toolkit.for_tenant(tmp_path / "kb.db", tenant)
-    assert "letters, digits" in caught.value.hint
+    assert "letters, digits" in caught.value.hint and "'__'" in caught.value.hint
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unknown_option_is_refused_naming_both_kinds(tmp_path: Path) -> None:
-    with pytest.raises(ToolError, match=r"unknown option\(s\) for for_tenant: colour") as caught:
+    # A programming mistake in the service's code, not a tool call's: refused as configuration.
+    with pytest.raises(ConfigurationError, match=r"unknown option\(s\) for for_tenant: colour") as caught:
         Toolkit.for_tenant(tmp_path / "kb.db", "acme", colour="red")
     assert "Toolkit options" in caught.value.hint and "KnowledgeBase" in caught.value.hint

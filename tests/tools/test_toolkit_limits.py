@@ -132,6 +132,8 @@ async def test_a_read_over_the_deadline_is_stopped_with_the_setting_named(built_
         ({"max_hits": 10**6}, ["max_hits=1000000", "less than or equal to 200"]),
         ({"max_response_chars": 10}, ["max_response_chars=10", "from 10000"]),
         ({"max_hit": 5}, ["unknown limit 'max_hit'", "max_hits"]),
+        ({"max_hits": True}, ["max_hits=True", "a yes/no is not a number"]),
+        ({"read_deadline_seconds": False}, ["read_deadline_seconds=False", "a yes/no is not a number"]),
     ],
 )
 def test_bad_values_are_refused_with_the_fix(values: dict[str, Any], words: list[str]) -> None:
@@ -148,3 +150,38 @@ def test_the_environment_is_read_and_flags_win() -> None:
     assert Limits.from_env(env, max_hits="4").max_hits == 4
     with pytest.raises(ConfigurationError, match="EVIGRAPH_MAX_SNIPPET_CHARS='many'"):
         Limits.from_env({"EVIGRAPH_MAX_SNIPPET_CHARS": "many"})
+
+
+async def test_a_raised_max_hits_is_taken_by_retrieve_in_python_and_as_a_tool(built_corpus: tuple[Path, Path]) -> None:
+    async with KnowledgeBase(built_corpus[0], limits=Limits(max_hits=100)) as kb:
+        found = await kb.retrieve("Lifter units shipped to depots", top_k=80)
+        assert found.passages
+        tk = Toolkit(kb, read_only=True)
+        assert schema(tk, "retrieve")["top_k"]["maximum"] == 100
+        assert (await tk.call("retrieve", {"question": "Lifter units shipped to depots", "top_k": 80})).tool
+        with pytest.raises(ConfigurationError) as refused:
+            await kb.retrieve("Lifter units", top_k=101)
+        assert "top_k: 1-100" in refused.value.hint
+
+
+async def test_a_lowered_max_hits_bounds_retrieve_in_python(built_corpus: tuple[Path, Path]) -> None:
+    async with KnowledgeBase(built_corpus[0], limits=Limits(max_hits=3)) as kb:
+        with pytest.raises(ConfigurationError) as refused:
+            await kb.retrieve("Who founded Acme Robotics?", top_k=40)
+        assert "less than or equal to 3" in str(refused.value) and "top_k: 1-3" in refused.value.hint
+        found = await kb.retrieve("Who founded Acme Robotics?")  # the default, 10, comes down to the limit
+        assert 0 < len(found.passages) <= 3
+
+
+async def test_bounded_tools_and_their_specs_are_made_once(built_corpus: tuple[Path, Path]) -> None:
+    """Every MCP tools/list asked for the specs and every call bounded every tool again (ms of JSON
+    Schema each time); limits are frozen, so each is made once and sessions share them."""
+    async with KnowledgeBase(built_corpus[0], limits=TIGHT) as kb:
+        tk = Toolkit(kb, read_only=True)
+        first, again = tk.tools(), tk.tools()
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        assert tk._tool("retrieve") is next(t for t in first if t.name == "retrieve")
+        specs = tk.tool_specs()
+        assert all(a is b for a, b in zip(specs, tk.new_session().tool_specs(), strict=True))
+        assert all(a is b for a, b in zip(specs, LocalBackend(tk).specs(), strict=True))
+        assert schema(tk, "retrieve")["top_k"]["maximum"] == 3

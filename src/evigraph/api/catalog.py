@@ -152,17 +152,20 @@ class Catalog:
             yield backend
 
     def tool_names(self) -> list[str]:
-        """The tools a knowledge base served with these options offers, for the MCP server's guide,
-        sent before a client has chosen one: the registry's, less the writes on a read-only
-        server and the task tools without a project and an agent."""
-        from evigraph.tools.registry import load_tools, trace_tool_names
+        """The tools every knowledge base served with these options offers, for the MCP server's
+        guide, sent before a client has chosen one: the toolkit's own filter, less the tools that
+        depend on the knowledge base (answer, on its LLM), which the guide cannot promise."""
+        from evigraph.tools.definitions import Offer
+        from evigraph.tools.registry import offered_tools
 
-        traces = self.toolkit.project is not None and self.toolkit.agent is not None
-        return [
-            name
-            for name, tool in load_tools().items()
-            if not (tool.write and self.toolkit.read_only) and (traces or name not in trace_tool_names())
-        ]
+        c = self.toolkit
+        offer = Offer(
+            read_only=c.read_only,
+            files_root=c.files_root is not None,
+            traces=c.project is not None and c.agent is not None,
+            allow_reject=c.allow_reject,
+        )
+        return [t.name for t in offered_tools(offer)]
 
     def resolve(self, raw: str | None) -> str:
         """The served name `raw` selects, or the default; else an ApiProblem saying what exists."""

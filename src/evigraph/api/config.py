@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from evigraph.api.catalog import MAX_OPEN
 from evigraph.display import display_name
 from evigraph.errors import ConfigurationError
-from evigraph.mcp.main import McpConfig
+from evigraph.mcp.main import MAX_OPEN_ALONE, McpConfig
 from evigraph.mcp.transports import MCP_PATH, mcp_path_of
 from evigraph.serving.sessions import bounds_from_env
 
@@ -67,13 +67,23 @@ class ServeConfig:
         max_open: int | None = None,
         mcp_path: str | None = None,
         rest: bool = True,
+        transport: str = "http",
         **toolkit: Any,
     ) -> ServeConfig:
         """`toolkit` are `McpConfig.from_env`'s options (db, read_only, allow_writes, files_root, host,
         port, engine, project, agent), read the same way: flags win over the environment, and
-        contradictions are refused."""
+        contradictions are refused here, whichever verb (or Python caller) gave them. `transport` is
+        `evigraph mcp --db-dir`'s, which only streamable HTTP serves."""
         if toolkit.get("db") is not None and db_dir is not None:
             raise ConfigurationError("--db and --db-dir both name what to serve", hint="give one of them")
+        if db_dir is not None and transport != "http":
+            raise ConfigurationError(
+                f"--db-dir serves a folder over streamable HTTP, where each client names its knowledge base; "
+                f"{transport} serves one",
+                hint="add --transport http, or serve one knowledge base with --db FILE",
+            )
+        if db_dir is None and max_open is not None:
+            raise ConfigurationError(MAX_OPEN_ALONE, hint="add --db-dir DIR")
         path = _mcp_path(mcp_path, with_mcp=with_mcp)
         bounds_from_env()  # refused at start, not at the first request that opens a knowledge base
         folder = _folder(db_dir) if db_dir is not None else None

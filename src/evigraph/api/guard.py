@@ -5,7 +5,8 @@ through DNS rebinding, and whose Origin, when a browser sends one, is one of its
 an origin given with --cors-origin; browsers get CORS headers for those origins only, and none
 when no origin was given. A server bound to another address is reached by names it cannot
 know, so there the lists are off and the token, then required, guards it. A token guards every
-/api route but the health check, and /mcp; the static pages hold no data and stay open.
+path but the health check and the web UI's own files, which hold no data: guarding by default,
+so MCP at a custom --mcp-path, or any route added later, cannot be left open by a forgotten list.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from evigraph.api.bodies import ApiError, ApiProblem, problem_response
 from evigraph.api.catalog import DB_HEADER
+from evigraph.api.config import STATIC
 from evigraph.api.routes import API_PREFIX, HEALTH
-from evigraph.mcp.transports import MCP_PATH, BearerAuth, is_loopback, loopback_allow_lists
+from evigraph.mcp.transports import BearerAuth, is_loopback, loopback_allow_lists
 from evigraph.serving.sessions import SESSION_HEADER
 
 HEALTH_PATH = API_PREFIX + HEALTH
@@ -26,10 +28,15 @@ MCP_HEADERS = ("mcp-session-id", "mcp-protocol-version", "last-event-id")
 """What a browser MCP client sends to /mcp beside the JSON body."""
 
 
+OPEN_PATHS = frozenset(
+    {HEALTH_PATH, "/", *("/" + f.relative_to(STATIC).as_posix() for f in STATIC.rglob("*") if f.is_file())}
+)
+"""The paths served without the token: liveness, and the web UI's files, none of which holds data."""
+
+
 def needs_token(path: str) -> bool:
-    """The routes that read or write a knowledge base."""
-    under = path == API_PREFIX or path.startswith(API_PREFIX + "/")
-    return (under and path != HEALTH_PATH) or path == MCP_PATH or path.startswith(MCP_PATH + "/")
+    """Every path not known to be open, so that none is open by being forgotten."""
+    return path not in OPEN_PATHS
 
 
 class HostOriginGuard:

@@ -12,12 +12,15 @@ from evigraph.api.app import build_app
 from evigraph.api.catalog import Catalog
 from evigraph.api.config import ServeConfig
 from evigraph.api.guard import TOKEN_SOURCES
-from evigraph.mcp.transports import check_network, check_port_free, serve_http
+from evigraph.mcp.transports import TOKEN_ENV, check_network, check_port_free, serve_http
 
 
 async def serve(config: ServeConfig) -> None:
     """Until SIGINT or SIGTERM; every knowledge base opened is closed before this returns."""
-    check_network(config.host, config.token, served="the REST API", token_from=TOKEN_SOURCES)
+    if config.rest:
+        check_network(config.host, config.token, served="the REST API", token_from=TOKEN_SOURCES)
+    else:  # `evigraph mcp --db-dir`, which has no --token flag
+        check_network(config.host, config.token, served="MCP", token_from=TOKEN_ENV)
     check_port_free(config.host, config.port)
     catalog = Catalog(
         config.toolkit, config.folder, secrets=(config.token,) if config.token else (), max_open=config.max_open

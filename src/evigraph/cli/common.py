@@ -74,10 +74,12 @@ def report_error(message: str, args: argparse.Namespace) -> None:
 
 def field_bounds(field: Any) -> tuple[Any, Any]:
     """The (ge, le) bounds a pydantic field declares, which a flag's help states."""
-    from annotated_types import Ge, Le
+    from annotated_types import Ge, GroupedMetadata, Le
 
-    low = next(m.ge for m in field.metadata if isinstance(m, Ge))
-    high = next(m.le for m in field.metadata if isinstance(m, Le))
+    # A bound written by a group (`limits.Bounded`, an Interval) is inside it.
+    flat = [m for g in field.metadata for m in (g if isinstance(g, GroupedMetadata) else (g,))]
+    low = next(m.ge for m in flat if isinstance(m, Ge))
+    high = next(m.le for m in flat if isinstance(m, Le))
     return low, high
 
 

@@ -3,7 +3,8 @@
 Both take the toolkit's options with the same flags (`_toolkit_options`), read by one function,
 so a flag cannot mean one thing to one server and another to the other. Settings that contradict
 each other, or a network without a token, are said in one line with the fix, exit code 2, before
-anything is opened.
+anything is opened; the checks live with the settings (`McpConfig.from_env`, `ServeConfig.from_flags`),
+not here, so both verbs and a Python caller get the same ones.
 """
 
 from __future__ import annotations
@@ -26,11 +27,7 @@ import for a parser; `tests/cli/test_cli_dispatch.py` holds them equal."""
 
 def add_parsers(verbs: Verbs) -> None:
     parser = verbs.add("mcp", run=mcp, opens_kb=False)
-    _where(
-        parser,
-        "with --transport http, serve every NAME.db file in DIR, each opened on first use; a client "
-        "chooses one with the X-Evigraph-Db header (or ?db=NAME in its URL)",
-    )
+    _where(parser, "with --transport http, ")
     _toolkit_options(parser, verbs.wanted("mcp"))
     parser.add_argument("--transport", default="stdio", choices=TRANSPORTS)
     parser.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
@@ -39,8 +36,13 @@ def add_parsers(verbs: Verbs) -> None:
     _serve_parser(verbs)
 
 
-def _where(parser: argparse.ArgumentParser, folder_help: str) -> None:
-    """--db, or --db-dir with --max-open: one knowledge base, or a folder of them."""
+def _where(parser: argparse.ArgumentParser, condition: str = "") -> None:
+    """--db, or --db-dir with --max-open: one knowledge base, or a folder of them; `condition` says
+    what else --db-dir needs (`evigraph mcp`'s transport)."""
+    folder_help = (
+        f"{condition}serve every NAME.db file in DIR, each opened on first use; a request chooses one with the "
+        "X-Evigraph-Db header (or ?db=NAME in its URL)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--db",
@@ -65,11 +67,7 @@ def _mcp_path_option(parser: argparse.ArgumentParser, text: str) -> None:
 def _serve_parser(verbs: Verbs) -> None:
     """`evigraph serve`: the toolkit over REST, the web UI, and MCP at /mcp with --with-mcp."""
     serve_parser = verbs.add("serve", run=serve, opens_kb=False)
-    _where(
-        serve_parser,
-        "serve every NAME.db file in DIR, each opened on first use; requests choose one with ?db=NAME or the "
-        "X-Evigraph-Db header",
-    )
+    _where(serve_parser)
     _toolkit_options(serve_parser, verbs.wanted("serve"))
     serve_parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, default=SERVE_PORT, help=f"port (default {SERVE_PORT})")
@@ -146,23 +144,15 @@ async def mcp(args: argparse.Namespace) -> int:
     EVIGRAPH_MCP_READ_ONLY, EVIGRAPH_MCP_FILES_ROOT, EVIGRAPH_MCP_TOKEN (required off loopback), EVIGRAPH_MCP_SCOPE,
     EVIGRAPH_MCP_PROJECT, EVIGRAPH_MCP_AGENT, EVIGRAPH_EMBEDDER, and the limits' EVIGRAPH_MAX_HITS, ...,
     EVIGRAPH_READ_DEADLINE_SECONDS; flags win over them."""
-    import dataclasses
-
-    from evigraph.errors import ConfigurationError
     from evigraph.mcp.main import McpConfig, serve
-    from evigraph.mcp.transports import mcp_path_of
 
     async def start() -> None:
         toolkit = flag_values(args, TOOLKIT_FLAGS)
         if args.db_dir is not None:
             await _serve_folder(args, toolkit)
             return
-        if args.max_open is not None:
-            raise ConfigurationError("--max-open bounds a folder's open knowledge bases", hint="add --db-dir DIR")
-        if args.mcp_path is not None and args.transport != "http":
-            raise ConfigurationError("--mcp-path is where streamable HTTP is served", hint="add --transport http")
-        config = McpConfig.from_env(**toolkit, transport=args.transport, limits=_limit_flags(args))
-        await serve(dataclasses.replace(config, mcp_path=mcp_path_of(args.mcp_path)))
+        where = {"mcp_path": args.mcp_path, "max_open": args.max_open}
+        await serve(McpConfig.from_env(**toolkit, **where, transport=args.transport, limits=_limit_flags(args)))
 
     return await _serving(args, start)
 
@@ -171,16 +161,9 @@ async def _serve_folder(args: argparse.Namespace, toolkit: dict[str, Any]) -> No
     """`evigraph mcp --db-dir`: `evigraph serve`'s folder of knowledge bases, with MCP alone."""
     from evigraph.api.config import ServeConfig
     from evigraph.api.main import serve as run
-    from evigraph.errors import ConfigurationError
 
-    if args.transport != "http":
-        raise ConfigurationError(
-            f"--db-dir serves a folder over streamable HTTP, where each client names its knowledge base; "
-            f"{args.transport} serves one",
-            hint="add --transport http, or serve one knowledge base with --db FILE",
-        )
     extra = {"db_dir": args.db_dir, "max_open": args.max_open, "limits": _limit_flags(args), "mcp_path": args.mcp_path}
-    await run(ServeConfig.from_flags(**toolkit, **extra, with_mcp=True, rest=False))
+    await run(ServeConfig.from_flags(**toolkit, **extra, transport=args.transport, with_mcp=True, rest=False))
 
 
 async def serve(args: argparse.Namespace) -> int:

@@ -14,13 +14,12 @@ Whether a passage's document version is still current needs the store; the tools
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from evigraph.evidence.ids import EvidenceId
+from evigraph.evidence.ids import EvidenceId, parse_reference
 from evigraph.evidence.items import Source
 from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, EvidenceRecord
 
@@ -29,8 +28,6 @@ Verdict = Literal["citable", "not_read", "not_passage", "superseded", "unknown",
 (strict): an entity, relation or other non-passage item. superseded: its document version was
 replaced or deleted. unknown: not evidence of this session. expired: evidence of a session the
 server forgot. malformed: neither a number nor an evidence id."""
-
-_BRACKETED = re.compile(r"^\[\s*(\d+)\s*\]$")
 
 
 class Cited(BaseModel):
@@ -67,16 +64,8 @@ class Cited(BaseModel):
 
 
 def as_reference(ref: int | str) -> int | EvidenceId | None:
-    """A number (`3`, `"3"`, `"[3]"`) or an evidence id (`passage:…`); None when it is neither."""
-    if isinstance(ref, int):
-        return ref
-    text = ref.strip()
-    bracketed = _BRACKETED.match(text)
-    if bracketed is not None:
-        text = bracketed.group(1)
-    if text.isdigit():
-        return int(text)
-    return EvidenceId.parse(text)
+    """A cited number or evidence id (`parse_reference`, of no one kind: a bare id is None)."""
+    return parse_reference(ref)
 
 
 def shown_as(ref: int | str) -> str:

@@ -8,6 +8,7 @@ instead of matching nothing later.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
@@ -48,3 +49,26 @@ class EvidenceId:
         if parsed is not None and parsed.kind == kind:
             return parsed
         return cls(kind, text)
+
+
+_BRACKETED = re.compile(r"^\[\s*(\d+)\s*\]$")
+
+
+def parse_reference(ref: int | str, kind: EvidenceKind | None = None) -> int | EvidenceId | None:
+    """A number (`3`, `"3"`, `"[3]"`) or an evidence id (`passage:…`); a bare id (`3f2a…`) is read as
+    `kind`'s when the caller takes one kind, else it is None (neither), as is blank text.
+
+    The one reading of a reference, for the tools that take evidence of one kind (read_passages)
+    and for the citation checks, which take any kind and so cannot place a bare id."""
+    if isinstance(ref, int):
+        return ref
+    text = ref.strip()
+    bracketed = _BRACKETED.match(text)
+    if bracketed is not None:
+        text = bracketed.group(1)
+    if text.isdigit():
+        return int(text)
+    parsed = EvidenceId.parse(text)
+    if parsed is None and kind is not None and text:
+        return EvidenceId(kind, text)
+    return parsed

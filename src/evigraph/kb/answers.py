@@ -25,10 +25,10 @@ from evigraph.evidence.items import EntityItem, Item, PassageItem, RelationItem
 from evigraph.evidence.ledger import EvidenceLedger, EvidenceRecord
 from evigraph.evidence.render import numbers_shown
 from evigraph.ingest.sentences import split_sentences
+from evigraph.limits import DEFAULT_LIMITS, Limits, bounded_input
 from evigraph.providers.llms.base import ChatResult, Message, TextStream, Usage
 from evigraph.retrieval.match import MatchQuality
-from evigraph.retrieval.query import HINT as QUERY_HINT
-from evigraph.retrieval.query import RetrieveInput
+from evigraph.retrieval.query import RetrieveInput, query_hint
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.strict import build
 
@@ -58,11 +58,18 @@ NO_LLM_HINT = (
 
 CONTEXT_TOKENS = (200, 32000)
 ANSWER_TOKENS = (16, 8000)
-ANSWER_HINT = (
-    f"{QUERY_HINT}; max_context_tokens: {CONTEXT_TOKENS[0]}-{CONTEXT_TOKENS[1]}; "
-    f"max_answer_tokens: {ANSWER_TOKENS[0]}-{ANSWER_TOKENS[1]}"
-)
-"""What a caller needs to fix a refused answer query, said by every surface that takes one."""
+
+
+def answer_hint(max_hits: int = DEFAULT_LIMITS.max_hits) -> str:
+    """What a caller needs to fix a refused answer query, said by every surface that takes one."""
+    return (
+        f"{query_hint(max_hits)}; max_context_tokens: {CONTEXT_TOKENS[0]}-{CONTEXT_TOKENS[1]}; "
+        f"max_answer_tokens: {ANSWER_TOKENS[0]}-{ANSWER_TOKENS[1]}"
+    )
+
+
+ANSWER_HINT = answer_hint()
+"""The hint at the default limits (the CLI's)."""
 
 
 class AnswerInput(RetrieveInput):
@@ -83,8 +90,10 @@ class AnswerInput(RetrieveInput):
     )
 
     def retrieval(self) -> RetrieveInput:
-        """The retrieval part, as `retrieve` takes it."""
-        return RetrieveInput.model_validate(self.model_dump(include=set(RetrieveInput.model_fields)))
+        """The retrieval part, as `retrieve` takes it: not validated again by the plain model, whose
+        top_k bound is the default max_hits, as this one's may be an operator's higher one."""
+        fields = set(RetrieveInput.model_fields)
+        return RetrieveInput.model_construct(self.model_fields_set & fields, **self.model_dump(include=fields))
 
 
 class Answer(BaseModel):
@@ -229,13 +238,11 @@ def _numbers(numbers: list[int]) -> str:
 Retrieve = Callable[[RetrieveInput, EvidenceLedger], Awaitable[RetrievalResult]]
 
 
-def build_query(query: str | RetrieveInput, options: Mapping[str, Any]) -> AnswerInput:
-    """The query from a question, or a query (a `RetrieveInput` too) plus options, refused with
-    every bad field at once."""
-    if isinstance(query, AnswerInput) and not options:
-        return query
+def build_query(query: str | RetrieveInput, options: Mapping[str, Any], limits: Limits = DEFAULT_LIMITS) -> AnswerInput:
+    """The query from a question, or a query (a `RetrieveInput` too) plus options, within the
+    operator's `limits` (a query built elsewhere is checked again), refused with every bad field at once."""
     given = {"question": query} if isinstance(query, str) else query.model_dump(exclude_unset=True)
-    return build(AnswerInput, {**given, **options}, hint=ANSWER_HINT)
+    return build(bounded_input(AnswerInput, limits), {**given, **options}, hint=answer_hint(limits.max_hits))
 
 
 async def prepare(query: AnswerInput, llm: LLM | None, retrieve: Retrieve, ledger: EvidenceLedger) -> Prepared:

@@ -84,7 +84,9 @@ class DecisionSupport(StrictInput):
 
 
 Support = Annotated[PassageSupport | DecisionSupport, Field(discriminator="kind")]
-Supports = Annotated[list[Support], Field(min_length=1, max_length=20)]
+MAX_SUPPORTS = 20
+"""The most supports a decision or a step rests on; tool descriptions say this number."""
+Supports = Annotated[list[Support], Field(min_length=1, max_length=MAX_SUPPORTS)]
 
 
 class RecordDecisionInput(StrictInput):

@@ -7,7 +7,7 @@ the tool names, so `kb.search_entities` is what the `search_entities` tool runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from evigraph.code_records import SYMBOL_KINDS
@@ -15,12 +15,12 @@ from evigraph.evidence.ledger import EvidenceLedger
 from evigraph.kb.core import STATUS_FAILED_LISTED, KnowledgeBaseCore, Status
 from evigraph.kb.properties import show_properties
 from evigraph.kb.spend import recorded_spend
+from evigraph.limits import bounded_input
 from evigraph.models import SourceRecord, SourceState, StoredDocument, WalkBounds
 from evigraph.retrieval.entities import EntitySearch, Exploration
 from evigraph.retrieval.navigation import Navigation, Relation
 from evigraph.retrieval.passages import PassageRead, PassageSearch, SearchMode
-from evigraph.retrieval.query import HINT as QUERY_HINT
-from evigraph.retrieval.query import RetrieveInput
+from evigraph.retrieval.query import RetrieveInput, query_hint
 from evigraph.retrieval.result import RetrievalResult
 from evigraph.retrieval.schema import CypherRows, OntologyOverview
 from evigraph.retrieval.themes import ThemeSearch
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 RELATIONS: tuple[str, ...] = get_args(Relation)
 FRESH_LEDGER_CAPACITY = 1000
-"""More than one retrieval can return (50 passages, 50 entities, 40 relations, 50 facts)."""
+"""More than one retrieval can return at the highest max_hits (200 passages, 200 entities, 40
+relations, 200 facts)."""
 
 
 class ReadOps(KnowledgeBaseCore):
@@ -45,16 +46,13 @@ class ReadOps(KnowledgeBaseCore):
 
         `options` are the other fields of `RetrieveInput`: `paths` (search paths by name; all of
         passages, exact_names, fuzzy_names, links, facts by default), `top_k` (items per section,
-        1-50, default 10) and `expand_hops` (1-5, how far `links` walks from the named entities).
+        1 to `limits.max_hits`, default 10) and `expand_hops` (1-5, how far `links` walks from the named entities).
         Items are numbered by `ledger` (a session's), or by a fresh one so `[n]` starts at 1.
         """
         from evigraph.ingest.gc_threshold import fewer_collections
         from evigraph.retrieval.strategy import RetrievalContext
 
-        if isinstance(query, str):
-            query = build(RetrieveInput, {"question": query, **options}, hint=QUERY_HINT)
-        elif options:
-            query = build(RetrieveInput, {**query.model_dump(exclude_unset=True), **options}, hint=QUERY_HINT)
+        query = self._retrieve_input(query, options)
         store = await self._open(for_write=False)
         with fewer_collections():  # the first retrieve loads models and builds indexes (see gc_threshold)
             context = RetrievalContext(store, self.embedder, self.graph_stage())
@@ -78,7 +76,7 @@ class ReadOps(KnowledgeBaseCore):
         """
         from evigraph.kb.answers import answer, build_query
 
-        return await answer(await self._prepare_answer(build_query(query, options), ledger))
+        return await answer(await self._prepare_answer(build_query(query, options, self.limits), ledger))
 
     def answer_stream(
         self, query: str | RetrieveInput, *, ledger: EvidenceLedger | None = None, **options: Any
@@ -87,8 +85,16 @@ class ReadOps(KnowledgeBaseCore):
         then `s.result` is the checked `Answer`. Bad options are refused here, before anything runs."""
         from evigraph.kb.answers import AnswerStream, build_query
 
-        chosen = build_query(query, options)
+        chosen = build_query(query, options, self.limits)
         return AnswerStream(lambda: self._prepare_answer(chosen, ledger))
+
+    def _retrieve_input(self, query: str | RetrieveInput, options: Mapping[str, Any]) -> RetrieveInput:
+        """The query within the operator's limits (top_k up to max_hits), however it was given: a
+        query built elsewhere, by the plain model or an answer's, is checked again against them."""
+        fields = set(RetrieveInput.model_fields)
+        given = {"question": query} if isinstance(query, str) else query.model_dump(include=fields, exclude_unset=True)
+        model = bounded_input(RetrieveInput, self.limits)
+        return build(model, {**given, **options}, hint=query_hint(self.limits.max_hits))
 
     async def _prepare_answer(self, query: AnswerInput, ledger: EvidenceLedger | None) -> Prepared:
         from evigraph.kb.answers import prepare

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evigraph.errors import TaskNotFoundError
 from evigraph.gate import Gate
 from evigraph.kb.core import KnowledgeBaseCore
-from evigraph.kb.decisions import DecisionMethods, DecisionSupport, PassageSupport, Support, support_dicts
+from evigraph.kb.decisions import MAX_SUPPORTS, DecisionMethods, DecisionSupport, PassageSupport, Support, support_dicts
 from evigraph.providers.embedders import Embedder
 from evigraph.retrieval.decision_search import WordCounts
 from evigraph.store.base import GraphStore
@@ -51,8 +51,6 @@ RequestId = Annotated[
     str, Field(min_length=1, max_length=64, description="a retry with the same id returns the first result")
 ]
 Limit = Annotated[int, Field(ge=1, le=200)]
-MAX_STEP_SUPPORTS = 20
-"""The most supports a step takes (the reference's bound; a decision takes 1 to 20)."""
 MAX_SEQ = 1_000_000_000
 """The highest event number an argument may name; a bound the tools' JSON Schema can state."""
 
@@ -104,7 +102,7 @@ class SetStepInput(StrictInput):
     result_basis: ResultBasis = "unknown"
     supports: list[Support] | None = Field(
         None,
-        max_length=MAX_STEP_SUPPORTS,
+        max_length=MAX_SUPPORTS,
         description="what the result rests on, typed as a decision's supports; replaced by each set_step",
     )
     request_id: RequestId | None = None

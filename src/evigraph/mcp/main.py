@@ -23,7 +23,7 @@ from evigraph.display import display_name
 from evigraph.errors import ConfigurationError, DatabaseLockedError, KnowledgeBaseMissingError
 from evigraph.limits import DEFAULT_LIMITS, Limits
 from evigraph.masking import credential_secrets
-from evigraph.mcp.transports import MCP_PATH
+from evigraph.mcp.transports import MCP_PATH, mcp_path_of
 from evigraph.serving.backend import LocalBackend
 from evigraph.serving.forwarding import ForwardingListener, RemoteBackend, forward_options
 
@@ -45,6 +45,9 @@ def _flag(name: str) -> bool:
 
 
 log = logging.getLogger("evigraph.mcp")
+
+MAX_OPEN_ALONE = "--max-open bounds a folder's open knowledge bases"
+"""Said to --max-open given without --db-dir, by `evigraph mcp` and `evigraph serve` alike."""
 
 
 @dataclass
@@ -88,15 +91,22 @@ class McpConfig:
         project: str | None = None,
         agent: str | None = None,
         limits: Mapping[str, Any] | None = None,
+        mcp_path: str | None = None,
+        max_open: int | None = None,
     ) -> McpConfig:
         """Flags win over the environment (EVIGRAPH_DB, EVIGRAPH_MCP_READ_ONLY, _ALLOW_WRITES, _FILES_ROOT,
         _TOKEN, _SCOPE, _PROJECT, _AGENT, _ALLOW_REJECT; `limits`, the limit flags given, over
         EVIGRAPH_MAX_HITS and the other limits' variables). Writes are served only when asked for: with
         --allow-writes or --files-root (or their variables); asking for writes and for read-only at once
         is refused. The task tools need a project and an agent, both or neither; one alone is refused
-        naming the other."""
+        naming the other. `mcp_path` needs streamable HTTP, and `max_open` a folder (`ServeConfig`),
+        not the one knowledge base this serves."""
         if transport not in TRANSPORTS:
             raise ConfigurationError(f"unknown transport {transport!r}", hint=f"use one of {', '.join(TRANSPORTS)}")
+        if max_open is not None:
+            raise ConfigurationError(MAX_OPEN_ALONE, hint="add --db-dir DIR")
+        if mcp_path is not None and transport != "http":
+            raise ConfigurationError("--mcp-path is where streamable HTTP is served", hint="add --transport http")
         mode = _write_mode(bool(read_only), bool(allow_writes), files_root)
         project = project or os.environ.get("EVIGRAPH_MCP_PROJECT") or None
         agent = agent or os.environ.get("EVIGRAPH_MCP_AGENT") or None
@@ -124,6 +134,7 @@ class McpConfig:
             agent=agent,
             allow_reject=allow_reject,
             limits=chosen_limits,
+            mcp_path=mcp_path_of(mcp_path),
         )
 
     def describe(self, forwarding_to: int | None = None) -> str:

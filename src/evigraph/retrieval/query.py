@@ -18,13 +18,20 @@ SearchPath = Literal["passages", "exact_names", "fuzzy_names", "links", "facts"]
 PATHS: tuple[SearchPath, ...] = get_args(SearchPath)
 Ranking = Literal["graph", "fusion"]
 RANKINGS: tuple[str, ...] = get_args(Ranking)
-MAX_TOP_K = DEFAULT_LIMITS.max_hits
 MAX_HOPS = 5
-HINT = (
-    f"paths: choose from {', '.join(PATHS)}; top_k: 1-{MAX_TOP_K}; expand_hops: 1-{MAX_HOPS}; "
-    f"ranking: {' or '.join(RANKINGS)}"
-)
-"""What a caller needs to fix a refused query, said by every surface that takes one."""
+
+
+def query_hint(max_hits: int = DEFAULT_LIMITS.max_hits) -> str:
+    """What a caller needs to fix a refused query, said by every surface that takes one; top_k's
+    bound is the operator's max_hits, so the hint names the number the check used."""
+    return (
+        f"paths: choose from {', '.join(PATHS)}; top_k: 1-{max_hits}; expand_hops: 1-{MAX_HOPS}; "
+        f"ranking: {' or '.join(RANKINGS)}"
+    )
+
+
+HINT = query_hint()
+"""The hint at the default limits (the CLI's, which serves no operator limits)."""
 
 
 class RetrieveInput(StrictInput):

@@ -33,7 +33,8 @@ FALKORDB_PORT = 6379
 FALKORDB_GRAPH = "evigraph"
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
-_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_TENANT = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+"""Lower case only, as a file system that ignores case would give Acme and acme one file."""
 _CREDENTIALS = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 _FORMS = "a file path, kuzu:///abs/path.db, ladybug:///abs/path.db or falkordb://host:port/graph"
 
@@ -69,10 +70,11 @@ class StoreLocation:
         """Tenant `tenant`'s own knowledge base beside this one: the graph `<graph>__<tenant>` on the
         same server, or the file `<stem>__<tenant><suffix>` in the same folder; one rule, so every
         process serving a tenant finds the same one, and no tenant's name can reach another's."""
-        if not _TENANT.fullmatch(tenant):
+        if not _TENANT.fullmatch(tenant) or "__" in tenant:  # '__' joins base and tenant: shop + a__b == shop__a + b
             raise ConfigurationError(
                 f"{tenant!r} is not a tenant name",
-                hint="use letters, digits, '-' and '_' (up to 64, starting with a letter or digit), e.g. acme",
+                hint="use lower-case letters, digits, '-' and '_' (up to 64, starting with a letter or digit, "
+                "never '__'), e.g. acme",
             )
         if self.path is not None:
             path = self.path.with_name(f"{self.path.stem}__{tenant}{self.path.suffix}")

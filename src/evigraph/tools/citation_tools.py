@@ -2,8 +2,10 @@
 
 Both take the same input (a draft's `[n]`, evidence numbers or ids, `strict`) and judge every
 reference the same way (`evigraph.evidence.cited`), so a number `check_citations` accepts is one
-`render_citations` lists, and the reverse. Whether a cited passage's document version is still
-current is read here, once per call, through the knowledge base.
+`render_citations` lists. The list may hold more: without strict it keeps a passage of a replaced
+version, marked superseded (it is what the draft quoted), which check_citations refuses. Whether a
+cited passage's document version is still current is read here, once per call and document, through
+the knowledge base.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ async def _check_versions(tk: Toolkit, verdicts: list[Cited]) -> None:
     # Only the versions are wanted, not the text, hence one character of it.
     found = await tk.kb.read_passages(list(dict.fromkeys(ids.values())), max_chars=1)
     live = {p.id: p for p in found.passages}
+    now_of: dict[str, int | None] = {}  # one source_status per document, however many of its passages are cited
     for v in judged:
         p = live.get(ids[v.ref])
         if p is not None and p.current and v.version in (None, p.version):
@@ -77,9 +80,11 @@ async def _check_versions(tk: Toolkit, verdicts: list[Cited]) -> None:
         now = None
         key = v.source.document_key if v.source is not None else p.document_key if p is not None else None
         if key is not None:
-            status = await tk.kb.source_status(key)
-            stored = status.state in (SourceState.current, SourceState.pending)
-            now = status.version if stored and status.version else None
+            if key not in now_of:
+                status = await tk.kb.source_status(key)
+                stored = status.state in (SourceState.current, SourceState.pending)
+                now_of[key] = status.version if stored and status.version else None
+            now = now_of[key]
         if v.version is None and p is not None:
             v.version = p.version
         v.supersede(now)

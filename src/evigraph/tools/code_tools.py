@@ -51,7 +51,7 @@ class IngestCodeResult(CodeIngestReport, ToolResult):
     write=True,
     destructive=True,
     idempotent=True,
-    available=lambda tk: tk.files_root is not None,
+    offered=lambda offer: offer.files_root,
 )
 async def ingest_code(tk: Toolkit, args: IngestCodeInput) -> IngestCodeResult:
     assert tk.files_root is not None

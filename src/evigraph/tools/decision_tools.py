@@ -46,10 +46,6 @@ if TYPE_CHECKING:
 TOOLS = ToolGroup()
 
 
-def may_reject(tk: Toolkit) -> bool:
-    return tk.traces is not None and tk.shared.allow_reject
-
-
 def _cause_line(c: ReviewCause) -> str:
     if c.document is not None:
         now = "deleted" if c.now_version is None else f"now version {c.now_version}"
@@ -256,7 +252,7 @@ async def reaffirm_decision(tk: Toolkit, args: ReaffirmDecisionInput) -> Decisio
     "flagged for review." + _RETRY + _WHERE,
     write=True,
     destructive=True,
-    available=may_reject,
+    offered=lambda offer: offer.allow_reject,
 )
 async def reject_decision(tk: Toolkit, args: RejectDecisionInput) -> DecisionResult:
     found = await traces_of(tk).reject_decision(args.decision_id, args.reason, request_id=args.request_id)

@@ -25,6 +25,21 @@ Describe = Callable[["Toolkit"], str]
 
 
 @dataclass(frozen=True)
+class Offer:
+    """What a toolkit is served with that decides which tools it offers, all known before a knowledge
+    base is open: one test for a toolkit and for a folder server's MCP guide, sent at the handshake
+    before a client has named a knowledge base (`registry.offered_tools`)."""
+
+    read_only: bool = False
+    files_root: bool = False
+    traces: bool = False
+    """A project and an agent were given: the task and decision tools."""
+    allow_reject: bool = False
+    finalize_policy: str = "manual"
+    include: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str | Describe
@@ -35,9 +50,12 @@ class Tool:
     idempotent: bool = True
     open_world: bool = False
     available: Callable[[Toolkit], bool] | None = None
-    """Whether this toolkit offers the tool (e.g. preview_files needs a files root)."""
+    """Whether the knowledge base lets this toolkit offer the tool (answer needs its LLM): asked of an
+    open toolkit only, so a guide written before a knowledge base is chosen leaves the tool out."""
     traced: bool = False
     """A task or decision tool: offered only by a toolkit given a project and an agent."""
+    offered: Callable[[Offer], bool] | None = None
+    """Whether the toolkit's options offer the tool (preview_files needs a files root)."""
 
     def describe(self, toolkit: Toolkit) -> str:
         return self.description(toolkit) if callable(self.description) else self.description
@@ -79,6 +97,7 @@ class ToolGroup:
         open_world: bool = False,
         available: Callable[[Toolkit], bool] | None = None,
         traced: bool = False,
+        offered: Callable[[Offer], bool] | None = None,
     ) -> Callable[[Handler], Handler]:
         """Define the decorated handler as tool `name`."""
 
@@ -86,7 +105,17 @@ class ToolGroup:
             if name in self.tools:
                 raise ValueError(f"tool {name!r} is defined twice")
             self.tools[name] = Tool(
-                name, description, input, handler, write, destructive, idempotent, open_world, available, traced
+                name,
+                description,
+                input,
+                handler,
+                write,
+                destructive,
+                idempotent,
+                open_world,
+                available,
+                traced,
+                offered,
             )
             return handler
 

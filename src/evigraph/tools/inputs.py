@@ -18,7 +18,7 @@ from evigraph.ingest.chunking import ChunkerName
 from evigraph.ingest.extraction import ExtractorName
 from evigraph.ingest.graph_resolution import GraphResolverName
 from evigraph.ingest.resolution import ResolverName
-from evigraph.limits import DEFAULT_LIMITS, FetchChars, Hits, LimitedBy
+from evigraph.limits import Bounded, FetchChars, Hits
 from evigraph.property_types import MAX_PROPERTIES, PropertyType, PropertyValue
 from evigraph.retrieval.navigation import Relation
 from evigraph.retrieval.passages import SearchMode
@@ -75,8 +75,8 @@ class SearchPassagesInput(ToolInput):
 
 
 class ReadPassagesInput(ToolInput):
-    passages: Annotated[list[EvidenceRef], LimitedBy("max_fetch_ids")] = Field(
-        min_length=1, max_length=DEFAULT_LIMITS.max_fetch_ids, description="evidence numbers or ids"
+    passages: Annotated[list[EvidenceRef], Bounded("max_fetch_ids", items=True)] = Field(
+        min_length=1, description="evidence numbers or ids"
     )
     max_chars: FetchChars = Field(4000, description="most characters of text per passage")
 
@@ -111,7 +111,7 @@ class ExploreInput(ToolInput):
 
 class SearchThemesInput(ToolInput):
     query: Query
-    limit: Annotated[int, Field(ge=1, le=10), LimitedBy("max_hits", ceiling=10)] = 5
+    limit: Annotated[int, Field(ge=1), Bounded("max_hits", ceiling=10)] = 5
     support_limit: int = Field(3, ge=1, le=10, description="most passages listed per theme")
 
 
@@ -140,9 +140,8 @@ class CitationsInput(ToolInput):
     (numbers or evidence ids, as a decision or a report outside a draft cites them), or both."""
 
     answer: str | None = Field(None, min_length=1, max_length=100_000, description="a draft answer with [n] citations")
-    evidence: Annotated[list[EvidenceRef], LimitedBy("max_fetch_ids")] = Field(
+    evidence: Annotated[list[EvidenceRef], Bounded("max_fetch_ids", items=True)] = Field(
         default_factory=list,
-        max_length=DEFAULT_LIMITS.max_fetch_ids,
         description="evidence numbers or evidence ids cited (besides the answer's [n]), each given a verdict",
     )
     strict: bool = Field(

@@ -8,7 +8,9 @@ an agent), then answer (offered only with an LLM).
 
 from __future__ import annotations
 
-from evigraph.tools.definitions import Tool
+from collections.abc import Callable
+
+from evigraph.tools.definitions import Offer, Tool
 
 
 def load_tools() -> dict[str, Tool]:
@@ -54,3 +56,21 @@ _JOINED: dict[str, Tool] | None = None
 def trace_tool_names() -> frozenset[str]:
     """The task and decision tools: offered only by a toolkit given a project and an agent."""
     return frozenset(name for name, defined in load_tools().items() if defined.traced)
+
+
+def offered_tools(offer: Offer, available: Callable[[Tool], bool] | None = None) -> list[Tool]:
+    """The tools served with `offer`, in registry order: the one filter of a toolkit and of a folder
+    server's guide. `available` asks an open toolkit's knowledge base about a tool that depends on
+    it (answer: an LLM); without it such a tool is left out, as no knowledge base is known yet."""
+    return [t for t in load_tools().values() if is_offered(t, offer, available)]
+
+
+def is_offered(tool: Tool, offer: Offer, available: Callable[[Tool], bool] | None = None) -> bool:
+    """`offered_tools`' test of one tool, for a call that names it (no need to list them all)."""
+    return (
+        (offer.include is None or tool.name in offer.include)
+        and not (tool.write and offer.read_only)
+        and (offer.traces or not tool.traced)
+        and (tool.offered is None or tool.offered(offer))
+        and (tool.available is None or (available is not None and available(tool)))
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from evigraph.errors import (
+    ConfigurationError,
     DeadlineExceeded,
     EngineError,
     EvigraphError,
@@ -26,14 +28,14 @@ from evigraph.errors import (
     ReadOnlyViolation,
     ToolError,
 )
-from evigraph.evidence.ids import EvidenceId, EvidenceKind
+from evigraph.evidence.ids import EvidenceId, EvidenceKind, parse_reference
 from evigraph.evidence.ledger import REREAD_HINT, EvidenceLedger, Forgotten
 from evigraph.ingest.loaders.common import DEFAULT_MAX_BYTES
 from evigraph.limits import Limits, bounded_input, limited_fields, spellings
 from evigraph.strict import validation_errors
-from evigraph.tools.definitions import Tool, ToolAnnotations, ToolSpec
+from evigraph.tools.definitions import Offer, Tool, ToolAnnotations, ToolSpec
 from evigraph.tools.plans import PlanLimits, plan_limits_from
-from evigraph.tools.registry import load_tools
+from evigraph.tools.registry import is_offered, load_tools, offered_tools
 from evigraph.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -57,8 +59,12 @@ class _Shared:
     max_file_bytes: int | None
     plan_limits: PlanLimits
     traces: Traces | None
+    offer: Offer
     allow_reject: bool = False
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # document id -> last plan
+    specs: dict[tuple[Limits, tuple[str, ...]], list[ToolSpec]] = field(default_factory=dict)
+    """The specs listed for each set of offered tools (answer's comes with the LLM, known once the
+    knowledge base is open): every MCP tools/list asks, and building the JSON Schemas costs ms."""
     finalize_owed: bool = False  # an on_write finalize failed; the next ingest retries it
     owns_kb: bool = False  # made by `for_tenant`: the toolkit closes its knowledge base
 
@@ -104,6 +110,15 @@ class Toolkit:
             from evigraph.ingest.files_root import FilesRoot
 
             root = FilesRoot(files_root, extensions=kb.file_extensions, max_bytes=max_file_bytes)
+        traces = _traces(kb, project, agent)
+        offer = Offer(
+            read_only=read_only,
+            files_root=root is not None,
+            traces=traces is not None,
+            allow_reject=allow_reject,
+            finalize_policy=finalize_policy,
+            include=chosen,
+        )
         self._shared = _Shared(
             kb=kb,
             read_only=read_only,
@@ -113,7 +128,8 @@ class Toolkit:
             ledger_capacity=ledger_capacity,
             max_file_bytes=max_file_bytes,
             plan_limits=plan_limits_from(plan_limits),
-            traces=_traces(kb, project, agent),
+            traces=traces,
+            offer=offer,
             allow_reject=allow_reject,
         )
         self.ledger = EvidenceLedger(ledger_capacity)
@@ -133,7 +149,7 @@ class Toolkit:
         kb_options = {k: v for k, v in options.items() if k not in own}
         unknown = sorted(set(kb_options) - set(inspect.signature(KnowledgeBase.__init__).parameters))
         if unknown:
-            raise ToolError(
+            raise ConfigurationError(
                 f"unknown option(s) for for_tenant: {', '.join(unknown)}",
                 hint="pass Toolkit options (read_only, project, agent, ...) or KnowledgeBase ones (embedder, llm, ...)",
             )
@@ -194,19 +210,21 @@ class Toolkit:
     def tools(self) -> list[Tool]:
         """The tools this toolkit offers, in registry order, their inputs bounded by its limits, so
         every surface listing or validating them (MCP, REST, OpenAPI) shows the operator's bounds."""
-        out = []
-        for t in load_tools().values():
-            if self._shared.include is not None and t.name not in self._shared.include:
-                continue
-            if t.write and self._shared.read_only:
-                continue
-            if t.available is not None and not t.available(self):
-                continue
-            bounded = bounded_input(t.input, self.limits)
-            out.append(t if bounded is t.input else dataclasses.replace(t, input=bounded))
-        return out
+        limits = self.limits
+        return [bounded_tool(t, limits) for t in offered_tools(self._shared.offer, self._available)]
+
+    def _available(self, tool: Tool) -> bool:
+        return tool.available is not None and tool.available(self)
 
     def tool_specs(self) -> list[ToolSpec]:
+        tools = self.tools()
+        key = (self.limits, tuple(t.name for t in tools))
+        specs = self._shared.specs.get(key)
+        if specs is None:
+            specs = self._shared.specs[key] = self._specs(tools)
+        return list(specs)
+
+    def _specs(self, tools: list[Tool]) -> list[ToolSpec]:
         return [
             ToolSpec(
                 name=t.name,
@@ -216,7 +234,7 @@ class Toolkit:
                     read_only=not t.write, destructive=t.destructive, idempotent=t.idempotent, open_world=t.open_world
                 ),
             )
-            for t in self.tools()
+            for t in tools
         ]
 
     # -- calling -----------------------------------------------------------------------------
@@ -262,15 +280,15 @@ class Toolkit:
             ) from None
 
     def _tool(self, name: str) -> Tool:
-        offered = {t.name: t for t in self.tools()}
-        if name in offered:
-            return offered[name]
         tool = load_tools().get(name)
+        if tool is not None and is_offered(tool, self._shared.offer, self._available):
+            return bounded_tool(tool, self.limits)
+        offered = {t.name for t in self.tools()}
         if tool is not None and tool.write and self._shared.read_only:
             raise ReadOnlyViolation(f"{name} writes, and this toolkit is read-only", hint="use the read tools")
         if tool is not None:
-            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(set(offered)))
-        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(set(offered)))
+            raise ToolError(f"tool {name!r} is not offered by this toolkit", hint=_offered_hint(offered))
+        raise ToolError(f"unknown tool {name!r}", hint=_offered_hint(offered))
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[ToolResult]]:
         if name.startswith("_") or name not in load_tools():
@@ -288,12 +306,15 @@ class Toolkit:
     def resolve(self, ref: int | str, kind: EvidenceKind) -> EvidenceId:
         """The evidence of `kind` behind `ref`: a number from this session, or an id given directly.
 
-        An id may be given bare (`3f2a…`) or as the evidence id tools hand out (`passage:3f2a…`);
-        a number sent as a string is still a number. Another kind's number or id is refused.
+        Read as the citation checks read it (`parse_reference`): an id may be given bare (`3f2a…`)
+        or as the evidence id tools hand out (`passage:3f2a…`); a number sent as a string (`"3"`,
+        `"[3]"`) is still a number. Another kind's number or id is refused.
         """
-        if isinstance(ref, str) and ref.isdigit() and ref.lstrip("0") and int(ref) in self.ledger:
-            ref = int(ref)  # a number sent as a string
-        if isinstance(ref, int):
+        parsed_ref = parse_reference(ref, kind)
+        if parsed_ref is None:
+            raise ToolError(f"{ref!r} names no evidence", hint=f"pass a number [n] or an id starting with '{kind}:'")
+        if isinstance(parsed_ref, int):
+            ref = parsed_ref
             rec = self.ledger.get(ref)
             if rec is None:
                 expired = self.ledger.forgotten_numbers([ref])
@@ -306,10 +327,17 @@ class Toolkit:
             if parsed is None or parsed.kind != kind:
                 raise ToolError(f"[{ref}] is a {rec.kind}, not a {kind}", hint="pass the right number")
             return parsed
-        parsed = EvidenceId.parse(ref)
-        if parsed is not None and parsed.kind != kind:
+        if parsed_ref.kind != kind:
             raise ToolError(f"{ref!r} is not a {kind} id", hint=f"pass an id starting with '{kind}:'")
-        return EvidenceId.of(kind, ref)
+        return parsed_ref
+
+
+@functools.cache
+def bounded_tool(tool: Tool, limits: Limits) -> Tool:
+    """`tool` with its input bounded by `limits` (`bounded_input`), made once per tool and limits
+    (both frozen) rather than on every call and listing."""
+    bounded = bounded_input(tool.input, limits)
+    return tool if bounded is tool.input else dataclasses.replace(tool, input=bounded)
 
 
 def _traces(kb: KnowledgeBase, project: str | None, agent: str | None) -> Traces | None:

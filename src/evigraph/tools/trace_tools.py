@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evigraph.errors import ToolError
 from evigraph.evidence.pack import Section
-from evigraph.kb.decisions import DecisionSupport, PassageSupport
+from evigraph.kb.decisions import MAX_SUPPORTS, DecisionSupport, PassageSupport
 from evigraph.kb.traces import (
     CreateTaskInput,
     FetchEventInput,
@@ -33,7 +33,7 @@ from evigraph.kb.traces import (
     Traces,
 )
 from evigraph.strict import StrictInput
-from evigraph.tools.definitions import Handler, ToolGroup
+from evigraph.tools.definitions import Handler, Offer, ToolGroup
 from evigraph.tools.results import ToolResult, next_page
 from evigraph.trace_records import (
     DecisionRecord,
@@ -62,9 +62,9 @@ def traced_tool(
     write: bool = False,
     destructive: bool = False,
     idempotent: bool = True,
-    available: Callable[[Toolkit], bool] | None = None,
+    offered: Callable[[Offer], bool] | None = None,
 ) -> Callable[[Handler], Handler]:
-    """`group.tool`, offered only with a project and an agent (`has_traces`, or `available` when stricter)."""
+    """`group.tool`, offered only with a project and an agent (`Offer.traces`; `offered` may ask more)."""
     return group.tool(
         name,
         input,
@@ -72,8 +72,8 @@ def traced_tool(
         write=write,
         destructive=destructive,
         idempotent=idempotent,
-        available=available or has_traces,
         traced=True,
+        offered=offered,
     )
 
 
@@ -90,14 +90,9 @@ class TaskViewInput(StrictInput):
     decisions: int = Field(20, ge=1, le=50, description="the most standing decisions listed")
 
 
-def has_traces(tk: Toolkit) -> bool:
-    """Whether the toolkit was given a project and an agent; without them no task tool is offered."""
-    return tk.traces is not None
-
-
 def traces_of(tk: Toolkit) -> Traces:
     traces = tk.traces
-    assert traces is not None  # the tools are offered only with a project and an agent (has_traces)
+    assert traces is not None  # the tools are offered only with a project and an agent (Offer.traces)
     return traces
 
 
@@ -365,7 +360,8 @@ async def fetch_event(tk: Toolkit, args: FetchEventInput) -> EventBodyResult:
     "set_step",
     SetStepInput,
     "Create or update a named step of a task; a completed step needs its result, as text (result, recorded "
-    "as a note event) or as the number of an event that holds it (result_event_seq). supports: up to 20 of "
+    "as a note event) or as the number of an event that holds it (result_event_seq). supports: up to "
+    f"{MAX_SUPPORTS} of "
     "{kind: 'passage', evidence: [n] or evidence_id} (passages read in full with read_passages in this "
     "session, pinned to the version read) or {kind: 'decision', decision_id} (an active decision), each with "
     "an optional note; each set_step replaces the step's supports." + _RETRY + _WHERE,

@@ -66,10 +66,6 @@ TOOLS = ToolGroup()
 AGENT_SOURCE = "agent"
 
 
-def _has_root(tk: Toolkit) -> bool:
-    return tk.files_root is not None
-
-
 # -- set_ontology ----------------------------------------------------------------------------
 
 
@@ -427,7 +423,7 @@ class FinalizeResult(ToolResult):
     "Call it once after the last ingest of a batch, not after each.",
     write=True,
     destructive=True,
-    available=lambda tk: tk.shared.finalize_policy == "manual",
+    offered=lambda offer: offer.finalize_policy == "manual",
 )
 async def finalize(tk: Toolkit, args: FinalizeInput) -> FinalizeResult:
     limits = tk.shared.plan_limits
@@ -472,7 +468,7 @@ class PreviewResult(ToolResult):
     "One sample from the middle of each file under the files root (a bounded window, never the whole file), "
     "paged: call again with next_offset until it is null. Use it to design an ontology before ingesting.",
     write=True,
-    available=_has_root,
+    offered=lambda offer: offer.files_root,
 )
 async def preview_files(tk: Toolkit, args: PreviewFilesInput) -> PreviewResult:
     assert tk.files_root is not None
