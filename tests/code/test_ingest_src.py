@@ -76,7 +76,7 @@ async def test_the_code_graph_grows_the_file_by_a_small_multiple_of_the_source(t
 @pytest.mark.asyncio(loop_scope="module")
 async def test_calls_resolve_to_the_imported_functions(src_kb: tuple[KnowledgeBase, CodeIngestReport]) -> None:
     kb, _ = src_kb
-    assert {"build"} <= called_names(ReadOps.retrieve)  # what the source says, read here
+    assert {"show_properties"} <= called_names(ReadOps.retrieve)  # what the source says, read here
     assert {"run_legs", "question_vectors"} <= called_names(MultiPathRetrieval.search)
     found = await rows(
         kb,
@@ -84,7 +84,7 @@ async def test_calls_resolve_to_the_imported_functions(src_kb: tuple[KnowledgeBa
            MATCH (f)-[:CALLS]->(g:Function) RETURN c.qualname AS owner, g.module AS module, g.qualname AS callee""",
     )
     assert {r["owner"] for r in found} == {"ReadOps"}
-    assert ("evigraph.strict", "build") in {(r["module"], r["callee"]) for r in found}
+    assert ("evigraph.kb.properties", "show_properties") in {(r["module"], r["callee"]) for r in found}
     found = await rows(
         kb,
         """MATCH (c:Class {name: 'MultiPathRetrieval'})-[:CONTAINS]->(f:Function {name: 'search'})
