@@ -253,6 +253,11 @@ class GraphData(_Frozen):
     entities: tuple[ExtractedEntity, ...] = ()
     relations: tuple[ExtractedRelation, ...] = ()
     mentions: tuple[Mention, ...] = ()
+    found: tuple[str, ...] = Field(
+        default=(),
+        description="per chunk, the names an offline extractor found before typing (`found_hits`), so "
+        "finalize can type them again from the whole knowledge base; empty where typing is not redone",
+    )
 
 
 # -- What is written, and what the user is told ------------------------------------------------
@@ -282,6 +287,9 @@ class DocumentVersion(_Frozen):
         default=None,
         description="vectors of the graph's entity names, by name, when an embedder is set: an entity the "
         "write creates gets its name's vector with it (names of entities stored already may be left out)",
+    )
+    found: tuple[str, ...] = Field(
+        default=(), description="per chunk, the extractor's untyped names (`GraphData.found`), kept for finalize"
     )
 
     def stored(self, version: int) -> StoredDocument:

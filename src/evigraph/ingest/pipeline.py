@@ -38,6 +38,7 @@ from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
 from evigraph.ingest.chunking.base import ChunkingStrategy
+from evigraph.ingest.document_graph import settled_graph
 from evigraph.ingest.embedding import on_embedding_thread
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.base import ExtractionStrategy
@@ -47,10 +48,8 @@ from evigraph.ingest.loaders.base import LoaderStrategy, RejectedRecord
 from evigraph.ingest.name_vectors import NameVectors
 from evigraph.ingest.passage_vectors import DocumentText, DocumentVectors, embed_documents
 from evigraph.ingest.progress import CHUNKED, EMBEDDED, EXTRACTED, IngestProgress, Shares
-from evigraph.ingest.pruning import prune
 from evigraph.ingest.resolution import ResolutionStrategy
 from evigraph.ingest.sources import SourceFile, expand_sources
-from evigraph.ingest.subjects import with_subject
 from evigraph.ingest.text_documents import unstorable
 from evigraph.ingest.writing import InFlight, WriteGroup
 from evigraph.memory import give_back_memory
@@ -362,14 +361,13 @@ class IngestRun:
         for (p, chunks), graph in zip(started.chunked, graphs, strict=True):
             if graph is None:
                 continue
+            strategies = self.strategies
             try:
-                resolved = await self.strategies.resolver.resolve_document(p.doc.key, graph, chunks)
+                resolved, pruned = await settled_graph(strategies.resolver, strategies.ontology, p.doc, chunks, graph)
             except Exception as exc:
                 self._fail(p.doc.key, f"resolution failed: {exc}", path=p.doc.path)
                 continue
-            resolved, pruned = prune(resolved, self.strategies.ontology)
             self.report.pruned.merge(pruned)
-            resolved = with_subject(resolved, p.doc.title, [c.index for c in chunks], self.strategies.ontology)
             ready.append((p, chunks, resolved, bridge_sentences(chunks, resolved)))
         if not ready:
             return None
@@ -402,6 +400,7 @@ class IngestRun:
                         sentences=spans,
                         sentence_embeddings=mine.sentences if mine is not None else None,
                         name_embeddings=(mine.names or None) if mine is not None else None,
+                        found=resolved.found,
                     ),
                 )
             )

@@ -72,8 +72,9 @@ class Status(BaseModel):
 
 
 class FinalizeReport(BaseModel):
-    """What `finalize` did: passages embedded, entities resolved and themes found."""
+    """What `finalize` did: documents typed again, passages embedded, entities resolved and themes found."""
 
+    retyped: int = Field(0, description="documents whose graph changed when their names were typed again")
     embedded: int = 0
     themes: int = 0
     resolution: ResolutionReport | None = Field(None, description="candidate pairs, merges and LLM spend")

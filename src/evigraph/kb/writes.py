@@ -460,7 +460,11 @@ class WriteOps(EditOps):
     async def finalize(
         self, *, resolver: GraphResolver | str | None = None, max_llm_pairs: int | None = None
     ) -> FinalizeReport:
-        """Finish a batch of ingests: embed what has no vector, resolve entities, then find themes.
+        """Finish a batch of ingests: type names again, embed what has no vector, resolve entities,
+        then find themes.
+
+        Names are typed from the whole knowledge base's cues (`ingest/retyping.py`), so the graph
+        holds what a fresh ingest of the same files would, whatever order they came in.
 
         `resolver` merges entities of the whole graph that are one thing: "exact" (the default:
         nothing beyond ingest's exact name match), "fuzzy" (by names, offline) or "llm" (this
@@ -472,12 +476,14 @@ class WriteOps(EditOps):
         """
         from evigraph.ingest.communities import detect_themes
         from evigraph.ingest.graph_resolution import resolve_graph
+        from evigraph.ingest.retyping import retype
         from evigraph.ingest.vectors import embed_passages, embed_ranking_texts
 
         judge = self._graph_resolver(resolver, max_llm_pairs)  # an unknown name or a missing LLM fails first
         store = await self._open(for_write=True, create=False)  # a mistyped --db is said, not created
         report = FinalizeReport()
         async with self._gate.exclusive():
+            report.retyped = await retype(store, await self.load_ontology())
             if self.embedder is not None:
                 await self._claim_embedding_model(store)
                 report.embedded = await embed_passages(store, self.embedder)

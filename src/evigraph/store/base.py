@@ -1,9 +1,8 @@
 """The store contract: domain operations on a knowledge graph, whatever engine holds it.
 
-Ingestion, retrieval and the toolkit speak only to `GraphStore`, never to an engine, so a
-FalkorDB implementation can sit beside the embedded one without touching them. Operations are
-async because a server-backed engine is I/O-bound; the embedded engine runs its calls in a
-worker thread.
+Ingestion, retrieval and the toolkit speak only to `GraphStore`, never to an engine, so a FalkorDB
+implementation sits beside the embedded one without touching them. Operations are async, as a
+server-backed engine is I/O-bound; the embedded engine runs its calls in a worker thread.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from evigraph.models import (
     WalkBounds,
 )
 from evigraph.store.compaction import CompactProgress, CompactReport
+from evigraph.store.graph_rewrite import GraphRewriteStore
 from evigraph.store.keys import KeyStore
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.properties import PropertyStore
@@ -107,7 +107,7 @@ def opened(held: T | None) -> T:
     return held
 
 
-class GraphStore(PropertyStore, KeyStore, ABC):
+class GraphStore(PropertyStore, KeyStore, GraphRewriteStore, ABC):
     """One knowledge base: documents, passages, entities and relations.
 
     Writes are atomic per call: `write_versions` replaces every given document's previous

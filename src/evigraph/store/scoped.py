@@ -64,8 +64,9 @@ class ScopedStore(ForwardingStore):
       the knowledge base resolves passages through this store, which does not find them;
     - entity vectors: graph ranking asks for the entities its in-scope passages mention, and a
       name alone reveals nothing a passage in scope does not;
-    - entity records, redirects and settings are whole-graph maintenance for the operator
-      (finalize, like `check`: duplicates span scopes);
+    - entity records, redirects, settings, and typing names again (`found_documents`,
+      `replace_graphs`) are whole-graph maintenance for the operator (finalize, like `check`:
+      duplicates and a name's cues span scopes);
     - the extraction cache is keyed by passage content and reveals no document.
     """
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from evigraph.ingest.extraction.cooccurrence import Hit, graph_from_hits
 from evigraph.ingest.extraction.entity_types import type_hits
+from evigraph.ingest.extraction.found_hits import encode_hits
 from evigraph.models import GraphData, Ontology, TextChunk
 
 
@@ -22,12 +23,16 @@ def graphs_for_batch(
 ) -> list[GraphData]:
     """One graph per document from the hits of every chunk of the batch, in order, typed first.
 
-    Shared by the offline extractors so that each gets the batch-wide typing the same way.
+    Shared by the offline extractors so that each gets the batch-wide typing the same way. Each
+    graph also carries its passages' hits before typing (`found_hits`), for finalize to type again.
     """
     typed = type_hits(documents, per_chunk, ontology)
     graphs: list[GraphData] = []
     offset = 0
     for chunks in documents:
-        graphs.append(graph_from_hits(chunks, typed[offset : offset + len(chunks)]))
-        offset += len(chunks)
+        end = offset + len(chunks)
+        graph = graph_from_hits(chunks, typed[offset:end])
+        found = tuple(encode_hits(hits) for hits in per_chunk[offset:end])
+        graphs.append(graph.model_copy(update={"found": found}))
+        offset = end
     return graphs

@@ -74,6 +74,10 @@ CONTEXT_COLUMN = "passage_context"
 """A chunk's context (`TextChunk.context`): searched and embedded, hidden from Cypher like a vector,
 as an agent quoting it would quote words the document does not hold."""
 
+FOUND_COLUMN = "found_hits"
+"""The names extraction found in a chunk before typing (`ingest/extraction/found_hits.py`), which
+finalize types again: internal, hidden from Cypher."""
+
 CYPHER_NODE_LABELS = frozenset({"Document", "Chunk", "Entity"} | CODE_NODE_TABLES)
 CYPHER_REL_TYPES = frozenset({"PART_OF", "NEXT", "MENTIONED_IN", "RELATES"} | CODE_REL_TABLES)
 CYPHER_TABLES = CYPHER_NODE_LABELS | CYPHER_REL_TYPES

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, StoredDocument
+from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, GraphData, StoredDocument
 from evigraph.store.core.reader import Rows
 from evigraph.store.search_text import fts_text
 from evigraph.store.terms import searchable_text
@@ -90,7 +90,8 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
         vectors = v.embeddings or [None] * len(v.chunks)
         bridges = v.sentences or ((),) * len(v.chunks)
         bridge_vectors = v.sentence_embeddings or (None,) * len(v.chunks)
-        for c, cid, vec, spans, svecs in zip(v.chunks, ids, vectors, bridges, bridge_vectors, strict=True):
+        found = v.found or (None,) * len(v.chunks)
+        for c, cid, vec, spans, svecs, fd in zip(v.chunks, ids, vectors, bridges, bridge_vectors, found, strict=True):
             out.chunks.append(
                 {
                     "id": cid,
@@ -108,25 +109,11 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
                     "ss": [sp.start for sp in spans],
                     "se": [sp.end for sp in spans],
                     "sv": [list(x) for x in svecs] if svecs is not None and spans else None,
+                    "fd": fd,
                 }
             )
         out.nexts.extend({"a": a, "b": b} for a, b in itertools.pairwise(ids))
-        for e in v.graph.entities:
-            add_entity(out.entities, e)
-        for m in v.graph.mentions:
-            if m.chunk_index in by_index:
-                out.mentions.append(
-                    {
-                        "e": m.entity_id,
-                        "c": by_index[m.chunk_index],
-                        "s": [s.start for s in m.spans],
-                        "t": [s.end for s in m.spans],
-                    }
-                )
-        for r in v.graph.relations:
-            sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
-            if sources:
-                add_relation(out.relations, r, sources)
+        add_graph(out, v.graph, by_index)
     names: dict[str, tuple[float, ...]] = {}
     for v in versions:
         names.update(v.name_embeddings or {})
@@ -134,6 +121,27 @@ def version_rows(versions: Sequence[DocumentVersion], numbers: Mapping[str, int]
         vec = names.get(row["name"])
         row["v"] = list(vec) if vec is not None else None  # set on an entity the write creates
     return out
+
+
+def add_graph(out: VersionRows, graph: GraphData, by_index: Mapping[int, str]) -> None:
+    """Add a document's entities, mentions and relations to the rows; `by_index` gives the id of
+    each of its passages by index (what names no passage of it is left out)."""
+    for e in graph.entities:
+        add_entity(out.entities, e)
+    for m in graph.mentions:
+        if m.chunk_index in by_index:
+            out.mentions.append(
+                {
+                    "e": m.entity_id,
+                    "c": by_index[m.chunk_index],
+                    "s": [s.start for s in m.spans],
+                    "t": [s.end for s in m.spans],
+                }
+            )
+    for r in graph.relations:
+        sources = [by_index[i] for i in r.chunk_indexes if i in by_index]
+        if sources:
+            add_relation(out.relations, r, sources)
 
 
 def add_entity(entities: Folded, e: ExtractedEntity) -> None:

@@ -7,7 +7,7 @@ case-insensitively, as the engines do.
 
 from __future__ import annotations
 
-from evigraph.store.core.schema_names import CONTEXT_COLUMN
+from evigraph.store.core.schema_names import CONTEXT_COLUMN, FOUND_COLUMN
 
 FORBIDDEN_KEYWORDS = {
     **dict.fromkeys(("CREATE", "MERGE", "SET", "DELETE", "REMOVE", "UPDATE"), "writes"),
@@ -48,7 +48,16 @@ NOT_FUNCTIONS = frozenset(
 function to the engines, so it is checked against the dialect's functions."""
 
 HIDDEN_PROPERTIES = frozenset(
-    {"embedding", "search_text", "sentence_starts", "sentence_ends", "sentence_vectors", CONTEXT_COLUMN, "live"}
+    {
+        "embedding",
+        "search_text",
+        "sentence_starts",
+        "sentence_ends",
+        "sentence_vectors",
+        CONTEXT_COLUMN,
+        FOUND_COLUMN,
+        "live",
+    }
 )
 """Vectors, full-text index text, graph ranking's sentence offsets, the contexts a contextual chunker
 wrote (words the document does not hold, so never to be quoted) and FalkorDB's `live` flag are

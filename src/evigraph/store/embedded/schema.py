@@ -17,6 +17,7 @@ from evigraph.store.core.schema_names import (
     ENTITY_REDIRECT,
     EXTRACTION_CACHE,
     EXTRACTION_SOURCE,
+    FOUND_COLUMN,
     META_TABLE,
     STEP_SUPPORTS,
     TRACE_DECISION,
@@ -40,6 +41,7 @@ __all__ = [
     "ENTITY_REDIRECT",
     "EXTRACTION_CACHE",
     "EXTRACTION_SOURCE",
+    "FOUND_COLUMN",
     "META_TABLE",
     "STEP_SUPPORTS",
     "TRACE_DECISION",
@@ -74,11 +76,11 @@ DDL = (
     """CREATE NODE TABLE IF NOT EXISTS Document(
         key STRING PRIMARY KEY, title STRING, path STRING, content_hash STRING, version INT64,
         loader STRING, metadata STRING, chunk_count INT64, ingested_at TIMESTAMP)""",
-    """CREATE NODE TABLE IF NOT EXISTS Chunk(
+    f"""CREATE NODE TABLE IF NOT EXISTS Chunk(
         id STRING PRIMARY KEY, document STRING, version INT64, index INT64, text STRING,
         breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64, embedding FLOAT[],
         search_text STRING, sentence_starts INT64[], sentence_ends INT64[], sentence_vectors FLOAT[][],
-        passage_context STRING)""",
+        passage_context STRING, {FOUND_COLUMN} STRING)""",
     """CREATE NODE TABLE IF NOT EXISTS Entity(
         id STRING PRIMARY KEY, name STRING, label STRING, description STRING,
         descriptions STRING[], aliases STRING[], _source STRING, _created_at TIMESTAMP,
@@ -142,13 +144,15 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Entity", SOURCES_COLUMN, "STRING"),
     ("RELATES", SOURCES_COLUMN, "STRING"),
     FACT_COLUMN,
+    ("Chunk", FOUND_COLUMN, "STRING"),
 )
 """(table, column, type) added after schema version 1 shipped: graph ranking's bridge sentences and
 name vectors, then contextual chunks' contexts, then steps' supports, then who set each declared
 property (`evigraph.property_types`; the properties' own columns come with their declaration),
-then relations' fact vectors. A writable open adds what a file lacks (`ALTER TABLE ... ADD`); its
-rows then get them from `evigraph finalize` (vectors, like any passage without one) or a re-ingest
-(contexts); a step set before has no supports."""
+then relations' fact vectors, then the names extraction found before typing (`found_hits`). A
+writable open adds what a file lacks (`ALTER TABLE ... ADD`); its rows then get them from `evigraph
+finalize` (vectors, like any passage without one) or a re-ingest (contexts, found names); a step
+set before has no supports."""
 
 RETYPED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("RELATES", "source_chunks", "STRING"),

@@ -35,6 +35,7 @@ from evigraph.store.embedded import (
     compaction,
     cypher_run,
     generation,
+    graph_rewrite,
     integrity,
     merging,
     ranking_io,
@@ -69,6 +70,7 @@ from evigraph.store.embedded.schema import (
     CONTEXT_COLUMN,
     DDL,
     FACT_COLUMN,
+    FOUND_COLUMN,
     META_TABLE,
     NODE_TABLES,
     SCHEMA_VERSION,
@@ -77,6 +79,7 @@ from evigraph.store.embedded.schema import (
     TRACE_STEP,
 )
 from evigraph.store.embedded.upgrades import drop_retired_indexes, missing_columns, upgrade_columns
+from evigraph.store.graph_rewrite import DocumentGraph, FoundPage
 from evigraph.store.index_files import SUFFIX, IndexFiles, prefetch_numpy
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
@@ -208,6 +211,7 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
                     missing = {(table, column) for table, column, _ in missing_columns(tx)}
                     later = {
                         ("Chunk", CONTEXT_COLUMN),
+                        ("Chunk", FOUND_COLUMN),
                         (TRACE_STEP, STEP_SUPPORTS),
                         FACT_COLUMN[:2],
                         ("Entity", SOURCES_COLUMN),
@@ -319,6 +323,28 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
         finally:
             self._cache.invalidate()
             self._journal.documents([key])
+
+    async def found_documents(self, after: str | None, limit: int) -> FoundPage:
+        return await self.executor.read(lambda tx: graph_rewrite.found_documents(tx, after, limit))
+
+    async def replace_graphs(self, graphs: Sequence[DocumentGraph]) -> list[str]:
+        if not graphs:
+            return []
+        changed: list[str] = []
+
+        def work(tx: Tx) -> list[str]:
+            done = graph_rewrite.replace_graphs(tx, graphs)
+            if done:  # a finalize that changes nothing leaves the saved indexes current
+                generation.bump(tx)
+            return done
+
+        try:
+            changed = await self.executor.write(work)
+            return changed
+        finally:
+            self._cache.invalidate()
+            if changed:
+                self._journal.reset()  # mentions moved: graph ranking reloads, as after a merge
 
     async def rename_documents(self, renames: Mapping[str, str]) -> list[str]:
         pairs = checked_renames(renames)

@@ -153,7 +153,10 @@ def delete_entities(tx: Tx, entity_ids: Sequence[str]) -> None:
     tx.run_batched("UNWIND $rows AS eid MATCH (e:Entity {id: eid}) DELETE e", ids)
 
 
-def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> None:
+def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str], *, extracted_only: bool = False) -> None:
+    """Take the passages `gone` out of the sources of the relations of `entity_ids`, and delete the
+    extracted relations left with none. `extracted_only`: the passages stay (their graph is
+    replaced), so only extracted relations lose them; one an agent recorded keeps its evidence."""
     ids = {"ids": sorted(entity_ids)}
     rels = tx.rows(
         """UNWIND $ids AS eid MATCH (a:Entity {id: eid})-[r:RELATES]->(b:Entity)
@@ -173,12 +176,15 @@ def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str]) -> Non
         if r["id"] in seen:
             continue
         seen.add(r["id"])
+        agents = r["source"] not in (None, EXTRACTION_SOURCE)
+        if agents and extracted_only:
+            continue
         src = unpack_ids(r["src"])
         kept = [c for c in src if c not in gone]
         if len(kept) == len(src):
             continue
         row = {"id": r["id"], "s": r["s"], "d": r["d"], "src": pack(kept)}
-        agents = r["source"] not in (None, EXTRACTION_SOURCE) or holds_properties(r["props"])
+        agents = agents or holds_properties(r["props"])
         (update if kept or agents else drop).append(row)
     tx.run_batched(
         """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
@@ -255,6 +261,14 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         EDGE_BATCH,
     )
     created = _write_entities(tx, entities, now)
+    create_mentions(tx, mentions)
+    _write_relations(tx, relations, new_entities=created, fresh_sources=True)
+    delete_orphans(tx, candidates)
+    return numbers
+
+
+def create_mentions(tx: Tx, mentions: Sequence[dict[str, Any]]) -> None:
+    """Mention rows (`version_rows`) as `MENTIONED_IN` edges."""
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
            MATCH (e:Entity {id: e_id}) WITH e, c_id, span_s, span_e MATCH (c:Chunk {id: c_id})
@@ -262,15 +276,12 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         [{**m, "s": pack(m["s"]), "t": pack(m["t"])} for m in mentions],
         EDGE_BATCH,
     )
-    _write_relations(tx, relations, new_entities=created, fresh_sources=True)
-    delete_orphans(tx, candidates)
-    return numbers
 
 
 _CREATE_CHUNKS = """UNWIND $rows AS r
            WITH r.i AS i, r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text,
                 r.bc AS bc, r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
-                r.ss AS ss, r.se AS se, r.cx AS cx
+                r.ss AS ss, r.se AS se, r.cx AS cx, r.fd AS fd
            MATCH (d:Document {key: doc})
            CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: text,
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
@@ -278,7 +289,7 @@ _CREATE_CHUNKS = """UNWIND $rows AS r
                             search_text: st, sentence_starts: CAST(ss AS INT64[]),
                             sentence_ends: CAST(se AS INT64[]),
                             sentence_vectors: CASE WHEN $svm[i] THEN CAST($sv[i] AS FLOAT[][]) ELSE NULL END,
-                            passage_context: CAST(cx AS STRING)})-[:PART_OF]->(d)"""
+                            passage_context: CAST(cx AS STRING), found_hits: CAST(fd AS STRING)})-[:PART_OF]->(d)"""
 
 
 def _create_chunks(tx: Tx, chunks: Sequence[dict[str, Any]]) -> None:

@@ -306,7 +306,7 @@ def _write_pending(conn: Connection, rows: VersionRows, writer: str) -> None:
            CREATE (c:PendingChunk {id: r.id, document: r.doc, version: r.version, index: r.index, text: r.text,
                             breadcrumbs: r.bc, page: r.page, char_start: r.cs, char_end: r.ce,
                             search_text: r.st, passage_context: r.cx, sentence_starts: r.ss,
-                            sentence_ends: r.se, sentence_vectors: r.sv, _writer: $writer})
+                            sentence_ends: r.se, sentence_vectors: r.sv, found_hits: r.fd, _writer: $writer})
            FOREACH (_ IN CASE WHEN r.emb IS NULL THEN [] ELSE [1] END | SET c.embedding = vecf32(r.emb))""",
         rows.chunks,
         batch=500,

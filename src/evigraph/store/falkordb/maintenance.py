@@ -18,7 +18,7 @@ from evigraph.store.core.merge_plan import read_entity_records, read_redirects
 from evigraph.store.cypher.params import check_params
 from evigraph.store.cypher.rows import QueryRows
 from evigraph.store.cypher.rules import HIDDEN_PROPERTIES
-from evigraph.store.falkordb import merging
+from evigraph.store.falkordb import graph_rewrite, merging
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.cypher import (
     SLOTS,
@@ -32,6 +32,7 @@ from evigraph.store.falkordb.integrity import PENDING_GRACE_S, Findings, inspect
 from evigraph.store.falkordb.locks import server_lock
 from evigraph.store.falkordb.schema import INTERNAL_LABELS, NODE_LABELS, RELATIONSHIP_TYPES
 from evigraph.store.falkordb.section import FalkorSection
+from evigraph.store.graph_rewrite import DocumentGraph, FoundPage
 from evigraph.store.location import StoreLocation
 from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 
@@ -199,6 +200,20 @@ class FalkorMaintenanceOps(FalkorSection):
             return await self._write(work)
         finally:
             self._journal.reset()  # mentions moved in documents anywhere: graph ranking reloads
+
+    async def found_documents(self, after: str | None, limit: int) -> FoundPage:
+        return await self._read(lambda: graph_rewrite.found_documents(self.conn, after, limit))
+
+    async def replace_graphs(self, graphs: Sequence[DocumentGraph]) -> list[str]:
+        if not graphs:
+            return []
+        changed, todo, held = await self._read(lambda: graph_rewrite.changes(self.conn, graphs))
+        if not changed.keys:
+            return []  # nothing written: the generation stays, and saved indexes with it
+        try:
+            return await self._write(lambda: graph_rewrite.replace_graphs(self.conn, changed, todo, held))
+        finally:
+            self._journal.reset()  # mentions moved: graph ranking reloads, as after a merge
 
     async def entity_redirects(self) -> dict[str, str]:
         found = await self._read(lambda: read_redirects(merging.primary_reader(self.conn)))

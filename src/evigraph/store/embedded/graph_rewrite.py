@@ -1,0 +1,90 @@
+"""Typing again at finalize on the embedded store: documents' found names read back, and their
+graphs replaced in one transaction (`GraphRewriteStore`). The deletes follow `writes`' rules
+(each relationship by its own statement, no `NOT EXISTS`), for the reasons measured there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from itertools import groupby
+
+from evigraph.store.core.graph_rows import graph_rows, passage_ids, redirected
+from evigraph.store.embedded.executor import Tx
+from evigraph.store.embedded.packed import unpack_ints
+from evigraph.store.embedded.writes import (
+    EDGE_BATCH,
+    _prune_relation_sources,
+    _write_entities,
+    _write_relations,
+    create_mentions,
+    current_versions,
+    delete_orphans,
+)
+from evigraph.store.graph_rewrite import DocumentGraph, FoundDocument, FoundPage, FoundPassage
+
+
+def found_documents(tx: Tx, after: str | None, limit: int) -> FoundPage:
+    keys = tx.column(
+        "MATCH (d:Document) WHERE d.key > $after RETURN d.key ORDER BY d.key LIMIT $limit",
+        {"after": after or "", "limit": limit},
+    )
+    if not keys:
+        return FoundPage([], None)
+    rows = tx.rows(
+        """UNWIND $keys AS k MATCH (c:Chunk)-[:PART_OF]->(d:Document {key: k})
+           RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
+                  c.found_hits AS found
+           ORDER BY key, i""",
+        {"keys": keys},
+    )
+    docs = []
+    for key, group in groupby(rows, key=lambda r: r["key"]):
+        passages = list(group)
+        if all(r["found"] is not None for r in passages):
+            first = passages[0]
+            found = tuple(FoundPassage(int(r["i"]), r["text"], r["found"]) for r in passages)
+            docs.append(FoundDocument(key, int(first["version"]), first["title"] or "", found))
+    return FoundPage(docs, keys[-1] if len(keys) == limit else None)
+
+
+def replace_graphs(tx: Tx, graphs: Sequence[DocumentGraph]) -> list[str]:
+    current = current_versions(tx, [g.key for g in graphs])
+    todo = redirected(tx.rows, [g for g in graphs if current.get(g.key) == g.version])
+    chunk_ids = [cid for g in todo for cid in passage_ids(g).values()]
+    stored = [
+        (r["e"], r["c"], tuple(unpack_ints(r["s"])), tuple(unpack_ints(r["t"])))
+        for r in tx.rows(
+            """UNWIND $ids AS cid MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk {id: cid})
+               RETURN e.id AS e, c.id AS c, m.span_starts AS s, m.span_ends AS t""",
+            {"ids": chunk_ids},
+        )
+    ]
+    changed = graph_rows(todo, stored)
+    if not changed.keys:
+        return []
+    gone = set(changed.chunks)
+    candidates = {m[0] for m in stored if m[1] in gone}
+    tx.run_batched("UNWIND $rows AS cid MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk {id: cid}) DELETE m", changed.chunks)
+    if candidates:
+        _prune_relation_sources(tx, candidates, gone, extracted_only=True)
+    rows = changed.rows
+    created = _write_entities(tx, rows.entities, datetime.now(UTC).replace(tzinfo=None))
+    create_mentions(tx, rows.mentions)
+    _write_relations(tx, rows.relations, new_entities=created)
+    before = {
+        r["id"]: (list(r["ss"] or []), list(r["se"] or []))
+        for r in tx.rows(
+            """UNWIND $ids AS cid MATCH (c:Chunk {id: cid})
+               RETURN c.id AS id, c.sentence_starts AS ss, c.sentence_ends AS se""",
+            {"ids": changed.chunks},
+        )
+    }
+    tx.run_batched(  # only sentences that changed lose their vectors
+        """UNWIND $rows AS r WITH r.id AS cid, r.ss AS ss, r.se AS se MATCH (c:Chunk {id: cid})
+           SET c.sentence_starts = CAST(ss AS INT64[]), c.sentence_ends = CAST(se AS INT64[]),
+               c.sentence_vectors = NULL""",
+        [r for r in changed.sentences if before.get(r["id"]) != (r["ss"], r["se"])],
+        EDGE_BATCH,
+    )
+    delete_orphans(tx, candidates)
+    return changed.keys
