@@ -18,6 +18,8 @@ Systems:
   evigraph+minilm-int8  the same knowledge base, its passage vectors held as int8 (vector_codec="int8")
   evigraph+minilm-facts, evigraph+minilm-fusion-facts  those two with the recipe's `fact_vectors` on
                    (the facts path also finds the relations whose facts are nearest the question)
+  evigraph+minilm-finalized  evigraph+minilm's ingest, then `finalize` (names typed again across the
+                   corpus, themes) in its own knowledge base: `finalize_seconds`, `retyped_documents`
 
 recall@k = share of a question's supporting_ids among the top-k distinct passage ids (evigraph
 chunks map to their document key = corpus id, de-duplicated in rank order), averaged over
@@ -86,6 +88,7 @@ SYSTEMS = (
     "evigraph+minilm-int8",
     "evigraph+minilm-facts",
     "evigraph+minilm-fusion-facts",
+    "evigraph+minilm-finalized",
 )
 SHARED_DB = {
     "evigraph+minilm-fusion": ("evigraph+minilm", "fusion"),
@@ -96,6 +99,9 @@ SHARED_DB = {
 """Systems that search another system's knowledge base another way: (its database, ranking)."""
 VECTOR_CODEC = {"evigraph+minilm-int8": "int8"}
 """Systems that hold the passage vectors in another codec (`vector_codec`); they report its bytes."""
+FINALIZED = frozenset({"evigraph+minilm-finalized"})
+"""Systems whose ingest is followed by `finalize` (names typed again across the whole corpus,
+themes), timed apart as `finalize_seconds`: recall on the graph a user who finalizes searches."""
 FACT_VECTORS = frozenset({"evigraph+minilm-facts", "evigraph+minilm-fusion-facts"})
 """Systems whose recipe has `fact_vectors` on, against the same knowledge base's figures without it."""
 TOP_K = 5  # the k of the headline recall and of the timed retrieve
@@ -253,7 +259,7 @@ async def open_evigraph(
     counter = None
     system, ranking = SHARED_DB.get(system, (system, "graph"))
     db = db.with_name(f"{system}.db")
-    if system == "evigraph+minilm":
+    if system == "evigraph+minilm" or system in FINALIZED:
         from evigraph.providers.embedders import SentenceTransformerEmbedder
 
         t0 = time.perf_counter()
@@ -284,6 +290,10 @@ async def open_evigraph(
             info.update(await embedding_work(kb, embedder))
         if not report.ok:
             raise SystemExit(f"ingest failed: {report.failed[:3]}")
+        if system in FINALIZED:
+            t0 = time.perf_counter()
+            info["retyped_documents"] = (await kb.finalize()).retyped
+            info["finalize_seconds"] = round(time.perf_counter() - t0, 2)
 
     async def search(question: str, k: int) -> list[str]:
         result = await kb.retrieve(question, top_k=k, ranking=ranking)
@@ -579,6 +589,7 @@ def merge(ingest: dict[str, dict[str, Any]], timing: dict[str, Any]) -> dict[str
         row["ingest_vs_dense"] = ratio(r.get("ingest_per_s"), dense_rate) if system != "dense" else None
         row.update({k: r[k] for k in WORK_KEYS if k in r})
         row.update({k: r[k] for k in MATCH_KEYS if k in r})
+        row.update({k: r[k] for k in ("finalize_seconds", "retyped_documents") if k in r})
         row["p50_ms"], row["p95_ms"] = t.get("p50_ms"), t.get("p95_ms")
         row["worse_than_dense"] = t.get("worse_than_dense")
         dense_embed = ingest.get("dense", {}).get("embed_seconds")

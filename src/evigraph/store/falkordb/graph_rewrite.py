@@ -27,16 +27,18 @@ from evigraph.store.graph_rewrite import DocumentGraph, FoundDocument, FoundPage
 
 
 def found_documents(conn: Connection, after: str | None, limit: int) -> FoundPage:
+    """Read on the primary, as the graphs are then compared there (a replica may lag)."""
+    read = primary_reader(conn)
     keys = [
         r["key"]
-        for r in conn.read_sync(
+        for r in read(
             "MATCH (d:Document) WHERE d.key > $after RETURN d.key AS key ORDER BY key LIMIT $limit",
             {"after": after or "", "limit": limit},
         )
     ]
     if not keys:
         return FoundPage([], None)
-    rows = conn.read_sync(
+    rows = read(
         """UNWIND $keys AS k MATCH (d:Document {key: k}) MATCH (c:Chunk {document: k})
            WHERE c.live AND c.version = d.version
            RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
