@@ -34,12 +34,12 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import TAG_CANDIDATES, map_candidates
-from evigraph.ingest.extraction.names import is_name
+from evigraph.ingest.extraction.structure import LinkLabels, definitions_of, heading_hits, link_hits, with_version
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
 from evigraph.store.terms import passage_words
 
@@ -77,12 +77,6 @@ _HEX = re.compile(r"^#?(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8}|[0-9A-F]{6})$")
 _ADDRESS = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$|^[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}$", re.I)
 _TRAILING_VERSION = re.compile(r"\s+v?\d+(?:\.\d+)*[a-z]?\d*\+?$")
 """A version after a name: "Python 3.6", "Django 1.8", "Starlette v0.6.3" are the named thing."""
-_LINK = re.compile(
-    r"\[([^\]\n`]{2,60})\]\(https?://(?:www\.)?"
-    r"(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|pypi\.org|pypi\.python\.org|npmjs\.com|[\w-]+\.readthedocs\.io)"
-    r"/([^)\s]*)\)"
-)
-"""A markdown link to a code host or package index: its text names a project, or an account."""
 _BREAK = re.compile(r"[.!?:;()\[\]\"“”]")
 """Between two words: a sentence or clause may start after it, so the capital says nothing."""
 _URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)>\]\"'`]+", re.I)
@@ -94,6 +88,7 @@ _TECH_SHAPE = re.compile(
 )
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
+_TAG = re.compile(r"<[^>\n]*>")
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
 
@@ -106,6 +101,8 @@ class Kinds:
     person: str
     organisation: str
     neutral: str
+    product: str = UNKNOWN_LABEL
+    date: str = UNKNOWN_LABEL
 
     @classmethod
     def of(cls, ontology: Ontology) -> Kinds:
@@ -114,7 +111,12 @@ class Kinds:
             person=map_candidates(TAG_CANDIDATES["PERSON"], ontology),
             organisation=map_candidates(TAG_CANDIDATES["ORG"], ontology),
             neutral=map_candidates(NEUTRAL_CANDIDATES, ontology),
+            product=map_candidates(TAG_CANDIDATES["PRODUCT"], ontology),
+            date=map_candidates(TAG_CANDIDATES["DATE"], ontology),
         )
+
+    def links(self) -> LinkLabels:
+        return LinkLabels(project=self.technology, account=self.person, service=self.product, owner=self.organisation)
 
 
 @functools.cache
@@ -178,6 +180,9 @@ class Cues:
 
     def in_code(self, name: str) -> bool:
         return name in self.code or name.casefold() in self.packages
+
+    def written_lower(self, word: str) -> bool:
+        return fold_word(word) in self.lower
 
     def lexical(self, word: str) -> bool:
         """A word of the English lexicon the documents never write mid-sentence: "Fixed" heading a
@@ -371,6 +376,25 @@ def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
     )
 
 
+def lone_opener(text: str, hit: Hit, cues: Cues) -> bool:
+    """Whether the hit is one word nothing but its place capitalises: the first word of a line,
+    list item, heading, HTML element or sentence ("Tweak `create_ssl_context` defaults",
+    "<h2>Become a Sponsor</h2>", "INFO: Started server process"), that the model did not type
+    and the documents never capitalise mid-sentence nor write as code. A name the model missed
+    in that place is also written in a sentence somewhere, or is shaped as one (PascalCase,
+    capitals, digits)."""
+    name = hit.name
+    if hit.label != UNKNOWN_LABEL or " " in name or not name[:1].isupper() or not name[1:].islower():
+        return False
+    if (name in cues.capitalised and not cues.written_lower(name)) or cues.in_code(name):
+        return False  # "Support" capitalised in "Async Support" is still written "support" in prose
+    if not all(c.isalpha() or c in "'’" for c in name):
+        return False
+    before = _TAG.sub(" ", text[text.rfind("\n", 0, hit.start) + 1 : hit.start])
+    before = before.rstrip(" \t*_~>#|+-•\u00a0")
+    return not any(c.isalnum() for c in before) or _BREAK.match(before[-1:]) is not None
+
+
 def _not_an_acronym(word: str, hit: Hit, cues: Cues, structural: bool) -> bool:
     """Capitals make an acronym of a word the lexicon does not know; an English word in capitals
     ("IMPLIED", "SPECIAL" in a licence) is shouting, unless the model typed it."""
@@ -386,21 +410,36 @@ def _balanced(name: str) -> bool:
     return depth == 0
 
 
-def kind_of(name: str, votes: Counter[str], cues: Cues, kinds: Kinds) -> str:
-    """The label of a name from the cues, then from the model's votes (ontology labels)."""
+def kind_of(
+    name: str,
+    votes: Counter[str],
+    cues: Cues,
+    kinds: Kinds,
+    *,
+    owner: bool = False,
+    versioned: Collection[str] = (),
+) -> str:
+    """The label of a name from the cues, then from the model's votes (ontology labels). An
+    `owner` (a site linked by its home page) is an organisation unless code says otherwise;
+    `versioned` holds the names the documents write with a version after them."""
     label = _voted(votes, kinds)
-    if kinds.technology != UNKNOWN_LABEL and _technology(_TRAILING_VERSION.sub("", name), label, cues, kinds):
+    stem = _TRAILING_VERSION.sub("", name)
+    if kinds.technology != UNKNOWN_LABEL and _technology(stem, label, cues, kinds, versioned):
         return kinds.technology
+    if owner and kinds.organisation != UNKNOWN_LABEL:
+        return kinds.organisation
     if label == kinds.person != UNKNOWN_LABEL and not _reads_as_person(name.split(), cues):
         return UNKNOWN_LABEL  # "Thread Pool", "Submit Cookie", "JSON": not read as a person's name
     return label
 
 
-def _technology(name: str, label: str, cues: Cues, kinds: Kinds) -> bool:
-    """Whether the documents' cues make the name a technology: code first, then shapes."""
+def _technology(name: str, label: str, cues: Cues, kinds: Kinds, versioned: Collection[str] = ()) -> bool:
+    """Whether the documents' cues make the name a technology: code first, then versions and shapes."""
     words = name.split()
     if cues.in_code(name) or (len(words) > 1 and any(cues.in_code(w) for w in words)):
         return True  # "TestClient"; "Starlette Bridge" (a package named after the framework)
+    if cues.technical and label != kinds.date and normalize_name(name) in versioned:
+        return True  # "Python 3.12", "Django 1.8": people and companies have no versions
     if _PASCAL.match(name) and not _NAME_PREFIX.match(name):
         return cues.technical or label != kinds.organisation  # "GraphQL"; outside software docs "YouTube" stays one
     if cues.technical and label != kinds.person:
@@ -436,14 +475,17 @@ def type_hits(
 ) -> list[list[Hit]]:
     """`per_chunk` without junk, every hit of a name relabelled with the name's one label."""
     texts = [chunk.text for chunks in documents for chunk in chunks]
+    refs = [definitions_of([c.text for c in chunks]) for chunks in documents for _ in chunks]
     split = [_split_code(text) for text in texts]
     cues = Cues.from_split(split)
     kinds = Kinds.of(ontology)
     kept: list[list[Hit]] = []
     votes: dict[str, Counter[str]] = {}
     forms: dict[str, str] = {}
-    said: dict[str, str] = {}  # names a link typed: the link says what it is
-    for text, (prose, _), hits in zip(texts, split, per_chunk, strict=True):
+    said: dict[str, str] = {}  # names a link or a heading typed: the markup says what it is
+    owners: set[str] = set()  # names of sites linked by their home page
+    versioned: set[str] = set()  # names written with a version after them
+    for text, (prose, _), hits, definitions in zip(texts, split, per_chunk, refs, strict=True):
         urls = [m.span() for m in _URL_SPAN.finditer(text)]
         placed = [
             (h, capitals_forced(text, h))
@@ -451,17 +493,33 @@ def type_hits(
             if not any(s <= h.start < e for s, e in urls) and not shouted_words(text, h)
         ]
         trimmed = [(trim_common_lead(h, cues, forced), forced) for h, forced in placed]
-        good = [h for h, forced in trimmed if not name_junk(h.name, cues) and not all_common(h, cues, forced)]
-        good, linked = link_hits(text, good, kinds)
-        said.update((normalize_name(h.name), h.label) for h in linked)
-        good = sorted([*good, *linked, *code_hits(prose, [*good, *linked], cues)], key=lambda h: h.start)
+        good = [
+            h
+            for h, forced in trimmed
+            if not name_junk(h.name, cues) and not all_common(h, cues, forced) and not lone_opener(text, h, cues)
+        ]
+        good = [with_version(text, h) if h.label != kinds.date else h for h in good]
+        versioned.update(normalize_name(_TRAILING_VERSION.sub("", h.name)) for h in good if _versioned(h.name))
+        good, headed = heading_hits(text, good, kinds.technology)
+        good, linked, homes = link_hits(text, good, kinds.links(), definitions)
+        said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
+        owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
+        marked = [*good, *headed, *linked, *homes]
+        good = sorted([*marked, *code_hits(prose, marked, cues)], key=lambda h: h.start)
         for hit in good:
             norm = normalize_name(hit.name)
             votes.setdefault(norm, Counter())[hit.label] += 1
             forms.setdefault(norm, hit.name)
         kept.append(good)
-    labels = {norm: said.get(norm) or kind_of(forms[norm], counts, cues, kinds) for norm, counts in votes.items()}
+    labels = {
+        norm: said.get(norm) or kind_of(forms[norm], counts, cues, kinds, owner=norm in owners, versioned=versioned)
+        for norm, counts in votes.items()
+    }
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+def _versioned(name: str) -> bool:
+    return bool(_TRAILING_VERSION.search(name)) and any(c.isalpha() for c in _TRAILING_VERSION.sub("", name))
 
 
 def code_hits(prose: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
@@ -478,26 +536,6 @@ def code_hits(prose: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
         if not any(h.start < end and start < h.end for h in found):
             out.append(Hit(start, end, name, UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
     return out
-
-
-def link_hits(text: str, found: Sequence[Hit], kinds: Kinds) -> tuple[list[Hit], list[Hit]]:
-    """Names linked to a code host or package index: `[httpx-sse](https://github.com/...)` is a
-    project (Technology), `[@adriangb](https://github.com/adriangb)` an account (Person). They
-    replace what the model or the rules found in the same place: the link says what it is.
-    Returns the hits kept and the link hits."""
-    links: list[Hit] = []
-    for m in _LINK.finditer(text):
-        name = m.group(1).strip().lstrip("@")
-        path = [p for p in m.group(3).split("/") if p]
-        account = m.group(2) in ("github.com", "gitlab.com", "codeberg.org") and len(path) == 1
-        if not name or len(name.split()) > 5 or not is_name(name):
-            continue
-        start = m.start(1) + m.group(1).index(name)
-        links.append(Hit(start, start + len(name), name, kinds.person if account else kinds.technology))
-    if not links:
-        return list(found), []
-    kept = [h for h in found if not any(h.start < link.end and link.start < h.end for link in links)]
-    return kept, links
 
 
 def _relabel(hit: Hit, label: str) -> Hit:

@@ -1,0 +1,180 @@
+"""What a document's markup says a name is: links, headings over a project's links, versions.
+
+A news-trained model reads words; technical docs also say what a name is by how they write it:
+
+- **A link to a code host or package index** names a project (`[httpx-sse](https://github.com/
+  florimondmanca/httpx-sse)`) or an account (`[@adriangb](https://github.com/adriangb)`), unless
+  its text names the host itself (`[GitHub](https://github.com/...)`): then it is that hosted
+  service.
+- **A link to a site's home page whose text is the site's name** (`<a href="https://holvi.com/">
+  Holvi</a>`, `[Red Hat](https://www.redhat.com/)`) names the site's owner: a sponsor list, a
+  "used by" line. Its text spelled as its domain is what makes it the owner's name: "Django"
+  linking to djangoproject.com is left to the other cues.
+- **A heading over a link to a repository** (`### Mangum` then `[GitHub](https://github.com/erm/
+  mangum)`) is the name of the project the section presents: third-party package lists.
+- **A version after a name** ("Python 3.12", "Django 1.8", "Windows 7") is the named thing at
+  that version: people and companies have no versions, software does.
+
+Markdown and inline HTML are both read, as docs sites mix them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from evigraph.ingest.extraction.cooccurrence import Hit
+from evigraph.ingest.extraction.names import is_name
+from evigraph.models import UNKNOWN_LABEL
+
+_CODE_HOSTS = r"github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|pypi\.org|pypi\.python\.org|npmjs\.com"
+_HOST_LINK = re.compile(
+    r"^https?://(?:www\.)?(" + _CODE_HOSTS + r"|[\w-]+\.readthedocs\.io)(/[^)\s\"'>]*)?$",
+)
+"""A code host or package index, and the path on it."""
+_SERVICE_HOSTS = frozenset(
+    {"github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "pypi.org", "pypi.python.org", "npmjs.com"}
+)
+_ACCOUNT_HOSTS = frozenset({"github.com", "gitlab.com", "codeberg.org"})
+_MD_LINK = re.compile(r"\[([^\]\n`]{2,60})\]\((https?://[^)\s]+)\)")
+_HTML_LINK = re.compile(r"<a\s[^>]*?href=[\"'](https?://[^\"']+)[\"'][^>]*>([^<\n]{2,60})</a>", re.I)
+_REF_LINK = re.compile(r"\[([^\]\n`]{2,60})\]\[([^\]\n]*)\]")
+_REF_DEF = re.compile(r"^[ \t]{0,3}\[([^\]\n]+)\]:[ \t]*<?(https?://[^\s>]+)>?", re.M)
+_HOME = re.compile(r"^https?://(?:www\.)?(([\w.-]+?)\.[a-z]{2,6})/?$", re.I)
+"""A site's home page: a host and nothing after it (the host, and the host without its TLD)."""
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+_VERSION_AFTER = re.compile(r"[ \t]v?(\d+(?:\.\d+){1,3}|[1-9]\d?)(?![\w+%/:-]|\.\w)")
+"""A version right after a name: dotted ("3.12", "1.8.0") or a small whole number ("Python 3",
+"Windows 7"); not a year, an amount, a time or the start of another token."""
+_SQUASH = re.compile(r"[^a-z0-9]")
+_TAG = re.compile(r"<[^>\n]*>")
+
+
+@dataclass(frozen=True)
+class LinkLabels:
+    """The ontology's labels for what links say: a project, an account, a hosted service, an owner."""
+
+    project: str
+    account: str
+    service: str
+    owner: str
+
+
+def links(text: str, definitions: dict[str, str]) -> Iterator[tuple[int, str, str]]:
+    """(start, text, url) of each link of the text: markdown inline and reference links (resolved
+    by `definitions`, a document's `[id]: url` lines), and HTML anchors."""
+    for m in _MD_LINK.finditer(text):
+        yield m.start(1), m.group(1), m.group(2)
+    for m in _REF_LINK.finditer(text):
+        url = definitions.get((m.group(2) or m.group(1)).strip().casefold())
+        if url is not None:
+            yield m.start(1), m.group(1), url
+    for m in _HTML_LINK.finditer(text):
+        yield m.start(2), m.group(2), m.group(1)
+
+
+def definitions_of(texts: Sequence[str]) -> dict[str, str]:
+    """A document's reference-link definitions (`[mozilla]: https://www.mozilla.org/`), by id."""
+    return {m.group(1).strip().casefold(): m.group(2) for text in texts for m in _REF_DEF.finditer(text)}
+
+
+def _squash(text: str) -> str:
+    return _SQUASH.sub("", text.casefold())
+
+
+def link_hits(
+    text: str, found: Sequence[Hit], labels: LinkLabels, definitions: dict[str, str] | None = None
+) -> tuple[list[Hit], list[Hit], list[Hit]]:
+    """Names the text's links say what they are (module docstring). They replace what the model or
+    the rules found in the same place. Returns the hits kept, the hits a code host or package index
+    typed (their label is settled), and the home pages' owners (their label is a default the
+    documents' code cues may still override)."""
+    typed: list[Hit] = []
+    owners: list[Hit] = []
+    for start, raw, url in links(text, definitions or {}):
+        name = raw.strip().lstrip("@")
+        if not name or len(name.split()) > 5 or not is_name(name):
+            continue
+        start += raw.index(name)
+        hit = Hit(start, start + len(name), name, labels.project)
+        host = _HOST_LINK.match(url)
+        home = _HOME.match(url)
+        if host is not None:
+            site = host.group(1).casefold()
+            path = [p for p in (host.group(2) or "").split("/") if p]
+            if _squash(name) == _squash(site.rsplit(".", 1)[0]) or _squash(name) == _squash(site):
+                if site in _SERVICE_HOSTS:
+                    typed.append(hit._replace(label=labels.service))  # [GitHub](https://github.com/...)
+                continue
+            if not path:
+                continue
+            typed.append(hit._replace(label=labels.account if site in _ACCOUNT_HOSTS and len(path) == 1 else hit.label))
+        elif (
+            home is not None
+            and len(_squash(name)) >= 3
+            and _squash(name) in (_squash(home.group(1)), _squash(home.group(2)))
+        ):
+            if _alone(text, start, name):
+                owners.append(hit._replace(label=labels.owner))  # a list of sites: sponsors, users
+            else:  # a site named in a sentence ("logs to [Sentry](https://sentry.io/)"): the model's label
+                said = [h.label for h in found if h.start < hit.end and hit.start < h.end]
+                owners.append(hit._replace(label=said[0] if said else UNKNOWN_LABEL))
+    placed = [*typed, *owners]
+    if not placed:
+        return list(found), [], []
+    kept = [h for h in found if not any(h.start < p.end and p.start < h.end for p in placed)]
+    return kept, typed, owners
+
+
+def _alone(text: str, start: int, name: str) -> bool:
+    """Whether the name is all its line or list item holds once markup is gone: `<li><a ...>Holvi
+    </a></li>`, `- [Holvi](https://holvi.com/)`."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line = text[line_start : len(text) if line_end < 0 else line_end]
+    line = _TAG.sub(" ", _MD_LINK.sub(r"\1", _REF_LINK.sub(r"\1", line)))
+    return _squash(line) == _squash(name)
+
+
+def heading_hits(text: str, found: Sequence[Hit], project: str) -> tuple[list[Hit], list[Hit]]:
+    """Headings whose section opens with a link to a repository: the project the section presents
+    (`### Mangum`, then `[GitHub](https://github.com/erm/mangum)`). They replace the hits found
+    in the heading. Returns the hits kept and the heading hits."""
+    out: list[Hit] = []
+    for m in _HEADING.finditer(text):
+        rest = text[m.end() :].lstrip("\n\r \t")
+        first = rest.split("\n", 1)[0]
+        if not any(_repository(url) for _, _, url in links(first, {})) or not _only_links(first):
+            continue
+        name = m.group(1).strip()
+        if len(name.split()) > 4 or not is_name(name) or "[" in name or "`" in name:
+            continue
+        out.append(Hit(m.start(1), m.start(1) + len(name), name, project))
+    if not out:
+        return list(found), []
+    kept = [h for h in found if not any(h.start < p.end and p.start < h.end for p in out)]
+    return kept, out
+
+
+def _only_links(line: str) -> bool:
+    """Whether a line holds links and separators only ("[GitHub](...) - [Documentation](...)"),
+    not a sentence that links somewhere (a changelog entry citing its pull request)."""
+    rest = _TAG.sub(" ", _HTML_LINK.sub(" ", _MD_LINK.sub(" ", line)))
+    return not re.search(r"\w", rest)
+
+
+def _repository(url: str) -> bool:
+    """A repository's own page: github.com/owner/name, not a pull request or a file in it."""
+    host = _HOST_LINK.match(url)
+    return host is not None and len([p for p in (host.group(2) or "").split("/") if p]) == 2
+
+
+def with_version(text: str, hit: Hit) -> Hit:
+    """The hit with the version written right after it ("Python" in "Python 3.12" is Python 3.12)."""
+    if any(c.isdigit() for c in hit.name):
+        return hit
+    m = _VERSION_AFTER.match(text, hit.end)
+    if m is None:
+        return hit
+    return Hit(hit.start, m.end(), text[hit.start : m.end()], hit.label)

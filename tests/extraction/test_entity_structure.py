@@ -1,0 +1,72 @@
+"""Typing by what a document's markup says: headings over a repository link, links to a site's home
+page or to a code host, versions after a name, and words only their place capitalises."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evigraph.ingest.extraction.cooccurrence import Hit
+from evigraph.ingest.extraction.entity_types import type_hits
+from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
+from evigraph.models import UNKNOWN_LABEL, TextChunk
+
+
+def hits_for(text: str, names: Sequence[tuple[str, str]]) -> list[Hit]:
+    out = []
+    for name, label in names:
+        start = text.index(name)
+        out.append(Hit(start, start + len(name), name, label))
+    return out
+
+
+def typed_text(text: str, names: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    chunk = TextChunk(index=0, text=text, start=0, end=len(text))
+    [hits] = type_hits([[chunk]], [hits_for(text, names)], DEFAULT_ONTOLOGY)
+    assert all(text[h.start : h.end] == h.name for h in hits)
+    return {h.name: h.label for h in hits}
+
+
+def test_a_heading_over_a_repository_link_names_a_project() -> None:
+    text = (
+        "### Mangum\n\n"
+        '<a href="https://github.com/erm/mangum" target="_blank">GitHub</a> |\n\n'
+        "Serverless adapter.\n\n"
+        "### Fixed\n\n"
+        "* Fix a leak [#2984](https://github.com/encode/starlette/pull/2984).\n"
+    )
+    found = typed_text(text, [("Mangum", "Person"), ("Fixed", UNKNOWN_LABEL)])
+    assert found["Mangum"] == "Technology"  # the section presents the project its link points at
+    assert "Fixed" not in found  # a changelog section citing a pull request presents no project
+    assert found["GitHub"] == "Product"  # a link's text naming the code host is the hosted service
+
+
+def test_a_link_to_a_site_s_home_page_alone_in_a_list_item_names_its_owner() -> None:
+    text = (
+        "Our sponsors:\n\n"
+        '<ul><li><a href="https://holvi.com/" rel="nofollow">Holvi</a></li>\n'
+        '<li><a href="https://www.ax-semantics.com/">AX Semantics</a></li></ul>\n\n'
+        "Used by [Mozilla][mozilla]. Errors go to [Sentry](https://sentry.io/) as well.\n\n"
+        "[mozilla]: https://www.mozilla.org/\n"
+    )
+    found = typed_text(text, [("Sentry", "Product")])
+    assert found["Holvi"] == "Organization" and found["AX Semantics"] == "Organization"
+    assert found["Mozilla"] == UNKNOWN_LABEL  # named in a sentence: an entity, its label left to the other cues
+    assert found["Sentry"] == "Product"
+
+
+def test_a_version_after_a_name_is_part_of_it_and_makes_it_software() -> None:
+    text = "Bob wrote `httpx` in 2020.\n\n* Add support for Python 3.12. Drop Windows 7 and Python 3.\n"
+    found = typed_text(text, [("Python", "Person"), ("Windows", "Organization"), ("Bob", "Person")])
+    assert found == {"Python 3.12": "Technology", "Windows 7": "Technology", "Bob": "Person"}
+
+
+def test_a_word_only_its_place_capitalises_is_no_entity() -> None:
+    text = (
+        "* Tweak `create_ssl_context` defaults.\n"
+        "<h2>Become a Sponsor</h2>\n"
+        "INFO: Started server process. Full details below, as you may tweak and start it.\n"
+        "* Colorama is used on Windows, where we load Colorama first.\n"
+    )
+    names = ["Tweak", "Become", "Started", "Full", "Colorama"]
+    found = typed_text(text, [(n, UNKNOWN_LABEL) for n in names])
+    assert found == {"Colorama": UNKNOWN_LABEL}  # capitalised mid-sentence: written as a name
