@@ -70,3 +70,26 @@ def test_a_word_only_its_place_capitalises_is_no_entity() -> None:
     names = ["Tweak", "Become", "Started", "Full", "Colorama"]
     found = typed_text(text, [(n, UNKNOWN_LABEL) for n in names])
     assert found == {"Colorama": UNKNOWN_LABEL}  # capitalised mid-sentence: written as a name
+
+
+def test_names_in_backticks_are_classes_packages_and_distributions_not_variables() -> None:
+    text = (
+        "Consumers no longer crash with `io.UnsupportedOperation`. Use `httpx.Timeout(5.0)`, not\n"
+        "`request.DATA` or `ParameterSource.DEFAULT`. Run tests with `pytest-xdist`. We no longer use\n"
+        "the `chardet` library, and pass `scope` and `max_age` along; `parser` is fine.\n"
+    )
+    assert typed_text(text) == {
+        "UnsupportedOperation": "Technology",
+        "Timeout": "Technology",
+        "pytest-xdist": "Technology",  # no identifier holds a hyphen: a distribution's name
+        "chardet": "Technology",  # no English word, and its clause calls it software
+    }
+
+
+def test_a_sponsor_list_names_sites_by_their_host_s_leading_word() -> None:
+    text = (
+        '<li><a href="http://www.cyaninc.com/" rel="nofollow">Cyan</a></li>\n'
+        '<li><a href="https://www.aba-systems.com.au/">ABA Systems</a></li>\n'
+        '<li><a href="https://docs.example.com/">Documentation</a></li>\n'
+    )
+    assert typed_text(text) == {"Cyan": "Organization", "ABA Systems": "Organization"}

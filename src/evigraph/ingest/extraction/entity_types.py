@@ -39,7 +39,14 @@ from dataclasses import dataclass
 
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import TAG_CANDIDATES, map_candidates
-from evigraph.ingest.extraction.structure import LinkLabels, definitions_of, heading_hits, link_hits, with_version
+from evigraph.ingest.extraction.structure import (
+    LinkLabels,
+    code_hits,
+    definitions_of,
+    heading_hits,
+    link_hits,
+    with_version,
+)
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
 from evigraph.store.terms import passage_words
 
@@ -59,8 +66,6 @@ NEUTRAL_CANDIDATES: tuple[str, ...] = ("Concept",)
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_INLINE_NAME = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`")
-"""Inline code holding one identifier, or a call of one."""
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
 _INSTALL = re.compile(r"\b(?:pip|pip3|uv pip|poetry|npm|yarn|cargo|gem|go)[ \t]+(?:install|add|get)[ \t]+([^\n`]+)")
@@ -89,6 +94,7 @@ _TECH_SHAPE = re.compile(
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
 _TAG = re.compile(r"<[^>\n]*>")
+_DIGIT = re.compile(r"\d")
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
 
@@ -305,7 +311,12 @@ def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
     code), as the lexicon also holds first names ("Chris Heisel")."""
     words = list(_WORD.finditer(hit.name))
     cut = 0
-    while cut < len(words) - 1 and words[cut].group()[0].isupper() and cues.common(words[cut].group()):
+    while (
+        cut < len(words) - 1
+        and words[cut].group()[0].isupper()
+        and cues.common(words[cut].group())
+        and not _DIGIT.search(hit.name, words[cut].end(), words[cut + 1].start())
+    ):  # a word before a number is a month or a unit: "May 12th, 2020"
         cut += 1
     lexical = structural and hit.label == UNKNOWN_LABEL
     if cut == 0 and lexical and len(words) > 1 and cues.lexical(words[0].group()):
@@ -505,7 +516,10 @@ def type_hits(
         said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
         marked = [*good, *headed, *linked, *homes]
-        good = sorted([*marked, *code_hits(prose, marked, cues)], key=lambda h: h.start)
+        coded = code_hits(prose, marked, cues.packages, in_lexicon)
+        if kinds.technology != UNKNOWN_LABEL:  # written as code: software, as `kind_of` holds for identifiers
+            said.update((normalize_name(h.name), kinds.technology) for h in coded)
+        good = sorted([*marked, *coded], key=lambda h: h.start)
         for hit in good:
             norm = normalize_name(hit.name)
             votes.setdefault(norm, Counter())[hit.label] += 1
@@ -520,22 +534,6 @@ def type_hits(
 
 def _versioned(name: str) -> bool:
     return bool(_TRAILING_VERSION.search(name)) and any(c.isalpha() for c in _TRAILING_VERSION.sub("", name))
-
-
-def code_hits(prose: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
-    """Names written as code in prose: `AsyncClient`, `Group()`, `INT`, `httpx`. A capitalised
-    identifier in backticks is a class, constant or type a reader looks up; a lower-case one only
-    when the documents import or install it (`scope`, `request` are variables). `prose` is the
-    chunk's text with its fenced blocks blanked (`_split_code`), offsets kept."""
-    out: list[Hit] = []
-    for m in _INLINE_NAME.finditer(prose):
-        name = m.group(1)
-        if not (name[0].isupper() or name.casefold() in cues.packages) or len(name) < 2:
-            continue
-        start, end = m.start(1), m.end(1)
-        if not any(h.start < end and start < h.end for h in found):
-            out.append(Hit(start, end, name, UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
-    return out
 
 
 def _relabel(hit: Hit, label: str) -> Hit:

@@ -21,7 +21,7 @@ Markdown and inline HTML are both read, as docs sites mix them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from evigraph.ingest.extraction.cooccurrence import Hit
@@ -47,6 +47,17 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 _VERSION_AFTER = re.compile(r"[ \t]v?(\d+(?:\.\d+){1,3}|[1-9]\d?)(?![\w+%/:-]|\.\w)")
 """A version right after a name: dotted ("3.12", "1.8.0") or a small whole number ("Python 3",
 "Windows 7"); not a year, an amount, a time or the start of another token."""
+_INLINE = re.compile(r"`(~?(?:[A-Za-z_]\w*\.)*)([A-Za-z_][\w-]*)(?:\([^`\n]*\))?`")
+"""Inline code holding one name: an identifier, a call of one, a dotted path (`io.BytesIO`,
+`httpx.Timeout(...)`) or a distribution's name (`pytest-xdist`)."""
+_SOFTWARE_WORDS = re.compile(
+    r"\b(?:librar(?:y|ies)|packages?|modules?|backends?|dependenc(?:y|ies)|install(?:ed)?|plugins?|extensions?"
+    r"|tools?|projects?|frameworks?|servers?)\b",
+    re.I,
+)
+"""Words that say the name beside them is software ("the `chardet` library", "uses `sniffio`
+... package")."""
+_CLAUSE = re.compile(r"[.;!?]\s|\n")
 _SQUASH = re.compile(r"[^a-z0-9]")
 _TAG = re.compile(r"<[^>\n]*>")
 
@@ -110,11 +121,7 @@ def link_hits(
             if not path:
                 continue
             typed.append(hit._replace(label=labels.account if site in _ACCOUNT_HOSTS and len(path) == 1 else hit.label))
-        elif (
-            home is not None
-            and len(_squash(name)) >= 3
-            and _squash(name) in (_squash(home.group(1)), _squash(home.group(2)))
-        ):
+        elif home is not None and _names_site(name, home.group(1)):
             if _alone(text, start, name):
                 owners.append(hit._replace(label=labels.owner))  # a list of sites: sponsors, users
             else:  # a site named in a sentence ("logs to [Sentry](https://sentry.io/)"): the model's label
@@ -125,6 +132,17 @@ def link_hits(
         return list(found), [], []
     kept = [h for h in found if not any(h.start < p.end and p.start < h.end for p in placed)]
     return kept, typed, owners
+
+
+def _names_site(name: str, host: str) -> bool:
+    """Whether a link's text names the site it links to: spelled as its host ("AX Semantics",
+    ax-semantics.com; "alwaysdata.com") or as the host's leading or trailing word ("Cyan",
+    cyaninc.com; "Lulu", onlulu.com)."""
+    first = _squash(name.split()[0])
+    squashed, site = _squash(name), _squash(host.rsplit(".", 1)[0])
+    if len(squashed) >= 3 and squashed in (site, _squash(host)):
+        return True
+    return len(first) >= 3 and (site.startswith(first) or (len(first) >= 4 and site.endswith(first)))
 
 
 def _alone(text: str, start: int, name: str) -> bool:
@@ -178,3 +196,39 @@ def with_version(text: str, hit: Hit) -> Hit:
     if m is None:
         return hit
     return Hit(hit.start, m.end(), text[hit.start : m.end()], hit.label)
+
+
+def code_hits(prose: str, found: Sequence[Hit], packages: frozenset[str], english: Callable[[str], bool]) -> list[Hit]:
+    """Names written as code in prose: `AsyncClient`, `Group()`, `INT`, `httpx`, the class at the
+    end of `io.UnsupportedOperation`. A capitalised identifier in backticks is a class, constant or
+    type a reader looks up. A lower-case one (`scope`, `request` are variables) only when the
+    documents import or install it (`packages`), when it is a distribution's hyphenated name
+    (`pytest-xdist`: no identifier holds a hyphen), or when it is no English word (`english`) and
+    its clause calls it software ("the `chardet` library"). `prose` is the chunk's text with its
+    fenced blocks blanked, offsets kept."""
+    out: list[Hit] = []
+    for m in _INLINE.finditer(prose):
+        dotted, name = m.group(1), m.group(2)
+        if len(name) < 2 or name.endswith("-") or (dotted and (not name[0].isupper() or name.isupper())):
+            continue  # `request.data`, `ParameterSource.DEFAULT`: attributes and members, not classes
+        if not (name[0].isupper() or name.casefold() in packages or _software(prose, m, name, english)):
+            continue
+        start, end = m.start(2), m.end(2)
+        if not any(h.start < end and start < h.end for h in found):
+            out.append(Hit(start, end, name, UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
+    return out
+
+
+def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], bool]) -> bool:
+    if not name.islower() and not any(c.isdigit() for c in name):
+        return False
+    if re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", name):
+        return True  # a distribution's name
+    if "_" in name or english(name):
+        return False  # a parameter, a variable or a word
+    line_start = max((c.end() for c in _CLAUSE.finditer(prose, 0, m.start())), default=0)
+    clause_end = _CLAUSE.search(prose, m.end())
+    clause = prose[
+        max(line_start, m.start() - 60) : min(clause_end.start() if clause_end else len(prose), m.end() + 60)
+    ]
+    return _SOFTWARE_WORDS.search(clause) is not None
