@@ -93,3 +93,33 @@ def test_a_sponsor_list_names_sites_by_their_host_s_leading_word() -> None:
         '<li><a href="https://docs.example.com/">Documentation</a></li>\n'
     )
     assert typed_text(text) == {"Cyan": "Organization", "ABA Systems": "Organization"}
+
+
+def test_a_word_mostly_written_in_lower_case_is_common_though_a_title_capitalises_it() -> None:
+    text = (
+        "# Async Support\n\n"
+        "We added support for proxies, better support for retries, support for streams and support\n"
+        "for HTTP/2, and support for trio. See the Async Support notes in `httpx`.\n"
+    )
+    assert "Support" not in typed_text(text, [("Support", UNKNOWN_LABEL)])
+
+
+def test_phrases_of_a_title_linked_in_a_list_are_no_entities() -> None:
+    text = (
+        "* [Full Text Search in Django REST Framework with Database Backends][fts]\n"
+        "* [Developing RESTful APIs with Django REST Framework][dev]\n\n"
+        "Full details are on the page, and the search is full text. The database backends are many,\n"
+        "developing them is fun. Django REST Framework is used with `django`.\n"
+    )
+    names = [("Full Text Search", UNKNOWN_LABEL), ("Database Backends", UNKNOWN_LABEL)]
+    names += [("Developing RESTful APIs", UNKNOWN_LABEL), ("Django REST Framework", UNKNOWN_LABEL)]
+    assert set(typed_text(text, names)) == {"Django REST Framework", "django"}
+
+
+def test_a_name_written_as_code_and_linked_is_software() -> None:
+    text = (
+        "* [`itsdangerous`][itsdangerous] - Required for sessions.\n"
+        "Some use [`asgi-cors`](https://example.com/asgi_cors.py) instead.\n\n"
+        "[itsdangerous]: https://itsdangerous.palletsprojects.com/\n"
+    )
+    assert typed_text(text) == {"itsdangerous": "Technology", "asgi-cors": "Technology"}

@@ -45,6 +45,7 @@ from evigraph.ingest.extraction.structure import (
     definitions_of,
     heading_hits,
     link_hits,
+    title_links,
     with_version,
 )
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
@@ -94,6 +95,7 @@ _TECH_SHAPE = re.compile(
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
 _TAG = re.compile(r"<[^>\n]*>")
+_LINK_TEXT = re.compile(r"\[([^\]\n]{2,200})\](?=[(\[])")
 _DIGIT = re.compile(r"\d")
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
@@ -155,7 +157,7 @@ class Cues:
     lower: frozenset[str]
     """Words written in lower case in prose."""
     capitalised: frozenset[str]
-    """Words capitalised in the middle of a sentence in prose: written as names."""
+    """Words capitalised in the middle of a sentence in prose (`NAME_RATIO`): written as names."""
     technical: bool = False
     """Whether the documents hold code: software documentation, where acronyms, header-like and
     versioned names (`JSON`, `Content-Type`, `HTTP/2`) are technologies, not the organisations a
@@ -170,8 +172,8 @@ class Cues:
         """From each text's prose and fenced blocks (`_split_code`), split once for typing too."""
         code: set[str] = set()
         packages: set[str] = set()
-        lower: set[str] = set()
-        capitalised: set[str] = set()
+        lower: Counter[str] = Counter()
+        capitalised: Counter[str] = Counter()
         for prose, blocks in split:
             for block in blocks:
                 code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", block)))
@@ -181,8 +183,11 @@ class Cues:
                 code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", inline)))
             _add_packages(prose, packages)
             _add_words(_URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose)), lower, capitalised)
-        folded = frozenset(fold_word(w) for w in lower)  # each distinct word once
-        return cls(frozenset(code), frozenset(packages), folded, frozenset(capitalised), technical=bool(code))
+        folded: Counter[str] = Counter()
+        for word, n in lower.items():  # each distinct word folded once
+            folded[fold_word(word)] += n
+        names = frozenset(w for w, n in capitalised.items() if n * NAME_RATIO >= folded[fold_word(w)])
+        return cls(frozenset(code), frozenset(packages), frozenset(folded), names, technical=bool(code))
 
     def in_code(self, name: str) -> bool:
         return name in self.code or name.casefold() in self.packages
@@ -252,7 +257,7 @@ def _add_packages(text: str, packages: set[str]) -> None:
         packages.update(p.casefold().split("[")[0] for p in _PACKAGE.findall(m.group(1)) if not p.startswith("-"))
 
 
-def _add_words(prose: str, lower: set[str], capitalised: set[str]) -> None:
+def _add_words(prose: str, lower: Counter[str], capitalised: Counter[str]) -> None:
     """Lower-case words, and words capitalised where the position does not force it: not the first
     word of a line, list item or sentence, nor any word of a heading or a title-case line."""
     for line in prose.splitlines():
@@ -261,9 +266,24 @@ def _add_words(prose: str, lower: set[str], capitalised: set[str]) -> None:
         lower.update(m.group() for m in words if m.group().islower())
         if stripped.startswith("#") or _title_case(stripped, words) or _shouting(stripped, words):
             continue
+        stripped = _LINK_TEXT.sub(_untitled, stripped)  # "* [Full Text Search in Django][...]": a title
+        words = list(_WORD.finditer(stripped))
         for before, m in itertools.pairwise(words):
             if m.group()[0].isupper() and not _BREAK.search(stripped, before.end(), m.start()):
-                capitalised.add(m.group())  # inside a sentence: written as a name
+                capitalised[m.group()] += 1  # inside a sentence: written as a name
+
+
+NAME_RATIO = 4
+"""A word counts as written as a name when it is capitalised mid-sentence at least a quarter as
+often as it is written in lower case: title-like runs capitalise common words mid-line ("Async
+Support", "Static Files, Streaming responses"), and "support" in lower case fifty times over says
+what the word is."""
+
+
+def _untitled(m: re.Match[str]) -> str:
+    """A link's text blanked when it reads as a title, so its capitals count as no names."""
+    words = list(_WORD.finditer(m.group(1)))
+    return " " * len(m.group()) if len(words) >= 4 and _title_case(m.group(1), words) else m.group()
 
 
 TITLE_WORDS = 12
@@ -276,8 +296,13 @@ def _title_case(line: str, words: Sequence[re.Match[str]]) -> bool:
     in Paris." is a sentence."""
     if not 2 <= len(words) <= TITLE_WORDS or line.rstrip().endswith((".", "!", "?")):
         return False
-    long = [m.group() for m in words if len(m.group()) >= 4]
+    long = [m.group() for m in words if len(m.group()) >= 4 and m.group() not in TITLE_LOWER]
     return bool(long) and all(w[0].isupper() for w in long)
+
+
+TITLE_LOWER = frozenset({"with", "from", "into", "onto", "over", "than", "that", "upon", "your", "when", "what"})
+"""Longer function words titles leave in lower case ("Full Text Search in Django with Database
+Backends")."""
 
 
 def name_junk(name: str, cues: Cues) -> bool:
@@ -406,6 +431,25 @@ def lone_opener(text: str, hit: Hit, cues: Cues) -> bool:
     return not any(c.isalnum() for c in before) or _BREAK.match(before[-1:]) is not None
 
 
+def title_phrase(text: str, hit: Hit, cues: Cues) -> bool:
+    """Whether the hit is a phrase of a title: in a heading or the text of a link that reads as a
+    title ("[Profiling Django REST Framework][...]", "[Implementing REST APIs with Embedded
+    Privacy][...]"), several words opening with an English word the documents never write as a
+    name, untyped by the model. A title capitalises every word, so its runs of capitals are
+    phrases ("Developing RESTful APIs"), while a name there ("Slack", "Red Hat") is a single word
+    or typed, or opens with a word that is no English word."""
+    words = _WORD.findall(hit.name)
+    if hit.label != UNKNOWN_LABEL or len(words) < 2 or not cues.lexical(words[0]):
+        return False
+    line = _line_of(text, hit)
+    if line.startswith("#"):
+        return True
+    return any(
+        start <= hit.start and hit.end <= start + len(raw) and len(_WORD.findall(raw)) >= 4
+        for start, raw, _ in title_links(text)
+    )
+
+
 def _not_an_acronym(word: str, hit: Hit, cues: Cues, structural: bool) -> bool:
     """Capitals make an acronym of a word the lexicon does not know; an English word in capitals
     ("IMPLIED", "SPECIAL" in a licence) is shouting, unless the model typed it."""
@@ -503,7 +547,9 @@ def type_hits(
             for h in hits
             if not any(s <= h.start < e for s, e in urls) and not shouted_words(text, h)
         ]
-        trimmed = [(trim_common_lead(h, cues, forced), forced) for h, forced in placed]
+        trimmed = [
+            (trim_common_lead(h, cues, forced), forced) for h, forced in placed if not title_phrase(text, h, cues)
+        ]
         good = [
             h
             for h, forced in trimmed

@@ -2,6 +2,8 @@
 
 A news-trained model reads words; technical docs also say what a name is by how they write it:
 
+- **A name written as code and linked** (``[`asgi-cors`](https://github.com/...)``,
+  ``[`itsdangerous`][itsdangerous]``) is a package or class the link documents, wherever it points.
 - **A link to a code host or package index** names a project (`[httpx-sse](https://github.com/
   florimondmanca/httpx-sse)`) or an account (`[@adriangb](https://github.com/adriangb)`), unless
   its text names the host itself (`[GitHub](https://github.com/...)`): then it is that hosted
@@ -37,9 +39,9 @@ _SERVICE_HOSTS = frozenset(
     {"github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "pypi.org", "pypi.python.org", "npmjs.com"}
 )
 _ACCOUNT_HOSTS = frozenset({"github.com", "gitlab.com", "codeberg.org"})
-_MD_LINK = re.compile(r"\[([^\]\n`]{2,60})\]\((https?://[^)\s]+)\)")
+_MD_LINK = re.compile(r"\[(`?[^\]\n`]{2,60}`?)\]\((https?://[^)\s]+)\)")
 _HTML_LINK = re.compile(r"<a\s[^>]*?href=[\"'](https?://[^\"']+)[\"'][^>]*>([^<\n]{2,60})</a>", re.I)
-_REF_LINK = re.compile(r"\[([^\]\n`]{2,60})\]\[([^\]\n]*)\]")
+_REF_LINK = re.compile(r"\[(`?[^\]\n`]{2,60}`?)\]\[([^\]\n]*)\]")
 _REF_DEF = re.compile(r"^[ \t]{0,3}\[([^\]\n]+)\]:[ \t]*<?(https?://[^\s>]+)>?", re.M)
 _HOME = re.compile(r"^https?://(?:www\.)?(([\w.-]+?)\.[a-z]{2,6})/?$", re.I)
 """A site's home page: a host and nothing after it (the host, and the host without its TLD)."""
@@ -57,6 +59,8 @@ _SOFTWARE_WORDS = re.compile(
 )
 """Words that say the name beside them is software ("the `chardet` library", "uses `sniffio`
 ... package")."""
+_CODE_NAME = re.compile(r"[A-Za-z][\w]*(?:-[A-Za-z0-9]+)*")
+"""A package's or a class's name, written as code."""
 _CLAUSE = re.compile(r"[.;!?]\s|\n")
 _SQUASH = re.compile(r"[^a-z0-9]")
 _TAG = re.compile(r"<[^>\n]*>")
@@ -85,6 +89,14 @@ def links(text: str, definitions: dict[str, str]) -> Iterator[tuple[int, str, st
         yield m.start(2), m.group(2), m.group(1)
 
 
+def title_links(text: str) -> Iterator[tuple[int, str, str]]:
+    """(start, text, target) of each markdown link, inline or by reference, resolved or not."""
+    for m in _MD_LINK.finditer(text):
+        yield m.start(1), m.group(1), m.group(2)
+    for m in _REF_LINK.finditer(text):
+        yield m.start(1), m.group(1), m.group(2)
+
+
 def definitions_of(texts: Sequence[str]) -> dict[str, str]:
     """A document's reference-link definitions (`[mozilla]: https://www.mozilla.org/`), by id."""
     return {m.group(1).strip().casefold(): m.group(2) for text in texts for m in _REF_DEF.finditer(text)}
@@ -104,11 +116,15 @@ def link_hits(
     typed: list[Hit] = []
     owners: list[Hit] = []
     for start, raw, url in links(text, definitions or {}):
-        name = raw.strip().lstrip("@")
+        name = raw.strip("` ").lstrip("@")
         if not name or len(name.split()) > 5 or not is_name(name):
             continue
         start += raw.index(name)
         hit = Hit(start, start + len(name), name, labels.project)
+        if raw.startswith("`") and raw.endswith("`"):
+            if _CODE_NAME.fullmatch(name):  # [`itsdangerous`][itsdangerous]: a package, linked to its site
+                typed.append(hit)
+            continue
         host = _HOST_LINK.match(url)
         home = _HOME.match(url)
         if host is not None:
