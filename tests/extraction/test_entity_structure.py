@@ -123,3 +123,21 @@ def test_a_name_written_as_code_and_linked_is_software() -> None:
         "[itsdangerous]: https://itsdangerous.palletsprojects.com/\n"
     )
     assert typed_text(text) == {"itsdangerous": "Technology", "asgi-cors": "Technology"}
+
+
+def test_html_tags_break_sentences_and_hyphenated_openers_are_common() -> None:
+    text = "<ul><li>✓ Priority support</li></ul>\n\n* In-process background tasks.\n"
+    names = [("Priority", UNKNOWN_LABEL), ("In-process", UNKNOWN_LABEL)]
+    assert typed_text(text, names) == {}  # "li Priority" is no name written mid-sentence
+
+
+def test_numbers_cited_as_code_or_issues_and_durations_are_no_dates() -> None:
+    text = "Fixed in {issue}`834, 1397` and #1091 in 2015, even for less than 0.5 seconds. Raised $50,000.\n"
+    names = [("1397", "Date"), ("1091", "Date"), ("2015", "Date"), ("0.5 seconds", "Date"), ("$50,000", UNKNOWN_LABEL)]
+    assert typed_text(text, names) == {"2015": "Date"}
+
+
+def test_an_acronym_with_a_four_digit_number_is_a_standard() -> None:
+    text = "Switch from IDNA 2003 to the new one, as RFC 7231 says. `httpx` does.\n"
+    found = typed_text(text, [("IDNA", UNKNOWN_LABEL), ("2003", "Date"), ("RFC", "Organization")])
+    assert found == {"IDNA 2003": "Law", "RFC 7231": "Law"}

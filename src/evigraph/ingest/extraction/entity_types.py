@@ -46,7 +46,7 @@ from evigraph.ingest.extraction.structure import (
     heading_hits,
     link_hits,
     title_links,
-    with_version,
+    with_versions,
 )
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
 from evigraph.store.terms import passage_words
@@ -97,6 +97,8 @@ _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$
 _TAG = re.compile(r"<[^>\n]*>")
 _LINK_TEXT = re.compile(r"\[([^\]\n]{2,200})\](?=[(\[])")
 _DIGIT = re.compile(r"\d")
+_STANDARD = re.compile(r"^[A-Z]{2,6}[ -]?\d{4,5}$")
+_DURATION = re.compile(r"\b(?:milli)?(?:seconds?|minutes?|hours?|days?|weeks?|ms)$", re.I)
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
 
@@ -111,6 +113,7 @@ class Kinds:
     neutral: str
     product: str = UNKNOWN_LABEL
     date: str = UNKNOWN_LABEL
+    standard: str = UNKNOWN_LABEL
 
     @classmethod
     def of(cls, ontology: Ontology) -> Kinds:
@@ -121,6 +124,7 @@ class Kinds:
             neutral=map_candidates(NEUTRAL_CANDIDATES, ontology),
             product=map_candidates(TAG_CANDIDATES["PRODUCT"], ontology),
             date=map_candidates(TAG_CANDIDATES["DATE"], ontology),
+            standard=map_candidates(TAG_CANDIDATES["LAW"], ontology),
         )
 
     def links(self) -> LinkLabels:
@@ -182,7 +186,7 @@ class Cues:
             for inline in _INLINE_CODE.findall(prose):
                 code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", inline)))
             _add_packages(prose, packages)
-            _add_words(_URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose)), lower, capitalised)
+            _add_words(_TAG.sub(". ", _URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose))), lower, capitalised)
         folded: Counter[str] = Counter()
         for word, n in lower.items():  # each distinct word folded once
             folded[fold_word(word)] += n
@@ -314,8 +318,8 @@ def name_junk(name: str, cues: Cues) -> bool:
     if _CSS.search(name) or _HEX.match(name) or _ADDRESS.match(name):
         return True
     letters = [c for c in name if c.isalpha()]
-    if not letters:
-        return bool(_BARE_VERSION.match(name))  # "5.1+", "2.7.0"; amounts and dates stay
+    if not letters:  # "5.1+", "2.7.0", "$50,000": versions and money; dates stay
+        return bool(_BARE_VERSION.match(name)) or any(c in "$€£¥" for c in name)
     if letters and not any(c.isupper() or c.isdigit() for c in name):
         return (
             name.casefold() not in cues.packages
@@ -424,7 +428,7 @@ def lone_opener(text: str, hit: Hit, cues: Cues) -> bool:
         return False
     if (name in cues.capitalised and not cues.written_lower(name)) or cues.in_code(name):
         return False  # "Support" capitalised in "Async Support" is still written "support" in prose
-    if not all(c.isalpha() or c in "'’" for c in name):
+    if not all(c.isalpha() or c in "'’-" for c in name):
         return False
     before = _TAG.sub(" ", text[text.rfind("\n", 0, hit.start) + 1 : hit.start])
     before = before.rstrip(" \t*_~>#|+-•\u00a0")
@@ -478,6 +482,8 @@ def kind_of(
     `owner` (a site linked by its home page) is an organisation unless code says otherwise;
     `versioned` holds the names the documents write with a version after them."""
     label = _voted(votes, kinds)
+    if _STANDARD.match(name) and kinds.standard != UNKNOWN_LABEL:
+        return kinds.standard  # "RFC 7231", "IDNA 2008", "ISO 8601": a standard's body and number
     stem = _TRAILING_VERSION.sub("", name)
     if kinds.technology != UNKNOWN_LABEL and _technology(stem, label, cues, kinds, versioned):
         return kinds.technology
@@ -545,7 +551,9 @@ def type_hits(
         placed = [
             (h, capitals_forced(text, h))
             for h in hits
-            if not any(s <= h.start < e for s, e in urls) and not shouted_words(text, h)
+            if not any(s <= h.start < e for s, e in urls)
+            and not shouted_words(text, h)
+            and not _no_date(prose, h, kinds)
         ]
         trimmed = [
             (trim_common_lead(h, cues, forced), forced) for h, forced in placed if not title_phrase(text, h, cues)
@@ -555,7 +563,7 @@ def type_hits(
             for h, forced in trimmed
             if not name_junk(h.name, cues) and not all_common(h, cues, forced) and not lone_opener(text, h, cues)
         ]
-        good = [with_version(text, h) if h.label != kinds.date else h for h in good]
+        good = with_versions(text, good, kinds.date)
         versioned.update(normalize_name(_TRAILING_VERSION.sub("", h.name)) for h in good if _versioned(h.name))
         good, headed = heading_hits(text, good, kinds.technology)
         good, linked, homes = link_hits(text, good, kinds.links(), definitions)
@@ -576,6 +584,17 @@ def type_hits(
         for norm, counts in votes.items()
     }
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+def _no_date(prose: str, hit: Hit, kinds: Kinds) -> bool:
+    """Whether a hit the model took for a date is none: a number written as code or cited as an
+    issue (`{issue}`1397``, "#1091"), or a duration ("0.5 seconds", "2 weeks")."""
+    if hit.label != kinds.date:
+        return False
+    if hit.name.isdigit():
+        before = prose[max(0, hit.start - 40) : hit.start]
+        return before.count("`") % 2 == 1 or before.endswith("#")
+    return _DURATION.search(hit.name) is not None
 
 
 def _versioned(name: str) -> bool:

@@ -62,6 +62,7 @@ _SOFTWARE_WORDS = re.compile(
 _CODE_NAME = re.compile(r"[A-Za-z][\w]*(?:-[A-Za-z0-9]+)*")
 """A package's or a class's name, written as code."""
 _CLAUSE = re.compile(r"[.;!?]\s|\n")
+_NUMBER_AFTER = re.compile(r"[ \t](\d{2,5})(?![\w+%/:.-]|\.\w)")
 _SQUASH = re.compile(r"[^a-z0-9]")
 _TAG = re.compile(r"<[^>\n]*>")
 
@@ -209,9 +210,21 @@ def with_version(text: str, hit: Hit) -> Hit:
     if any(c.isdigit() for c in hit.name):
         return hit
     m = _VERSION_AFTER.match(text, hit.end)
+    if m is None and hit.name.isupper() and hit.name.isalpha():
+        m = _NUMBER_AFTER.match(text, hit.end)  # a standard's edition or number: "IDNA 2008", "RFC 7231"
     if m is None:
         return hit
     return Hit(hit.start, m.end(), text[hit.start : m.end()], hit.label)
+
+
+def with_versions(text: str, hits: Sequence[Hit], date: str) -> list[Hit]:
+    """`with_version` over a chunk's hits (not dates: "May 2016"); a number a name takes in is no
+    date of its own ("2008" of "IDNA 2008")."""
+    grown = [h if h.label == date else with_version(text, h) for h in hits]
+    longer = [g for g, h in zip(grown, hits, strict=True) if g.end != h.end]
+    if not longer:
+        return grown
+    return [h for h in grown if h in longer or not any(g.start <= h.start and h.end <= g.end for g in longer)]
 
 
 def code_hits(prose: str, found: Sequence[Hit], packages: frozenset[str], english: Callable[[str], bool]) -> list[Hit]:
