@@ -14,8 +14,11 @@ nothing. The documents carry better evidence than the model's guess, and it cost
   capitalised only where every word is (a heading, a title, a sentence start) and written in lower
   case elsewhere. So "Method", "Exception", "Path Parameters" in a heading are no entities, while
   "Apple" in "he joined Apple in 1990" stays one, even where "apple" is also a fruit. A name the
-  model did not type is also checked against an English lexicon (`lexicon`), as a changelog's
-  "Fixed" or "Support" is never written in lower case in it.
+  model did not type is also checked against an English lexicon (`word_cues.lexicon`), as a
+  changelog's "Fixed" or "Support" is never written in lower case in it. These cues are read
+  once per batch (`word_cues.Cues`).
+- **Markup.** Links, headings over a repository link and versions say what a name is
+  (`structure`): a sponsor list's sites are organisations, "Python 3.12" is software.
 - **Shape.** CSS values, colours, addresses, bare versions, code fragments are no names at all
   (`names.junk_reason` refuses most; the rest need the batch's cues, `name_junk` here).
 
@@ -29,12 +32,9 @@ so a name gets one label across those documents.
 
 from __future__ import annotations
 
-import functools
-import itertools
-import json
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from evigraph.ingest.extraction.cooccurrence import Hit
@@ -48,8 +48,19 @@ from evigraph.ingest.extraction.structure import (
     title_links,
     with_versions,
 )
+from evigraph.ingest.extraction.word_cues import (
+    BREAK,
+    TAG,
+    URL_SPAN,
+    WORD,
+    Cues,
+    fold_word,
+    in_lexicon,
+    shouting,
+    split_code,
+    title_case,
+)
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
-from evigraph.store.terms import passage_words
 
 TECHNOLOGY_CANDIDATES: tuple[str, ...] = (
     "Technology",
@@ -65,15 +76,6 @@ TECHNOLOGY_CANDIDATES: tuple[str, ...] = (
 NEUTRAL_CANDIDATES: tuple[str, ...] = ("Concept",)
 """The label of a name whose model votes disagree, when the ontology declares it."""
 
-_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
-_INSTALL = re.compile(r"\b(?:pip|pip3|uv pip|poetry|npm|yarn|cargo|gem|go)[ \t]+(?:install|add|get)[ \t]+([^\n`]+)")
-_STRINGS = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|(?:^|\s)(?:#|//)[^\n]*|<!--.*?-->", re.S)
-"""String literals and comments: prose inside code ("Hello, world!"), not identifiers."""
-_PACKAGE = re.compile(r"[A-Za-z][\w.\-]*")
-_WORD = re.compile(r"[^\W\d_][\w'’\-]*")
 _PASCAL = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+$|^[A-Z]{2,}[a-z][A-Za-z0-9]*$")
 """One token capitalised inside: `GraphQL`, `HTMLResponse`, `WebSocket`, `SQLAlchemy`."""
 _NAME_PREFIX = re.compile(r"^(?:Mc|Mac|De|Di|Da|Du|La|Le|Van|Von|O')[A-Z]")
@@ -83,19 +85,12 @@ _HEX = re.compile(r"^#?(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8}|[0-9A-F]{6})$")
 _ADDRESS = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$|^[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}$", re.I)
 _TRAILING_VERSION = re.compile(r"\s+v?\d+(?:\.\d+)*[a-z]?\d*\+?$")
 """A version after a name: "Python 3.6", "Django 1.8", "Starlette v0.6.3" are the named thing."""
-_BREAK = re.compile(r"[.!?:;()\[\]\"“”]")
-"""Between two words: a sentence or clause may start after it, so the capital says nothing."""
-_URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)>\]\"'`]+", re.I)
-"""An address in the text: capitals inside it ("...list=PLJtp8Jm8EDzjgVg") are no names."""
-_SHELLS = frozenset({"bash", "sh", "shell", "console", "shell-session", "zsh", "powershell", "ps1", "bat", "cmd"})
 _TECH_SHAPE = re.compile(
     r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+$"  # Content-Type, X-Forwarded-Proto, WWW-Authenticate
     r"|^(?=[^ ]*\d)(?=[^ ]*[A-Z])[A-Za-z][A-Za-z0-9./+-]*$"  # HTTP/2, UTF-8, SOCKS5, MSYS2
 )
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
-_TAG = re.compile(r"<[^>\n]*>")
-_LINK_TEXT = re.compile(r"\[([^\]\n]{2,200})\](?=[(\[])")
 _DIGIT = re.compile(r"\d")
 _STANDARD = re.compile(r"^[A-Z]{2,6}[ -]?\d{4,5}$")
 _DURATION = re.compile(r"\b(?:milli)?(?:seconds?|minutes?|hours?|days?|weeks?|ms)$", re.I)
@@ -131,184 +126,6 @@ class Kinds:
         return LinkLabels(project=self.technology, account=self.person, service=self.product, owner=self.organisation)
 
 
-@functools.cache
-def lexicon() -> frozenset[str]:
-    """English words: the whole lower-case words of the WordPiece vocabulary shipped with the
-    bundled MiniLM model (21,945 of its 30,522 entries; Apache-2.0, no download, 15 ms to read).
-
-    The vocabulary was built from the words frequent in English books and Wikipedia, so it holds
-    "fixed", "support", "cache", "schedule" but not "starlette", "uvicorn", "httpx". It also holds
-    frequent names ("paris", "google", "tom"), which is why it only judges names the model did not
-    type and the documents never write mid-sentence (`Cues.lexical`).
-    """
-    from evigraph.providers.embedders.minilm import MODEL_DIR
-
-    try:
-        vocab = json.loads((MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
-    except (OSError, ValueError, KeyError):  # a trimmed install: the documents' own cues still work
-        return frozenset()
-    return frozenset(w for w in vocab if w.isalpha() and w.islower())
-
-
-@dataclass(frozen=True)
-class Cues:
-    """What a batch's texts say about how words are written."""
-
-    code: frozenset[str]
-    """Identifiers written as code: in a fenced block, in backticks, imported."""
-    packages: frozenset[str]
-    """Casefolded names imported or installed (`import httpx`, `pip install uvicorn`)."""
-    lower: frozenset[str]
-    """Words written in lower case in prose."""
-    capitalised: frozenset[str]
-    """Words capitalised in the middle of a sentence in prose (`NAME_RATIO`): written as names."""
-    technical: bool = False
-    """Whether the documents hold code: software documentation, where acronyms, header-like and
-    versioned names (`JSON`, `Content-Type`, `HTTP/2`) are technologies, not the organisations a
-    news-trained model takes them for."""
-
-    @classmethod
-    def of(cls, texts: Iterable[str]) -> Cues:
-        return cls.from_split(_split_code(text) for text in texts)
-
-    @classmethod
-    def from_split(cls, split: Iterable[tuple[str, list[str]]]) -> Cues:
-        """From each text's prose and fenced blocks (`_split_code`), split once for typing too."""
-        code: set[str] = set()
-        packages: set[str] = set()
-        lower: Counter[str] = Counter()
-        capitalised: Counter[str] = Counter()
-        for prose, blocks in split:
-            for block in blocks:
-                code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", block)))
-                _add_packages(block, packages)
-                _add_commands(block, packages)
-            for inline in _INLINE_CODE.findall(prose):
-                code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", inline)))
-            _add_packages(prose, packages)
-            _add_words(_TAG.sub(". ", _URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose))), lower, capitalised)
-        folded: Counter[str] = Counter()
-        for word, n in lower.items():  # each distinct word folded once
-            folded[fold_word(word)] += n
-        names = frozenset(w for w, n in capitalised.items() if n * NAME_RATIO >= folded[fold_word(w)])
-        return cls(frozenset(code), frozenset(packages), frozenset(folded), names, technical=bool(code))
-
-    def in_code(self, name: str) -> bool:
-        return name in self.code or name.casefold() in self.packages
-
-    def written_lower(self, word: str) -> bool:
-        return fold_word(word) in self.lower
-
-    def lexical(self, word: str) -> bool:
-        """A word of the English lexicon the documents never write mid-sentence: "Fixed" heading a
-        changelog section, "Support" opening a list item."""
-        return word not in self.capitalised and in_lexicon(word)
-
-    def common(self, word: str) -> bool:
-        """A word written in lower case in prose and never capitalised mid-sentence: not a name.
-        Plurals fold ("Responses" in a heading, "response" in prose)."""
-        return fold_word(word) in self.lower and word not in self.capitalised
-
-
-def in_lexicon(word: str) -> bool:
-    """Whether the word, in any case, is one of the English `lexicon` ("We'll" by "we")."""
-    words = lexicon()
-    stem = re.split(r"['’]", word, maxsplit=1)[0]  # "We'll", "Don't"
-    return stem.casefold() in words or fold_word(stem) in words
-
-
-def fold_word(word: str) -> str:
-    """A word as search folds it: case, accents and English plurals (`terms.passage_words`)."""
-    folded = passage_words(word)
-    return folded[0] if len(folded) == 1 else word.casefold()
-
-
-def _split_code(text: str) -> tuple[str, list[str]]:
-    """The prose of `text` (fenced blocks blanked, offsets kept) and the fenced blocks' texts."""
-    fences = [m.start() for m in _FENCE.finditer(text)]
-    if not fences:
-        return text, []
-    blocks: list[str] = []
-    prose = list(text)
-    bounds = [*fences, len(text)] if len(fences) % 2 else fences  # an unclosed fence runs to the end
-    for start, end in zip(bounds[::2], bounds[1::2], strict=False):
-        blocks.append(text[start:end])
-        prose[start:end] = " " * (end - start)
-    return "".join(prose), blocks
-
-
-def _add_commands(block: str, packages: set[str]) -> None:
-    """Programs run in a shell block (```shell, or lines prompted by `$`): `python -m`, `uvicorn
-    main:app`. A name the documents run is a technology, whatever case the prose gives it."""
-    first, _, body = block.partition("\n")
-    shell = first.strip("`~ \t").casefold() in _SHELLS
-    for line in body.splitlines():
-        line = line.strip()
-        if line.startswith(("$ ", "> ", "% ")):
-            line = line[2:]
-        elif not shell:
-            continue
-        m = _PACKAGE.match(line)
-        if m:
-            packages.add(m.group().casefold())
-
-
-def _add_packages(text: str, packages: set[str]) -> None:
-    for m in _IMPORT.finditer(text):
-        modules = m.group(1) or m.group(3)  # `from a.b import c`, `import a.b, d`: the packages a and d
-        packages.update(part.split(".")[0].casefold() for part in re.split(r"[\s,]+", modules) if part)
-    for m in _INSTALL.finditer(text):
-        packages.update(p.casefold().split("[")[0] for p in _PACKAGE.findall(m.group(1)) if not p.startswith("-"))
-
-
-def _add_words(prose: str, lower: Counter[str], capitalised: Counter[str]) -> None:
-    """Lower-case words, and words capitalised where the position does not force it: not the first
-    word of a line, list item or sentence, nor any word of a heading or a title-case line."""
-    for line in prose.splitlines():
-        stripped = line.lstrip(" \t>*-+|0123456789.)")
-        words = list(_WORD.finditer(stripped))
-        lower.update(m.group() for m in words if m.group().islower())
-        if stripped.startswith("#") or _title_case(stripped, words) or _shouting(stripped, words):
-            continue
-        stripped = _LINK_TEXT.sub(_untitled, stripped)  # "* [Full Text Search in Django][...]": a title
-        words = list(_WORD.finditer(stripped))
-        for before, m in itertools.pairwise(words):
-            if m.group()[0].isupper() and not _BREAK.search(stripped, before.end(), m.start()):
-                capitalised[m.group()] += 1  # inside a sentence: written as a name
-
-
-NAME_RATIO = 4
-"""A word counts as written as a name when it is capitalised mid-sentence at least a quarter as
-often as it is written in lower case: title-like runs capitalise common words mid-line ("Async
-Support", "Static Files, Streaming responses"), and "support" in lower case fifty times over says
-what the word is."""
-
-
-def _untitled(m: re.Match[str]) -> str:
-    """A link's text blanked when it reads as a title, so its capitals count as no names."""
-    words = list(_WORD.finditer(m.group(1)))
-    return " " * len(m.group()) if len(words) >= 4 and _title_case(m.group(1), words) else m.group()
-
-
-TITLE_WORDS = 12
-"""Titles are short; a longer line is prose, however many names it holds ("A B met C D. ...")."""
-
-
-def _title_case(line: str, words: Sequence[re.Match[str]]) -> bool:
-    """A short line with no sentence's full stop, its every longer word capitalised: a title ("Add
-    HTTP/2 Support", "Bug Fixes & Maintenance"), where capitals say nothing. "Alice Walker met Ada
-    in Paris." is a sentence."""
-    if not 2 <= len(words) <= TITLE_WORDS or line.rstrip().endswith((".", "!", "?")):
-        return False
-    long = [m.group() for m in words if len(m.group()) >= 4 and m.group() not in TITLE_LOWER]
-    return bool(long) and all(w[0].isupper() for w in long)
-
-
-TITLE_LOWER = frozenset({"with", "from", "into", "onto", "over", "than", "that", "upon", "your", "when", "what"})
-"""Longer function words titles leave in lower case ("Full Text Search in Django with Database
-Backends")."""
-
-
 def name_junk(name: str, cues: Cues) -> bool:
     """Whether a name the model or the rules found is no entity, given how the batch writes words."""
     if _CODE_PUNCTUATION.search(name) and not _balanced(name):
@@ -338,7 +155,7 @@ def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
     goes only from a hit the model did not type, on a line whose capitals say nothing
     (`capitals_forced`), and before a name that cannot be a common word (an acronym, PascalCase,
     code), as the lexicon also holds first names ("Chris Heisel")."""
-    words = list(_WORD.finditer(hit.name))
+    words = list(WORD.finditer(hit.name))
     cut = 0
     while (
         cut < len(words) - 1
@@ -373,8 +190,8 @@ def capitals_forced(text: str, hit: Hit) -> bool:
     line = _line_of(text, hit)
     if line[:1] in ("#", "-", "*", "+", ">", "|") or _NUMBERED.match(line):
         return True
-    words = list(_WORD.finditer(line))
-    return _shouting(line, words) or _title_case(line, words)
+    words = list(WORD.finditer(line))
+    return shouting(line, words) or title_case(line, words)
 
 
 def _line_of(text: str, hit: Hit) -> str:
@@ -383,23 +200,15 @@ def _line_of(text: str, hit: Hit) -> str:
     return text[start : len(text) if end < 0 else end].strip()
 
 
-def _shouting(line: str, words: Sequence[re.Match[str]]) -> bool:
-    """A line in capitals: a licence's "THE SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND ..."."""
-    if len(words) < 3:
-        return False
-    letters = [c for c in line if c.isalpha()]
-    return sum(c.isupper() for c in letters) >= 0.8 * len(letters)
-
-
 def shouted_words(text: str, hit: Hit) -> bool:
     """Whether the hit is English words in capitals on a line in capitals ("LOSS OF USE"): a
     news-trained model tags such words as names, as capitals are all it reads there, and they
     say nothing on that line. The hit's own words are judged first: most hits are not capitals."""
-    words = _WORD.findall(hit.name)
+    words = WORD.findall(hit.name)
     if not words or not all(w.isupper() and in_lexicon(w) for w in words):
         return False
     line = _line_of(text, hit)
-    return _shouting(line, list(_WORD.finditer(line)))
+    return shouting(line, list(WORD.finditer(line)))
 
 
 def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
@@ -409,7 +218,7 @@ def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
     case; PascalCase and acronyms are never common."""
     if any(c.isdigit() for c in hit.name):
         return False  # a date, an amount, a versioned name: no phrase of common words
-    words = _WORD.findall(hit.name)
+    words = WORD.findall(hit.name)
     common = _common_test(hit, cues, structural)
     return bool(words) and all(
         not _PASCAL.match(w) and _not_an_acronym(w, hit, cues, structural) and common(w) for w in words
@@ -430,9 +239,9 @@ def lone_opener(text: str, hit: Hit, cues: Cues) -> bool:
         return False  # "Support" capitalised in "Async Support" is still written "support" in prose
     if not all(c.isalpha() or c in "'’-" for c in name):
         return False
-    before = _TAG.sub(" ", text[text.rfind("\n", 0, hit.start) + 1 : hit.start])
+    before = TAG.sub(" ", text[text.rfind("\n", 0, hit.start) + 1 : hit.start])
     before = before.rstrip(" \t*_~>#|+-•\u00a0")
-    return not any(c.isalnum() for c in before) or _BREAK.match(before[-1:]) is not None
+    return not any(c.isalnum() for c in before) or BREAK.match(before[-1:]) is not None
 
 
 def title_phrase(text: str, hit: Hit, cues: Cues) -> bool:
@@ -442,14 +251,14 @@ def title_phrase(text: str, hit: Hit, cues: Cues) -> bool:
     name, untyped by the model. A title capitalises every word, so its runs of capitals are
     phrases ("Developing RESTful APIs"), while a name there ("Slack", "Red Hat") is a single word
     or typed, or opens with a word that is no English word."""
-    words = _WORD.findall(hit.name)
+    words = WORD.findall(hit.name)
     if hit.label != UNKNOWN_LABEL or len(words) < 2 or not cues.lexical(words[0]):
         return False
     line = _line_of(text, hit)
     if line.startswith("#"):
         return True
     return any(
-        start <= hit.start and hit.end <= start + len(raw) and len(_WORD.findall(raw)) >= 4
+        start <= hit.start and hit.end <= start + len(raw) and len(WORD.findall(raw)) >= 4
         for start, raw, _ in title_links(text)
     )
 
@@ -537,7 +346,7 @@ def type_hits(
     """`per_chunk` without junk, every hit of a name relabelled with the name's one label."""
     texts = [chunk.text for chunks in documents for chunk in chunks]
     refs = [definitions_of([c.text for c in chunks]) for chunks in documents for _ in chunks]
-    split = [_split_code(text) for text in texts]
+    split = [split_code(text) for text in texts]
     cues = Cues.from_split(split)
     kinds = Kinds.of(ontology)
     kept: list[list[Hit]] = []
@@ -547,7 +356,7 @@ def type_hits(
     owners: set[str] = set()  # names of sites linked by their home page
     versioned: set[str] = set()  # names written with a version after them
     for text, (prose, _), hits, definitions in zip(texts, split, per_chunk, refs, strict=True):
-        urls = [m.span() for m in _URL_SPAN.finditer(text)]
+        urls = [m.span() for m in URL_SPAN.finditer(text)]
         placed = [
             (h, capitals_forced(text, h))
             for h in hits
