@@ -141,3 +141,19 @@ def test_an_acronym_with_a_four_digit_number_is_a_standard() -> None:
     text = "Switch from IDNA 2003 to the new one, as RFC 7231 says. `httpx` does.\n"
     found = typed_text(text, [("IDNA", UNKNOWN_LABEL), ("2003", "Date"), ("RFC", "Organization")])
     assert found == {"IDNA 2003": "Law", "RFC 7231": "Law"}
+
+
+def test_long_words_shouted_in_a_licence_and_words_of_inline_scripts_are_no_entities() -> None:
+    text = (
+        "Tom Christie wrote `httpx`.\n\n"
+        "IN NO EVENT SHALL THE HOLDERS BE LIABLE FOR ANY INCIDENTAL DAMAGES, ALL OF WHICH ARE DISCLAIMED.\n\n"
+        "<script type='text/javascript'>fnames[0]='EMAIL';ftypes[1]='Conflict';</script>\n"
+    )
+    names = [("Tom Christie", "Person"), ("INCIDENTAL", "Organization"), ("DISCLAIMED", "Organization")]
+    names += [("Conflict", UNKNOWN_LABEL)]
+    assert typed_text(text, names) == {"Tom Christie": "Person"}
+
+
+def test_a_generic_type_in_backticks_is_a_class() -> None:
+    text = "Change the type of `Extensions` from `Mapping[Str, Any]` to a dict.\n"
+    assert typed_text(text) == {"Extensions": "Technology", "Mapping": "Technology"}

@@ -92,6 +92,8 @@ _TECH_SHAPE = re.compile(
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
 _DIGIT = re.compile(r"\d")
+_SCRIPT = re.compile(r"<(script|style)\b.*?(?:</\1\s*>|$)", re.S | re.I)
+"""A script or style element inlined in the docs: code, whatever its words."""
 _STANDARD = re.compile(r"^[A-Z]{2,6}[ -]?\d{4,5}$")
 _DURATION = re.compile(r"\b(?:milli)?(?:seconds?|minutes?|hours?|days?|weeks?|ms)$", re.I)
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
@@ -200,13 +202,18 @@ def _line_of(text: str, hit: Hit) -> str:
     return text[start : len(text) if end < 0 else end].strip()
 
 
+LONGEST_ACRONYM = 5
+"""Acronyms are short ("HTTP", "ASGI", "POSIX"); a longer word in capitals on a shouting line is a
+word shouted."""
+
+
 def shouted_words(text: str, hit: Hit) -> bool:
     """Whether the hit is English words in capitals on a line in capitals ("LOSS OF USE"): a
     news-trained model tags such words as names, as capitals are all it reads there, and they
     say nothing on that line. The hit's own words are judged first: most hits are not capitals."""
     words = WORD.findall(hit.name)
-    if not words or not all(w.isupper() and in_lexicon(w) for w in words):
-        return False
+    if not words or not all(w.isupper() and (in_lexicon(w) or len(w) > LONGEST_ACRONYM) for w in words):
+        return False  # "INCIDENTAL", "DISCLAIMED": too long for an acronym, whatever the lexicon holds
     line = _line_of(text, hit)
     return shouting(line, list(WORD.finditer(line)))
 
@@ -356,7 +363,7 @@ def type_hits(
     owners: set[str] = set()  # names of sites linked by their home page
     versioned: set[str] = set()  # names written with a version after them
     for text, (prose, _), hits, definitions in zip(texts, split, per_chunk, refs, strict=True):
-        urls = [m.span() for m in URL_SPAN.finditer(text)]
+        urls = [m.span() for m in URL_SPAN.finditer(text)] + [m.span() for m in _SCRIPT.finditer(text)]
         placed = [
             (h, capitals_forced(text, h))
             for h in hits

@@ -49,9 +49,9 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 _VERSION_AFTER = re.compile(r"[ \t]v?(\d+(?:\.\d+){1,3}|[1-9]\d?)(?![\w+%/:-]|\.\w)")
 """A version right after a name: dotted ("3.12", "1.8.0") or a small whole number ("Python 3",
 "Windows 7"); not a year, an amount, a time or the start of another token."""
-_INLINE = re.compile(r"`(~?(?:[A-Za-z_]\w*\.)*)([A-Za-z_][\w-]*)(?:\([^`\n]*\))?`")
-"""Inline code holding one name: an identifier, a call of one, a dotted path (`io.BytesIO`,
-`httpx.Timeout(...)`) or a distribution's name (`pytest-xdist`)."""
+_INLINE = re.compile(r"`(~?(?:[A-Za-z_]\w*\.)*)([A-Za-z_][\w-]*)(?:\([^`\n]*\)|\[[^`\n]*\])?`")
+"""Inline code holding one name: an identifier, a call of one, a generic type (`Mapping[str, Any]`),
+a dotted path (`io.BytesIO`, `httpx.Timeout(...)`) or a distribution's name (`pytest-xdist`)."""
 _SOFTWARE_WORDS = re.compile(
     r"\b(?:librar(?:y|ies)|packages?|modules?|backends?|dependenc(?:y|ies)|install(?:ed)?|plugins?|extensions?"
     r"|tools?|projects?|frameworks?|servers?)\b",
