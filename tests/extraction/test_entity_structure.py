@@ -157,3 +157,25 @@ def test_long_words_shouted_in_a_licence_and_words_of_inline_scripts_are_no_enti
 def test_a_generic_type_in_backticks_is_a_class() -> None:
     text = "Change the type of `Extensions` from `Mapping[Str, Any]` to a dict.\n"
     assert typed_text(text) == {"Extensions": "Technology", "Mapping": "Technology"}
+
+
+def test_standard_library_modules_and_classes_taken_from_a_module_are_software() -> None:
+    text = (
+        "When a long option name isn't valid, use `difflib` to suggest one; `value` is a variable.\n\n"
+        "    router = routers.DefaultRouter()\n"
+        "    class UserSerializer(serializers.Serializer):\n"
+        "        pass\n\n"
+        "```python\nclass MockMiddleware:\n    pass\n```\n"
+        "Register UserSerializer and MockMiddleware.\n"
+    )
+    names = [("UserSerializer", UNKNOWN_LABEL), ("MockMiddleware", UNKNOWN_LABEL)]
+    assert typed_text(text, names) == {
+        "difflib": "Technology",
+        "DefaultRouter": "Technology",
+        "Serializer": "Technology",  # a library's class, taken from its module
+    }  # MockMiddleware: a class the sample defines, an example
+
+
+def test_a_release_codename_is_an_event() -> None:
+    text = 'Released 2015-11-24, codename "pow pow"\n\n- Fix `Group` help.\n'
+    assert typed_text(text)["pow pow"] == "Event"

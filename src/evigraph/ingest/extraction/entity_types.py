@@ -42,9 +42,12 @@ from evigraph.ingest.extraction.labels import TAG_CANDIDATES, map_candidates
 from evigraph.ingest.extraction.structure import (
     LinkLabels,
     code_hits,
+    codename_hits,
+    defined_classes,
     definitions_of,
     heading_hits,
     link_hits,
+    reference_hits,
     title_links,
     with_versions,
 )
@@ -111,6 +114,7 @@ class Kinds:
     product: str = UNKNOWN_LABEL
     date: str = UNKNOWN_LABEL
     standard: str = UNKNOWN_LABEL
+    event: str = UNKNOWN_LABEL
 
     @classmethod
     def of(cls, ontology: Ontology) -> Kinds:
@@ -122,6 +126,7 @@ class Kinds:
             product=map_candidates(TAG_CANDIDATES["PRODUCT"], ontology),
             date=map_candidates(TAG_CANDIDATES["DATE"], ontology),
             standard=map_candidates(TAG_CANDIDATES["LAW"], ontology),
+            event=map_candidates(TAG_CANDIDATES["EVENT"], ontology),
         )
 
     def links(self) -> LinkLabels:
@@ -354,6 +359,7 @@ def type_hits(
     texts = [chunk.text for chunks in documents for chunk in chunks]
     refs = [definitions_of([c.text for c in chunks]) for chunks in documents for _ in chunks]
     split = [split_code(text) for text in texts]
+    defined = defined_classes(texts)  # fenced or indented samples alike
     cues = Cues.from_split(split)
     kinds = Kinds.of(ontology)
     kept: list[list[Hit]] = []
@@ -370,6 +376,7 @@ def type_hits(
             if not any(s <= h.start < e for s, e in urls)
             and not shouted_words(text, h)
             and not _no_date(prose, h, kinds)
+            and h.name not in defined  # a class a code sample defines is an example: `class UserSerializer`
         ]
         trimmed = [
             (trim_common_lead(h, cues, forced), forced) for h, forced in placed if not title_phrase(text, h, cues)
@@ -382,11 +389,15 @@ def type_hits(
         good = with_versions(text, good, kinds.date)
         versioned.update(normalize_name(_TRAILING_VERSION.sub("", h.name)) for h in good if _versioned(h.name))
         good, headed = heading_hits(text, good, kinds.technology)
+        if kinds.event != UNKNOWN_LABEL:
+            good, named = codename_hits(text, good, kinds.event)
+            headed += named
         good, linked, homes = link_hits(text, good, kinds.links(), definitions)
         said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
         marked = [*good, *headed, *linked, *homes]
         coded = code_hits(prose, marked, cues.packages, in_lexicon)
+        coded += reference_hits(text, [*marked, *coded], defined, urls)
         if kinds.technology != UNKNOWN_LABEL:  # written as code: software, as `kind_of` holds for identifiers
             said.update((normalize_name(h.name), kinds.technology) for h in coded)
         good = sorted([*marked, *coded], key=lambda h: h.start)

@@ -23,6 +23,7 @@ Markdown and inline HTML are both read, as docs sites mix them.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -231,9 +232,9 @@ def code_hits(prose: str, found: Sequence[Hit], packages: frozenset[str], englis
     """Names written as code in prose: `AsyncClient`, `Group()`, `INT`, `httpx`, the class at the
     end of `io.UnsupportedOperation`. A capitalised identifier in backticks is a class, constant or
     type a reader looks up. A lower-case one (`scope`, `request` are variables) only when the
-    documents import or install it (`packages`), when it is a distribution's hyphenated name
-    (`pytest-xdist`: no identifier holds a hyphen), or when it is no English word (`english`) and
-    its clause calls it software ("the `chardet` library"). `prose` is the chunk's text with its
+    documents import or install it (`packages`), when it is a module of Python's standard library,
+    a distribution's hyphenated name (`pytest-xdist`: no identifier holds a hyphen), or no English
+    word (`english`) its clause calls software ("the `chardet` library"). `prose` is the chunk's text with its
     fenced blocks blanked, offsets kept."""
     out: list[Hit] = []
     for m in _INLINE.finditer(prose):
@@ -251,6 +252,8 @@ def code_hits(prose: str, found: Sequence[Hit], packages: frozenset[str], englis
 def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], bool]) -> bool:
     if not name.islower() and not any(c.isdigit() for c in name):
         return False
+    if name in sys.stdlib_module_names:
+        return True  # `difflib`, `subprocess`: a module of Python's standard library
     if re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", name):
         return True  # a distribution's name
     if "_" in name or english(name):
@@ -261,3 +264,42 @@ def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], 
         max(line_start, m.start() - 60) : min(clause_end.start() if clause_end else len(prose), m.end() + 60)
     ]
     return _SOFTWARE_WORDS.search(clause) is not None
+
+
+_REFERENCE = re.compile(r"(?<![\w.])[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b")
+_CLASS = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def defined_classes(texts: Sequence[str]) -> frozenset[str]:
+    """Classes the documents' code samples define (`class UserSerializer(...)` opening a line):
+    examples."""
+    return frozenset(m.group(1) for text in texts for m in _CLASS.finditer(text))
+
+
+def reference_hits(
+    text: str, found: Sequence[Hit], defined: frozenset[str], urls: Sequence[tuple[int, int]]
+) -> list[Hit]:
+    """Classes taken from a module (`routers.DefaultRouter()`, `io.BytesIO()`,
+    `'rest_framework.renderers.JSONRenderer'`, "use httpx.StatusCodes"), in code samples of any
+    kind (fenced or indented) and in prose: a library's, which a reader looks up, unlike the
+    classes the samples define themselves (`defined`). Addresses (`urls`) are skipped."""
+    out: list[Hit] = []
+    for m in _REFERENCE.finditer(text):
+        start, end = m.span(1)
+        if m.group(1) in defined or any(s <= m.start() < e for s, e in urls):
+            continue  # an example class, or a piece of an address
+        if not any(h.start < end and start < h.end for h in [*found, *out]):
+            out.append(Hit(start, end, m.group(1), UNKNOWN_LABEL))
+    return out
+
+
+_CODENAME = re.compile(r"\bcode[ -]?named?[ \t]*[:=]?[ \t]*[\"“']([^\"”'\n]{2,40})[\"”']", re.I)
+
+
+def codename_hits(text: str, found: Sequence[Hit], release: str) -> tuple[list[Hit], list[Hit]]:
+    """Release codenames: `Released 2015-11-24, codename "pow pow"` names that release, an event,
+    in words no model reads as a name. Returns the hits kept and the codename hits."""
+    named = [Hit(m.start(1), m.end(1), m.group(1), release) for m in _CODENAME.finditer(text)]
+    if not named:
+        return list(found), []
+    return [h for h in found if not any(h.start < n.end and n.start < h.end for n in named)], named
