@@ -179,3 +179,12 @@ def test_standard_library_modules_and_classes_taken_from_a_module_are_software()
 def test_a_release_codename_is_an_event() -> None:
     text = 'Released 2015-11-24, codename "pow pow"\n\n- Fix `Group` help.\n'
     assert typed_text(text)["pow pow"] == "Event"
+
+
+def test_versioned_protocol_names_and_english_words_called_packages_are_software() -> None:
+    text = (
+        "Remove TLS versions (TLSv1 and TLSv1.1), support HTTP/2, and drop the `requests` library.\n"
+        "Pass `timeout` along.\n"
+    )
+    found = typed_text(text, [("TLSv", UNKNOWN_LABEL)])  # the rules cut a piece off "TLSv1"
+    assert found == {"TLSv1": "Technology", "TLSv1.1": "Technology", "HTTP/2": "Technology", "requests": "Technology"}

@@ -48,6 +48,7 @@ from evigraph.ingest.extraction.structure import (
     heading_hits,
     link_hits,
     reference_hits,
+    shaped_hits,
     title_links,
     with_versions,
 )
@@ -396,6 +397,9 @@ def type_hits(
         said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
         marked = [*good, *headed, *linked, *homes]
+        if cues.technical:  # software docs: "HTTP/2", "TLSv1.3" are protocols
+            marked, shaped = shaped_hits(prose, marked, urls)
+            marked += shaped
         coded = code_hits(prose, marked, cues.packages, in_lexicon)
         coded += reference_hits(text, [*marked, *coded], defined, urls)
         if kinds.technology != UNKNOWN_LABEL:  # written as code: software, as `kind_of` holds for identifiers

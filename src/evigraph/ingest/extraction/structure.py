@@ -62,6 +62,9 @@ _SOFTWARE_WORDS = re.compile(
 ... package")."""
 _CODE_NAME = re.compile(r"[A-Za-z][\w]*(?:-[A-Za-z0-9]+)*")
 """A package's or a class's name, written as code."""
+_SOFTWARE_NOUN = r"(?:librar(?:y|ies)|packages?|modules?|backends?|projects?|frameworks?|plugins?|dependenc(?:y|ies))"
+_SOFTWARE_NOUN_AFTER = re.compile(r"[ \t]+" + _SOFTWARE_NOUN + r"\b", re.I)
+_SOFTWARE_NOUN_BEFORE = re.compile(r"\b" + _SOFTWARE_NOUN + r"[ \t]+$", re.I)
 _CLAUSE = re.compile(r"[.;!?]\s|\n")
 _NUMBER_AFTER = re.compile(r"[ \t](\d{2,5})(?![\w+%/:.-]|\.\w)")
 _SQUASH = re.compile(r"[^a-z0-9]")
@@ -256,6 +259,8 @@ def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], 
         return True  # `difflib`, `subprocess`: a module of Python's standard library
     if re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", name):
         return True  # a distribution's name
+    if _SOFTWARE_NOUN_AFTER.match(prose, m.end()) or _SOFTWARE_NOUN_BEFORE.search(prose, 0, m.start()):
+        return True  # "the `requests` library", "package `rich`": even an English word
     if "_" in name or english(name):
         return False  # a parameter, a variable or a word
     line_start = max((c.end() for c in _CLAUSE.finditer(prose, 0, m.start())), default=0)
@@ -303,3 +308,31 @@ def codename_hits(text: str, found: Sequence[Hit], release: str) -> tuple[list[H
     if not named:
         return list(found), []
     return [h for h in found if not any(h.start < n.end and n.start < h.end for n in named)], named
+
+
+_SHAPED = re.compile(
+    r"(?<![\w/.\-])("
+    r"(?:[A-Z][A-Za-z]*[A-Z][a-z]?|[A-Z][a-z]+[A-Z])(?:v\d+(?:\.\d+)*|/\d(?:\.\d)?|\d+)"  # IPv6, HTTPv2
+    r"|[A-Z]{2,}v\d(?:\.\d+)*|[A-Z]{2,}/\d(?:\.\d)?|[A-Z]{2,}\d+|[A-Z]{2,}-\d+"  # TLSv1.3, HTTP/2, SOCKS5, UTF-8
+    r"|[A-Z][a-z]+v\d+"
+    r")(?![\w/\-]|\.\d)"
+)
+"""A protocol's or encoding's name with its version in one token: no model or rule reads
+"HTTP/2" or "TLSv1.3" as a name, and no English word is shaped so."""
+
+
+def shaped_hits(prose: str, found: Sequence[Hit], urls: Sequence[tuple[int, int]]) -> tuple[list[Hit], list[Hit]]:
+    """Versioned protocol and encoding names in prose (`_SHAPED`); they replace the pieces of
+    them found ("TLSv" of "TLSv1.3"). `prose` is the chunk's text with its fenced blocks blanked,
+    offsets kept. Returns the hits kept and the shaped hits."""
+    out: list[Hit] = []
+    kept = list(found)
+    for m in _SHAPED.finditer(prose):
+        start, end = m.span(1)
+        if any(s <= start < e for s, e in urls) or prose[max(0, start - 1)] == "`":
+            continue
+        inside = [h for h in kept if start <= h.start and h.end <= end]
+        if not any(h.start < end and start < h.end for h in kept if h not in inside):
+            kept = [h for h in kept if h not in inside]
+            out.append(Hit(start, end, m.group(1), UNKNOWN_LABEL))
+    return kept, out
