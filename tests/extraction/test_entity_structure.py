@@ -188,3 +188,13 @@ def test_versioned_protocol_names_and_english_words_called_packages_are_software
     )
     found = typed_text(text, [("TLSv", UNKNOWN_LABEL)])  # the rules cut a piece off "TLSv1"
     assert found == {"TLSv1": "Technology", "TLSv1.1": "Technology", "HTTP/2": "Technology", "requests": "Technology"}
+
+
+def test_a_sponsor_link_cut_between_two_passages_still_names_its_site() -> None:
+    doc = '<li><a href="https://garfo.io/" rel="nofollow">Garfo</a></li>\n'
+    cut = doc.index("Garfo") - 5
+    first = TextChunk(index=0, text=doc[:cut], start=0, end=cut)
+    second = TextChunk(index=1, text=doc[cut:], start=cut, end=len(doc))
+    [_, hits] = type_hits([[first, second]], [[], []], DEFAULT_ONTOLOGY)
+    assert {h.name: h.label for h in hits} == {"Garfo": "Organization"}
+    assert all(second.text[h.start : h.end] == h.name for h in hits)

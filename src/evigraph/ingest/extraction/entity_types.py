@@ -359,6 +359,7 @@ def type_hits(
     """`per_chunk` without junk, every hit of a name relabelled with the name's one label."""
     texts = [chunk.text for chunks in documents for chunk in chunks]
     refs = [definitions_of([c.text for c in chunks]) for chunks in documents for _ in chunks]
+    tails = [_before(chunks, i) for chunks in documents for i in range(len(chunks))]
     split = [split_code(text) for text in texts]
     defined = defined_classes(texts)  # fenced or indented samples alike
     cues = Cues.from_split(split)
@@ -369,7 +370,7 @@ def type_hits(
     said: dict[str, str] = {}  # names a link or a heading typed: the markup says what it is
     owners: set[str] = set()  # names of sites linked by their home page
     versioned: set[str] = set()  # names written with a version after them
-    for text, (prose, _), hits, definitions in zip(texts, split, per_chunk, refs, strict=True):
+    for text, (prose, _), hits, definitions, before in zip(texts, split, per_chunk, refs, tails, strict=True):
         urls = [m.span() for m in URL_SPAN.finditer(text)] + [m.span() for m in _SCRIPT.finditer(text)]
         placed = [
             (h, capitals_forced(text, h))
@@ -393,7 +394,7 @@ def type_hits(
         if kinds.event != UNKNOWN_LABEL:
             good, named = codename_hits(text, good, kinds.event)
             headed += named
-        good, linked, homes = link_hits(text, good, kinds.links(), definitions)
+        good, linked, homes = link_hits(text, good, kinds.links(), definitions, before)
         said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
         marked = [*good, *headed, *linked, *homes]
@@ -415,6 +416,20 @@ def type_hits(
         for norm, counts in votes.items()
     }
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+LINK_CONTEXT = 400
+"""Characters of the previous passage read with a passage's links: an HTML line cut between its
+`<a href=...>` and the link's text (a sponsor wall on one line) still names its site."""
+
+
+def _before(chunks: Sequence[TextChunk], i: int) -> str:
+    """The end of the document's text before passage `i`, from the passage before it (passages
+    may overlap: only what precedes passage `i`'s start is taken)."""
+    if i == 0:
+        return ""
+    previous, current = chunks[i - 1], chunks[i]
+    return previous.text[: max(0, current.start - previous.start)][-LINK_CONTEXT:]
 
 
 def _no_date(prose: str, hit: Hit, kinds: Kinds) -> bool:

@@ -112,14 +112,23 @@ def _squash(text: str) -> str:
 
 
 def link_hits(
-    text: str, found: Sequence[Hit], labels: LinkLabels, definitions: dict[str, str] | None = None
+    text: str,
+    found: Sequence[Hit],
+    labels: LinkLabels,
+    definitions: dict[str, str] | None = None,
+    before: str = "",
 ) -> tuple[list[Hit], list[Hit], list[Hit]]:
     """Names the text's links say what they are (module docstring). They replace what the model or
     the rules found in the same place. Returns the hits kept, the hits a code host or package index
     typed (their label is settled), and the home pages' owners (their label is a default the
-    documents' code cues may still override)."""
-    typed: list[Hit] = []
-    owners: list[Hit] = []
+    documents' code cues may still override). `before` is the end of the previous passage of the
+    document: a long line of HTML may be cut between `<a href=...>` and its text."""
+    if before:
+        whole = link_hits(before + text, _moved(found, len(before)), labels, definitions)
+        kept, typed, owners = (_moved([h for h in hits if h.start >= len(before)], -len(before)) for hits in whole)
+        return kept, typed, owners
+    typed = []
+    owners = []
     for start, raw, url in links(text, definitions or {}):
         name = raw.strip("` ").lstrip("@")
         if not name or len(name.split()) > 5 or not is_name(name):
@@ -164,6 +173,10 @@ def _names_site(name: str, host: str) -> bool:
     if len(squashed) >= 3 and squashed in (site, _squash(host)):
         return True
     return len(first) >= 3 and (site.startswith(first) or (len(first) >= 4 and site.endswith(first)))
+
+
+def _moved(hits: Sequence[Hit], shift: int) -> list[Hit]:
+    return [h._replace(start=h.start + shift, end=h.end + shift) for h in hits]
 
 
 def _alone(text: str, start: int, name: str) -> bool:
