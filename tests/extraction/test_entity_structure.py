@@ -198,3 +198,8 @@ def test_a_sponsor_link_cut_between_two_passages_still_names_its_site() -> None:
     [_, hits] = type_hits([[first, second]], [[], []], DEFAULT_ONTOLOGY)
     assert {h.name: h.label for h in hits} == {"Garfo": "Organization"}
     assert all(second.text[h.start : h.end] == h.name for h in hits)
+
+
+def test_the_words_after_a_trimmed_common_word_go_with_it() -> None:
+    text = "* Support for Python 3.13. We support `httpx` and support it.\n"
+    assert typed_text(text, [("Support for Python", UNKNOWN_LABEL)]) == {"Python 3.13": "Technology"}

@@ -179,6 +179,8 @@ def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
             cut = 1
     if cut == 0:
         return hit
+    while cut < len(words) - 1 and words[cut].group().islower():
+        cut += 1  # "Support for Python": the words between go with the common word
     offset = words[cut].start()
     return Hit(hit.start + offset, hit.end, hit.name[offset:], hit.label)
 

@@ -224,8 +224,9 @@ def _repository(url: str) -> bool:
 
 def with_version(text: str, hit: Hit) -> Hit:
     """The hit with the version written right after it ("Python" in "Python 3.12" is Python 3.12)."""
-    if any(c.isdigit() for c in hit.name):
-        return hit
+    words = hit.name.split()
+    if any(c.isdigit() for c in hit.name) or any(w.islower() for w in words):
+        return hit  # a phrase ("restored the click"), not a name a version follows
     m = _VERSION_AFTER.match(text, hit.end)
     if m is None and hit.name.isupper() and hit.name.isalpha():
         m = _NUMBER_AFTER.match(text, hit.end)  # a standard's edition or number: "IDNA 2008", "RFC 7231"
