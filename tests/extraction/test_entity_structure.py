@@ -203,3 +203,17 @@ def test_a_sponsor_link_cut_between_two_passages_still_names_its_site() -> None:
 def test_the_words_after_a_trimmed_common_word_go_with_it() -> None:
     text = "* Support for Python 3.13. We support `httpx` and support it.\n"
     assert typed_text(text, [("Support for Python", UNKNOWN_LABEL)]) == {"Python 3.13": "Technology"}
+
+
+def test_a_link_or_heading_that_is_a_phrase_names_nothing() -> None:
+    text = (
+        "Please [submit a pull request](https://github.com/encode/starlette/compare), see the\n"
+        '<a href="https://github.com/encode/starlette/discussions">GitHub repository</a> and the\n'
+        '<a href="https://starlette-login.readthedocs.io/en/stable/">Documentation</a>; the\n'
+        "documentation is long. Used by [Heroku][heroku] and [requests](https://github.com/psf/requests).\n\n"
+        "## Third party middleware\n\n"
+        "[GitHub](https://github.com/encode/starlette)\n\n"
+        "[heroku]: https://www.heroku.com/\n"
+    )
+    found = typed_text(text)
+    assert found == {"GitHub": "Product", "Heroku": UNKNOWN_LABEL, "requests": "Technology"}

@@ -32,6 +32,7 @@ so a name gets one label across those documents.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
@@ -392,11 +393,12 @@ def type_hits(
         ]
         good = with_versions(text, good, kinds.date)
         versioned.update(normalize_name(_TRAILING_VERSION.sub("", h.name)) for h in good if _versioned(h.name))
-        good, headed = heading_hits(text, good, kinds.technology)
+        phrase = functools.partial(_phrase, cues=cues)
+        good, headed = heading_hits(text, good, kinds.technology, phrase)
         if kinds.event != UNKNOWN_LABEL:
             good, named = codename_hits(text, good, kinds.event)
             headed += named
-        good, linked, homes = link_hits(text, good, kinds.links(), definitions, before)
+        good, linked, homes = link_hits(text, good, kinds.links(), definitions, before, phrase)
         said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
         marked = [*good, *headed, *linked, *homes]
@@ -418,6 +420,17 @@ def type_hits(
         for norm, counts in votes.items()
     }
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+def _phrase(name: str, cues: Cues) -> bool:
+    """Whether a link's text or a heading is a phrase, not a name: a capitalised common word alone
+    ("Documentation"), or words with an English word in lower case ("GitHub repository", "submit a
+    pull request"; "Keep a Changelog" keeps its short "a"). A package's lower-case name alone
+    ("requests") is a name."""
+    words = WORD.findall(name)
+    if len(words) == 1:
+        return words[0][:1].isupper() and cues.common(words[0]) and not cues.in_code(words[0])
+    return all(cues.common(w) for w in words) or any(w.islower() and len(w) >= 4 and in_lexicon(w) for w in words)
 
 
 LINK_CONTEXT = 400

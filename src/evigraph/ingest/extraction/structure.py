@@ -117,21 +117,23 @@ def link_hits(
     labels: LinkLabels,
     definitions: dict[str, str] | None = None,
     before: str = "",
+    phrase: Callable[[str], bool] = lambda _: False,
 ) -> tuple[list[Hit], list[Hit], list[Hit]]:
     """Names the text's links say what they are (module docstring). They replace what the model or
     the rules found in the same place. Returns the hits kept, the hits a code host or package index
     typed (their label is settled), and the home pages' owners (their label is a default the
     documents' code cues may still override). `before` is the end of the previous passage of the
-    document: a long line of HTML may be cut between `<a href=...>` and its text."""
+    document: a long line of HTML may be cut between `<a href=...>` and its text. A link whose text
+    is a phrase (`phrase`: "submit a pull request", "Documentation") names nothing."""
     if before:
-        whole = link_hits(before + text, _moved(found, len(before)), labels, definitions)
+        whole = link_hits(before + text, _moved(found, len(before)), labels, definitions, phrase=phrase)
         kept, typed, owners = (_moved([h for h in hits if h.start >= len(before)], -len(before)) for hits in whole)
         return kept, typed, owners
     typed = []
     owners = []
     for start, raw, url in links(text, definitions or {}):
         name = raw.strip("` ").lstrip("@")
-        if not name or len(name.split()) > 5 or not is_name(name):
+        if not name or len(name.split()) > 5 or not is_name(name) or phrase(name):
             continue
         start += raw.index(name)
         hit = Hit(start, start + len(name), name, labels.project)
@@ -189,10 +191,13 @@ def _alone(text: str, start: int, name: str) -> bool:
     return _squash(line) == _squash(name)
 
 
-def heading_hits(text: str, found: Sequence[Hit], project: str) -> tuple[list[Hit], list[Hit]]:
+def heading_hits(
+    text: str, found: Sequence[Hit], project: str, phrase: Callable[[str], bool] = lambda _: False
+) -> tuple[list[Hit], list[Hit]]:
     """Headings whose section opens with a link to a repository: the project the section presents
-    (`### Mangum`, then `[GitHub](https://github.com/erm/mangum)`). They replace the hits found
-    in the heading. Returns the hits kept and the heading hits."""
+    (`### Mangum`, then `[GitHub](https://github.com/erm/mangum)`), unless the heading is a phrase
+    (`phrase`: "Third party middleware"). They replace the hits found in the heading. Returns the
+    hits kept and the heading hits."""
     out: list[Hit] = []
     for m in _HEADING.finditer(text):
         rest = text[m.end() :].lstrip("\n\r \t")
@@ -200,7 +205,7 @@ def heading_hits(text: str, found: Sequence[Hit], project: str) -> tuple[list[Hi
         if not any(_repository(url) for _, _, url in links(first, {})) or not _only_links(first):
             continue
         name = m.group(1).strip()
-        if len(name.split()) > 4 or not is_name(name) or "[" in name or "`" in name:
+        if len(name.split()) > 4 or not is_name(name) or "[" in name or "`" in name or phrase(name):
             continue
         out.append(Hit(m.start(1), m.start(1) + len(name), name, project))
     if not out:

@@ -36,6 +36,19 @@ TAG = re.compile(r"<[^>\n]*>")
 _LINK_TEXT = re.compile(r"\[([^\]\n]{2,200})\](?=[(\[])")
 
 
+_REF_MARKUP = re.compile(
+    r"^[ \t]{0,3}\[[^\]\n]+\]:[^\n]*|\]\[[^\]\n]*\]|[\w./-]*\.(?:png|jpe?g|gif|svg|css|js)\b", re.M
+)
+"""Reference-link ids and definitions (`[Heroku][heroku]`, `[heroku]: https://...`) and file names
+(`3-garfo.png`): markup, whose lower case says nothing about how the prose writes a word."""
+
+
+def _markup_blanked(prose: str) -> str:
+    """The prose a reader reads: inline code, addresses, reference ids and file names out, HTML
+    tags as sentence breaks."""
+    return TAG.sub(". ", _REF_MARKUP.sub(" ", URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose))))
+
+
 @functools.cache
 def lexicon() -> frozenset[str]:
     """English words: the whole lower-case words of the WordPiece vocabulary shipped with the
@@ -91,7 +104,7 @@ class Cues:
             for inline in _INLINE_CODE.findall(prose):
                 code.update(IDENTIFIER.findall(STRINGS.sub(" ", inline)))
             _add_packages(prose, packages)
-            _add_words(TAG.sub(". ", URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose))), lower, capitalised)
+            _add_words(_markup_blanked(prose), lower, capitalised)
         folded: Counter[str] = Counter()
         for word, n in lower.items():  # each distinct word folded once
             folded[fold_word(word)] += n
