@@ -217,3 +217,13 @@ def test_a_link_or_heading_that_is_a_phrase_names_nothing() -> None:
     )
     found = typed_text(text)
     assert found == {"GitHub": "Product", "Heroku": UNKNOWN_LABEL, "requests": "Technology"}
+
+
+def test_a_sponsor_wall_s_company_is_an_organisation_whatever_its_shape() -> None:
+    text = (
+        "Install with `pip install httpx`.\n\n"
+        '<li><a href="https://www.laterpay.net/">LaterPay</a></li>\n'
+        '<li><a href="https://www.dabapps.com/">DabApps</a></li>\n'
+    )
+    found = typed_text(text)
+    assert found["LaterPay"] == found["DabApps"] == "Organization"  # PascalCase, yet no code

@@ -304,16 +304,17 @@ def kind_of(
     versioned: Collection[str] = (),
 ) -> str:
     """The label of a name from the cues, then from the model's votes (ontology labels). An
-    `owner` (a site linked by its home page) is an organisation unless code says otherwise;
+    `owner` (a site a list links by its home page) is an organisation unless code says otherwise,
+    whatever its shape (PascalCase, capitals);
     `versioned` holds the names the documents write with a version after them."""
     label = _voted(votes, kinds)
     if _STANDARD.match(name) and kinds.standard != UNKNOWN_LABEL:
         return kinds.standard  # "RFC 7231", "IDNA 2008", "ISO 8601": a standard's body and number
     stem = _TRAILING_VERSION.sub("", name)
+    if owner and kinds.organisation != UNKNOWN_LABEL and not cues.in_code(stem):
+        return kinds.organisation  # a sponsor wall's "LaterPay", "DabApps": a company's shape is no code
     if kinds.technology != UNKNOWN_LABEL and _technology(stem, label, cues, kinds, versioned):
         return kinds.technology
-    if owner and kinds.organisation != UNKNOWN_LABEL:
-        return kinds.organisation
     if label == kinds.person != UNKNOWN_LABEL and not _reads_as_person(name.split(), cues):
         return UNKNOWN_LABEL  # "Thread Pool", "Submit Cookie", "JSON": not read as a person's name
     return label
