@@ -227,3 +227,14 @@ def test_a_sponsor_wall_s_company_is_an_organisation_whatever_its_shape() -> Non
     )
     found = typed_text(text)
     assert found["LaterPay"] == found["DabApps"] == "Organization"  # PascalCase, yet no code
+
+
+def test_an_untyped_name_in_a_list_of_names_takes_the_kind_most_items_carry() -> None:
+    text = (
+        "**Individual backers**: Jure Cuhalev, Kevin Brolly, Ferenc Szalai, "
+        '<a href="https://linovia.com/en/">Xavier Ordoquy</a>, <a href="http://www.paulwhipp.com/">Paul Whipp</a>.\n'
+    )
+    names = [("Jure Cuhalev", "Person"), ("Kevin Brolly", "Person"), ("Ferenc Szalai", "Person")]
+    names += [("Xavier Ordoquy", UNKNOWN_LABEL)]
+    found = typed_text(text, names)
+    assert found["Xavier Ordoquy"] == found["Paul Whipp"] == "Person"

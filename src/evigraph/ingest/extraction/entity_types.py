@@ -411,7 +411,7 @@ def type_hits(
         if kinds.technology != UNKNOWN_LABEL:  # written as code: software, as `kind_of` holds for identifiers
             said.update((normalize_name(h.name), kinds.technology) for h in coded)
         good = sorted([*marked, *coded], key=lambda h: h.start)
-        for hit in good:
+        for hit in list_kinds(text, good):
             norm = normalize_name(hit.name)
             votes.setdefault(norm, Counter())[hit.label] += 1
             forms.setdefault(norm, hit.name)
@@ -421,6 +421,37 @@ def type_hits(
         for norm, counts in votes.items()
     }
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+LIST_ITEMS = 4
+"""Names a comma-separated line must hold to read as a list whose items share a kind."""
+
+
+def list_kinds(text: str, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits, those the model left untyped in a list of names given the kind most of the others
+    carry ("Individual backers: Jure Cuhalev, Kevin Brolly, <a ...>Xavier Ordoquy</a>, ..."): a
+    list's items are of one kind, and markup around an item hides it from the model. Only a
+    line of at least `LIST_ITEMS` names and as many commas less one, most of them typed alike."""
+    untyped = [h for h in hits if h.label == UNKNOWN_LABEL]
+    if not untyped:
+        return list(hits)
+    out = list(hits)
+    lines: dict[int, list[int]] = {}
+    for i, h in enumerate(hits):
+        lines.setdefault(text.rfind("\n", 0, h.start), []).append(i)
+    for start, members in lines.items():
+        end = text.find("\n", start + 1)
+        if len(members) < LIST_ITEMS or text.count(",", start + 1, len(text) if end < 0 else end) < LIST_ITEMS - 1:
+            continue
+        labels = Counter(hits[i].label for i in members if hits[i].label != UNKNOWN_LABEL)
+        if not labels:
+            continue
+        label, n = labels.most_common(1)[0]
+        if n * 2 > len(members):
+            for i in members:
+                if hits[i].label == UNKNOWN_LABEL:
+                    out[i] = hits[i]._replace(label=label)
+    return out
 
 
 def _phrase(name: str, cues: Cues) -> bool:

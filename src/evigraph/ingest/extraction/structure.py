@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -157,8 +158,8 @@ def link_hits(
             if _alone(text, start, name):
                 owners.append(hit._replace(label=labels.owner))  # a list of sites: sponsors, users
             else:  # a site named in a sentence ("logs to [Sentry](https://sentry.io/)"): the model's label
-                said = [h.label for h in found if h.start < hit.end and hit.start < h.end]
-                owners.append(hit._replace(label=said[0] if said else UNKNOWN_LABEL))
+                said = [h.label for h in found if h.start < hit.end and hit.start < h.end and h.label != UNKNOWN_LABEL]
+                owners.append(hit._replace(label=said[0] if said else _line_kind(text, hit, found)))
     placed = [*typed, *owners]
     if not placed:
         return list(found), [], []
@@ -175,6 +176,20 @@ def _names_site(name: str, host: str) -> bool:
     if len(squashed) >= 3 and squashed in (site, _squash(host)):
         return True
     return len(first) >= 3 and (site.startswith(first) or (len(first) >= 4 and site.endswith(first)))
+
+
+def _line_kind(text: str, hit: Hit, found: Sequence[Hit]) -> str:
+    """The label most of the other names of the hit's line carry, when the model typed at least
+    two of them and most agree: the items of a list are of one kind ("Individual backers: Paul
+    Hallett, <a ...>Paul Whipp</a>, Dylan Roy"), and a link hides a name from the model."""
+    start = text.rfind("\n", 0, hit.start) + 1
+    end = text.find("\n", hit.end)
+    end = len(text) if end < 0 else end
+    labels = Counter(h.label for h in found if start <= h.start < end and h.label != UNKNOWN_LABEL)
+    if sum(labels.values()) < 2:
+        return UNKNOWN_LABEL
+    label, n = labels.most_common(1)[0]
+    return label if n * 2 > sum(labels.values()) else UNKNOWN_LABEL
 
 
 def _moved(hits: Sequence[Hit], shift: int) -> list[Hit]:
