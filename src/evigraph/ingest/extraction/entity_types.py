@@ -374,6 +374,7 @@ def type_hits(
     said: dict[str, str] = {}  # names a link or a heading typed: the markup says what it is
     owners: set[str] = set()  # names of sites linked by their home page
     versioned: set[str] = set()  # names written with a version after them
+    phrase = functools.partial(_phrase, cues=cues)
     for text, (prose, _), hits, definitions, before in zip(texts, split, per_chunk, refs, tails, strict=True):
         urls = [m.span() for m in URL_SPAN.finditer(text)] + [m.span() for m in _SCRIPT.finditer(text)]
         placed = [
@@ -394,15 +395,14 @@ def type_hits(
         ]
         good = with_versions(text, good, kinds.date)
         versioned.update(normalize_name(_TRAILING_VERSION.sub("", h.name)) for h in good if _versioned(h.name))
-        phrase = functools.partial(_phrase, cues=cues)
         good, headed = heading_hits(text, good, kinds.technology, phrase)
+        named: list[Hit] = []
         if kinds.event != UNKNOWN_LABEL:
             good, named = codename_hits(text, good, kinds.event)
-            headed += named
         good, linked, homes = link_hits(text, good, kinds.links(), definitions, before, phrase)
-        said.update((normalize_name(h.name), h.label) for h in [*headed, *linked])
+        said.update((normalize_name(h.name), h.label) for h in [*headed, *named, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
-        marked = [*good, *headed, *linked, *homes]
+        marked = [*good, *headed, *named, *linked, *homes]
         if cues.technical:  # software docs: "HTTP/2", "TLSv1.3" are protocols
             marked, shaped = shaped_hits(prose, marked, urls)
             marked += shaped
@@ -432,8 +432,7 @@ def list_kinds(text: str, hits: Sequence[Hit]) -> list[Hit]:
     carry ("Individual backers: Jure Cuhalev, Kevin Brolly, <a ...>Xavier Ordoquy</a>, ..."): a
     list's items are of one kind, and markup around an item hides it from the model. Only a
     line of at least `LIST_ITEMS` names and as many commas less one, most of them typed alike."""
-    untyped = [h for h in hits if h.label == UNKNOWN_LABEL]
-    if not untyped:
+    if all(h.label != UNKNOWN_LABEL for h in hits):
         return list(hits)
     out = list(hits)
     lines: dict[int, list[int]] = {}

@@ -8,16 +8,20 @@ A news-trained model reads words; technical docs also say what a name is by how 
   florimondmanca/httpx-sse)`) or an account (`[@adriangb](https://github.com/adriangb)`), unless
   its text names the host itself (`[GitHub](https://github.com/...)`): then it is that hosted
   service.
-- **A link to a site's home page whose text is the site's name** (`<a href="https://holvi.com/">
-  Holvi</a>`, `[Red Hat](https://www.redhat.com/)`) names the site's owner: a sponsor list, a
-  "used by" line. Its text spelled as its domain is what makes it the owner's name: "Django"
-  linking to djangoproject.com is left to the other cues.
+- **A link to a site's home page whose text names the site** (`<a href="https://holvi.com/">
+  Holvi</a>`, "Cyan" for cyaninc.com) is an entity; alone in its list item (a sponsor wall) it is
+  the site's owner, an organisation; in a sentence its kind is left to the other cues ("logs to
+  [Sentry](https://sentry.io/)").
 - **A heading over a link to a repository** (`### Mangum` then `[GitHub](https://github.com/erm/
   mangum)`) is the name of the project the section presents: third-party package lists.
 - **A version after a name** ("Python 3.12", "Django 1.8", "Windows 7") is the named thing at
   that version: people and companies have no versions, software does.
+- **Code in prose** (`code_hits`, `reference_hits`, `shaped_hits`): a class in backticks or taken
+  from a module, a standard library module, a distribution's hyphenated name, a versioned
+  protocol ("TLSv1.3"); and a release's codename is an event (`codename_hits`).
 
-Markdown and inline HTML are both read, as docs sites mix them.
+Markdown and inline HTML are both read, as docs sites mix them. A link's text or a heading that is
+a phrase ("submit a pull request") names nothing (the caller's `phrase`).
 """
 
 from __future__ import annotations
