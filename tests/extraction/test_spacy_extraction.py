@@ -69,6 +69,13 @@ async def test_cardinal_and_ordinal_are_dropped(extractor: SpacyExtraction) -> N
     assert found["3 May 2019"] == "Date" and found["Berlin"] == "Location"
 
 
+async def test_a_day_s_ordinal_before_a_date_is_part_of_it(extractor: SpacyExtraction) -> None:
+    # The model tags "13th" ORDINAL apart from "October, 2021"; "May" before a number is no common word.
+    text = "## 0.20.0 (13th October, 2021)\n\nReleased on May 12th, 2020, then in 2021."
+    found = labels(await extractor.extract(chunks(text), DEFAULT_ONTOLOGY))
+    assert found["13th October, 2021"] == found["May 12th, 2020"] == "Date"
+
+
 async def test_ontology_without_person_makes_persons_unknown(extractor: SpacyExtraction) -> None:
     onto = Ontology(entities=(EntityType(label="organization"), EntityType(label="Place")))
     found = labels(await extractor.extract(chunks(JOBS), onto))

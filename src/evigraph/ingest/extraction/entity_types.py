@@ -14,8 +14,11 @@ nothing. The documents carry better evidence than the model's guess, and it cost
   capitalised only where every word is (a heading, a title, a sentence start) and written in lower
   case elsewhere. So "Method", "Exception", "Path Parameters" in a heading are no entities, while
   "Apple" in "he joined Apple in 1990" stays one, even where "apple" is also a fruit. A name the
-  model did not type is also checked against an English lexicon (`lexicon`), as a changelog's
-  "Fixed" or "Support" is never written in lower case in it.
+  model did not type is also checked against an English lexicon (`word_cues.lexicon`), as a
+  changelog's "Fixed" or "Support" is never written in lower case in it. These cues are read
+  once per batch (`word_cues.Cues`).
+- **Markup.** Links, headings over a repository link and versions say what a name is
+  (`structure`): a sponsor list's sites are organisations, "Python 3.12" is software.
 - **Shape.** CSS values, colours, addresses, bare versions, code fragments are no names at all
   (`names.junk_reason` refuses most; the rest need the batch's cues, `name_junk` here).
 
@@ -30,18 +33,39 @@ so a name gets one label across those documents.
 from __future__ import annotations
 
 import functools
-import itertools
-import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import TAG_CANDIDATES, map_candidates
-from evigraph.ingest.extraction.names import is_name
+from evigraph.ingest.extraction.structure import (
+    LinkLabels,
+    code_hits,
+    codename_hits,
+    defined_classes,
+    definitions_of,
+    heading_hits,
+    link_hits,
+    reference_hits,
+    shaped_hits,
+    title_links,
+    with_versions,
+)
+from evigraph.ingest.extraction.word_cues import (
+    BREAK,
+    TAG,
+    URL_SPAN,
+    WORD,
+    Cues,
+    fold_word,
+    in_lexicon,
+    shouting,
+    split_code,
+    title_case,
+)
 from evigraph.models import UNKNOWN_LABEL, Ontology, TextChunk, normalize_name
-from evigraph.store.terms import passage_words
 
 TECHNOLOGY_CANDIDATES: tuple[str, ...] = (
     "Technology",
@@ -57,17 +81,6 @@ TECHNOLOGY_CANDIDATES: tuple[str, ...] = (
 NEUTRAL_CANDIDATES: tuple[str, ...] = ("Concept",)
 """The label of a name whose model votes disagree, when the ontology declares it."""
 
-_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_INLINE_NAME = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`")
-"""Inline code holding one identifier, or a call of one."""
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
-_INSTALL = re.compile(r"\b(?:pip|pip3|uv pip|poetry|npm|yarn|cargo|gem|go)[ \t]+(?:install|add|get)[ \t]+([^\n`]+)")
-_STRINGS = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|(?:^|\s)(?:#|//)[^\n]*|<!--.*?-->", re.S)
-"""String literals and comments: prose inside code ("Hello, world!"), not identifiers."""
-_PACKAGE = re.compile(r"[A-Za-z][\w.\-]*")
-_WORD = re.compile(r"[^\W\d_][\w'’\-]*")
 _PASCAL = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+$|^[A-Z]{2,}[a-z][A-Za-z0-9]*$")
 """One token capitalised inside: `GraphQL`, `HTMLResponse`, `WebSocket`, `SQLAlchemy`."""
 _NAME_PREFIX = re.compile(r"^(?:Mc|Mac|De|Di|Da|Du|La|Le|Van|Von|O')[A-Z]")
@@ -77,23 +90,17 @@ _HEX = re.compile(r"^#?(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8}|[0-9A-F]{6})$")
 _ADDRESS = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$|^[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}$", re.I)
 _TRAILING_VERSION = re.compile(r"\s+v?\d+(?:\.\d+)*[a-z]?\d*\+?$")
 """A version after a name: "Python 3.6", "Django 1.8", "Starlette v0.6.3" are the named thing."""
-_LINK = re.compile(
-    r"\[([^\]\n`]{2,60})\]\(https?://(?:www\.)?"
-    r"(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|pypi\.org|pypi\.python\.org|npmjs\.com|[\w-]+\.readthedocs\.io)"
-    r"/([^)\s]*)\)"
-)
-"""A markdown link to a code host or package index: its text names a project, or an account."""
-_BREAK = re.compile(r"[.!?:;()\[\]\"“”]")
-"""Between two words: a sentence or clause may start after it, so the capital says nothing."""
-_URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)>\]\"'`]+", re.I)
-"""An address in the text: capitals inside it ("...list=PLJtp8Jm8EDzjgVg") are no names."""
-_SHELLS = frozenset({"bash", "sh", "shell", "console", "shell-session", "zsh", "powershell", "ps1", "bat", "cmd"})
 _TECH_SHAPE = re.compile(
     r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+$"  # Content-Type, X-Forwarded-Proto, WWW-Authenticate
     r"|^(?=[^ ]*\d)(?=[^ ]*[A-Z])[A-Za-z][A-Za-z0-9./+-]*$"  # HTTP/2, UTF-8, SOCKS5, MSYS2
 )
 _BARE_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\+$|^v?\d+\.\d+\.\d{1,3}(?:\.\d+)?$")
 """A version alone: "5.1+", "2.7.0"; "12.03.2004" is a date."""
+_DIGIT = re.compile(r"\d")
+_SCRIPT = re.compile(r"<(script|style)\b.*?(?:</\1\s*>|$)", re.S | re.I)
+"""A script or style element inlined in the docs: code, whatever its words."""
+_STANDARD = re.compile(r"^[A-Z]{2,6}[ -]?\d{4,5}$")
+_DURATION = re.compile(r"\b(?:milli)?(?:seconds?|minutes?|hours?|days?|weeks?|ms)$", re.I)
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _CODE_PUNCTUATION = re.compile(r"\w\(|[()]")
 
@@ -106,6 +113,10 @@ class Kinds:
     person: str
     organisation: str
     neutral: str
+    product: str = UNKNOWN_LABEL
+    date: str = UNKNOWN_LABEL
+    standard: str = UNKNOWN_LABEL
+    event: str = UNKNOWN_LABEL
 
     @classmethod
     def of(cls, ontology: Ontology) -> Kinds:
@@ -114,159 +125,14 @@ class Kinds:
             person=map_candidates(TAG_CANDIDATES["PERSON"], ontology),
             organisation=map_candidates(TAG_CANDIDATES["ORG"], ontology),
             neutral=map_candidates(NEUTRAL_CANDIDATES, ontology),
+            product=map_candidates(TAG_CANDIDATES["PRODUCT"], ontology),
+            date=map_candidates(TAG_CANDIDATES["DATE"], ontology),
+            standard=map_candidates(TAG_CANDIDATES["LAW"], ontology),
+            event=map_candidates(TAG_CANDIDATES["EVENT"], ontology),
         )
 
-
-@functools.cache
-def lexicon() -> frozenset[str]:
-    """English words: the whole lower-case words of the WordPiece vocabulary shipped with the
-    bundled MiniLM model (21,945 of its 30,522 entries; Apache-2.0, no download, 15 ms to read).
-
-    The vocabulary was built from the words frequent in English books and Wikipedia, so it holds
-    "fixed", "support", "cache", "schedule" but not "starlette", "uvicorn", "httpx". It also holds
-    frequent names ("paris", "google", "tom"), which is why it only judges names the model did not
-    type and the documents never write mid-sentence (`Cues.lexical`).
-    """
-    from evigraph.providers.embedders.minilm import MODEL_DIR
-
-    try:
-        vocab = json.loads((MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
-    except (OSError, ValueError, KeyError):  # a trimmed install: the documents' own cues still work
-        return frozenset()
-    return frozenset(w for w in vocab if w.isalpha() and w.islower())
-
-
-@dataclass(frozen=True)
-class Cues:
-    """What a batch's texts say about how words are written."""
-
-    code: frozenset[str]
-    """Identifiers written as code: in a fenced block, in backticks, imported."""
-    packages: frozenset[str]
-    """Casefolded names imported or installed (`import httpx`, `pip install uvicorn`)."""
-    lower: frozenset[str]
-    """Words written in lower case in prose."""
-    capitalised: frozenset[str]
-    """Words capitalised in the middle of a sentence in prose: written as names."""
-    technical: bool = False
-    """Whether the documents hold code: software documentation, where acronyms, header-like and
-    versioned names (`JSON`, `Content-Type`, `HTTP/2`) are technologies, not the organisations a
-    news-trained model takes them for."""
-
-    @classmethod
-    def of(cls, texts: Iterable[str]) -> Cues:
-        return cls.from_split(_split_code(text) for text in texts)
-
-    @classmethod
-    def from_split(cls, split: Iterable[tuple[str, list[str]]]) -> Cues:
-        """From each text's prose and fenced blocks (`_split_code`), split once for typing too."""
-        code: set[str] = set()
-        packages: set[str] = set()
-        lower: set[str] = set()
-        capitalised: set[str] = set()
-        for prose, blocks in split:
-            for block in blocks:
-                code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", block)))
-                _add_packages(block, packages)
-                _add_commands(block, packages)
-            for inline in _INLINE_CODE.findall(prose):
-                code.update(_IDENTIFIER.findall(_STRINGS.sub(" ", inline)))
-            _add_packages(prose, packages)
-            _add_words(_URL_SPAN.sub(" ", _INLINE_CODE.sub(" ", prose)), lower, capitalised)
-        folded = frozenset(fold_word(w) for w in lower)  # each distinct word once
-        return cls(frozenset(code), frozenset(packages), folded, frozenset(capitalised), technical=bool(code))
-
-    def in_code(self, name: str) -> bool:
-        return name in self.code or name.casefold() in self.packages
-
-    def lexical(self, word: str) -> bool:
-        """A word of the English lexicon the documents never write mid-sentence: "Fixed" heading a
-        changelog section, "Support" opening a list item."""
-        return word not in self.capitalised and in_lexicon(word)
-
-    def common(self, word: str) -> bool:
-        """A word written in lower case in prose and never capitalised mid-sentence: not a name.
-        Plurals fold ("Responses" in a heading, "response" in prose)."""
-        return fold_word(word) in self.lower and word not in self.capitalised
-
-
-def in_lexicon(word: str) -> bool:
-    """Whether the word, in any case, is one of the English `lexicon` ("We'll" by "we")."""
-    words = lexicon()
-    stem = re.split(r"['’]", word, maxsplit=1)[0]  # "We'll", "Don't"
-    return stem.casefold() in words or fold_word(stem) in words
-
-
-def fold_word(word: str) -> str:
-    """A word as search folds it: case, accents and English plurals (`terms.passage_words`)."""
-    folded = passage_words(word)
-    return folded[0] if len(folded) == 1 else word.casefold()
-
-
-def _split_code(text: str) -> tuple[str, list[str]]:
-    """The prose of `text` (fenced blocks blanked, offsets kept) and the fenced blocks' texts."""
-    fences = [m.start() for m in _FENCE.finditer(text)]
-    if not fences:
-        return text, []
-    blocks: list[str] = []
-    prose = list(text)
-    bounds = [*fences, len(text)] if len(fences) % 2 else fences  # an unclosed fence runs to the end
-    for start, end in zip(bounds[::2], bounds[1::2], strict=False):
-        blocks.append(text[start:end])
-        prose[start:end] = " " * (end - start)
-    return "".join(prose), blocks
-
-
-def _add_commands(block: str, packages: set[str]) -> None:
-    """Programs run in a shell block (```shell, or lines prompted by `$`): `python -m`, `uvicorn
-    main:app`. A name the documents run is a technology, whatever case the prose gives it."""
-    first, _, body = block.partition("\n")
-    shell = first.strip("`~ \t").casefold() in _SHELLS
-    for line in body.splitlines():
-        line = line.strip()
-        if line.startswith(("$ ", "> ", "% ")):
-            line = line[2:]
-        elif not shell:
-            continue
-        m = _PACKAGE.match(line)
-        if m:
-            packages.add(m.group().casefold())
-
-
-def _add_packages(text: str, packages: set[str]) -> None:
-    for m in _IMPORT.finditer(text):
-        modules = m.group(1) or m.group(3)  # `from a.b import c`, `import a.b, d`: the packages a and d
-        packages.update(part.split(".")[0].casefold() for part in re.split(r"[\s,]+", modules) if part)
-    for m in _INSTALL.finditer(text):
-        packages.update(p.casefold().split("[")[0] for p in _PACKAGE.findall(m.group(1)) if not p.startswith("-"))
-
-
-def _add_words(prose: str, lower: set[str], capitalised: set[str]) -> None:
-    """Lower-case words, and words capitalised where the position does not force it: not the first
-    word of a line, list item or sentence, nor any word of a heading or a title-case line."""
-    for line in prose.splitlines():
-        stripped = line.lstrip(" \t>*-+|0123456789.)")
-        words = list(_WORD.finditer(stripped))
-        lower.update(m.group() for m in words if m.group().islower())
-        if stripped.startswith("#") or _title_case(stripped, words) or _shouting(stripped, words):
-            continue
-        for before, m in itertools.pairwise(words):
-            if m.group()[0].isupper() and not _BREAK.search(stripped, before.end(), m.start()):
-                capitalised.add(m.group())  # inside a sentence: written as a name
-
-
-TITLE_WORDS = 12
-"""Titles are short; a longer line is prose, however many names it holds ("A B met C D. ...")."""
-
-
-def _title_case(line: str, words: Sequence[re.Match[str]]) -> bool:
-    """A short line with no sentence's full stop, its every longer word capitalised: a title ("Add
-    HTTP/2 Support", "Bug Fixes & Maintenance"), where capitals say nothing. "Alice Walker met Ada
-    in Paris." is a sentence."""
-    if not 2 <= len(words) <= TITLE_WORDS or line.rstrip().endswith((".", "!", "?")):
-        return False
-    long = [m.group() for m in words if len(m.group()) >= 4]
-    return bool(long) and all(w[0].isupper() for w in long)
+    def links(self) -> LinkLabels:
+        return LinkLabels(project=self.technology, account=self.person, service=self.product, owner=self.organisation)
 
 
 def name_junk(name: str, cues: Cues) -> bool:
@@ -278,8 +144,8 @@ def name_junk(name: str, cues: Cues) -> bool:
     if _CSS.search(name) or _HEX.match(name) or _ADDRESS.match(name):
         return True
     letters = [c for c in name if c.isalpha()]
-    if not letters:
-        return bool(_BARE_VERSION.match(name))  # "5.1+", "2.7.0"; amounts and dates stay
+    if not letters:  # "5.1+", "2.7.0", "$50,000": versions and money; dates stay
+        return bool(_BARE_VERSION.match(name)) or any(c in "$€£¥" for c in name)
     if letters and not any(c.isupper() or c.isdigit() for c in name):
         return (
             name.casefold() not in cues.packages
@@ -298,9 +164,14 @@ def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
     goes only from a hit the model did not type, on a line whose capitals say nothing
     (`capitals_forced`), and before a name that cannot be a common word (an acronym, PascalCase,
     code), as the lexicon also holds first names ("Chris Heisel")."""
-    words = list(_WORD.finditer(hit.name))
+    words = list(WORD.finditer(hit.name))
     cut = 0
-    while cut < len(words) - 1 and words[cut].group()[0].isupper() and cues.common(words[cut].group()):
+    while (
+        cut < len(words) - 1
+        and words[cut].group()[0].isupper()
+        and cues.common(words[cut].group())
+        and not _DIGIT.search(hit.name, words[cut].end(), words[cut + 1].start())
+    ):  # a word before a number is a month or a unit: "May 12th, 2020"
         cut += 1
     lexical = structural and hit.label == UNKNOWN_LABEL
     if cut == 0 and lexical and len(words) > 1 and cues.lexical(words[0].group()):
@@ -309,6 +180,8 @@ def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
             cut = 1
     if cut == 0:
         return hit
+    while cut < len(words) - 1 and words[cut].group().islower():
+        cut += 1  # "Support for Python": the words between go with the common word
     offset = words[cut].start()
     return Hit(hit.start + offset, hit.end, hit.name[offset:], hit.label)
 
@@ -328,8 +201,8 @@ def capitals_forced(text: str, hit: Hit) -> bool:
     line = _line_of(text, hit)
     if line[:1] in ("#", "-", "*", "+", ">", "|") or _NUMBERED.match(line):
         return True
-    words = list(_WORD.finditer(line))
-    return _shouting(line, words) or _title_case(line, words)
+    words = list(WORD.finditer(line))
+    return shouting(line, words) or title_case(line, words)
 
 
 def _line_of(text: str, hit: Hit) -> str:
@@ -338,23 +211,20 @@ def _line_of(text: str, hit: Hit) -> str:
     return text[start : len(text) if end < 0 else end].strip()
 
 
-def _shouting(line: str, words: Sequence[re.Match[str]]) -> bool:
-    """A line in capitals: a licence's "THE SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND ..."."""
-    if len(words) < 3:
-        return False
-    letters = [c for c in line if c.isalpha()]
-    return sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+LONGEST_ACRONYM = 5
+"""Acronyms are short ("HTTP", "ASGI", "POSIX"); a longer word in capitals on a shouting line is a
+word shouted."""
 
 
 def shouted_words(text: str, hit: Hit) -> bool:
     """Whether the hit is English words in capitals on a line in capitals ("LOSS OF USE"): a
     news-trained model tags such words as names, as capitals are all it reads there, and they
     say nothing on that line. The hit's own words are judged first: most hits are not capitals."""
-    words = _WORD.findall(hit.name)
-    if not words or not all(w.isupper() and in_lexicon(w) for w in words):
-        return False
+    words = WORD.findall(hit.name)
+    if not words or not all(w.isupper() and (in_lexicon(w) or len(w) > LONGEST_ACRONYM) for w in words):
+        return False  # "INCIDENTAL", "DISCLAIMED": too long for an acronym, whatever the lexicon holds
     line = _line_of(text, hit)
-    return _shouting(line, list(_WORD.finditer(line)))
+    return shouting(line, list(WORD.finditer(line)))
 
 
 def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
@@ -364,10 +234,48 @@ def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
     case; PascalCase and acronyms are never common."""
     if any(c.isdigit() for c in hit.name):
         return False  # a date, an amount, a versioned name: no phrase of common words
-    words = _WORD.findall(hit.name)
+    words = WORD.findall(hit.name)
     common = _common_test(hit, cues, structural)
     return bool(words) and all(
         not _PASCAL.match(w) and _not_an_acronym(w, hit, cues, structural) and common(w) for w in words
+    )
+
+
+def lone_opener(text: str, hit: Hit, cues: Cues) -> bool:
+    """Whether the hit is one word nothing but its place capitalises: the first word of a line,
+    list item, heading, HTML element or sentence ("Tweak `create_ssl_context` defaults",
+    "<h2>Become a Sponsor</h2>", "INFO: Started server process"), that the model did not type
+    and the documents never capitalise mid-sentence nor write as code. A name the model missed
+    in that place is also written in a sentence somewhere, or is shaped as one (PascalCase,
+    capitals, digits)."""
+    name = hit.name
+    if hit.label != UNKNOWN_LABEL or " " in name or not name[:1].isupper() or not name[1:].islower():
+        return False
+    if (name in cues.capitalised and not cues.written_lower(name)) or cues.in_code(name):
+        return False  # "Support" capitalised in "Async Support" is still written "support" in prose
+    if not all(c.isalpha() or c in "'’-" for c in name):
+        return False
+    before = TAG.sub(" ", text[text.rfind("\n", 0, hit.start) + 1 : hit.start])
+    before = before.rstrip(" \t*_~>#|+-•\u00a0")
+    return not any(c.isalnum() for c in before) or BREAK.match(before[-1:]) is not None
+
+
+def title_phrase(text: str, hit: Hit, cues: Cues) -> bool:
+    """Whether the hit is a phrase of a title: in a heading or the text of a link that reads as a
+    title ("[Profiling Django REST Framework][...]", "[Implementing REST APIs with Embedded
+    Privacy][...]"), several words opening with an English word the documents never write as a
+    name, untyped by the model. A title capitalises every word, so its runs of capitals are
+    phrases ("Developing RESTful APIs"), while a name there ("Slack", "Red Hat") is a single word
+    or typed, or opens with a word that is no English word."""
+    words = WORD.findall(hit.name)
+    if hit.label != UNKNOWN_LABEL or len(words) < 2 or not cues.lexical(words[0]):
+        return False
+    line = _line_of(text, hit)
+    if line.startswith("#"):
+        return True
+    return any(
+        start <= hit.start and hit.end <= start + len(raw) and len(WORD.findall(raw)) >= 4
+        for start, raw, _ in title_links(text)
     )
 
 
@@ -386,21 +294,39 @@ def _balanced(name: str) -> bool:
     return depth == 0
 
 
-def kind_of(name: str, votes: Counter[str], cues: Cues, kinds: Kinds) -> str:
-    """The label of a name from the cues, then from the model's votes (ontology labels)."""
+def kind_of(
+    name: str,
+    votes: Counter[str],
+    cues: Cues,
+    kinds: Kinds,
+    *,
+    owner: bool = False,
+    versioned: Collection[str] = (),
+) -> str:
+    """The label of a name from the cues, then from the model's votes (ontology labels). An
+    `owner` (a site a list links by its home page) is an organisation unless code says otherwise,
+    whatever its shape (PascalCase, capitals);
+    `versioned` holds the names the documents write with a version after them."""
     label = _voted(votes, kinds)
-    if kinds.technology != UNKNOWN_LABEL and _technology(_TRAILING_VERSION.sub("", name), label, cues, kinds):
+    if _STANDARD.match(name) and kinds.standard != UNKNOWN_LABEL:
+        return kinds.standard  # "RFC 7231", "IDNA 2008", "ISO 8601": a standard's body and number
+    stem = _TRAILING_VERSION.sub("", name)
+    if owner and kinds.organisation != UNKNOWN_LABEL and not cues.in_code(stem):
+        return kinds.organisation  # a sponsor wall's "LaterPay", "DabApps": a company's shape is no code
+    if kinds.technology != UNKNOWN_LABEL and _technology(stem, label, cues, kinds, versioned):
         return kinds.technology
     if label == kinds.person != UNKNOWN_LABEL and not _reads_as_person(name.split(), cues):
         return UNKNOWN_LABEL  # "Thread Pool", "Submit Cookie", "JSON": not read as a person's name
     return label
 
 
-def _technology(name: str, label: str, cues: Cues, kinds: Kinds) -> bool:
-    """Whether the documents' cues make the name a technology: code first, then shapes."""
+def _technology(name: str, label: str, cues: Cues, kinds: Kinds, versioned: Collection[str] = ()) -> bool:
+    """Whether the documents' cues make the name a technology: code first, then versions and shapes."""
     words = name.split()
     if cues.in_code(name) or (len(words) > 1 and any(cues.in_code(w) for w in words)):
         return True  # "TestClient"; "Starlette Bridge" (a package named after the framework)
+    if cues.technical and label != kinds.date and normalize_name(name) in versioned:
+        return True  # "Python 3.12", "Django 1.8": people and companies have no versions
     if _PASCAL.match(name) and not _NAME_PREFIX.match(name):
         return cues.technical or label != kinds.organisation  # "GraphQL"; outside software docs "YouTube" stays one
     if cues.technical and label != kinds.person:
@@ -436,68 +362,135 @@ def type_hits(
 ) -> list[list[Hit]]:
     """`per_chunk` without junk, every hit of a name relabelled with the name's one label."""
     texts = [chunk.text for chunks in documents for chunk in chunks]
-    split = [_split_code(text) for text in texts]
+    refs = [definitions_of([c.text for c in chunks]) for chunks in documents for _ in chunks]
+    tails = [_before(chunks, i) for chunks in documents for i in range(len(chunks))]
+    split = [split_code(text) for text in texts]
+    defined = defined_classes(texts)  # fenced or indented samples alike
     cues = Cues.from_split(split)
     kinds = Kinds.of(ontology)
     kept: list[list[Hit]] = []
     votes: dict[str, Counter[str]] = {}
     forms: dict[str, str] = {}
-    said: dict[str, str] = {}  # names a link typed: the link says what it is
-    for text, (prose, _), hits in zip(texts, split, per_chunk, strict=True):
-        urls = [m.span() for m in _URL_SPAN.finditer(text)]
+    said: dict[str, str] = {}  # names a link or a heading typed: the markup says what it is
+    owners: set[str] = set()  # names of sites linked by their home page
+    versioned: set[str] = set()  # names written with a version after them
+    phrase = functools.partial(_phrase, cues=cues)
+    for text, (prose, _), hits, definitions, before in zip(texts, split, per_chunk, refs, tails, strict=True):
+        urls = [m.span() for m in URL_SPAN.finditer(text)] + [m.span() for m in _SCRIPT.finditer(text)]
         placed = [
             (h, capitals_forced(text, h))
             for h in hits
-            if not any(s <= h.start < e for s, e in urls) and not shouted_words(text, h)
+            if not any(s <= h.start < e for s, e in urls)
+            and not shouted_words(text, h)
+            and not _no_date(prose, h, kinds)
+            and h.name not in defined  # a class a code sample defines is an example: `class UserSerializer`
         ]
-        trimmed = [(trim_common_lead(h, cues, forced), forced) for h, forced in placed]
-        good = [h for h, forced in trimmed if not name_junk(h.name, cues) and not all_common(h, cues, forced)]
-        good, linked = link_hits(text, good, kinds)
-        said.update((normalize_name(h.name), h.label) for h in linked)
-        good = sorted([*good, *linked, *code_hits(prose, [*good, *linked], cues)], key=lambda h: h.start)
-        for hit in good:
+        trimmed = [
+            (trim_common_lead(h, cues, forced), forced) for h, forced in placed if not title_phrase(text, h, cues)
+        ]
+        good = [
+            h
+            for h, forced in trimmed
+            if not name_junk(h.name, cues) and not all_common(h, cues, forced) and not lone_opener(text, h, cues)
+        ]
+        good = with_versions(text, good, kinds.date)
+        versioned.update(normalize_name(_TRAILING_VERSION.sub("", h.name)) for h in good if _versioned(h.name))
+        good, headed = heading_hits(text, good, kinds.technology, phrase)
+        named: list[Hit] = []
+        if kinds.event != UNKNOWN_LABEL:
+            good, named = codename_hits(text, good, kinds.event)
+        good, linked, homes = link_hits(text, good, kinds.links(), definitions, before, phrase)
+        said.update((normalize_name(h.name), h.label) for h in [*headed, *named, *linked])
+        owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
+        marked = [*good, *headed, *named, *linked, *homes]
+        if cues.technical:  # software docs: "HTTP/2", "TLSv1.3" are protocols
+            marked, shaped = shaped_hits(prose, marked, urls)
+            marked += shaped
+        coded = code_hits(prose, marked, cues.packages, in_lexicon)
+        coded += reference_hits(text, [*marked, *coded], defined, urls)
+        if kinds.technology != UNKNOWN_LABEL:  # written as code: software, as `kind_of` holds for identifiers
+            said.update((normalize_name(h.name), kinds.technology) for h in coded)
+        good = sorted([*marked, *coded], key=lambda h: h.start)
+        for hit in list_kinds(text, good):
             norm = normalize_name(hit.name)
             votes.setdefault(norm, Counter())[hit.label] += 1
             forms.setdefault(norm, hit.name)
         kept.append(good)
-    labels = {norm: said.get(norm) or kind_of(forms[norm], counts, cues, kinds) for norm, counts in votes.items()}
+    labels = {
+        norm: said.get(norm) or kind_of(forms[norm], counts, cues, kinds, owner=norm in owners, versioned=versioned)
+        for norm, counts in votes.items()
+    }
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
 
 
-def code_hits(prose: str, found: Sequence[Hit], cues: Cues) -> list[Hit]:
-    """Names written as code in prose: `AsyncClient`, `Group()`, `INT`, `httpx`. A capitalised
-    identifier in backticks is a class, constant or type a reader looks up; a lower-case one only
-    when the documents import or install it (`scope`, `request` are variables). `prose` is the
-    chunk's text with its fenced blocks blanked (`_split_code`), offsets kept."""
-    out: list[Hit] = []
-    for m in _INLINE_NAME.finditer(prose):
-        name = m.group(1)
-        if not (name[0].isupper() or name.casefold() in cues.packages) or len(name) < 2:
+LIST_ITEMS = 4
+"""Names a comma-separated line must hold to read as a list whose items share a kind."""
+
+
+def list_kinds(text: str, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits, those the model left untyped in a list of names given the kind most of the others
+    carry ("Individual backers: Jure Cuhalev, Kevin Brolly, <a ...>Xavier Ordoquy</a>, ..."): a
+    list's items are of one kind, and markup around an item hides it from the model. Only a
+    line of at least `LIST_ITEMS` names and as many commas less one, most of them typed alike."""
+    if all(h.label != UNKNOWN_LABEL for h in hits):
+        return list(hits)
+    out = list(hits)
+    lines: dict[int, list[int]] = {}
+    for i, h in enumerate(hits):
+        lines.setdefault(text.rfind("\n", 0, h.start), []).append(i)
+    for start, members in lines.items():
+        end = text.find("\n", start + 1)
+        if len(members) < LIST_ITEMS or text.count(",", start + 1, len(text) if end < 0 else end) < LIST_ITEMS - 1:
             continue
-        start, end = m.start(1), m.end(1)
-        if not any(h.start < end and start < h.end for h in found):
-            out.append(Hit(start, end, name, UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
+        labels = Counter(hits[i].label for i in members if hits[i].label != UNKNOWN_LABEL)
+        if not labels:
+            continue
+        label, n = labels.most_common(1)[0]
+        if n * 2 > len(members):
+            for i in members:
+                if hits[i].label == UNKNOWN_LABEL:
+                    out[i] = hits[i]._replace(label=label)
     return out
 
 
-def link_hits(text: str, found: Sequence[Hit], kinds: Kinds) -> tuple[list[Hit], list[Hit]]:
-    """Names linked to a code host or package index: `[httpx-sse](https://github.com/...)` is a
-    project (Technology), `[@adriangb](https://github.com/adriangb)` an account (Person). They
-    replace what the model or the rules found in the same place: the link says what it is.
-    Returns the hits kept and the link hits."""
-    links: list[Hit] = []
-    for m in _LINK.finditer(text):
-        name = m.group(1).strip().lstrip("@")
-        path = [p for p in m.group(3).split("/") if p]
-        account = m.group(2) in ("github.com", "gitlab.com", "codeberg.org") and len(path) == 1
-        if not name or len(name.split()) > 5 or not is_name(name):
-            continue
-        start = m.start(1) + m.group(1).index(name)
-        links.append(Hit(start, start + len(name), name, kinds.person if account else kinds.technology))
-    if not links:
-        return list(found), []
-    kept = [h for h in found if not any(h.start < link.end and link.start < h.end for link in links)]
-    return kept, links
+def _phrase(name: str, cues: Cues) -> bool:
+    """Whether a link's text or a heading is a phrase, not a name: a capitalised common word alone
+    ("Documentation"), or words with an English word in lower case ("GitHub repository", "submit a
+    pull request"; "Keep a Changelog" keeps its short "a"). A package's lower-case name alone
+    ("requests") is a name."""
+    words = WORD.findall(name)
+    if len(words) == 1:
+        return words[0][:1].isupper() and cues.common(words[0]) and not cues.in_code(words[0])
+    return all(cues.common(w) for w in words) or any(w.islower() and len(w) >= 4 and in_lexicon(w) for w in words)
+
+
+LINK_CONTEXT = 400
+"""Characters of the previous passage read with a passage's links: an HTML line cut between its
+`<a href=...>` and the link's text (a sponsor wall on one line) still names its site."""
+
+
+def _before(chunks: Sequence[TextChunk], i: int) -> str:
+    """The end of the document's text before passage `i`, from the passage before it (passages
+    may overlap: only what precedes passage `i`'s start is taken)."""
+    if i == 0:
+        return ""
+    previous, current = chunks[i - 1], chunks[i]
+    return previous.text[: max(0, current.start - previous.start)][-LINK_CONTEXT:]
+
+
+def _no_date(prose: str, hit: Hit, kinds: Kinds) -> bool:
+    """Whether a hit the model took for a date is none: a number written as code or cited as an
+    issue (`{issue}`1397``, "#1091"), or a duration ("0.5 seconds", "2 weeks")."""
+    if hit.label != kinds.date:
+        return False
+    if hit.name.isdigit():
+        before = prose[max(0, hit.start - 40) : hit.start]
+        return before.count("`") % 2 == 1 or before.endswith("#")
+    return _DURATION.search(hit.name) is not None
+
+
+def _versioned(name: str) -> bool:
+    return bool(_TRAILING_VERSION.search(name)) and any(c.isalpha() for c in _TRAILING_VERSION.sub("", name))
 
 
 def _relabel(hit: Hit, label: str) -> Hit:

@@ -15,6 +15,7 @@ import asyncio
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -205,6 +206,11 @@ class SpacyExtraction(ExtractionStrategy):
         return graphs_for_batch(documents, per_chunk, ontology)
 
 
+_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)[ \t]+$")
+"""A day's ordinal right before a date the model tagged without it: "13th" of "13th October, 2021"
+is tagged ORDINAL apart from "October, 2021"."""
+
+
 def _hits(doc: Any, text: str, ontology: Ontology) -> list[Hit]:
     hits: list[Hit] = []
     for ent in doc.ents:
@@ -212,7 +218,13 @@ def _hits(doc: Any, text: str, ontology: Ontology) -> list[Hit]:
         label = keep_tag(tag, ontology)
         if label is None:
             continue
-        span = clean_name_span(text, int(ent.start_char), int(ent.end_char), numeric_ok=tag in NUMERIC_TAGS)
+        first = int(ent.start_char)
+        if tag == "DATE":
+            day = _DAY.search(text, max(0, first - 8), first)
+            first = (
+                day.start() if day is not None and (day.start() == 0 or not text[day.start() - 1].isalnum()) else first
+            )
+        span = clean_name_span(text, first, int(ent.end_char), numeric_ok=tag in NUMERIC_TAGS)
         if span is None or (tag in NUMERIC_TAGS and not _plausible_date(text[span[0] : span[1]])):
             continue
         start, end = span
