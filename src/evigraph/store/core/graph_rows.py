@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from evigraph.graphdata import redirect_graph
 from evigraph.store.core.merge_plan import read_redirects
 from evigraph.store.core.reader import Rows
 from evigraph.store.core.version_rows import VersionRows, add_graph, chunk_id
-from evigraph.store.graph_rewrite import DocumentGraph
+from evigraph.store.graph_rewrite import DocumentGraph, FoundDocument, FoundPage, FoundPassage
 
 MentionKey = tuple[str, str, tuple[int, ...], tuple[int, ...]]
 """(entity id, passage id, span starts, span ends)."""
@@ -34,6 +35,26 @@ class GraphRows:
     """Those passages' bridge sentences: `{"id", "ss", "se"}`."""
     keys: list[str] = field(default_factory=list)
     """The documents that changed."""
+
+
+FOUND_PASSAGES = """RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
+                  c.found_hits AS found
+           ORDER BY key, i"""
+"""What `found_page` reads of each passage of a page of documents, on both stores."""
+
+
+def found_page(keys: Sequence[str], limit: int, rows: Iterable[dict[str, Any]]) -> FoundPage:
+    """The page of `found_documents` for the document `keys` read (at most `limit`), from their
+    passages' rows (`FOUND_PASSAGES`, ordered by key): a document with a passage that kept no
+    found names is skipped."""
+    docs = []
+    for key, group in groupby(rows, key=lambda r: r["key"]):
+        passages = list(group)
+        if all(r["found"] is not None for r in passages):
+            first = passages[0]
+            found = tuple(FoundPassage(int(r["i"]), r["text"], r["found"]) for r in passages)
+            docs.append(FoundDocument(key, int(first["version"]), first["title"] or "", found))
+    return FoundPage(docs, keys[-1] if keys and len(keys) == limit else None)
 
 
 def passage_ids(graph: DocumentGraph) -> dict[int, str]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from itertools import groupby
 
-from evigraph.store.core.graph_rows import graph_rows, passage_ids, redirected
+from evigraph.store.core.graph_rows import FOUND_PASSAGES, found_page, graph_rows, passage_ids, redirected
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.writes import (
@@ -20,7 +19,7 @@ from evigraph.store.embedded.writes import (
     current_versions,
     delete_orphans,
 )
-from evigraph.store.graph_rewrite import DocumentGraph, FoundDocument, FoundPage, FoundPassage
+from evigraph.store.graph_rewrite import DocumentGraph, FoundPage
 
 
 def found_documents(tx: Tx, after: str | None, limit: int) -> FoundPage:
@@ -31,20 +30,9 @@ def found_documents(tx: Tx, after: str | None, limit: int) -> FoundPage:
     if not keys:
         return FoundPage([], None)
     rows = tx.rows(
-        """UNWIND $keys AS k MATCH (c:Chunk)-[:PART_OF]->(d:Document {key: k})
-           RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
-                  c.found_hits AS found
-           ORDER BY key, i""",
-        {"keys": keys},
+        f"UNWIND $keys AS k MATCH (c:Chunk)-[:PART_OF]->(d:Document {{key: k}}) {FOUND_PASSAGES}", {"keys": keys}
     )
-    docs = []
-    for key, group in groupby(rows, key=lambda r: r["key"]):
-        passages = list(group)
-        if all(r["found"] is not None for r in passages):
-            first = passages[0]
-            found = tuple(FoundPassage(int(r["i"]), r["text"], r["found"]) for r in passages)
-            docs.append(FoundDocument(key, int(first["version"]), first["title"] or "", found))
-    return FoundPage(docs, keys[-1] if len(keys) == limit else None)
+    return found_page(keys, limit, rows)
 
 
 def replace_graphs(tx: Tx, graphs: Sequence[DocumentGraph]) -> list[str]:

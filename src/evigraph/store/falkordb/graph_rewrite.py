@@ -13,17 +13,23 @@ version write (`documents`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
 from typing import Any
 
 from evigraph.property_types import holds_no_properties
-from evigraph.store.core.graph_rows import GraphRows, graph_rows, passage_ids, redirected
+from evigraph.store.core.graph_rows import (
+    FOUND_PASSAGES,
+    GraphRows,
+    found_page,
+    graph_rows,
+    passage_ids,
+    redirected,
+)
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE
 from evigraph.store.core.write_plan import utc_now
 from evigraph.store.falkordb import documents
 from evigraph.store.falkordb.connection import Connection
 from evigraph.store.falkordb.merging import primary_reader
-from evigraph.store.graph_rewrite import DocumentGraph, FoundDocument, FoundPage, FoundPassage
+from evigraph.store.graph_rewrite import DocumentGraph, FoundPage
 
 
 def found_documents(conn: Connection, after: str | None, limit: int) -> FoundPage:
@@ -39,21 +45,11 @@ def found_documents(conn: Connection, after: str | None, limit: int) -> FoundPag
     if not keys:
         return FoundPage([], None)
     rows = read(
-        """UNWIND $keys AS k MATCH (d:Document {key: k}) MATCH (c:Chunk {document: k})
-           WHERE c.live AND c.version = d.version
-           RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
-                  c.found_hits AS found
-           ORDER BY key, i""",
+        f"""UNWIND $keys AS k MATCH (d:Document {{key: k}}) MATCH (c:Chunk {{document: k}})
+            WHERE c.live AND c.version = d.version {FOUND_PASSAGES}""",
         {"keys": keys},
     )
-    docs = []
-    for key, group in groupby(rows, key=lambda r: r["key"]):
-        passages = list(group)
-        if all(r["found"] is not None for r in passages):
-            first = passages[0]
-            found = tuple(FoundPassage(int(r["i"]), r["text"], r["found"]) for r in passages)
-            docs.append(FoundDocument(key, int(first["version"]), first["title"] or "", found))
-    return FoundPage(docs, keys[-1] if len(keys) == limit else None)
+    return found_page(keys, limit, rows)
 
 
 def changes(conn: Connection, graphs: Sequence[DocumentGraph]) -> tuple[GraphRows, list[DocumentGraph], set[str]]:
