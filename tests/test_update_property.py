@@ -28,7 +28,7 @@ FILES = 3
 
 sentence = st.builds(
     lambda a, b, c, verb: f"{a} {verb} {b} in {c}.",
-    st.sampled_from(NAMES),
+    st.sampled_from(NAMES[:5]),  # one word opening a sentence types by the other files' cues (test_retyping)
     st.sampled_from(NAMES),
     st.sampled_from(NAMES[5:]),
     st.sampled_from(["met", "wrote to", "worked with"]),
@@ -59,7 +59,7 @@ async def replay(root: Path, ops: list[tuple[Any, ...]], extractor: str | None) 
     docs = root / "docs"
     docs.mkdir()
     for i in range(FILES):  # every history starts from an ingested corpus, files sharing some names
-        names = [NAMES[(2 * i + k) % len(NAMES)] for k in range(5)]
+        names = [NAMES[(2 * i + k) % 5] for k in range(5)]  # people and a company open the sentences
         (docs / f"f{i}.txt").write_text(" ".join(f"{a} met {b} in Paris." for a, b in itertools.pairwise(names)))
     async with KnowledgeBase(root / "history.db", extractor=extractor) as first:
         await first.ingest([docs], progress=False)

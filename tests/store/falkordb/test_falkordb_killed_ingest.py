@@ -75,7 +75,7 @@ sys.exit(code)
 after its STOP-th write query of a document write, or before its switch when STOP is `switch`."""
 
 BEFORE = {
-    "lab.md": "# Lab\n\nAda Lovelace met Charles Babbage in London.\n\nParis was quiet.\n",
+    "lab.md": "# Lab\n\nAda Lovelace met Charles Babbage in London.\n\nThe lab later moved to Paris.\n",
 }
 AFTER = {  # what the stopped ingest adds: a new relation source, new mentions and new entities
     "visit.md": "# Visit\n\nAda Lovelace met Charles Babbage in London.\n\n"
