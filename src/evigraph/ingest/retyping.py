@@ -82,7 +82,7 @@ def _graphs(docs: Sequence[FoundDocument], ontology: Ontology) -> list[tuple[lis
         [TextChunk(index=p.index, text=p.text, start=0, end=len(p.text)) for p in doc.passages] for doc in docs
     ]
     found = [decode_hits(p.text, p.found) for doc in docs for p in doc.passages]
-    graphs = graphs_for_batch(documents, found, ontology)
+    graphs = graphs_for_batch(documents, found, ontology, keep_found=False)
     return list(zip(documents, graphs, strict=True))
 
 

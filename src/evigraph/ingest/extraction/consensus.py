@@ -19,12 +19,17 @@ from evigraph.models import GraphData, Ontology, TextChunk
 
 
 def graphs_for_batch(
-    documents: Sequence[Sequence[TextChunk]], per_chunk: Sequence[Sequence[Hit]], ontology: Ontology
+    documents: Sequence[Sequence[TextChunk]],
+    per_chunk: Sequence[Sequence[Hit]],
+    ontology: Ontology,
+    *,
+    keep_found: bool = True,
 ) -> list[GraphData]:
     """One graph per document from the hits of every chunk of the batch, in order, typed first.
 
     Shared by the offline extractors so that each gets the batch-wide typing the same way. Each
-    graph also carries its passages' hits before typing (`found_hits`), for finalize to type again.
+    graph also carries its passages' hits before typing (`found_hits`), for finalize to type again;
+    finalize itself, typing what passages kept already, passes `keep_found=False`.
     """
     typed = type_hits(documents, per_chunk, ontology)
     graphs: list[GraphData] = []
@@ -32,7 +37,8 @@ def graphs_for_batch(
     for chunks in documents:
         end = offset + len(chunks)
         graph = graph_from_hits(chunks, typed[offset:end])
-        found = tuple(encode_hits(hits) for hits in per_chunk[offset:end])
-        graphs.append(graph.model_copy(update={"found": found}))
+        if keep_found:
+            graph = graph.model_copy(update={"found": tuple(encode_hits(hits) for hits in per_chunk[offset:end])})
+        graphs.append(graph)
         offset = end
     return graphs

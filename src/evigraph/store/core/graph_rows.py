@@ -10,7 +10,7 @@ count as a change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -35,6 +35,10 @@ class GraphRows:
     """Those passages' bridge sentences: `{"id", "ss", "se"}`."""
     keys: list[str] = field(default_factory=list)
     """The documents that changed."""
+    versions: dict[str, int] = field(default_factory=dict)
+    """Their versions, which a write checks are still current."""
+    held: set[str] = field(default_factory=set)
+    """The entities their passages mention now: orphans, perhaps, once the new graphs are in."""
 
 
 FOUND_PASSAGES = """RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
@@ -70,9 +74,27 @@ def redirected(read: Rows, graphs: Sequence[DocumentGraph]) -> list[DocumentGrap
     return [DocumentGraph(g.key, g.version, redirect_graph(g.graph, found), g.indexes, g.sentences) for g in graphs]
 
 
-def mention_keys(rows: Iterable[dict[str, Any]]) -> set[MentionKey]:
-    """Mention rows (`e`, `c`, `s`, `t` as lists of ints) as comparable keys."""
-    return {(r["e"], r["c"], tuple(r["s"]), tuple(r["t"])) for r in rows}
+def rewrite_plan(read: Rows, graphs: Sequence[DocumentGraph], spans: Callable[[Any], tuple[int, ...]]) -> GraphRows:
+    """What replacing `graphs` changes, read through `read` (both stores write from it): the
+    graphs of documents still at the version given, redirected, whose mentions differ from the
+    stored ones. `spans` reads a stored mention's span offsets as the backend keeps them."""
+    current = {
+        r["key"]: int(r["version"])
+        for r in read(
+            "UNWIND $keys AS k MATCH (d:Document {key: k}) RETURN d.key AS key, d.version AS version",
+            {"keys": [g.key for g in graphs]},
+        )
+    }
+    todo = redirected(read, [g for g in graphs if current.get(g.key) == g.version])
+    stored = [
+        (r["e"], r["c"], spans(r["s"]), spans(r["t"]))
+        for r in read(
+            """UNWIND $ids AS cid MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk {id: cid})
+               RETURN e.id AS e, c.id AS c, m.span_starts AS s, m.span_ends AS t""",
+            {"ids": [cid for g in todo for cid in passage_ids(g).values()]},
+        )
+    ]
+    return graph_rows(todo, stored)
 
 
 def graph_rows(graphs: Sequence[DocumentGraph], stored: Iterable[MentionKey]) -> GraphRows:
@@ -83,12 +105,17 @@ def graph_rows(graphs: Sequence[DocumentGraph], stored: Iterable[MentionKey]) ->
     out = GraphRows()
     for g in graphs:
         ids = passage_ids(g)
-        mine = VersionRows()
-        add_graph(mine, g.graph, ids)
+        new = {
+            (m.entity_id, ids[m.chunk_index], tuple(s.start for s in m.spans), tuple(s.end for s in m.spans))
+            for m in g.graph.mentions
+            if m.chunk_index in ids
+        }
         old = set().union(*(by_chunk.get(cid, set()) for cid in ids.values()))
-        if mention_keys(mine.mentions) == old:
+        if new == old:
             continue
         out.keys.append(g.key)
+        out.versions[g.key] = g.version
+        out.held.update(m[0] for m in old)
         out.chunks.extend(ids.values())
         add_graph(out.rows, g.graph, ids)
         out.sentences.extend(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from evigraph.store.core.graph_rows import FOUND_PASSAGES, found_page, graph_rows, passage_ids, redirected
+from evigraph.store.core.graph_rows import FOUND_PASSAGES, found_page, rewrite_plan
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.writes import (
@@ -16,7 +16,6 @@ from evigraph.store.embedded.writes import (
     _write_entities,
     _write_relations,
     create_mentions,
-    current_versions,
     delete_orphans,
 )
 from evigraph.store.graph_rewrite import DocumentGraph, FoundPage
@@ -36,22 +35,10 @@ def found_documents(tx: Tx, after: str | None, limit: int) -> FoundPage:
 
 
 def replace_graphs(tx: Tx, graphs: Sequence[DocumentGraph]) -> list[str]:
-    current = current_versions(tx, [g.key for g in graphs])
-    todo = redirected(tx.rows, [g for g in graphs if current.get(g.key) == g.version])
-    chunk_ids = [cid for g in todo for cid in passage_ids(g).values()]
-    stored = [
-        (r["e"], r["c"], tuple(unpack_ints(r["s"])), tuple(unpack_ints(r["t"])))
-        for r in tx.rows(
-            """UNWIND $ids AS cid MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk {id: cid})
-               RETURN e.id AS e, c.id AS c, m.span_starts AS s, m.span_ends AS t""",
-            {"ids": chunk_ids},
-        )
-    ]
-    changed = graph_rows(todo, stored)
+    changed = rewrite_plan(tx.rows, graphs, lambda packed: tuple(unpack_ints(packed)))
     if not changed.keys:
         return []
-    gone = set(changed.chunks)
-    candidates = {m[0] for m in stored if m[1] in gone}
+    gone, candidates = set(changed.chunks), changed.held
     tx.run_batched("UNWIND $rows AS cid MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk {id: cid}) DELETE m", changed.chunks)
     if candidates:
         _prune_relation_sources(tx, candidates, gone, extracted_only=True)

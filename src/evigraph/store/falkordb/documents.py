@@ -79,7 +79,7 @@ from evigraph.store.search_text import entity_search_text
 SWITCH_TRIES = 8
 """Switches a write tries before it gives up: each refused one drops the documents that lost
 their race, so only writers switching newer versions of the same keys over and over exhaust it."""
-_REFUSED = "Division by zero"
+REFUSED = "Division by zero"
 """What the server answers when the switch refuses (see the module docstring)."""
 
 
@@ -147,7 +147,7 @@ def _switch(
         try:
             found = conn.write_sync(_SWITCH, _switch_params(rows, writer))
         except Exception as exc:
-            if _REFUSED not in str(exc):
+            if REFUSED not in str(exc):
                 raise
             lost = _refused(conn, todo, numbers, writer)
             for key in lost:
@@ -206,7 +206,7 @@ def _switch_params(rows: VersionRows, writer: str) -> dict[str, Any]:
     }
 
 
-def _merge_entities(param: str) -> str:
+def merge_entities_query(param: str) -> str:
     """Create entities, or fold descriptions and aliases into existing ones, returning those that
     grew (`grown`). An entity that exists is written only when the row brings a description or
     alias it lacks, and only those come back: most rows of a large ingest name an entity already
@@ -230,7 +230,7 @@ def _merge_entities(param: str) -> str:
                                                    descs: e.descriptions, st: e.search_text}} END) AS grown"""
 
 
-def _merge_relations(param: str) -> str:
+def merge_relations_query(param: str) -> str:
     """Create relations, or add sources to (and keep the higher confidence of) existing ones."""
     return f"""UNWIND ${param} AS r
                MATCH (a:Entity {{id: r.s}}), (b:Entity {{id: r.d}})
@@ -277,14 +277,14 @@ CALL {{
   UNWIND $nexts AS r MATCH (a:Chunk {{id: r.a}}), (b:Chunk {{id: r.b}}) CREATE (a)-[:NEXT]->(b)
   RETURN count(*) AS chained
 }}
-CALL {{ {_merge_entities("entities")} }}
+CALL {{ {merge_entities_query("entities")} }}
 CALL {{
   UNWIND $mentions AS r MATCH (c:Chunk {{id: r.c}})
   UNWIND r.m AS m MATCH (e:Entity {{id: m.e}})
   CREATE (e)-[:MENTIONED_IN {{span_starts: m.s, span_ends: m.t}}]->(c)
   RETURN count(*) AS mentioned
 }}
-CALL {{ {_merge_relations("relations")} RETURN count(*) AS related }}
+CALL {{ {merge_relations_query("relations")} RETURN count(*) AS related }}
 RETURN gone, held, grown
 """
 """The switch of a batch (module docstring, step 3)."""
@@ -321,7 +321,7 @@ def entity_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def refresh_search_texts(conn: Connection, grown: Sequence[dict[str, Any]]) -> None:
-    """Set the full-text column of entities that grew (`_merge_entities`), computed here from what
+    """Set the full-text column of entities that grew (`merge_entities_query`), computed here from what
     the merge returned, if it changed and no other writer changed the entity since (compare and
     set): a lost race leaves the newer writer's text, which holds more."""
     texts = [
@@ -338,14 +338,14 @@ def refresh_search_texts(conn: Connection, grown: Sequence[dict[str, Any]]) -> N
 
 
 def write_entities(conn: Connection, rows: Iterable[dict[str, Any]], source: str) -> None:
-    """Create entities, or fold descriptions and aliases into existing ones (`_merge_entities`),
+    """Create entities, or fold descriptions and aliases into existing ones (`merge_entities_query`),
     in one query per batch outside a document write (merges, an agent's entities): the server
     applies each MERGE alone, so two writers' additions both land."""
     rows = entity_rows(rows)
     at = utc_now().isoformat()
     for start in range(0, len(rows), 1000):
         found = conn.write_sync(
-            _merge_entities("rows"), {"rows": rows[start : start + 1000], "source": source, "at": at}
+            merge_entities_query("rows"), {"rows": rows[start : start + 1000], "source": source, "at": at}
         )
         refresh_search_texts(conn, found[0]["grown"] if found else [])
 
@@ -374,7 +374,7 @@ def write_relations(conn: Connection, rows: Iterable[dict[str, Any]], source: st
             {"rows": [{"id": r["id"], "s": r["s"], "d": r["d"], "src": r["src"], "conf": r["conf"]} for r in part]},
         )
         known.update(found[0]["ids"] if found else ())
-    conn.write_many(_merge_relations("rows"), [r for r in rows if r["id"] not in known], source=source)
+    conn.write_many(merge_relations_query("rows"), [r for r in rows if r["id"] not in known], source=source)
 
 
 def prune_relation_sources(conn: Connection, gone: Sequence[str]) -> set[str]:

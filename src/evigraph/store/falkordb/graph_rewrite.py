@@ -4,7 +4,7 @@ replaced (`GraphRewriteStore`).
 What changed is found by a read on the primary; only then is anything written, so a finalize
 with nothing new does not move the generation (saved indexes stay current). The replacement of
 a batch is one query, so readers see each document's old graph or its new one: it refuses
-(`documents._REFUSED`, an error that undoes the query) when a document is no longer at the
+(`documents.REFUSED`, an error that undoes the query) when a document is no longer at the
 version read, and the batch is then left for the next finalize, since the write that moved it
 on brought a graph typed with its own batch. Orphans and full-text columns follow as in a
 version write (`documents`).
@@ -20,9 +20,7 @@ from evigraph.store.core.graph_rows import (
     FOUND_PASSAGES,
     GraphRows,
     found_page,
-    graph_rows,
-    passage_ids,
-    redirected,
+    rewrite_plan,
 )
 from evigraph.store.core.schema_names import EXTRACTION_SOURCE
 from evigraph.store.core.write_plan import utc_now
@@ -52,42 +50,21 @@ def found_documents(conn: Connection, after: str | None, limit: int) -> FoundPag
     return found_page(keys, limit, rows)
 
 
-def changes(conn: Connection, graphs: Sequence[DocumentGraph]) -> tuple[GraphRows, list[DocumentGraph], set[str]]:
-    """What replacing `graphs` would change, the graphs redirected, and the entities the changed
-    documents' passages mention now (which may be orphans after)."""
-    read = primary_reader(conn)
-    current = {
-        r["key"]: int(r["version"])
-        for r in read(
-            "UNWIND $keys AS k MATCH (d:Document {key: k}) RETURN d.key AS key, d.version AS version",
-            {"keys": [g.key for g in graphs]},
-        )
-    }
-    todo = redirected(read, [g for g in graphs if current.get(g.key) == g.version])
-    ids = [cid for g in todo for cid in passage_ids(g).values()]
-    stored = [
-        (r["e"], r["c"], tuple(r["s"] or ()), tuple(r["t"] or ()))
-        for r in read(
-            """UNWIND $ids AS cid MATCH (e:Entity)-[m:MENTIONED_IN]->(c:Chunk {id: cid})
-               RETURN e.id AS e, c.id AS c, m.span_starts AS s, m.span_ends AS t""",
-            {"ids": ids},
-        )
-    ]
-    changed = graph_rows(todo, stored)
-    gone = set(changed.chunks)
-    return changed, [g for g in todo if g.key in set(changed.keys)], {m[0] for m in stored if m[1] in gone}
+def changes(conn: Connection, graphs: Sequence[DocumentGraph]) -> GraphRows:
+    """What replacing `graphs` would change, read on the primary (`rewrite_plan`)."""
+    return rewrite_plan(primary_reader(conn), graphs, lambda offsets: tuple(offsets or ()))
 
 
-def replace_graphs(conn: Connection, changed: GraphRows, graphs: Sequence[DocumentGraph], held: set[str]) -> list[str]:
+def replace_graphs(conn: Connection, changed: GraphRows) -> list[str]:
     """Write what `changes` found; returns the keys replaced ([] when a document moved on meanwhile)."""
     by_chunk: dict[str, list[dict[str, Any]]] = {}
     for m in changed.rows.mentions:
         by_chunk.setdefault(m["c"], []).append({"e": m["e"], "s": m["s"], "t": m["t"]})
     at = utc_now().isoformat()
     params = {
-        "docs": [{"key": g.key, "version": g.version} for g in graphs],
+        "docs": [{"key": key, "version": version} for key, version in changed.versions.items()],
         "chunks": changed.chunks,
-        "held": sorted(held),
+        "held": sorted(changed.held),
         "entities": documents.entity_rows(changed.rows.entities.values()),
         "mentions": [{"c": c, "m": ms} for c, ms in by_chunk.items()],
         "relations": list(changed.rows.relations.values()),
@@ -98,11 +75,11 @@ def replace_graphs(conn: Connection, changed: GraphRows, graphs: Sequence[Docume
     try:
         found = conn.write_sync(_REPLACE, params)
     except Exception as exc:
-        if documents._REFUSED not in str(exc):
+        if documents.REFUSED not in str(exc):
             raise
         return []
     documents.refresh_search_texts(conn, found[0]["grown"] if found else [])
-    documents.delete_orphans(conn, held)
+    documents.delete_orphans(conn, changed.held)
     return list(changed.keys)
 
 
@@ -124,14 +101,14 @@ CALL {{
   FOREACH (x IN empty | DELETE x)
   RETURN count(*) AS pruned
 }}
-CALL {{ {documents._merge_entities("entities")} }}
+CALL {{ {documents.merge_entities_query("entities")} }}
 CALL {{
   UNWIND $mentions AS r MATCH (c:Chunk {{id: r.c}})
   UNWIND r.m AS m MATCH (e:Entity {{id: m.e}})
   CREATE (e)-[:MENTIONED_IN {{span_starts: m.s, span_ends: m.t}}]->(c)
   RETURN count(*) AS mentioned
 }}
-CALL {{ {documents._merge_relations("relations")} RETURN count(*) AS related }}
+CALL {{ {documents.merge_relations_query("relations")} RETURN count(*) AS related }}
 CALL {{
   UNWIND $sentences AS r MATCH (c:Chunk {{id: r.id}})
   WHERE coalesce(c.sentence_starts, []) <> r.ss OR coalesce(c.sentence_ends, []) <> r.se

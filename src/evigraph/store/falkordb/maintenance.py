@@ -207,11 +207,11 @@ class FalkorMaintenanceOps(FalkorSection):
     async def replace_graphs(self, graphs: Sequence[DocumentGraph]) -> list[str]:
         if not graphs:
             return []
-        changed, todo, held = await self._read(lambda: graph_rewrite.changes(self.conn, graphs))
+        changed = await self._read(lambda: graph_rewrite.changes(self.conn, graphs))
         if not changed.keys:
             return []  # nothing written: the generation stays, and saved indexes with it
         try:
-            return await self._write(lambda: graph_rewrite.replace_graphs(self.conn, changed, todo, held))
+            return await self._write(lambda: graph_rewrite.replace_graphs(self.conn, changed))
         finally:
             self._journal.reset()  # mentions moved: graph ranking reloads, as after a merge
 
