@@ -142,9 +142,10 @@ def score(found: dict[str, str], gold: dict[str, str]) -> dict[str, Any]:
         "noise": len(noise),
         "noise_share": round(len(noise) / max(len(judged), 1), 4),
         "confusions": dict(confusion.most_common(12)),
-        "mislabelled": dict(list(wrong.items())[:60]),
-        "noise_kept": sorted(noise)[:40],
-        "real_missed": sorted(n for n in real if n not in found)[:40],
+        "mislabelled": wrong,
+        "noise_kept": sorted(noise),
+        "real_missed": sorted(n for n in real if n not in found),
+        "unlabelled_names": sorted(n for n in found if n not in gold),
     }
 
 

@@ -18,7 +18,7 @@ from evigraph.cli.parser import build_parser
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
 from evigraph.ingest.chunking import CHUNKERS, FixedSizeChunking, chunker_by_name
-from evigraph.ingest.extraction import EXTRACTORS, RuleBasedExtraction, extractor_by_name, spacy_ner
+from evigraph.ingest.extraction import EXTRACTORS, RuleBasedExtraction, extractor_by_name, spacy_models
 from evigraph.ingest.loaders import (
     LOADERS,
     SUPPORTED_EXTENSIONS,
@@ -179,7 +179,7 @@ def test_arguments_keep_their_case_and_colons(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_an_entry_whose_dependency_is_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(spacy_ner, "MODEL_CANDIDATES", ("no_such_model_xyz",))
+    monkeypatch.setattr(spacy_models, "MODEL_CANDIDATES", ("no_such_model_xyz",))
     spacy = EXTRACTORS.get("spacy")
     assert not spacy.available() and EXTRACTORS.get("rules").available()
     with pytest.raises(ConfigurationError) as info:

@@ -20,6 +20,7 @@ from evigraph.ingest.extraction import (
     available_spacy_model,
     default_extractor,
     extractor_by_name,
+    spacy_models,
     spacy_ner,
 )
 from evigraph.ingest.ontology import DEFAULT_ONTOLOGY
@@ -164,7 +165,7 @@ def test_reduced_pipeline_finds_the_same_entities_as_the_full_one() -> None:
 
 def test_model_discovery_and_extractor_choice() -> None:
     model = available_spacy_model()
-    assert model in spacy_ner.MODEL_CANDIDATES
+    assert model in spacy_models.MODEL_CANDIDATES
     assert isinstance(default_extractor(), SpacyExtraction)
     assert isinstance(extractor_by_name("auto"), SpacyExtraction)
     assert isinstance(extractor_by_name("Spacy"), SpacyExtraction)
@@ -175,8 +176,8 @@ def test_model_discovery_and_extractor_choice() -> None:
 
 
 def test_without_a_model_the_default_falls_back_to_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(spacy_ner, "MODEL_CANDIDATES", ("no_such_model_xyz",))
-    assert spacy_ner.available_spacy_model() is None
+    monkeypatch.setattr(spacy_models, "MODEL_CANDIDATES", ("no_such_model_xyz",))
+    assert spacy_models.available_spacy_model() is None
     assert isinstance(default_extractor(), RuleBasedExtraction)
     with pytest.raises(ConfigurationError, match="spaCy"):
         extractor_by_name("spacy")

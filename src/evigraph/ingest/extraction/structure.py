@@ -26,6 +26,7 @@ a phrase ("submit a pull request") names nothing (the caller's `phrase`).
 
 from __future__ import annotations
 
+import keyword
 import re
 import sys
 from collections import Counter
@@ -59,7 +60,7 @@ _INLINE = re.compile(r"`(~?(?:[A-Za-z_]\w*\.)*)([A-Za-z_][\w-]*)(?:\([^`\n]*\)|\
 """Inline code holding one name: an identifier, a call of one, a generic type (`Mapping[str, Any]`),
 a dotted path (`io.BytesIO`, `httpx.Timeout(...)`) or a distribution's name (`pytest-xdist`)."""
 _SOFTWARE_WORDS = re.compile(
-    r"\b(?:librar(?:y|ies)|packages?|modules?|backends?|dependenc(?:y|ies)|install(?:ed)?|plugins?|extensions?"
+    r"\b(?:librar(?:y|ies)|packages?|modules?|backends?|dependenc(?:y|ies)|install(?:s|ed)?|plugins?|extensions?"
     r"|tools?|projects?|frameworks?|servers?)\b",
     re.I,
 )
@@ -71,7 +72,7 @@ _SOFTWARE_NOUN = r"(?:librar(?:y|ies)|packages?|modules?|backends?|projects?|fra
 _SOFTWARE_NOUN_AFTER = re.compile(r"[ \t]+" + _SOFTWARE_NOUN + r"\b", re.I)
 _SOFTWARE_NOUN_BEFORE = re.compile(r"\b" + _SOFTWARE_NOUN + r"[ \t]+$", re.I)
 _CLAUSE = re.compile(r"[.;!?]\s|\n")
-_NUMBER_AFTER = re.compile(r"[ \t](\d{2,5})(?![\w+%/:.-]|\.\w)")
+_NUMBER_AFTER = re.compile(r"[ \t](\d{2,5})(?![\w+%/:-]|\.\w)")
 _SQUASH = re.compile(r"[^a-z0-9]")
 _TAG = re.compile(r"<[^>\n]*>")
 
@@ -213,19 +214,27 @@ def _alone(text: str, start: int, name: str) -> bool:
 def heading_hits(
     text: str, found: Sequence[Hit], project: str, phrase: Callable[[str], bool] = lambda _: False
 ) -> tuple[list[Hit], list[Hit]]:
-    """Headings whose section opens with a link to a repository: the project the section presents
-    (`### Mangum`, then `[GitHub](https://github.com/erm/mangum)`), unless the heading is a phrase
-    (`phrase`: "Third party middleware"). They replace the hits found in the heading. Returns the
+    """Headings whose section opens with a link to a repository, or holds one the heading spells:
+    the project the section presents (`### Mangum`, then `[GitHub](https://github.com/erm/mangum)`;
+    `### Apiman`, a paragraph, then a link to github.com/strongbugman/apiman), unless the heading is
+    a phrase (`phrase`: "Third party middleware"). They replace the hits found in the heading. Returns the
     hits kept and the heading hits."""
     out: list[Hit] = []
     for m in _HEADING.finditer(text):
-        rest = text[m.end() :].lstrip("\n\r \t")
-        first = rest.split("\n", 1)[0]
-        if not any(_repository(url) for _, _, url in links(first, {})) or not _only_links(first):
-            continue
         name = m.group(1).strip()
-        if len(name.split()) > 4 or not is_name(name) or "[" in name or "`" in name or phrase(name):
+        if len(name.split()) > 4 or "[" in name or "`" in name:
             continue
+        following = _HEADING.search(text, m.end())
+        section = text[m.end() : following.start() if following else len(text)].strip()
+        lines = [line for line in section.splitlines() if line.strip()]
+        repos = [(i, url) for i, line in enumerate(lines) if _only_links(line) for _, _, url in links(line, {})]
+        spelled = any(
+            _repository(url) and _squash(url.rstrip("/").rsplit("/", 1)[1]) == _squash(name) for _, url in repos
+        )
+        if not (spelled or any(i == 0 and _repository(url) for i, url in repos)):
+            continue  # no repository link opening the section, nor one spelling the heading
+        if not spelled and (not is_name(name) or phrase(name)):
+            continue  # "rpc.py" looks like a file or a phrase, but github.com/abersheeran/rpc.py spells it
         out.append(Hit(m.start(1), m.start(1) + len(name), name, project))
     if not out:
         return list(found), []
@@ -278,16 +287,43 @@ def code_hits(prose: str, found: Sequence[Hit], packages: frozenset[str], englis
     word (`english`) its clause calls software ("the `chardet` library"). `prose` is the chunk's text with its
     fenced blocks blanked, offsets kept."""
     out: list[Hit] = []
+    candidates: list[tuple[re.Match[str], bool]] = []
     for m in _INLINE.finditer(prose):
         dotted, name = m.group(1), m.group(2)
         if len(name) < 2 or name.endswith("-") or (dotted and (not name[0].isupper() or name.isupper())):
             continue  # `request.data`, `ParameterSource.DEFAULT`: attributes and members, not classes
-        if not (name[0].isupper() or name.casefold() in packages or _software(prose, m, name, english)):
+        if keyword.iskeyword(name):
+            continue  # `None`, `True`, `and`: the language's own words name nothing
+        candidates.append((m, name[0].isupper() or name.casefold() in packages or _software(prose, m, name, english)))
+    for i, (m, named) in enumerate(candidates):
+        if not named and not _coordinated(prose, candidates, i):
             continue
         start, end = m.start(2), m.end(2)
         if not any(h.start < end and start < h.end for h in found):
-            out.append(Hit(start, end, name, UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
+            out.append(Hit(start, end, m.group(2), UNKNOWN_LABEL))  # typed with its name: `kind_of` sees code
+    for m in _MIME.finditer(prose):
+        if not any(h.start < m.end(1) and m.start(1) < h.end for h in found):
+            out.append(Hit(m.start(1), m.end(1), m.group(1), UNKNOWN_LABEL))
     return out
+
+
+_MIME = re.compile(
+    r"`((?:application|audio|font|image|message|model|multipart|text|video)/[a-z0-9][\w.+-]*)(?:;[^`\n]*)?`"
+)
+"""A media type in code (`multipart/form-data`, `application/json`): a format, under one of the
+IANA's top-level types."""
+_AND = re.compile(r"[ \t]*(?:,|,?[ \t]+(?:and|or))[ \t]+$")
+
+
+def _coordinated(prose: str, candidates: Sequence[tuple[re.Match[str], bool]], i: int) -> bool:
+    """Whether inline code is joined by "and", "or" or a comma to inline code taken as software:
+    "`zlib` and `deflate` style encodings". Coordinated names are of one kind."""
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(candidates) and candidates[j][1]:
+            first, second = sorted((candidates[i][0], candidates[j][0]), key=lambda m: m.start())
+            if _AND.match(prose[first.end() : second.start()]):
+                return True
+    return False
 
 
 def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], bool]) -> bool:
@@ -299,6 +335,8 @@ def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], 
         return True  # a distribution's name
     if _SOFTWARE_NOUN_AFTER.match(prose, m.end()) or _SOFTWARE_NOUN_BEFORE.search(prose, 0, m.start()):
         return True  # "the `requests` library", "package `rich`": even an English word
+    if _listed_software(prose, m.start()):
+        return True  # "relies on these libraries:", then "* `rich` - Rich terminal support."
     if "_" in name or english(name):
         return False  # a parameter, a variable or a word
     line_start = max((c.end() for c in _CLAUSE.finditer(prose, 0, m.start())), default=0)
@@ -307,6 +345,25 @@ def _software(prose: str, m: re.Match[str], name: str, english: Callable[[str], 
         max(line_start, m.start() - 60) : min(clause_end.start() if clause_end else len(prose), m.end() + 60)
     ]
     return _SOFTWARE_WORDS.search(clause) is not None
+
+
+_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
+
+
+def _listed_software(prose: str, at: int) -> bool:
+    """Whether the inline code at `at` opens an item of a list whose lead-in, the line ending with
+    a colon above the list, says its items are software ("The project relies on these excellent
+    libraries:", "As well as these optional installs:"). A list of parameters or fields under
+    "Arguments:" is no list of software."""
+    line_start = prose.rfind("\n", 0, at) + 1
+    item = _ITEM.match(prose, line_start)
+    if item is None or item.end() != at:
+        return False
+    for line in reversed(prose[:line_start].splitlines()):
+        if not line.strip() or _ITEM.match(line) or line.startswith((" ", "\t")):
+            continue  # the list's other items, their continuations, blank lines
+        return line.rstrip().endswith(":") and _SOFTWARE_WORDS.search(line) is not None
+    return False
 
 
 _REFERENCE = re.compile(r"(?<![\w.])[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b")
@@ -352,7 +409,7 @@ _SHAPED = re.compile(
     r"(?<![\w/.\-])("
     r"(?:[A-Z][A-Za-z]*[A-Z][a-z]?|[A-Z][a-z]+[A-Z])(?:v\d+(?:\.\d+)*|/\d(?:\.\d)?|\d+)"  # IPv6, HTTPv2
     r"|[A-Z]{2,}v\d(?:\.\d+)*|[A-Z]{2,}/\d(?:\.\d)?|[A-Z]{2,}\d+|[A-Z]{2,}-\d+"  # TLSv1.3, HTTP/2, SOCKS5, UTF-8
-    r"|[A-Z][a-z]+v\d+"
+    r"|[A-Z][a-z]+v\d+|[A-Z]{2}[a-z]+\d+[a-z]?"  # OAuth2, OAuth1a
     r")(?![\w/\-]|\.\d)"
 )
 """A protocol's or encoding's name with its version in one token: no model or rule reads

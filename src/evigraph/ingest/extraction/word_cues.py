@@ -52,20 +52,22 @@ def _markup_blanked(prose: str) -> str:
 @functools.cache
 def lexicon() -> frozenset[str]:
     """English words: the whole lower-case words of the WordPiece vocabulary shipped with the
-    bundled MiniLM model (21,945 of its 30,522 entries; Apache-2.0, no download, 15 ms to read).
+    bundled MiniLM model (21,945 of its 30,522 entries; Apache-2.0, no download, 15 ms to read),
+    and WordNet's words when a spaCy model is installed (`spacy_models.model_words`).
 
     The vocabulary was built from the words frequent in English books and Wikipedia, so it holds
     "fixed", "support", "cache", "schedule" but not "starlette", "uvicorn", "httpx". It also holds
     frequent names ("paris", "google", "tom"), which is why it only judges names the model did not
     type and the documents never write mid-sentence (`Cues.lexical`).
     """
+    from evigraph.ingest.extraction.spacy_models import model_words
     from evigraph.providers.embedders.minilm import MODEL_DIR
 
     try:
         vocab = json.loads((MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
     except (OSError, ValueError, KeyError):  # a trimmed install: the documents' own cues still work
-        return frozenset()
-    return frozenset(w for w in vocab if w.isalpha() and w.islower())
+        vocab = {}
+    return frozenset(w for w in vocab if w.isalpha() and w.islower()) | model_words()
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,28 @@ def in_lexicon(word: str) -> bool:
     words = lexicon()
     stem = re.split(r"['’]", word, maxsplit=1)[0]  # "We'll", "Don't"
     return stem.casefold() in words or fold_word(stem) in words
+
+
+_ENDINGS = ("r", "er", "d", "ed", "ing", "ly", "able", "ability", "ness", "ment", "ize", "ise")
+"""Inflections and derivations a coined-looking word may be an English word under ("serializer":
+serialize + r; "caching": cache; "formatter": format)."""
+
+
+def coined(word: str) -> bool:
+    """Whether a word is no English word under any ending, nor a plural: "pytest", "docopt",
+    "colorama", "stdin". Software docs write a tool's or a project's name in lower case ("modern pytest",
+    "if colorama is installed"), so lower case alone does not make such a word common."""
+    folded = word.casefold()
+    if not word.isalpha() or in_lexicon(word) or (folded.endswith("s") and not folded.endswith("ss")):
+        return False  # a plural ("backends", "gotchas") is a common noun's: names take none
+    words = lexicon()
+    for end in _ENDINGS:
+        stem = folded[: -len(end)]
+        if not folded.endswith(end) or len(stem) < 3:
+            continue
+        if stem in words or stem + "e" in words or (stem[-1] == stem[-2] and stem[:-1] in words):
+            return False  # "serializer(s)", "cach(e)ing", "format(t)er"
+    return True
 
 
 def fold_word(word: str) -> str:
