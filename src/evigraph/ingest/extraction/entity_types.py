@@ -194,14 +194,15 @@ def split_joined(hit: Hit) -> list[Hit]:
     """The names a hit joins with "&" when each side is a name of several words: "AWS Lambda &
     API Gateway" is two services. One word a side is one name ("Procter & Gamble", "Johnson &
     Johnson")."""
-    parts = _JOINED.split(hit.name)
-    if len(parts) != 2 or any(len(part.split()) < 2 for part in parts):
-        return [hit]
     cut = _JOINED.search(hit.name)
-    assert cut is not None
+    if cut is None:
+        return [hit]
+    left, right = hit.name[: cut.start()], hit.name[cut.end() :]
+    if _JOINED.search(right) or len(left.split()) < 2 or len(right.split()) < 2:
+        return [hit]
     return [
-        Hit(hit.start, hit.start + cut.start(), parts[0], hit.label),
-        Hit(hit.start + cut.end(), hit.end, parts[1], hit.label),
+        Hit(hit.start, hit.start + cut.start(), left, hit.label),
+        Hit(hit.start + cut.end(), hit.end, right, hit.label),
     ]
 
 

@@ -32,8 +32,6 @@ from evigraph.ingest.extraction.names import clean_name_span
 from evigraph.ingest.extraction.rules import find_hits
 from evigraph.models import GraphData, Ontology, TextChunk
 
-available_spacy_model = spacy_models.available_spacy_model
-
 UNNEEDED_COMPONENTS: tuple[str, ...] = (
     "parser",
     "lemmatizer",

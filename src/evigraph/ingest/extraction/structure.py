@@ -359,7 +359,11 @@ def _listed_software(prose: str, at: int) -> bool:
     item = _ITEM.match(prose, line_start)
     if item is None or item.end() != at:
         return False
-    for line in reversed(prose[:line_start].splitlines()):
+    end = line_start - 1
+    while end > 0:
+        start = prose.rfind("\n", 0, end) + 1
+        line = prose[start:end]
+        end = start - 1
         if not line.strip() or _ITEM.match(line) or line.startswith((" ", "\t")):
             continue  # the list's other items, their continuations, blank lines
         return line.rstrip().endswith(":") and _SOFTWARE_WORDS.search(line) is not None

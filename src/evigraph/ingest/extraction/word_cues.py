@@ -142,6 +142,7 @@ _ENDINGS = ("r", "er", "d", "ed", "ing", "ly", "able", "ability", "ness", "ment"
 serialize + r; "caching": cache; "formatter": format)."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def coined(word: str) -> bool:
     """Whether a word is no English word under any ending, nor a plural: "pytest", "docopt",
     "colorama", "stdin". Software docs write a tool's or a project's name in lower case ("modern pytest",
