@@ -4,10 +4,14 @@ Each rule is also held to what it must not take."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.extraction.test_entity_structure import typed_text
 
-from evigraph.ingest.extraction.abbreviations import definitions
+from evigraph.ingest.extraction.abbreviations import _parenthesised, definitions
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.ingest.extraction.entity_types import split_joined, type_hits
 from evigraph.ingest.extraction.word_cues import coined
@@ -41,6 +45,22 @@ def test_an_abbreviation_defined_either_way_round_pairs_its_two_forms(text: str,
 )
 def test_a_parenthesis_that_defines_nothing_pairs_nothing(text: str) -> None:
     assert definitions(text) == []
+
+
+_PLAIN = re.compile(r"([^()\n.;:!?]{2,200}?)[ \t]+\(([^()\n]{2,120})\)")
+"""The definition's shape as one pattern: what `_parenthesised` finds from each parenthesis
+backwards, in linear time where this pattern retries every start position."""
+
+_PIECES = st.sampled_from(
+    ["a", "b", "B", " ", "  ", "\t", "(", ")", ".", ";", "\n", "Denial of service ", "(DoS)", " (", "ML", "w" * 120]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_the_backward_scan_finds_what_the_plain_pattern_finds(text: str) -> None:
+    found = [(at, before, m.start(1), m.group(1)) for at, before, m in _parenthesised(text)]
+    assert found == [(m.start(1), m.group(1), m.start(2), m.group(2)) for m in _PLAIN.finditer(text)]
 
 
 def test_both_forms_of_a_defined_abbreviation_are_entities_with_one_label() -> None:

@@ -11,14 +11,17 @@ bounds below are theirs.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from evigraph.ingest.extraction.cooccurrence import Hit
 from evigraph.models import UNKNOWN_LABEL
 
-_PAIR = re.compile(r"([^()\n.;:!?]{2,200}?)[ \t]+\(([^()\n]{2,120})\)")
-"""Words, then a parenthesis on the same line and sentence: one of the two may define the other."""
+_PARENTHESIS = re.compile(r"[ \t]+\(([^()\n]{2,120})\)")
+_STOPS = "()\n.;:!?"
+_BEFORE = 200
+"""How far before a parenthesis the words that pair with it are read, within its line and sentence
+(`_STOPS`)."""
 _SHORT = re.compile(r"[A-Za-z0-9][\w./&-]{1,9}")
 _WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
 _MARKUP = "*_`\"“”'’[]"
@@ -34,19 +37,38 @@ class Definition(NamedTuple):
 def definitions(text: str) -> list[Definition]:
     """Every abbreviation `text` defines, in both orders: "long form (SF)" and "SF (long form)"."""
     out: list[Definition] = []
-    for m in _PAIR.finditer(text):
-        before, inside = m.group(1), m.group(2).strip()
+    for at, before, m in _parenthesised(text):
+        inside = m.group(1).strip()
         if _short_form(inside):
-            pair = _pair(text, inside, m.start(2) + m.group(2).find(inside), m.start(1), before)
+            pair = _pair(text, inside, m.start(1) + m.group(1).find(inside), at, before)
         else:
             last = list(_WORD.finditer(before))
             if not last or not _short_form(last[-1].group()):
                 continue
             sf = last[-1]
-            pair = _pair(text, sf.group(), m.start(1) + sf.start(), m.start(2), m.group(2), whole=True)
+            pair = _pair(text, sf.group(), at + sf.start(), m.start(1), m.group(1), whole=True)
         if pair is not None:
             out.append(pair)
     return out
+
+
+def _parenthesised(text: str) -> Iterator[tuple[int, str, re.Match[str]]]:
+    """Each parenthesis after a space, with where the words before it start and those words: up to
+    `_BEFORE` characters back, within its line and sentence, and after the last parenthesis taken.
+
+    Found from each parenthesis backwards: one pattern for the words and the parenthesis together
+    tried every start position forward to the sentence's end, and on a 100,000-passage ingest of
+    long one-line paragraphs that search alone took 15 % of the time."""
+    taken = 0
+    for m in _PARENTHESIS.finditer(text):
+        space, opening = m.start(), m.start(1) - 1
+        low = max(taken, space - _BEFORE)
+        start = max([low, *(text.rfind(c, low, space) + 1 for c in _STOPS)])
+        end = max(space, start + 2)  # at least two characters, which may be spaces before the "("
+        if end >= opening:
+            continue
+        taken = m.end()
+        yield start, text[start:end], m
 
 
 def _short_form(text: str) -> bool:

@@ -218,7 +218,13 @@ def capitals_forced(text: str, hit: Hit) -> bool:
     There, and only there, the lexicon judges a word the model did not type: a sentence's first
     word ("Paris met Alice in Berlin.") keeps the benefit of the doubt, as the rules already
     dropped the common words that open sentences (`rules._looks_common`)."""
-    line = _line_of(text, hit)
+    return _forced_line(_line_of(text, hit))
+
+
+@functools.lru_cache(maxsize=1024)
+def _forced_line(line: str) -> bool:
+    """`capitals_forced` of one line, which every hit on it asks: a paragraph is one line, and
+    reading it once per hit made typing quadratic in the paragraph's names."""
     if line[:1] in ("#", "-", "*", "+", ">", "|") or _NUMBERED.match(line):
         return True
     words = list(WORD.finditer(line))

@@ -256,5 +256,5 @@ def shouting(line: str, words: Sequence[re.Match[str]]) -> bool:
     """A line in capitals: a licence's "THE SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND ..."."""
     if len(words) < 3:
         return False
-    letters = [c for c in line if c.isalpha()]
-    return sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+    letters = "".join(filter(str.isalpha, line))  # counted in C: a paragraph is one line
+    return sum(map(str.isupper, letters)) >= 0.8 * len(letters)
