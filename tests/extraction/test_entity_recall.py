@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.extraction.test_entity_structure import typed_text
 
@@ -58,6 +58,8 @@ _PIECES = st.sampled_from(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_PIECES, max_size=30).map("".join))
+@example("It fixes a Denial of service (DoS); and OOP (Object Oriented Programming) too.")
+@example("w" * 230 + " (ML) then a (b) (XY)")  # words cut at 200 characters back, parentheses in a row
 def test_the_backward_scan_finds_what_the_plain_pattern_finds(text: str) -> None:
     found = [(at, before, m.start(1), m.group(1)) for at, before, m in _parenthesised(text)]
     assert found == [(m.start(1), m.group(1), m.start(2), m.group(2)) for m in _PLAIN.finditer(text)]

@@ -167,9 +167,8 @@ def graph_from_hits(
             spans.setdefault(entity.id, set()).add((hit.start, hit.end))
             located.append(EntitySpan(hit.start, hit.end, entity.id))
         for eid, found in spans.items():
-            ordered = tuple(
-                Span.model_construct(start=s, end=e) for s, e in sorted(found)
-            )  # ints of the hits: nothing to validate
+            # the hits' own ints: nothing to validate, and validating was a hot spot of large ingests
+            ordered = tuple(Span.model_construct(start=s, end=e) for s, e in sorted(found))
             mentions.append(Mention(entity_id=eid, chunk_index=chunk.index, spans=ordered))
         if cooccurring:
             relations.extend(cooccurrence_relations(chunk, located))
