@@ -1,0 +1,44 @@
+"""The engine-checkpoint bench (bench/engine_checkpoint.py) on the real embedded engine, at a tiny size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.bench.loading import BENCH, load_bench
+
+bench = load_bench("engine_checkpoint")
+
+TINY = {"entities": 300, "relations": 400, "sources": 3.0, "fact_chars": 40, "rows": 50, "rounds": 2, "pool_mb": 256}
+
+
+def test_every_shape_writes_all_its_rows_each_round() -> None:
+    result = bench.phase_engine("kuzu", TINY)
+    trials = result["trials"]
+    assert [(t["round"], t["shape"]) for t in trials] == [(r, s) for r in range(2) for s in bench.SHAPES]
+    # a shape whose statement matched nothing would time an empty checkpoint
+    assert all(t["rows"] == TINY["rows"] for t in trials)
+    assert all(t["checkpoint_s"] > 0 and t["statement_s"] > 0 for t in trials)
+    assert result["engine"] == "kuzu" and result["file_mb"] > 0
+    summary = bench.summarise(result)
+    assert summary["vs_new_mentions"][bench.BASELINE_SHAPE] == 1.0
+    assert set(summary["checkpoint_s"]) == set(bench.SHAPES)
+
+
+def test_an_engine_that_cannot_run_is_reported_as_skipped(tmp_path: Path) -> None:
+    sizes = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
+    script = str(BENCH / "engine_checkpoint.py")
+    done = subprocess.run(
+        [sys.executable, script, "--out", str(tmp_path), "--engines", "kuzu,nosuch", *sizes],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "engine-checkpoint.json").read_text())
+    assert list(report["engines"]) == ["kuzu"]
+    assert "unknown engine 'nosuch'" in report["skipped"]["nosuch"]
+    assert report["engines"]["kuzu"]["vs_first_engine"] == dict.fromkeys(bench.SHAPES, 1.0)
