@@ -46,7 +46,7 @@ class MergePlan:
     """Per survivor, the declared properties of what it absorbs (`values`, `props` who set them),
     which the backend's `carry` step sets where the survivor holds none."""
     relation_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Each re-pointed relation by its new id; beside what `_write_relations` takes, what it
+    """Each re-pointed relation by its new id; beside what `write_relations` takes, what it
     carries over (`vec` its fact vector, `props` who set its declared properties, `values` them),
     which the backend's `carry` step sets where the relation holds none."""
     moved_mentions: int = 0
@@ -237,7 +237,7 @@ def carry(row: dict[str, Any], held: dict[str, Any], held_sources: str | None) -
 
 
 def written(row: dict[str, Any]) -> dict[str, Any]:
-    """A re-pointed relation as `_write_relations` (`write_relations`) takes it: without what it carries."""
+    """A re-pointed relation as both stores' `write_relations` take it: without what it carries."""
     return {k: v for k, v in row.items() if k not in ("vec", "props", "values")}
 
 

@@ -12,11 +12,11 @@ from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import unpack_ints
 from evigraph.store.embedded.writes import (
     EDGE_BATCH,
-    _prune_relation_sources,
-    _write_entities,
-    _write_relations,
     create_mentions,
     delete_orphans,
+    prune_relation_sources,
+    write_entities,
+    write_relations,
 )
 from evigraph.store.graph_rewrite import DocumentGraph, FoundPage
 
@@ -41,11 +41,11 @@ def replace_graphs(tx: Tx, graphs: Sequence[DocumentGraph]) -> list[str]:
     gone, candidates = set(changed.chunks), changed.held
     tx.run_batched("UNWIND $rows AS cid MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk {id: cid}) DELETE m", changed.chunks)
     if candidates:
-        _prune_relation_sources(tx, candidates, gone, extracted_only=True)
+        prune_relation_sources(tx, candidates, gone, extracted_only=True)
     rows = changed.rows
-    created = _write_entities(tx, rows.entities, datetime.now(UTC).replace(tzinfo=None))
+    created = write_entities(tx, rows.entities, datetime.now(UTC).replace(tzinfo=None))
     create_mentions(tx, rows.mentions)
-    _write_relations(tx, rows.relations, new_entities=created)
+    write_relations(tx, rows.relations, new_entities=created)
     before = {
         r["id"]: (list(r["ss"] or []), list(r["se"] or []))
         for r in tx.rows(

@@ -24,7 +24,7 @@ from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.packed import pack, unpack_ids, unpack_ints
 from evigraph.store.embedded.properties import columns
 from evigraph.store.embedded.schema import ENTITY_REDIRECT, EXTRACTION_SOURCE
-from evigraph.store.embedded.writes import _write_entities, _write_relations, delete_entities
+from evigraph.store.embedded.writes import delete_entities, write_entities, write_relations
 from evigraph.store.merging import EntityMerge, MergeOutcome
 
 
@@ -45,7 +45,7 @@ def merge_entities(tx: Tx, merges: Sequence[EntityMerge]) -> MergeOutcome:
 
 
 def _write(tx: Tx, plan: MergePlan) -> None:
-    _write_entities(tx, plan.entity_updates, datetime.now(UTC).replace(tzinfo=None))
+    write_entities(tx, plan.entity_updates, datetime.now(UTC).replace(tzinfo=None))
     packed = [{"e": m["e"], "c": m["c"], "s": pack(m["s"]), "t": pack(m["t"]), "had": m["had"]} for m in plan.mentions]
     tx.run_batched(
         """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id, r.s AS span_s, r.t AS span_e
@@ -63,7 +63,7 @@ def _write(tx: Tx, plan: MergePlan) -> None:
     for rid, row in plan.relation_rows.items():
         by_origin.setdefault(row["origin"] or EXTRACTION_SOURCE, {})[rid] = written(row)
     for origin, rows in sorted(by_origin.items()):
-        existed = _write_relations(tx, rows, origin)  # kept their provenance (extraction, agent)
+        existed = write_relations(tx, rows, origin)  # kept their provenance (extraction, agent)
         plan.moved_relations -= existed
         plan.folded_relations += existed
 

@@ -119,7 +119,7 @@ def remove_contents(tx: Tx, keys: Sequence[str]) -> set[str]:
         )
     )
     if candidates:
-        _prune_relation_sources(tx, candidates, set(old_chunks))
+        prune_relation_sources(tx, candidates, set(old_chunks))
     delete_chunks(tx, old_chunks)
     return candidates
 
@@ -153,7 +153,7 @@ def delete_entities(tx: Tx, entity_ids: Sequence[str]) -> None:
     tx.run_batched("UNWIND $rows AS eid MATCH (e:Entity {id: eid}) DELETE e", ids)
 
 
-def _prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str], *, extracted_only: bool = False) -> None:
+def prune_relation_sources(tx: Tx, entity_ids: set[str], gone: set[str], *, extracted_only: bool = False) -> None:
     """Take the passages `gone` out of the sources of the relations of `entity_ids`, and delete the
     extracted relations left with none. `extracted_only`: the passages stay (their graph is
     replaced), so only extracted relations lose them; one an agent recorded keeps its evidence."""
@@ -260,9 +260,9 @@ def write_versions(tx: Tx, versions: Sequence[DocumentVersion]) -> dict[str, int
         nexts,
         EDGE_BATCH,
     )
-    created = _write_entities(tx, entities, now)
+    created = write_entities(tx, entities, now)
     create_mentions(tx, mentions)
-    _write_relations(tx, relations, new_entities=created, fresh_sources=True)
+    write_relations(tx, relations, new_entities=created, fresh_sources=True)
     delete_orphans(tx, candidates)
     return numbers
 
@@ -313,7 +313,7 @@ def _create_chunks(tx: Tx, chunks: Sequence[dict[str, Any]]) -> None:
         tx.execute(_CREATE_CHUNKS, params).close()
 
 
-def _write_entities(
+def write_entities(
     tx: Tx, entities: dict[str, dict[str, Any]], now: datetime, source: str = EXTRACTION_SOURCE
 ) -> set[str]:
     """Create new entities and fold descriptions and aliases into existing ones; return the ids
@@ -378,7 +378,7 @@ def _write_entities(
     return {row["id"] for row in created}
 
 
-def _write_relations(
+def write_relations(
     tx: Tx,
     relations: dict[str, dict[str, Any]],
     source: str = EXTRACTION_SOURCE,
@@ -508,7 +508,7 @@ def upsert_entities(tx: Tx, entities: Sequence[ExtractedEntity], source: str) ->
     rows = Folded()
     for e in entities:
         add_entity(rows, e)
-    _write_entities(tx, rows, datetime.now(UTC).replace(tzinfo=None), source)
+    write_entities(tx, rows, datetime.now(UTC).replace(tzinfo=None), source)
 
 
 def upsert_relations(tx: Tx, relations: Sequence[tuple[ExtractedRelation, Sequence[str]]], source: str) -> None:
@@ -516,4 +516,4 @@ def upsert_relations(tx: Tx, relations: Sequence[tuple[ExtractedRelation, Sequen
     rows = Folded()
     for rel, chunks in relations:
         add_relation(rows, rel, chunks)
-    _write_relations(tx, rows, source)
+    write_relations(tx, rows, source)
