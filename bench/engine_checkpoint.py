@@ -44,21 +44,12 @@ from _latency import ratio
 SHAPES = ("append_sources", "new_relations", "new_mentions", "confidence_only")
 BASELINE_SHAPE = "new_mentions"
 SEED = 20261207
-FILL_BATCH = 50_000  # rows a statement while filling, as `writes.EDGE_BATCH`
+SIZES = ("entities", "relations", "sources", "fact_chars", "rows", "rounds", "pool_mb")
 
-APPEND = """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.src AS src
-    MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
-    SET x.source_chunks = x.source_chunks + ' ' + src RETURN count(*)"""
-NEW_RELATIONS = """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid, r.fact AS fact, r.src AS src
-    MATCH (a:Entity {id: s}) WITH a, d, rid, fact, src MATCH (b:Entity {id: d})
-    CREATE (a)-[:RELATES {id: rid, type: 'RELATED_TO', fact: fact, confidence: 0.5,
-                          source_chunks: src, _source: 'extraction'}]->(b) RETURN count(*)"""
-NEW_MENTIONS = """UNWIND $rows AS r WITH r.e AS e_id, r.c AS c_id
-    MATCH (e:Entity {id: e_id}) WITH e, c_id MATCH (c:Chunk {id: c_id})
-    CREATE (e)-[:MENTIONED_IN {span_starts: '0', span_ends: '9'}]->(c) RETURN count(*)"""
 CONFIDENCE = """UNWIND $rows AS r WITH r.s AS s, r.d AS d, r.id AS rid
     MATCH (:Entity {id: s})-[x:RELATES]->(:Entity {id: d}) WHERE x.id = rid
     SET x.confidence = 0.75 RETURN count(*)"""
+"""The control shape: a fixed-width column, which no write of an ingest sets on its own."""
 
 
 def passage_id(i: int) -> str:
@@ -66,90 +57,102 @@ def passage_id(i: int) -> str:
     return f"{i:012x}:1:{i % 7}"
 
 
-def import_module(engine: str) -> Any:
+def relation(s: str, d: str, rid: str, fact: str, sources: list[str]) -> dict[str, Any]:
+    """A relation row as `version_rows` makes it and `writes.write_relations` takes it."""
+    return {"s": s, "d": d, "id": rid, "type": "RELATED_TO", "fact": fact, "conf": 0.5, "src": sources}
+
+
+def phase_engine(engine: str, sizes: dict[str, Any]) -> dict[str, Any]:
+    """Fill one engine's file, then time every shape's statements and checkpoint, `rounds` times.
+
+    The shapes other than the control are written by the embedded store's own functions
+    (`writes.write_relations` with fresh sources, as an ingest's write calls it, and
+    `writes.create_mentions`), so the bench times the statements an ingest runs."""
+    from evigraph.store.embedded import writes
     from evigraph.store.embedded.engine import import_engine
-
-    return import_engine(engine)
-
-
-def phase_engine(engine: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Fill one engine's file, then time every shape's statement and checkpoint, `rounds` times."""
+    from evigraph.store.embedded.executor import Tx
     from evigraph.store.embedded.schema import DDL
 
-    module = import_module(engine)
+    module = import_engine(engine)
     rng = random.Random(SEED)
-    entities, relations, rows_per = int(args["entities"]), int(args["relations"]), int(args["rows"])
+    entities, relations, rows = sizes["entities"], sizes["relations"], sizes["rows"]
+    fact = "x" * sizes["fact_chars"]
     with tempfile.TemporaryDirectory(prefix="evigraph-ckpt-") as tmp:
         path = Path(tmp) / "kb.db"
-        db = module.Database(str(path), buffer_pool_size=int(args["pool_mb"]) << 20)
+        db = module.Database(str(path), buffer_pool_size=sizes["pool_mb"] << 20)
         conn = module.Connection(db)
+        tx = Tx(conn)  # outside BEGIN, each statement commits on its own (the fill)
         conn.execute("CALL checkpoint_threshold=1099511627776")  # checkpoints only where timed
         for statement in DDL:
             conn.execute(statement)
 
-        def run(query: str, rows: list[dict[str, Any]]) -> int:
-            """Rows the statements wrote, where they count them: a shape that matched nothing times nothing."""
-            written = 0
-            for start in range(0, len(rows), FILL_BATCH):
-                result = conn.execute(query, {"rows": rows[start : start + FILL_BATCH]})
-                if "count(*)" in query:
-                    written += int(result.get_next()[0])
-            return written
+        def count(pattern: str) -> int:
+            return int(tx.column(f"MATCH {pattern} RETURN count(*)")[0])
 
         t0 = time.perf_counter()
-        run("UNWIND $rows AS r CREATE (:Entity {id: r.id, name: r.id})", [{"id": f"e{i}"} for i in range(entities)])
-        passages = relations // 2
-        run("UNWIND $rows AS r CREATE (:Chunk {id: r.id})", [{"id": passage_id(i)} for i in range(passages)])
-        fact = "x" * int(args["fact_chars"])
+        tx.run_batched("UNWIND $rows AS id CREATE (:Entity {id: id, name: id})", [f"e{i}" for i in range(entities)])
+        tx.run_batched("UNWIND $rows AS id CREATE (:Chunk {id: id})", [passage_id(i) for i in range(relations)])
         known: list[dict[str, Any]] = []
-        for start in range(0, relations, FILL_BATCH):
-            batch = []
-            for i in range(start, min(start + FILL_BATCH, relations)):
-                n = max(1, round(rng.expovariate(1 / float(args["sources"]))))
-                src = " ".join(passage_id(rng.randrange(passages)) for _ in range(n))
-                s, d = f"e{rng.randrange(entities)}", f"e{rng.randrange(entities)}"
-                batch.append({"s": s, "d": d, "id": f"r{i}", "fact": fact, "src": src})
-                known.append({"s": s, "d": d, "id": f"r{i}"})
-            run(NEW_RELATIONS, batch)
+        for start in range(0, relations, writes.EDGE_BATCH):
+            batch = {}
+            for i in range(start, min(start + writes.EDGE_BATCH, relations)):
+                n = max(1, round(rng.expovariate(1 / sizes["sources"])))
+                sources = [passage_id(rng.randrange(relations)) for _ in range(n)]
+                row = relation(f"e{rng.randrange(entities)}", f"e{rng.randrange(entities)}", f"r{i}", fact, sources)
+                batch[row["id"]] = row
+            writes.write_relations(tx, batch, fresh_sources=True)
+            known.extend(batch.values())
             conn.execute("CHECKPOINT")
         filled = time.perf_counter() - t0
 
+        def write(shape: str, round_: int, new: list[str], picked: list[dict[str, Any]]) -> int | None:
+            """One shape's rows; how many it wrote where its function says (else counted after)."""
+            if shape == "append_sources":
+                appended = {r["id"]: {**r, "src": [rng.choice(new)]} for r in picked}
+                return writes.write_relations(tx, appended, fresh_sources=True)  # the relations it found
+            if shape == "new_relations":
+                made = [
+                    relation(f"e{rng.randrange(entities)}", f"e{rng.randrange(entities)}", f"n{round_}-{i}", fact, [c])
+                    for i, c in enumerate(rng.choices(new, k=rows))
+                ]
+                writes.write_relations(tx, {r["id"]: r for r in made}, fresh_sources=True)
+                return None
+            if shape == "new_mentions":
+                mentions = [
+                    {"e": f"e{rng.randrange(entities)}", "c": c, "s": [0], "t": [9]} for c in rng.choices(new, k=rows)
+                ]
+                writes.create_mentions(tx, mentions)
+                return None
+            return int(sum(tx.column(CONFIDENCE, {"rows": picked})))
+
+        def counts() -> dict[str, int]:
+            """Relations and mentions held, by the shape that creates them."""
+            return {
+                shape: int(tx.column(f"MATCH {pattern} RETURN count(*)")[0])
+                for shape, pattern in (
+                    ("new_relations", "()-[:RELATES]->()"),
+                    ("new_mentions", "()-[:MENTIONED_IN]->()"),
+                )
+            }
+
         trials: list[dict[str, Any]] = []
-        for round_ in range(int(args["rounds"])):
-            new = [passage_id(passages + round_ * rows_per + i) for i in range(rows_per)]
-            run("UNWIND $rows AS r CREATE (:Chunk {id: r.id})", [{"id": c} for c in new])
+        for round_ in range(sizes["rounds"]):
+            new = [passage_id(relations + round_ * rows + i) for i in range(rows)]
+            tx.run_batched("UNWIND $rows AS id CREATE (:Chunk {id: id})", new)
             conn.execute("CHECKPOINT")
-            picked = [rng.choice(known) for _ in range(rows_per)]
-            rows = {
-                "append_sources": [{**r, "src": rng.choice(new)} for r in picked],
-                "new_relations": [
-                    {
-                        "s": f"e{rng.randrange(entities)}",
-                        "d": f"e{rng.randrange(entities)}",
-                        "id": f"n{round_}-{i}",
-                        "fact": fact,
-                        "src": rng.choice(new),
-                    }
-                    for i in range(rows_per)
-                ],
-                "new_mentions": [{"e": f"e{rng.randrange(entities)}", "c": rng.choice(new)} for _ in range(rows_per)],
-                "confidence_only": picked,
-            }
-            queries = {
-                "append_sources": APPEND,
-                "new_relations": NEW_RELATIONS,
-                "new_mentions": NEW_MENTIONS,
-                "confidence_only": CONFIDENCE,
-            }
+            picked = rng.sample(known, rows)
             for shape in SHAPES:
+                before = counts()
                 conn.execute("BEGIN TRANSACTION")
                 t1 = time.perf_counter()
-                written = run(queries[shape], rows[shape])
+                written = write(shape, round_, new, picked)
                 t2 = time.perf_counter()
                 conn.execute("COMMIT")
                 t3 = time.perf_counter()
                 conn.execute("CHECKPOINT")
                 t4 = time.perf_counter()
+                if written is None:
+                    written = counts()[shape] - before[shape]
                 trials.append(
                     {
                         "round": round_,
@@ -203,30 +206,44 @@ def plot(out: Path, engines: dict[str, dict[str, Any]]) -> None:
     fig.savefig(out / "engine-checkpoint.png", dpi=120)
 
 
+def positive(kind: type[int] | type[float]) -> Any:
+    """An argparse type: a number above zero, or a usage error naming the value."""
+
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not above zero")
+        return value
+
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--engines", default="kuzu", help="comma-separated: kuzu, ladybug")
-    parser.add_argument("--entities", type=int, default=144_000, help="a 100k-passage ingest made 144,011")
-    parser.add_argument("--relations", type=int, default=225_000, help="a 100k-passage ingest made 224,842")
-    parser.add_argument("--sources", type=float, default=10.5, help="passages a relation (mean), as at 100k")
-    parser.add_argument("--fact-chars", type=int, default=239, help="a fact's length (mean), as at 100k")
-    parser.add_argument("--rows", type=int, default=20_000, help="rows each shape writes a round")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--pool-mb", type=int, default=4096)
+    parser.add_argument("--entities", type=positive(int), default=144_000, help="a 100k-passage ingest made 144,011")
+    parser.add_argument("--relations", type=positive(int), default=225_000, help="a 100k-passage ingest made 224,842")
+    parser.add_argument("--sources", type=positive(float), default=10.5, help="passages a relation (mean), as at 100k")
+    parser.add_argument("--fact-chars", type=positive(int), default=239, help="a fact's length (mean), as at 100k")
+    parser.add_argument("--rows", type=positive(int), default=20_000, help="rows each shape writes a round")
+    parser.add_argument("--rounds", type=positive(int), default=2)
+    parser.add_argument("--pool-mb", type=positive(int), default=4096)
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    settings = {
-        k: getattr(args, k) for k in ("entities", "relations", "sources", "fact_chars", "rows", "rounds", "pool_mb")
-    }
+    settings = {k: getattr(args, k) for k in SIZES}
+    if args.rows > args.relations:
+        parser.error(f"--rows {args.rows} is more than --relations {args.relations}: the appends pick distinct ones")
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if not engines:
+        parser.error("--engines names no engine: pass kuzu, ladybug or both")
     if args.phase == "engine":
         print(json.dumps(phase_engine(args.engine, settings)))
         return
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"settings": settings, "engines": {}, "skipped": {}}
-    summaries: dict[str, dict[str, Any]] = {}
-    for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+    for engine in engines:
         argv = [__file__, "--phase", "engine", "--engine", engine, "--out", str(args.out)]
         argv += [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
         child = run_child(argv, env=dict(os.environ))
@@ -235,15 +252,11 @@ def main() -> None:
             report["skipped"][engine] = lines[-1] if lines else child.error.strip() or "failed"
             print(f"{engine}: skipped ({report['skipped'][engine]})", file=sys.stderr)
             continue
-        summaries[engine] = summarise(child.data)
-        report["engines"][engine] = {**child.data, **summaries[engine]}
-    if summaries:
-        first = next(iter(summaries.values()))
-        for engine, summary in summaries.items():
-            summary["vs_first_engine"] = {
-                shape: ratio(summary["checkpoint_s"][shape], first["checkpoint_s"][shape]) for shape in SHAPES
-            }
-            report["engines"][engine]["vs_first_engine"] = summary["vs_first_engine"]
+        report["engines"][engine] = {**child.data, **summarise(child.data)}
+    summaries = report["engines"]
+    first = next(iter(summaries.values()), None)
+    for summary in summaries.values():
+        summary["vs_first_engine"] = {s: ratio(summary["checkpoint_s"][s], first["checkpoint_s"][s]) for s in SHAPES}
     (args.out / "engine-checkpoint.json").write_text(json.dumps(report, indent=2))
     plot(args.out, summaries)
     for engine, summary in summaries.items():

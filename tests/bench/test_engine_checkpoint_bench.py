@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.bench.loading import BENCH, load_bench
 
 bench = load_bench("engine_checkpoint")
@@ -42,3 +43,24 @@ def test_an_engine_that_cannot_run_is_reported_as_skipped(tmp_path: Path) -> Non
     assert list(report["engines"]) == ["kuzu"]
     assert "unknown engine 'nosuch'" in report["skipped"]["nosuch"]
     assert report["engines"]["kuzu"]["vs_first_engine"] == dict.fromkeys(bench.SHAPES, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--rows", "0"], "0 is not above zero"),
+        (["--sources", "-1"], "-1 is not above zero"),
+        (["--rows", "500", "--relations", "400"], "--rows 500 is more than --relations 400"),
+        (["--engines", " , "], "--engines names no engine"),
+    ],
+)
+def test_sizes_that_cannot_be_run_are_refused_before_any_work(tmp_path: Path, argv: list[str], says: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "engine_checkpoint.py"), "--out", str(tmp_path / "out"), *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2 and says in done.stderr
+    assert not (tmp_path / "out").exists()  # nothing written
