@@ -8,14 +8,16 @@ At 100,000 passages the ingest spends most of its time in commits, where the eng
 engine, it creates evigraph's real schema (`store/embedded/schema.DDL`) and fills it to the size of
 a late 100k ingest: `--entities` entities, `--relations` relations between random ones, each with
 a fact of `--fact-chars` characters and about `--sources` passage ids in `source_chunks`. Then it
-writes each shape an ingest's write group makes, in a transaction of its own, and times the
-statement and the explicit CHECKPOINT after its COMMIT apart:
+writes each shape an ingest's write group makes, in a transaction of its own, through the store's
+own write functions, and times the statements and the explicit CHECKPOINT after its COMMIT apart:
 
-- `append_sources`: the passages of a new group appended to existing relations' `source_chunks`
-  (`writes._append_sources`'s statement);
-- `new_relations`: new relations between existing entities;
-- `new_mentions`: mentions of existing entities in new passages;
-- `confidence_only`: a fixed-width column of existing relations set (no text rewritten).
+- `append_sources`: new passages added as sources of existing relations (`writes.write_relations`
+  with fresh sources, as an ingest's write calls it: appended to `source_chunks`, confidence kept
+  at the higher);
+- `new_relations`: new relations between existing entities (the same call);
+- `new_mentions`: mentions of existing entities in new passages (`writes.create_mentions`);
+- `confidence_only`: the control, a fixed-width column of existing relations set (no text
+  rewritten), which no ingest write does alone.
 
 Each shape runs `--rounds` times; the table grows by the rows each round adds. Ratios: each
 shape's checkpoint against `new_mentions`' in the same process, and each engine's against the
