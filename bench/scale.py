@@ -2,6 +2,7 @@
 and size on disk of a knowledge base of N passages (rules extractor, no embedder).
 
     python bench/scale.py --store kuzu --passages 10000 100000 --out bench/out
+    python bench/scale.py --store ladybug --passages 100000 --out bench/out   # pip install -e '.[ladybug]'
     python bench/scale.py --store kuzu --passages 10000 --db /tmp/kb.db --keep
 
 The corpus of N passages is generated deterministically from the three dev corpora of --data
@@ -79,7 +80,8 @@ from _latency import percentile_ms, ratio
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
 SEED = 20260101
-STORES = ("kuzu", "falkordb")
+STORES = ("kuzu", "ladybug", "falkordb")
+"""The embedded store on each of its engines, and a FalkorDB server."""
 CLIENTS = 20
 TOP_K = 5
 WARMUPS = 3
@@ -259,9 +261,10 @@ def phase_serve(data: Path, db: str, clients: int, limit: int | None) -> dict[st
 # -- driver -----------------------------------------------------------------------------------
 
 
-def location(db: str | None, n: int, several: bool, tmp: Path) -> str:
+def location(store: str, db: str | None, n: int, several: bool, tmp: Path) -> str:
     if db is None:
-        return str(tmp / f"scale-{n}.db")
+        path = tmp / f"scale-{n}.db"
+        return f"ladybug://{path}" if store == "ladybug" else str(path)
     if "{n}" in db:
         return db.replace("{n}", str(n))
     return f"{db}-{n}" if several else db
@@ -284,7 +287,7 @@ def check_store(store: str, db: str) -> None:
     from evigraph.store.location import StoreLocation
 
     embedded = StoreLocation.parse(db).embedded
-    if (store == "kuzu") != embedded:
+    if (store != "falkordb") != embedded:
         raise SystemExit(f"--store {store} does not match --db {db}: the embedded store takes a path, a server a URL")
 
 
@@ -390,7 +393,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="evigraph-scale-") as tmp, local_server(args, Path(tmp)):
         work = Path(tmp)
         for n in args.passages:
-            db = location(args.db, n, len(args.passages) > 1, work)
+            db = location(args.store, args.db, n, len(args.passages) > 1, work)
             check_store(args.store, db)
             r = measure(args, n, db, work)
             results[str(n)] = r
@@ -398,8 +401,11 @@ def main() -> None:
                 print(f"[{n}] failed\n{r['error']}", file=sys.stderr)
                 failed.append(str(n))
             if args.db is None and args.keep:
-                kept = Path.cwd() / Path(db).name
-                shutil.move(db, kept)
+                from evigraph.store.location import StoreLocation
+
+                made = StoreLocation.parse(db).embedded_path()
+                kept = Path.cwd() / made.name
+                shutil.move(made, kept)
                 print(f"[{n}] kept {kept}", file=sys.stderr)
     first = next((r for r in results.values() if "error" not in r), None)
     for r in results.values():

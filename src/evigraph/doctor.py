@@ -71,7 +71,8 @@ def _checks() -> Iterator[Check]:
 
 def _engines() -> Iterator[Check]:
     yield _module("engine", "kuzu", "embedded graph engine (default)", "kuzu", extra="")
-    yield _module("engine", "ladybug", "LadybugDB engine (--engine ladybug)", "real_ladybug", extra="ladybug")
+    yield _module("engine", "ladybug", "LadybugDB engine (--engine ladybug)", "ladybug", extra="ladybug")
+    yield _module("engine", "stemmer", "Porter stemmer of full-text search (PyStemmer)", "Stemmer", extra="")
 
 
 def _registry_checks(kind: Literal["extractor", "embedder"]) -> Iterator[Check]:

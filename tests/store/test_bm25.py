@@ -101,3 +101,23 @@ def test_stopwords_are_the_engine_list() -> None:
     index = build_text_index([("p", "she asked twice"), ("q", "ask the reef")])
     assert [cid for cid, _ in index.search("ask", 5)] == ["p"]  # a stopword in a query finds its stem
     assert porter_stems(["surveys", "leads"]) == {"surveys": "survei", "leads": "lead"}  # Porter, not a lemmatiser
+
+
+def test_the_stemmer_gives_kuzus_stem_for_every_word() -> None:
+    """Postings saved with Kuzu's `stem(w, 'porter')` must meet queries stemmed by PyStemmer."""
+    import re
+
+    from evigraph.store.bm25 import _stem
+
+    texts = [p.read_text(encoding="utf-8") for p in [*SAMPLE.rglob("*.md"), SAMPLE.parents[1] / "README.md"]]
+    words = sorted({w for text in texts for w in re.findall(r"[^\W\d_]+", text.lower())})
+    words += ["generously", "hopeful", "ponies", "caresses", "relational", "naïveté", "ünïcödé", "x"]
+    conn = kuzu.Connection(kuzu.Database(":memory:"))
+    conn.execute("LOAD EXTENSION fts")
+    result = conn.execute("UNWIND $w AS w RETURN w, stem(w, 'porter')", {"w": words})
+    engine: dict[str, str] = {}
+    while result.has_next():
+        word, stem = result.get_next()
+        engine[word] = stem
+    assert len(words) > 1_000
+    assert _stem(words) == engine

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,11 +95,8 @@ async def test_read_only_store_on_existing_file(tmp_path: Path) -> None:
             await ro.delete_document("a")
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("real_ladybug") is not None or importlib.util.find_spec("ladybug") is not None,
-    reason="LadybugDB is installed here",
-)
-async def test_ladybug_engine_missing_says_how_to_get_it(tmp_path: Path) -> None:
+async def test_ladybug_engine_missing_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ladybug", None)  # not installed: importing it fails
     with pytest.raises(EngineUnavailableError, match="LadybugDB is not installed") as info:
         async with EmbeddedStore(tmp_path / "kb.db", engine="ladybug"):
             pass
@@ -138,3 +135,36 @@ async def test_passages_carry_their_document_title_without_a_join(tmp_path: Path
         stale: reads.Titles = {"a": ("A", None)}  # as built before "b" was written
         [late] = await store.executor.read(lambda tx: reads.passages_by_ids(tx, [fresh.id], stale))
         assert (late.document, late.title, late.path) == ("b", "B", fresh.path)
+
+
+async def test_a_file_is_opened_by_the_engine_that_wrote_it(tmp_path: Path) -> None:
+    """Neither engine opens the other's files, and one process cannot load both: the file's first
+    bytes choose the engine, a contradicting option is refused, and so is loading the second engine
+    (its import would fail, or crash the process at exit)."""
+    import kuzu  # noqa: F401  (this test process runs the default engine)
+
+    from evigraph.store.embedded.engine import file_engine
+
+    db = tmp_path / "kuzu.db"
+    async with EmbeddedStore(db) as store:
+        await store.write_versions([version("a", ["The Vetra River floods."], [[("Vetra River", "Location")]])])
+    assert file_engine(db) == "kuzu"
+    with pytest.raises(EngineUnavailableError, match="was written by Kuzu, which LadybugDB cannot open") as info:
+        async with EmbeddedStore(db, engine="ladybug"):
+            pass
+    assert "engine='kuzu'" in info.value.hint
+    async with EmbeddedStore(db, read_only=True) as store:  # auto: the file's own engine
+        assert (await store.counts()).documents == 1
+
+    other = tmp_path / "ladybug.db"
+    other.write_bytes(b"LBUG" + bytes(4092))  # a LadybugDB file's first page, as far as auto reads
+    for engine in ("auto", "ladybug"):
+        with pytest.raises(EngineUnavailableError, match="has Kuzu loaded, and LadybugDB cannot be loaded") as info:
+            async with EmbeddedStore(other, engine=engine, read_only=True):
+                pass
+        assert "another process" in info.value.hint
+    with pytest.raises(EngineUnavailableError, match="cannot be loaded beside it"):
+        async with EmbeddedStore(tmp_path / "new.db", engine="ladybug"):
+            pass
+    assert not (tmp_path / "new.db").exists()
+    assert file_engine(tmp_path / "missing.db") is None and file_engine(tmp_path) is None

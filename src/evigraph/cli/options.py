@@ -89,7 +89,12 @@ def _common_options() -> argparse.ArgumentParser:
         "--db",
         "knowledge base: a file, or falkordb://[user:pass@]host:port/GRAPH (default: $EVIGRAPH_DB, else ./evigraph.db)",
     )
-    common.add_argument("--engine", default="auto", choices=ENGINES, help="embedded engine (default: kuzu)")
+    common.add_argument(
+        "--engine",
+        default="auto",
+        choices=ENGINES,
+        help="embedded engine (default: the file's own; kuzu for a new file)",
+    )
     return common
 
 

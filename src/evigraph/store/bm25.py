@@ -12,9 +12,9 @@ So a store builds a `TextIndex` from one scan of a table's full-text column (`se
 `fts_text` of a passage's `searchable_text`, or `entity_search_text`) when a search first needs
 it, saves it for the next open (`saved_indexes`) and keeps it until its next write, like its
 graph and name indexes. It scores exactly as
-Kuzu's full-text index does (Okapi BM25 with k1 = 1.2, b = 0.75 and a base-10 logarithm, Kuzu's
-Porter stemmer and its English stopwords), so both stores rank the same rows the same way; a
-test holds the scores to the engine's own. Postings are numpy arrays (compressed sparse rows by
+Kuzu's full-text index does (Okapi BM25 with k1 = 1.2, b = 0.75 and a base-10 logarithm, the
+Snowball Porter stemmer and Kuzu's English stopwords), so both stores rank the same rows the same
+way; a test holds the scores to the engine's own. Postings are numpy arrays (compressed sparse rows by
 stem), so a query scores every row holding its words in a few vector operations: a common word
 costs microseconds, not a posting-list walk.
 """
@@ -101,11 +101,11 @@ class TextIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def search(self, query: str, limit: int, stem: Stemmer | None = None) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         """The `limit` best rows for `query` and their BM25 scores, best first, ties by id."""
         import numpy as np
 
-        stems = porter_stems(query_words(query), stem).values()
+        stems = porter_stems(query_words(query)).values()
         rows = sorted({t for t in (self.stems.get(s) for s in stems) if t is not None})
         if not rows or limit <= 0:
             return []
@@ -167,54 +167,34 @@ def build_text_index(rows: Iterable[tuple[str, str]]) -> TextIndex:
     )
 
 
-Stemmer = Callable[[list[str]], dict[str, str]]
-"""Porter stems of words by the engine's own `stem` function (`_stem`, or a store's connection)."""
-
 _STEMS: dict[str, str] = {}  # the words of queries asked in this process
-_STEMMER: list[Any] = []  # the in-memory Kuzu connection that stems, made on first use
+_STEMMER: list[Any] = []  # PyStemmer's Porter stemmer, made on first use
 _STEM_LOCK = threading.Lock()
 
 
-def porter_stems(words: Sequence[str], stem: Stemmer | None = None) -> dict[str, str]:
-    """Each query word's Porter stem by the embedded engine's own stemmer (Kuzu's `stem`), so a
-    word counts for the stem it counts for in Kuzu's index; remembered per process. `stem` is
-    an open embedded store's, which asks its own connection: making the in-memory database
-    `_stem` uses and loading its full-text extension took 170-280 ms of a first question."""
+def porter_stems(words: Sequence[str]) -> dict[str, str]:
+    """Each query word's Porter stem, remembered per process."""
     missing = [w for w in dict.fromkeys(words) if w not in _STEMS]
     if missing:
-        _STEMS.update((stem or _stem)(missing))
+        _STEMS.update(_stem(missing))
     return {w: _STEMS.get(w, w) for w in words}
 
 
-def prefetch_stemmer() -> None:
-    """Make the stemmer's in-memory database in a background thread, for a store whose questions
-    are stemmed by it (a server's): importing the engine and loading its full-text extension
-    took 170-280 ms of a first question. Not a daemon, for the reason `prefetch_numpy` gives: a
-    process must not exit while an engine is being loaded. The engine's import registers an exit
-    hook through `concurrent.futures.thread`, which fails once shutdown began, so that module is
-    imported here first (5 ms, and usually already loaded by asyncio)."""
-    if not _STEMMER:
-        import concurrent.futures.thread  # noqa: F401
-
-        threading.Thread(target=porter_stems, args=(["evigraph"],), name="evigraph-stemmer").start()
-
-
 def _stem(words: list[str]) -> dict[str, str]:
-    """Stems of `words`, none remembered: an index's whole vocabulary would stay in memory."""
-    with _STEM_LOCK:  # one connection, made once, asked by one thread at a time
-        if not _STEMMER:
-            import kuzu
+    """Stems of `words`, none remembered: an index's whole vocabulary would stay in memory.
 
-            db = kuzu.Database(":memory:")
-            stemmer = kuzu.Connection(db)
-            stemmer.execute("LOAD EXTENSION fts")
-            _STEMMER.extend([db, stemmer])
-        result = _STEMMER[1].execute("UNWIND $w AS w RETURN w, stem(w, 'porter')", {"w": words})
-        out: dict[str, str] = {}
-        while result.has_next():
-            word, stem = result.get_next()
-            out[word] = stem
-        return out
+    PyStemmer's "porter" is the Snowball Porter stemmer Kuzu's full-text extension links in: on
+    the bench corpora's 41,367 distinct words it gave Kuzu's `stem(w, 'porter')` for every one, so
+    postings saved before agree with queries stemmed now. It was Kuzu's own function, through an
+    in-memory database or a store's connection; that needed the extension loaded (170-280 ms of a
+    first question) and a Kuzu wheel even beside a FalkorDB server, and LadybugDB downloads the
+    extension at first use, which fails offline."""
+    with _STEM_LOCK:  # a Stemmer object is not safe to share between threads
+        if not _STEMMER:
+            import Stemmer
+
+            _STEMMER.append(Stemmer.Stemmer("porter"))
+        return dict(zip(words, _STEMMER[0].stemWords(words), strict=True))
 
 
 async def search(
@@ -222,12 +202,11 @@ async def search(
     query: str,
     limit: int,
     read: Callable[[Sequence[str]], Awaitable[list[Hit]]],
-    stem: Stemmer | None = None,
 ) -> list[Hit]:
     """The `limit` best rows for `query`, read whole by `read` (a store's `passages_by_ids` or
     `entities_by_ids`) and scored; a row gone since the index was built (deleted by a write the
     index has not seen yet) is left out."""
-    ranked = index.search(query, limit, stem)
+    ranked = index.search(query, limit)
     if not ranked:
         return []
     found = {h.id: h for h in await read([cid for cid, _ in ranked])}

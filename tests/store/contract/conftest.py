@@ -3,14 +3,20 @@
 A factory is all a backend adds to run the contract: where a fresh, empty knowledge base lives
 and how `evigraph.store.connect` opens it. Each test module builds the shared graph once per
 factory (module scope) for its read-only assertions; tests that write get a fresh store each.
+
+The embedded factories run on the default engine. `EVIGRAPH_TEST_ENGINE=ladybug` runs them on
+LadybugDB instead, with no FalkorDB server: the two engines cannot share a process, so
+`tests/store/test_ladybug_contract.py` runs the contract that way in a process of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Sequence
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -152,30 +158,43 @@ def _falkordb_graph(folder: Path, empty: Path) -> str:
 
 _SERVER: dict[str, str] = {}
 
+TEST_ENGINE = os.environ.get("EVIGRAPH_TEST_ENGINE", "")
+"""The embedded engine the contract runs on; empty for the default."""
+
 FACTORIES = [
     StoreFactory("embedded", _embedded_copy),
     StoreFactory("scoped", _embedded_copy, scope=("*",)),
-    StoreFactory("falkordb", _falkordb_graph),
+    *([] if TEST_ENGINE else [StoreFactory("falkordb", _falkordb_graph)]),
 ]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def falkordb_url(falkordb_server: FalkorServer) -> str:
+def falkordb_url(request: pytest.FixtureRequest) -> str | None:
     """The session's FalkorDB server, where the falkordb factory makes a graph per test."""
-    _SERVER["url"] = f"falkordb://{falkordb_server.host}:{falkordb_server.port}"
+    if TEST_ENGINE:
+        return None
+    server: FalkorServer = request.getfixturevalue("falkordb_server")
+    _SERVER["url"] = f"falkordb://{server.host}:{server.port}"
     return _SERVER["url"]
 
 
 @pytest.fixture(scope="session")
-def empty_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def empty_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The empty knowledge base every embedded store starts as a copy of; a copy is opened by the
+    engine that wrote it (`engine.file_engine`)."""
+    from evigraph.store.embedded.engine import file_engine
+
     path = tmp_path_factory.mktemp("template") / "empty.db"
 
     async def create() -> None:
-        async with connect(path):
+        async with connect(f"{TEST_ENGINE}://{path}" if TEST_ENGINE else path):
             pass
 
     asyncio.run(create())
-    return path
+    assert file_engine(path) == (TEST_ENGINE or "kuzu")
+    yield path
+    if TEST_ENGINE:  # no test of the session loaded the default engine instead
+        assert [e for e in ("kuzu", "ladybug") if sys.modules.get(e) is not None] == [TEST_ENGINE]
 
 
 @pytest.fixture(params=FACTORIES, ids=lambda f: f.name)

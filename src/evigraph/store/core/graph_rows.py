@@ -41,7 +41,7 @@ class GraphRows:
     """The entities their passages mention now: orphans, perhaps, once the new graphs are in."""
 
 
-FOUND_PASSAGES = """RETURN d.key AS key, d.version AS version, d.title AS title, c.index AS i, c.text AS text,
+FOUND_PASSAGES = """RETURN d.key AS key, d.version AS version, d.title AS title, c.`index` AS i, c.text AS text,
                   c.found_hits AS found
            ORDER BY key, i"""
 """What `found_page` reads of each passage of a page of documents, on both stores."""

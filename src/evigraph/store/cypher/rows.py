@@ -26,9 +26,11 @@ embedded database shares the engine's worker threads (one per core), and a slow 
 until it ends. Measured on 2 cores with four 10 s queries started at once: retrieve took 9.5 s with
 two admitted (both workers taken), 0.03 s with one. So at least one core always stays free for
 retrieval."""
-ENGINE_KEYS = frozenset({"_id", "_src", "_dst"})
-"""What the embedded engine adds to every node and edge: internal offsets that mean nothing to a reader."""
-RENAMED_KEYS = {"_label": "table"}
+ENGINE_KEYS = frozenset({"_id", "_src", "_dst", "_ID", "_SRC", "_DST"})
+"""What the embedded engine adds to every node and edge: internal offsets that mean nothing to a
+reader (Kuzu names them in lower case, LadybugDB in capitals)."""
+LABEL_KEYS = ("_label", "_LABEL")
+RENAMED_KEYS = dict.fromkeys(LABEL_KEYS, "table")
 
 TIMEOUT_HINT = "the query ran out of time: add a LIMIT, filter earlier, or walk fewer hops"
 
@@ -69,7 +71,7 @@ class Budget:
 
     def bound(self, value: Any) -> Any:
         if isinstance(value, dict):
-            whole = "_label" in value  # a node or relationship, not a row or a map the query built
+            whole = any(k in value for k in LABEL_KEYS)  # a node or relationship, not a map a query built
             return {RENAMED_KEYS.get(k, k): self.bound(v) for k, v in value.items() if not hidden_key(k, whole)}
         if isinstance(value, list | tuple):
             if len(value) > MAX_LIST_ITEMS:

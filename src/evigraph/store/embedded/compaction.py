@@ -166,9 +166,10 @@ def _build(source: Compacted, tmp: Path, report: _Reporter) -> _Copied:
     db = source.module.Database(str(tmp), buffer_pool_size=source.buffer_pool_mb * 1024 * 1024, max_db_size=1 << 40)
     try:
         conn = source.module.Connection(db)
+        statements = Statements(conn)
         try:
             source.prepare(conn)
-            target = Tx(conn, Statements(conn))
+            target = Tx(conn, statements)
             with _engine_errors():
                 target.execute(f"CALL checkpoint_threshold={CHECKPOINT_THRESHOLD_MB * 1024 * 1024}").close()
                 target.execute("BEGIN TRANSACTION").close()
@@ -183,6 +184,7 @@ def _build(source: Compacted, tmp: Path, report: _Reporter) -> _Copied:
                 report("index", len(copied.indexes), len(copied.indexes))
                 _check_counts(target, read_tables(target), copied, "before it was written to disk")
         finally:
+            statements.clear()
             conn.close()
     finally:
         db.close()  # checkpoints: every row is in the new file now
@@ -215,12 +217,19 @@ def _copy_rows(source: Tx, target: Tx, report: _Reporter) -> _Copied:
                 hint=f"{_UNCHANGED}; run `evigraph check --repair`, then compact again",
             )
     found = {
-        r["name"]: r["text"]
-        for r in source.rows("CALL SHOW_INDEXES() RETURN index_name AS name, index_definition AS text")
-        if r["name"] not in RETIRED_FTS_INDEXES  # an old file's: this release drops them, not copies them
+        name: text
+        for name, text in _made_indexes(source).items()
+        if name not in RETIRED_FTS_INDEXES  # an old file's: this release drops them, not copies them
     }
     copied.indexes = found  # an index of a later release travels with its own definition
     return copied
+
+
+def _made_indexes(tx: Tx) -> dict[str, str]:
+    """Indexes a statement made, by name, with that statement. LadybugDB also lists each table's
+    primary-key index (`_PK`, no definition), which the engine makes with the table."""
+    rows = tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name, index_definition AS text")
+    return {r["name"]: r["text"] for r in rows if r["text"]}
 
 
 def _carry_property_columns(old: list[Table], target: Tx) -> None:
@@ -274,7 +283,7 @@ def _verify(source: Compacted, tmp: Path, copied: _Copied, report: _Reporter) ->
                 for i, table in enumerate(tables):
                     report("verify", i, len(tables))
                     _check_counts(tx, [table], copied, "after its checkpoint")
-                indexes = {r["name"] for r in tx.rows("CALL SHOW_INDEXES() RETURN index_name AS name")}
+                indexes = set(_made_indexes(tx))
                 mark = tx.column(f"MATCH (m:{META_TABLE} {{key: 'app'}}) RETURN m.value")
             if indexes != set(copied.indexes) or mark != ["evigraph"]:
                 raise StoreError(

@@ -35,10 +35,11 @@ READ_OPERATORS = frozenset(
         *("HASH_JOIN_PROBE", "INTERSECT_BUILD", "INTERSECT", "CROSS_PRODUCT", "SEMI_MASKER", "DUMMY_SINK"),
         *("AGGREGATE", "AGGREGATE_FINALIZE", "AGGREGATE_SCAN", "ORDER_BY", "ORDER_BY_MERGE", "ORDER_BY_SCAN"),
         *("TOP_K", "TOP_K_SCAN", "UNION_ALL_SCAN", "UNWIND", "RECURSIVE_EXTEND", "PATH_PROPERTY_PROBE"),
-        *("EMPTY_RESULT", "TABLE_FUNCTION_CALL"),
+        *("EMPTY_RESULT", "TABLE_FUNCTION_CALL", "QUERY_PRIMARY_KEY_LOOKUP"),
     }
 )
-"""Physical operators of Kuzu 0.11 that only read (from PhysicalOperatorUtils::operatorTypeToString).
+"""Physical operators of Kuzu 0.11 that only read (from PhysicalOperatorUtils::operatorTypeToString),
+and LadybugDB 0.22's look-up of a node by its internal id (QUERY_PRIMARY_KEY_LOOKUP, `Table: X`).
 Left out, among others: COPY_TO, EXPORT_DATABASE, IMPORT_DATABASE, INSERT, MERGE, SET_PROPERTY,
 DELETE, BATCH_INSERT, PARTITIONER, INDEX_LOOKUP, CREATE_*, DROP, ALTER, ATTACH_DATABASE,
 DETACH_DATABASE, USE_DATABASE, INSTALL_EXTENSION, LOAD_EXTENSION, UNINSTALL_EXTENSION,
@@ -60,11 +61,12 @@ class Operator:
 
     @property
     def tables(self) -> list[str]:
-        """The tables a scan reads: `Tables: A` and one name a line after it (a label-less pattern)."""
+        """The tables a scan reads: `Tables: A` and one name a line after it (a label-less pattern),
+        or a look-up's `Table: A`."""
         found: list[str] = []
         for p in self.params:
-            if p.startswith("Tables:"):
-                found.append(p.removeprefix("Tables:").strip())
+            if p.startswith(("Tables:", "Table:")):
+                found.append(p.split(":", 1)[1].strip())
             elif found and ":" not in p:
                 found.append(p)
             elif found:

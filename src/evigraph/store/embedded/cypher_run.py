@@ -149,7 +149,13 @@ def query_failure(exc: EngineError) -> ReadOnlyQueryError:
         return CypherRefused(message, hint="only read queries run here: use MATCH ... RETURN")
     if "buffer pool is full" in lowered or "bad_alloc" in lowered:
         return QueryAborted(f"the query needed more memory than free-form Cypher may use ({message})", hint=MEMORY_HINT)
+    if "parser exception" in lowered and ".index>" in lowered:
+        return ReadOnlyQueryError(message, hint=INDEX_HINT)
     return ReadOnlyQueryError(message, hint="check the query against the schema")
+
+
+INDEX_HINT = "`index` is a keyword of LadybugDB's Cypher: quote the property, c.`index`"
+"""A passage's `index` property must be quoted on LadybugDB (`c.index` fails to parse there)."""
 
 
 def _all(result: Any) -> list[list[Any]]:

@@ -266,7 +266,7 @@ def serve(path: Path, engine: str) -> None:
     executor: Executor | None = None
     failed: StoreError | None = None
     try:
-        module = import_engine(engine)
+        module = import_engine(engine, path)
         db = open_database(module, path, read_only=True, buffer_pool_mb=PAGE_CACHE_MB, max_db_mb=_address_mb(path))
         executor = Executor(db, module, read_only=True, pool_size=1)
         executor.on_connect(lambda conn: load_extensions(conn, engine_name(module)))

@@ -3,12 +3,20 @@
 Both are imported lazily, so `import evigraph` stays fast. Engine errors are turned into
 `StoreError`s that say what to do: the raw messages ("Could not set lock on file") name no fix,
 and their type (`RuntimeError`) says nothing a caller can act on.
+
+Neither engine opens the other's files (LadybugDB 0.22 calls a Kuzu file "not a valid Lbug
+database file"), and the two cannot be loaded into one process: both register the same Python
+types, so the second import fails ("type Database is already registered") and the process may
+crash at exit. So an existing file is opened by the engine that wrote it, read from its first four
+bytes (`KUZU`, `LBUG`), and a process that has one engine loaded refuses the other with a hint.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +32,63 @@ from evigraph.extras import install_hint
 
 ENGINES = ("kuzu", "ladybug")
 EXTENSIONS = ("fts", "vector", "algo")
-_LADYBUG_MODULES = ("real_ladybug", "ladybug")
 
 
-def import_engine(engine: str) -> Any:
-    """Import the engine module; `auto` prefers Kuzu, whose extensions are linked in."""
+_MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
+
+
+def file_engine(path: Path) -> str | None:
+    """The engine that wrote the database file at `path`, None for no file or one neither wrote."""
+    try:
+        with path.open("rb") as file:
+            return _MAGIC.get(file.read(4))
+    except OSError:
+        return None
+
+
+def import_engine(engine: str, path: Path | None = None) -> Any:
+    """Import the engine module for the file at `path`.
+
+    `auto` takes the engine that wrote the file; for a new file, the engine this process has
+    loaded already, else Kuzu (whose extensions are linked in), else LadybugDB."""
     if engine not in (*ENGINES, "auto"):
         raise EngineUnavailableError(f"unknown engine {engine!r}", hint=f"use one of: auto, {', '.join(ENGINES)}")
-    if engine in ("kuzu", "auto"):
-        try:
-            return importlib.import_module("kuzu")
-        except ImportError as exc:
-            if engine == "kuzu":
-                raise EngineUnavailableError(
-                    "the kuzu package is not installed", hint="pip install kuzu==0.11.3"
-                ) from exc
-    for name in _LADYBUG_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        if hasattr(module, "Database") and hasattr(module, "Connection"):
-            return module
-    raise EngineUnavailableError(
-        "LadybugDB is not installed",
-        hint=f'{install_hint("ladybug")}, or use engine="kuzu" (the default)',
-    )
+    written_by = file_engine(path) if path is not None else None
+    if written_by is not None and engine not in ("auto", written_by):
+        raise EngineUnavailableError(
+            f"{path} was written by {_TITLES[written_by]}, which {_TITLES[engine]} cannot open",
+            hint=f"drop the engine option (auto opens each file with its own engine) or use engine={written_by!r}",
+        )
+    loaded = next((e for e in ENGINES if sys.modules.get(_MODULES[e]) is not None), None)
+    if written_by is not None:
+        engine = written_by
+    elif engine == "auto":
+        engine = loaded or ("kuzu" if _installed("kuzu") else "ladybug")
+    if not _installed(_MODULES[engine]):
+        hint = "pip install kuzu==0.11.3" if engine == "kuzu" else install_hint("ladybug")
+        raise EngineUnavailableError(f"{_TITLES[engine]} is not installed", hint=hint)
+    if loaded is not None and loaded != engine:
+        raise EngineUnavailableError(
+            f"this process has {_TITLES[loaded]} loaded, and {_TITLES[engine]} cannot be loaded beside it",
+            hint=f"open {_TITLES[engine]} knowledge bases in another process",
+        )
+    module = importlib.import_module(_MODULES[engine])
+    if not (hasattr(module, "Database") and hasattr(module, "Connection")):
+        raise EngineUnavailableError(
+            f"the {_MODULES[engine]!r} module found is not {_TITLES[engine]} ({getattr(module, '__file__', '')})",
+            hint=f"{install_hint('ladybug')}; Ladybug Tools' weather library takes the same module name",
+        )
+    return module
+
+
+_MODULES = {"kuzu": "kuzu", "ladybug": "ladybug"}
+_TITLES = {"kuzu": "Kuzu", "ladybug": "LadybugDB", "auto": "the default engine"}
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None: made unimportable on purpose
+    return importlib.util.find_spec(module) is not None
 
 
 def engine_name(module: Any) -> str:
@@ -119,7 +158,14 @@ def engine_failure(exc: RuntimeError) -> EngineError:
 
 
 def load_extensions(conn: Any, engine_name: str) -> None:
-    """Load full-text, vector and graph-algorithm extensions, which the store's queries need."""
+    """Load Kuzu's full-text, vector and graph-algorithm extensions, linked into its wheel: a file
+    holding an index an earlier release made (`upgrades`) cannot be opened without them.
+
+    LadybugDB downloads its extensions at first use, which fails offline, and its files are all
+    new, holding no such index; nothing else the store runs needs one (the stemmer is PyStemmer's,
+    `bm25`), so none is loaded there."""
+    if engine_name != "kuzu":
+        return
     for ext in EXTENSIONS:
         try:
             conn.execute(f"LOAD EXTENSION {ext}")

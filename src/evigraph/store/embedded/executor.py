@@ -102,6 +102,11 @@ class Statements:
         entry.names |= params.keys()
         return result
 
+    def clear(self) -> None:
+        """Drop every prepared statement, as a connection must before it closes: LadybugDB 0.22
+        does not checkpoint at close while one is alive (its log stayed beside the file)."""
+        self._cache.clear()
+
     def _prepare(self, query: str) -> _Prepared:
         statement = self._conn._prepare(query)  # prepare() is the same plus a DeprecationWarning
         self.prepares += 1
@@ -133,6 +138,11 @@ class Tx:
     def __init__(self, conn: Any, statements: Statements | None = None) -> None:
         self._conn = conn
         self._statements = statements
+
+    @property
+    def engine(self) -> str:
+        """ "kuzu" or "ladybug", for the few statements one of them cannot run as the other does."""
+        return "kuzu" if type(self._conn).__module__.partition(".")[0] == "kuzu" else "ladybug"
 
     def execute(self, query: str, params: dict[str, Any] | None = None) -> Any:
         try:
@@ -257,6 +267,11 @@ class _Conn:
 
     def tx(self) -> Tx:
         return Tx(self.conn, self.statements)
+
+    def close(self) -> None:
+        if self.statements is not None:
+            self.statements.clear()
+        self.conn.close()
 
     @property
     def worn(self) -> bool:
@@ -387,7 +402,7 @@ class Executor:
                 old.statements.prepares = 0
             return old
         with contextlib.suppress(Exception):
-            old.conn.close()
+            old.close()
         return new
 
     def _take(self) -> _Conn:
@@ -418,7 +433,7 @@ class Executor:
             except queue.Empty:
                 break
         for conn in conns:
-            conn.conn.close()
+            conn.close()
         self._write = None
         self._db.close()
 

@@ -139,9 +139,7 @@ class IndexOps(GraphIndexReads):
         return await self.executor.read(generation.current)
 
     async def search_passages(self, query: str, limit: int = 10) -> list[PassageHit]:
-        return await bm25.search(
-            await self._text_index(reads.passage_texts), query, limit, self.passages_by_ids, self._stem
-        )
+        return await bm25.search(await self._text_index(reads.passage_texts), query, limit, self.passages_by_ids)
 
     async def _text_index(self, texts: Callable[[Tx], list[tuple[str, str]]]) -> TextIndex:
         """The full-text index of passages, entities or code symbols (`bm25`), built at the first
@@ -159,16 +157,7 @@ class IndexOps(GraphIndexReads):
         return docs
 
     async def search_entities(self, query: str, limit: int = 10) -> list[EntityHit]:
-        return await bm25.search(
-            await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids, self._stem
-        )
-
-    def _stem(self, words: list[str]) -> dict[str, str]:
-        """Porter stems by this file's own connection, which has the full-text extension loaded."""
-        rows = self.executor.read_sync(
-            lambda tx: tx.rows("UNWIND $w AS w RETURN w AS w, stem(w, 'porter') AS s", {"w": words})
-        )
-        return {r["w"]: r["s"] for r in rows}
+        return await bm25.search(await self._text_index(reads.entity_texts), query, limit, self.entities_by_ids)
 
     async def _graph(self) -> GraphIndex:
         def built() -> tuple[str | None, GraphIndex]:

@@ -213,7 +213,7 @@ def snapshot(tx: Tx) -> dict[str, frozenset[tuple[Any, ...]]]:
         ),
         "chunks": frozenset(
             (r["d"], r["i"], r["t"])
-            for r in tx.rows("MATCH (c:Chunk)-[:PART_OF]->(d:Document) RETURN d.key AS d, c.index AS i, c.text AS t")
+            for r in tx.rows("MATCH (c:Chunk)-[:PART_OF]->(d:Document) RETURN d.key AS d, c.`index` AS i, c.text AS t")
         ),
         "entities": frozenset(
             (r["i"], r["n"], r["l"]) for r in tx.rows("MATCH (e:Entity) RETURN e.id AS i, e.name AS n, e.label AS l")
@@ -222,7 +222,7 @@ def snapshot(tx: Tx) -> dict[str, frozenset[tuple[Any, ...]]]:
             (r["e"], r["d"], r["i"])
             for r in tx.rows(
                 """MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk)-[:PART_OF]->(d:Document)
-                   RETURN e.id AS e, d.key AS d, c.index AS i"""
+                   RETURN e.id AS e, d.key AS d, c.`index` AS i"""
             )
         ),
         "relations": frozenset(

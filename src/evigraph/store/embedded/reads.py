@@ -47,7 +47,7 @@ def counts(tx: Tx) -> StoreCounts:
     )
 
 
-_CHUNK_FIELDS = """c.id AS id, c.document AS document, c.version AS version, c.index AS index,
+_CHUNK_FIELDS = """c.id AS id, c.document AS document, c.version AS version, c.`index` AS `index`,
                    c.text AS text, c.page AS page, c.char_start AS cs, c.char_end AS ce,
                    c.breadcrumbs AS breadcrumbs"""
 
@@ -133,7 +133,7 @@ def document_passages(tx: Tx, key: str, limit: int, context: bool = True) -> lis
     found = titles_of(tx, [key])
     rows = tx.rows(
         f"""MATCH (c:Chunk)-[:PART_OF]->(d:Document {{key: $key}})
-            RETURN {chunk_fields(context)} ORDER BY c.index LIMIT $limit""",
+            RETURN {chunk_fields(context)} ORDER BY c.`index` LIMIT $limit""",
         {"key": key, "limit": limit},
     )
     return _chunk_hits(tx, rows, found)

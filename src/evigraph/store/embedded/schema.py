@@ -77,7 +77,7 @@ DDL = (
         key STRING PRIMARY KEY, title STRING, path STRING, content_hash STRING, version INT64,
         loader STRING, metadata STRING, chunk_count INT64, ingested_at TIMESTAMP)""",
     f"""CREATE NODE TABLE IF NOT EXISTS Chunk(
-        id STRING PRIMARY KEY, document STRING, version INT64, index INT64, text STRING,
+        id STRING PRIMARY KEY, document STRING, version INT64, `index` INT64, text STRING,
         breadcrumbs STRING[], page INT64, char_start INT64, char_end INT64, embedding FLOAT[],
         search_text STRING, sentence_starts INT64[], sentence_ends INT64[], sentence_vectors FLOAT[][],
         passage_context STRING, {FOUND_COLUMN} STRING)""",

@@ -89,8 +89,8 @@ from evigraph.store.saved_indexes import SavedIndexes
 class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
 
-    `engine` is "kuzu" (default through "auto"), or "ladybug". The file is created on the first
-    write; opening it read-only never creates anything, so a read on a path that was never
+    `engine` is "auto" (an existing file's own engine; Kuzu for a new one), "kuzu" or "ladybug"
+    (`engine.import_engine`). The file is created on the first write; opening it read-only never creates anything, so a read on a path that was never
     written fails with a hint instead of leaving an empty database behind.
     """
 
@@ -154,7 +154,7 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
         self._opened_at = await self._exec.read(generation.current)
 
     def _open_sync(self) -> Executor:
-        module = import_engine(self.engine)
+        module = import_engine(self.engine, self.path)
         name = engine_name(module)
         if not self.read_only and not os.path.lexists(self.path):
             self._create_file(module, name)
@@ -270,7 +270,7 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
         proves no other process has it open."""
         if self.read_only:
             raise StoreError(f"cannot compact {self.path}: it is open read-only", hint="open it writable to compact it")
-        module = import_engine(self.engine)
+        module = import_engine(self.engine, self.path)
         source = compaction.Compacted(
             self.executor,
             self.path,

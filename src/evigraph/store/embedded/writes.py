@@ -279,11 +279,11 @@ def create_mentions(tx: Tx, mentions: Sequence[dict[str, Any]]) -> None:
 
 
 _CREATE_CHUNKS = """UNWIND $rows AS r
-           WITH r.i AS i, r.doc AS doc, r.id AS id, r.version AS version, r.index AS idx, r.text AS text,
+           WITH r.i AS i, r.doc AS doc, r.id AS id, r.version AS version, r.`index` AS idx, r.text AS text,
                 r.bc AS bc, r.page AS page, r.cs AS cs, r.ce AS ce, r.emb AS emb, r.st AS st,
                 r.ss AS ss, r.se AS se, r.cx AS cx, r.fd AS fd
            MATCH (d:Document {key: doc})
-           CREATE (c:Chunk {id: id, document: doc, version: version, index: idx, text: text,
+           CREATE (c:Chunk {id: id, document: doc, version: version, `index`: idx, text: text,
                             breadcrumbs: CAST(bc AS STRING[]), page: CAST(page AS INT64),
                             char_start: cs, char_end: ce, embedding: CAST(emb AS FLOAT[]),
                             search_text: st, sentence_starts: CAST(ss AS INT64[]),

@@ -110,7 +110,6 @@ class FalkorStore(
     async def open(self) -> None:
         if self._conn is None:
             prefetch_numpy()
-            bm25.prefetch_stemmer()
             await asyncio.to_thread(self._open_sync)
 
     def _open_sync(self) -> None:
