@@ -90,8 +90,9 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
     """A knowledge base in one database file.
 
     `engine` is "auto" (an existing file's own engine; Kuzu for a new one), "kuzu" or "ladybug"
-    (`engine.import_engine`). The file is created on the first write; opening it read-only never creates anything, so a read on a path that was never
-    written fails with a hint instead of leaving an empty database behind.
+    (`engine.import_engine`). The file is created on the first write; opening it read-only never
+    creates anything, so a read on a path that was never written fails with a hint instead of
+    leaving an empty database behind.
     """
 
     write_group_passages = 4_096
