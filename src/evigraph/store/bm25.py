@@ -188,7 +188,8 @@ def _stem(words: list[str]) -> dict[str, str]:
     postings saved before agree with queries stemmed now. It was Kuzu's own function, through an
     in-memory database or a store's connection; that needed the extension loaded (170-280 ms of a
     first question) and a Kuzu wheel even beside a FalkorDB server, and LadybugDB downloads the
-    extension at first use, which fails offline."""
+    extension at first use, which fails offline. PyStemmer's first stem, import included, took
+    0.8 ms against 102 ms for Kuzu's (same session), so nothing is prefetched any more."""
     with _STEM_LOCK:  # a Stemmer object is not safe to share between threads
         if not _STEMMER:
             import Stemmer

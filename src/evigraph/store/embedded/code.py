@@ -167,8 +167,9 @@ def _link(tx: Tx, rel: str, a: str, b: str, rows: list[dict[str, str]]) -> None:
     sizes the adjacency to the edges it brings (100 edges: 0.29 MB a table, against 3.2 MB), also
     into a table that has edges, and is rolled back with the transaction like any write.
 
-    LadybugDB 0.22 crashes (segfault) running that `COPY` with parameters a second time, and has
-    not the quirk (one `CREATE`d edge among 60,000 nodes grew its file by 0.03 MB), so it creates."""
+    LadybugDB 0.22 crashes (segfault) when that `COPY` runs with parameters a second time, and it
+    does not have the quirk (one `CREATE`d edge among 60,000 nodes grew its file by 0.03 MB), so
+    on LadybugDB the edges are created."""
     if tx.engine == "ladybug":
         tx.run_batched(
             f"""UNWIND $rows AS r WITH r.s AS s, r.d AS d MATCH (a:{a} {{id: s}}) WITH a, d

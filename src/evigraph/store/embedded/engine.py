@@ -59,12 +59,12 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
             f"{path} was written by {_TITLES[written_by]}, which {_TITLES[engine]} cannot open",
             hint=f"drop the engine option (auto opens each file with its own engine) or use engine={written_by!r}",
         )
-    loaded = next((e for e in ENGINES if sys.modules.get(_MODULES[e]) is not None), None)
+    loaded = next((e for e in ENGINES if sys.modules.get(e) is not None), None)  # module named as its engine
     if written_by is not None:
         engine = written_by
     elif engine == "auto":
         engine = loaded or ("kuzu" if _installed("kuzu") else "ladybug")
-    if not _installed(_MODULES[engine]):
+    if not _installed(engine):
         hint = "pip install kuzu==0.11.3" if engine == "kuzu" else install_hint("ladybug")
         raise EngineUnavailableError(f"{_TITLES[engine]} is not installed", hint=hint)
     if loaded is not None and loaded != engine:
@@ -72,16 +72,15 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
             f"this process has {_TITLES[loaded]} loaded, and {_TITLES[engine]} cannot be loaded beside it",
             hint=f"open {_TITLES[engine]} knowledge bases in another process",
         )
-    module = importlib.import_module(_MODULES[engine])
+    module = importlib.import_module(engine)
     if not (hasattr(module, "Database") and hasattr(module, "Connection")):
         raise EngineUnavailableError(
-            f"the {_MODULES[engine]!r} module found is not {_TITLES[engine]} ({getattr(module, '__file__', '')})",
+            f"the {engine!r} module found is not {_TITLES[engine]} ({getattr(module, '__file__', '')})",
             hint=f"{install_hint('ladybug')}; Ladybug Tools' weather library takes the same module name",
         )
     return module
 
 
-_MODULES = {"kuzu": "kuzu", "ladybug": "ladybug"}
 _TITLES = {"kuzu": "Kuzu", "ladybug": "LadybugDB", "auto": "the default engine"}
 
 
@@ -172,15 +171,9 @@ def load_extensions(conn: Any, engine_name: str) -> None:
         except RuntimeError as exc:
             if "already loaded" in str(exc).lower():
                 continue
-            if engine_name == "kuzu":
-                raise EngineUnavailableError(
-                    f"the Kuzu {ext} extension did not load: {exc}",
-                    hint="reinstall kuzu==0.11.3, whose extensions are built in",
-                ) from exc
             raise EngineUnavailableError(
-                f"LadybugDB cannot load its {ext} extension ({str(exc).splitlines()[0]})",
-                hint=f"LadybugDB downloads extensions at first use: run `INSTALL {ext}` once with "
-                "internet access, or use engine='kuzu', whose extensions work offline",
+                f"the Kuzu {ext} extension did not load: {exc}",
+                hint="reinstall kuzu==0.11.3, whose extensions are built in",
             ) from exc
 
 
