@@ -168,3 +168,30 @@ async def test_a_file_is_opened_by_the_engine_that_wrote_it(tmp_path: Path) -> N
             pass
     assert not (tmp_path / "new.db").exists()
     assert file_engine(tmp_path / "missing.db") is None and file_engine(tmp_path) is None
+
+
+def test_an_engine_that_is_found_but_does_not_import_says_so(tmp_path: Path) -> None:
+    """A broken install (a wheel for another platform, a missing shared library) is found by the
+    import system but fails to import: the store says which engine and how to reinstall it."""
+    import subprocess
+
+    broken = tmp_path / "site" / "kuzu"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('libkuzu.so: cannot open shared object file')\n")
+    child = f"""
+import asyncio, sys
+sys.path.insert(0, {str(tmp_path / "site")!r})
+from evigraph.errors import EngineUnavailableError
+from evigraph.store.embedded.store import EmbeddedStore
+async def main():
+    try:
+        async with EmbeddedStore({str(tmp_path / "kb.db")!r}, engine="kuzu"):
+            pass
+    except EngineUnavailableError as exc:
+        print(exc.message, "|", exc.hint)
+asyncio.run(main())
+"""
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Kuzu did not import: libkuzu.so: cannot open shared object file | pip install kuzu==0.11.3" in proc.stdout
+    assert not (tmp_path / "kb.db").exists()

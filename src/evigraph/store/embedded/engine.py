@@ -65,14 +65,16 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
     elif engine == "auto":
         engine = loaded or ("kuzu" if _installed("kuzu") else "ladybug")
     if not _installed(engine):
-        hint = "pip install kuzu==0.11.3" if engine == "kuzu" else install_hint("ladybug")
-        raise EngineUnavailableError(f"{_TITLES[engine]} is not installed", hint=hint)
+        raise EngineUnavailableError(f"{_TITLES[engine]} is not installed", hint=_install(engine))
     if loaded is not None and loaded != engine:
         raise EngineUnavailableError(
             f"this process has {_TITLES[loaded]} loaded, and {_TITLES[engine]} cannot be loaded beside it",
             hint=f"open {_TITLES[engine]} knowledge bases in another process",
         )
-    module = importlib.import_module(engine)
+    try:
+        module = importlib.import_module(engine)
+    except ImportError as exc:  # found, but broken (a wheel for another platform, a missing library)
+        raise EngineUnavailableError(f"{_TITLES[engine]} did not import: {exc}", hint=_install(engine)) from exc
     if not (hasattr(module, "Database") and hasattr(module, "Connection")):
         raise EngineUnavailableError(
             f"the {engine!r} module found is not {_TITLES[engine]} ({getattr(module, '__file__', '')})",
@@ -82,6 +84,10 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
 
 
 _TITLES = {"kuzu": "Kuzu", "ladybug": "LadybugDB", "auto": "the default engine"}
+
+
+def _install(engine: str) -> str:
+    return "pip install kuzu==0.11.3" if engine == "kuzu" else install_hint("ladybug")
 
 
 def _installed(module: str) -> bool:
