@@ -262,12 +262,20 @@ def phase_serve(data: Path, db: str, clients: int, limit: int | None) -> dict[st
 
 
 def location(store: str, db: str | None, n: int, several: bool, tmp: Path) -> str:
+    """Where size `n` is measured; a plain path is named by `store`'s engine, so `--store ladybug
+    --db kb.db` cannot measure a new file on the default engine instead."""
+    from evigraph.store.location import StoreLocation
+
     if db is None:
-        path = tmp / f"scale-{n}.db"
-        return f"ladybug://{path}" if store == "ladybug" else str(path)
-    if "{n}" in db:
-        return db.replace("{n}", str(n))
-    return f"{db}-{n}" if several else db
+        chosen = str(tmp / f"scale-{n}.db")
+    elif "{n}" in db:
+        chosen = db.replace("{n}", str(n))
+    else:
+        chosen = f"{db}-{n}" if several else db
+    where = StoreLocation.parse(chosen)
+    if where.path is not None and where.engine is None and store != "falkordb":
+        return f"{store}://{where.path.resolve()}"
+    return chosen
 
 
 def remove_embedded(db: str) -> None:
@@ -286,9 +294,12 @@ def remove_embedded(db: str) -> None:
 def check_store(store: str, db: str) -> None:
     from evigraph.store.location import StoreLocation
 
-    embedded = StoreLocation.parse(db).embedded
-    if (store != "falkordb") != embedded:
-        raise SystemExit(f"--store {store} does not match --db {db}: the embedded store takes a path, a server a URL")
+    where = StoreLocation.parse(db)
+    if (store != "falkordb") != where.embedded or where.engine not in (None, store):
+        raise SystemExit(
+            f"--store {store} does not match --db {db}: pass a path or a {store}:// URL for an embedded store, "
+            "a falkordb:// URL for a server"
+        )
 
 
 def measure(args: argparse.Namespace, n: int, db: str, work: Path) -> dict[str, Any]:

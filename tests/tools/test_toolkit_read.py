@@ -510,6 +510,15 @@ async def test_cypher_error_on_unknown_label_hints_the_tables(tk: Toolkit) -> No
     assert "Person" in err.value.hint  # the labels that are values of e.label
 
 
+async def test_cypher_engine_error_keeps_the_stores_hint_before_the_tables(tk: Toolkit) -> None:
+    """The store's hint (a quoting rule, a crash) reaches the agent; the schema follows it."""
+    with pytest.raises(ToolError) as err:
+        await tk.call("cypher_query", {"query": "MATCH (c:Chunk) RETURN c.no_such_column"})
+    assert "no_such_column" in err.value.message
+    assert err.value.hint.startswith("check the query against the schema; tables: ")
+    assert "Chunk" in err.value.hint
+
+
 async def test_cypher_results_carry_no_internal_properties(tk: Toolkit) -> None:
     rows = await run(
         tk, "cypher_query", {"query": "MATCH (c:Chunk)<-[:MENTIONED_IN]-(e:Entity) RETURN c, e LIMIT 3"}, CypherResult

@@ -100,8 +100,9 @@ async def cypher_query(
         raise QueryTimeout(exc.message, hint=hint) from exc
     except (CypherRefused, QueryAborted) as exc:
         raise type(exc)(exc.message, hint=exc.hint or CYPHER_HINT) from exc
-    except ReadOnlyQueryError as exc:
-        raise ReadOnlyQueryError(exc.message, hint=await _schema_hint(store)) from exc
+    except ReadOnlyQueryError as exc:  # the store's own hint first (a quoting rule, a crash), then the schema
+        schema = await _schema_hint(store)
+        raise ReadOnlyQueryError(exc.message, hint=f"{exc.hint}; {schema}" if exc.hint else schema) from exc
     return CypherRows(
         columns=list(rows[0]) if rows else [],
         rows=rows[:limit],

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.store.contract.conftest import ALPHA, StoreFactory, covers
+from tests.store.contract.conftest import ALPHA, TEST_ENGINE, StoreFactory, covers
 from tests.store.contract.test_contract_decisions import decision, passage
 
 from evigraph.errors import CypherRefused, ReadOnlyQueryError
 from evigraph.store import GraphStore
 from evigraph.store.cypher.bounds import MAX_DEPTH
+from evigraph.store.embedded.cypher_run import INDEX_HINT
 
 GOAL = "goal-5e1f-never-shown"
 CONCLUSION = "conclusion-9a7c-never-shown"
@@ -94,6 +95,16 @@ async def test_the_knowledge_graph_stays_readable(store: GraphStore, factory: St
         "MATCH (c:Chunk) WITH c, ['a', 'b'] AS l, 1 AS i RETURN l[i] AS x, c.text AS t LIMIT 1"
     )
     assert rows[0]["x"] == ("b" if factory.name == "falkordb" else "a") and rows[0]["t"]
+    # a passage's `index`, quoted, reads on every store; LadybugDB reserves the bare word and says so
+    rows = await store.cypher_query("MATCH (c:Chunk) RETURN c.`index` AS i ORDER BY i")
+    assert rows == [{"i": i} for i in range(len(ALPHA.chunks))]
+    bare = "MATCH (c:Chunk) RETURN c.index AS i ORDER BY i"
+    if TEST_ENGINE == "ladybug":
+        with pytest.raises(ReadOnlyQueryError) as refused:
+            await store.cypher_query(bare)
+        assert refused.value.hint == INDEX_HINT
+    else:
+        assert await store.cypher_query(bare) == rows
 
 
 @covers("cypher_query")

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,10 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def engine_name(module: Any) -> str:
-    """Which engine a module `import_engine` gave is, as `load_extensions` wants it named."""
-    return "kuzu" if module.__name__ == "kuzu" else "ladybug"
+def engine_name(of: Any) -> str:
+    """Which engine a module `import_engine` gave, or an object of it (a connection), belongs to."""
+    name = of.__name__ if isinstance(of, types.ModuleType) else type(of).__module__
+    return "kuzu" if name.partition(".")[0] == "kuzu" else "ladybug"
 
 
 def open_database(module: Any, path: Path, *, read_only: bool, buffer_pool_mb: int, max_db_mb: int = 1 << 20) -> Any:

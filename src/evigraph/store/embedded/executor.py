@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from evigraph.errors import StoreError
 from evigraph.store.embedded.checkpoint_gate import CheckpointGate
-from evigraph.store.embedded.engine import engine_failure
+from evigraph.store.embedded.engine import engine_failure, engine_name
 from evigraph.surrogates import surrogate_path
 
 T = TypeVar("T")
@@ -142,7 +142,7 @@ class Tx:
     @property
     def engine(self) -> str:
         """ "kuzu" or "ladybug", for the few statements one of them cannot run as the other does."""
-        return "kuzu" if type(self._conn).__module__.partition(".")[0] == "kuzu" else "ladybug"
+        return engine_name(self._conn)
 
     def execute(self, query: str, params: dict[str, Any] | None = None) -> Any:
         try:
