@@ -4,6 +4,7 @@ extracted enough, never runs the caller's script again, and survives the worker 
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, PrivateAttr
 
 from evigraph.errors import ConfigurationError
 from evigraph.ingest.extraction import offload
@@ -192,3 +194,27 @@ async def test_an_error_from_the_worker_keeps_its_hint() -> None:
     assert offload._worker is not None  # it did come from the worker
     assert raised.value.hint == "install it with pip install example-model"
     assert "pip install example-model" in str(raised.value)
+
+
+class _WithPrivate(BaseModel):
+    name: str
+    _seen: int = PrivateAttr(default=0)
+
+
+def test_models_cross_as_their_fields_and_come_back_equal() -> None:
+    """The worker's pickling (`offload.dumps`) rebuilds models from their fields: equal, hashable
+    where frozen, their unset fields still unset; a model with private state keeps pydantic's."""
+    graphs = RuleBasedExtraction().extract_sync(_documents(3), DEFAULT_ONTOLOGY)
+    data = offload.dumps((True, graphs))
+    assert b"rebuilt_model" in data  # the fields path, not pydantic's __setstate__
+    ok, back = pickle.loads(data)
+    assert ok and back == graphs and back[0].relations and back[0].mentions
+    assert {hash(r) for r in back[0].relations} == {hash(r) for r in graphs[0].relations}
+    chunk = TextChunk(index=0, text="Ada met Babbage.", start=0, end=16)
+    again = pickle.loads(offload.dumps(chunk))
+    assert again == chunk and again.model_fields_set == chunk.model_fields_set
+    private = _WithPrivate(name="x")
+    private._seen = 3
+    data = offload.dumps(private)
+    assert b"rebuilt_model" not in data
+    assert pickle.loads(data)._seen == 3
