@@ -145,8 +145,8 @@ class IngestRun:
             self._names = NameVectors(self.store, self.strategies.embedder)
 
     async def run(self, sources: Sequence[str], texts: Sequence[LoadedDocument] = ()) -> IngestReport:
-        # Into a server, extraction gets its worker process early (`offload.early`).
-        token = offload.early.set(not self.store.writes_on_this_machine)
+        # A server's writes, or no embedding model, leave a core to the worker (`offload.early`).
+        token = offload.early.set(not self.store.writes_on_this_machine or self.strategies.embedder is None)
         try:
             with fewer_collections():
                 return await self._run(sources, texts)

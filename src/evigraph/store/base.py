@@ -128,7 +128,7 @@ class GraphStore(PropertyStore, KeyStore, GraphRewriteStore, ABC):
     """Whether the store's writes run on the ingesting machine's cores (an embedded engine) rather
     than on a server's. An ingest into a server gives extraction a worker process early
     (`evigraph.ingest.extraction.offload`); one into an engine here, whose writes already keep
-    the cores busy, does so only for large batches."""
+    the cores busy, does so only for large batches while an embedding model shares the cores."""
 
     writes_at_once: int = 1
     """How many `write_versions` calls one ingest may have running at once. One for a store whose
