@@ -10,6 +10,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, PrivateAttr
@@ -201,9 +202,18 @@ class _WithPrivate(BaseModel):
     _seen: int = PrivateAttr(default=0)
 
 
+class _OwnState(BaseModel):
+    name: str
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)
+        object.__setattr__(self, "name", self.name + "!")
+
+
 def test_models_cross_as_their_fields_and_come_back_equal() -> None:
     """The worker's pickling (`offload.dumps`) rebuilds models from their fields: equal, hashable
-    where frozen, their unset fields still unset; a model with private state keeps pydantic's."""
+    where frozen, their unset fields still unset; a model with private state, or its own
+    `__setstate__`, is pickled as it would be anyway."""
     graphs = RuleBasedExtraction().extract_sync(_documents(3), DEFAULT_ONTOLOGY)
     data = offload.dumps((True, graphs))
     assert b"rebuilt_model" in data  # the fields path, not pydantic's __setstate__
@@ -218,3 +228,7 @@ def test_models_cross_as_their_fields_and_come_back_equal() -> None:
     data = offload.dumps(private)
     assert b"rebuilt_model" not in data
     assert pickle.loads(data)._seen == 3
+    own = _OwnState(name="y")
+    data = offload.dumps(own)
+    assert b"rebuilt_model" not in data
+    assert pickle.loads(data).name == "y!"  # its own __setstate__ ran
