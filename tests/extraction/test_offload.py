@@ -232,3 +232,31 @@ def test_models_cross_as_their_fields_and_come_back_equal() -> None:
     data = offload.dumps(own)
     assert b"rebuilt_model" not in data
     assert pickle.loads(data).name == "y!"  # its own __setstate__ ran
+
+
+class _Loose(BaseModel):
+    name: str
+    note: str = ""
+
+
+def test_frozen_models_read_back_share_one_fields_set_and_copies_stay_apart() -> None:
+    """Frozen models of a class with the same fields set come back sharing one set (the memory a
+    waiting write group holds); a copy with a change gets a set of its own, so the others' stay as
+    they were; a model that is not frozen keeps its own set, since setting a field adds to it."""
+    graphs = RuleBasedExtraction().extract_sync(_documents(3), DEFAULT_ONTOLOGY)
+    back = pickle.loads(offload.dumps(graphs))
+    relations = [r for g in back for r in g.relations]
+    assert len(relations) > 2 and back == graphs
+    assert len({id(r.__pydantic_fields_set__) for r in relations}) < len(relations)
+    first = relations[0]
+    second = next(r for r in relations[1:] if r.__pydantic_fields_set__ is first.__pydantic_fields_set__)
+    before = set(second.model_fields_set)
+    changed = first.model_copy(update={"type": "WORKS_FOR"})
+    assert changed.__pydantic_fields_set__ is not first.__pydantic_fields_set__
+    assert changed.model_fields_set == before | {"type"}
+    assert second.model_fields_set == before and first.model_fields_set == before
+    loose = [_Loose(name="a"), _Loose(name="b")]
+    a, b = pickle.loads(offload.dumps(loose))
+    assert a.__pydantic_fields_set__ is not b.__pydantic_fields_set__
+    a.note = "set"
+    assert a.model_fields_set == {"name", "note"} and b.model_fields_set == {"name"}

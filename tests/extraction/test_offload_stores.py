@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from tests.conftest import FalkorServer
 from tests.tools.conftest import HashEmbedder
 
 from evigraph import KnowledgeBase
+from evigraph.ingest import pipeline
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.rules import RuleBasedExtraction
 from evigraph.models import GraphData, Ontology, TextChunk
@@ -45,3 +47,36 @@ async def test_an_ingest_into_the_embedded_file_without_a_model_sends_batches_ea
 
 async def test_an_ingest_into_a_server_sends_batches_to_the_worker_early(falkordb_server: FalkorServer) -> None:
     assert await _early_during_ingest(falkordb_server.url("early_offload")) == [True]
+
+
+async def _trims(db: str, records: Path, monkeypatch: pytest.MonkeyPatch, worker: bool) -> tuple[int, int]:
+    """(memory trims, batches the worker extracted) over one ingest of `records`."""
+    trims: list[int] = []
+    sent: list[int] = []
+    real_call = offload._Worker.call
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "give_back_memory", lambda: trims.append(1))
+        patch.setattr(offload._Worker, "call", lambda self, fn, args: sent.append(1) or real_call(self, fn, args))
+        if not worker:
+            patch.setattr(offload, "_ready_worker", lambda chunks: None)
+        async with KnowledgeBase(db, extractor="rules", embedder="none") as kb:
+            report = await kb.ingest([str(records)], progress=False)
+    assert report.ok and len(report.documents) == 400
+    return len(trims), len(sent)
+
+
+async def test_a_batch_the_worker_extracted_leaves_no_memory_to_give_back_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trim after a batch's extraction (`give_back_memory`, 6% of a 100,000-passage ingest's
+    time) runs only where the extraction ran in this process; the same ingest in threads trims
+    once more for each batch the worker took, and the writes trim alike in both."""
+    records = tmp_path / "records.jsonl"
+    lines = [
+        f'{{"id": "r{i}", "text": "Ada Lovelace met Charles Babbage in London in {1800 + i}."}}' for i in range(400)
+    ]
+    records.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    in_threads, none_sent = await _trims(str(tmp_path / "threads.db"), records, monkeypatch, worker=False)
+    in_worker, batches = await _trims(str(tmp_path / "worker.db"), records, monkeypatch, worker=True)
+    assert none_sent == 0 and batches >= 1
+    assert in_threads - in_worker == batches

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from evigraph.display import one_line
 from evigraph.errors import ConfigurationError, EvigraphError, StoreUnavailableError
+from evigraph.ingest.batch_stages import Embedding, Extracted, Pending, Started
 from evigraph.ingest.batching import Batches, StoredVersions
 from evigraph.ingest.bridges import bridge_sentences
 from evigraph.ingest.cancel import Cancellation, IngestCancelled
@@ -85,28 +86,6 @@ class Strategies:
 
 
 @dataclass
-class _Pending:
-    doc: LoadedDocument
-    existed: bool
-
-
-@dataclass
-class _Started:
-    """A batch chunked, its graphs extracting (`IngestRun._start`)."""
-
-    chunked: list[tuple[_Pending, list[TextChunk]]]
-    graphs: asyncio.Task[list[GraphData | None]]
-
-
-@dataclass
-class _Embedding:
-    """A batch extracted and resolved, its vectors being computed (`IngestRun._process`)."""
-
-    ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]]
-    vectors: asyncio.Task[list[DocumentVectors]] | None  # None without an embedder
-
-
-@dataclass
 class IngestRun:
     store: GraphStore
     strategies: Strategies
@@ -128,8 +107,8 @@ class IngestRun:
     _told: int = field(default=0, init=False, repr=False)  # outcomes already passed to `progress.finished`
     _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
     _names: NameVectors | None = field(default=None, init=False, repr=False)  # with an embedder
-    _extracting: asyncio.Task[list[GraphData | None]] | None = field(default=None, init=False, repr=False)
-    _embedding: deque[_Embedding | None] = field(default_factory=deque, init=False, repr=False)
+    _extracting: asyncio.Task[Extracted] | None = field(default=None, init=False, repr=False)
+    _embedding: deque[Embedding | None] = field(default_factory=deque, init=False, repr=False)
     _to_come: Callable[[], int | None] = field(default=lambda: None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -167,8 +146,8 @@ class IngestRun:
         )
         writing: deque[asyncio.Task[None]] = deque()  # oldest first
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
-        group: WriteGroup[_Pending] = WriteGroup(stored=await self._stored_passages())
-        ahead: deque[_Started | None] = deque()  # batches chunked and extracting, not yet embedding
+        group: WriteGroup[Pending] = WriteGroup(stored=await self._stored_passages())
+        ahead: deque[Started | None] = deque()  # batches chunked and extracting, not yet embedding
 
         def to_come() -> int | None:
             """Passages left after the write group, once the stream has ended (else None)."""
@@ -222,8 +201,8 @@ class IngestRun:
 
     async def _add(
         self,
-        group: WriteGroup[_Pending],
-        started: _Started | None,
+        group: WriteGroup[Pending],
+        started: Started | None,
         writing: deque[asyncio.Task[None]],
         held: list[list[str]],
         flush: bool = False,
@@ -245,7 +224,7 @@ class IngestRun:
             if group.full(self.store.write_group_passages, self._to_come()):
                 await self._hand_over(group, writing, held)
 
-    async def _drop(self, ahead: deque[_Started | None]) -> None:
+    async def _drop(self, ahead: deque[Started | None]) -> None:
         """Wait out the extraction and embedding of batches that will not be written (after a stop
         or a failure), so no worker thread outlives the run."""
         while ahead:
@@ -264,7 +243,7 @@ class IngestRun:
         return (await self.store.counts()).chunks
 
     async def _hand_over(
-        self, group: WriteGroup[_Pending], writing: deque[asyncio.Task[None]], held: list[list[str]]
+        self, group: WriteGroup[Pending], writing: deque[asyncio.Task[None]], held: list[list[str]]
     ) -> None:
         """Start writing `group` once fewer writes than the store takes at once are running; the
         batches it holds are released from `in_flight` when it ends. The next group is prepared
@@ -315,7 +294,7 @@ class IngestRun:
                 out.append(d)
         return out
 
-    async def _skip_unchanged(self, docs: list[LoadedDocument], stream: Batches) -> list[_Pending]:
+    async def _skip_unchanged(self, docs: list[LoadedDocument], stream: Batches) -> list[Pending]:
         stored = await self._stored.take([d.key for d in docs], stream.upcoming())
         pending = []
         for d in docs:
@@ -332,10 +311,10 @@ class IngestRun:
                     )
                 )
             else:
-                pending.append(_Pending(d, existed=old is not None))
+                pending.append(Pending(d, existed=old is not None))
         return pending
 
-    async def _start(self, batch: list[_Pending]) -> _Started | None:
+    async def _start(self, batch: list[Pending]) -> Started | None:
         """Chunk a batch and start extracting it, after the batch before it; `_process` takes it on.
 
         Extracted a batch ahead, a batch reaches the embedding thread with its graph, so its names
@@ -350,14 +329,16 @@ class IngestRun:
             return None
         self._shares.credit((p.doc.key, CHUNKED) for p, _ in chunked)
         self._extracting = asyncio.create_task(self._extract(chunked, self._extracting))
-        return _Started(chunked, self._extracting)
+        return Started(chunked, self._extracting)
 
-    async def _process(self, started: _Started) -> _Embedding | None:
+    async def _process(self, started: Started) -> Embedding | None:
         """The batch's graphs resolved, and its vectors started on the embedding thread."""
-        graphs = await started.graphs
-        await asyncio.to_thread(give_back_memory)  # the extractor's temporaries
+        extracted = await started.graphs
+        graphs = extracted.graphs
+        if extracted.here:  # after every batch, trims took 6% of a 100,000-record ingest's threads' time
+            await asyncio.to_thread(give_back_memory)  # the extractor's temporaries
         self.cancellation.check()
-        ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]] = []
+        ready: list[tuple[Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]] = []
         for (p, chunks), graph in zip(started.chunked, graphs, strict=True):
             if graph is None:
                 continue
@@ -372,9 +353,9 @@ class IngestRun:
         if not ready:
             return None
         embedder = self.strategies.embedder
-        return _Embedding(ready, asyncio.create_task(self._embed(embedder, ready)) if embedder is not None else None)
+        return Embedding(ready, asyncio.create_task(self._embed(embedder, ready)) if embedder is not None else None)
 
-    async def _finish(self, embedding: _Embedding | None) -> list[tuple[_Pending, DocumentVersion]]:
+    async def _finish(self, embedding: Embedding | None) -> list[tuple[Pending, DocumentVersion]]:
         """The batch's versions, with their vectors once computed."""
         if embedding is None:
             return []
@@ -406,7 +387,7 @@ class IngestRun:
             )
         return out
 
-    def _chunk_all(self, batch: list[_Pending]) -> list[tuple[_Pending, list[TextChunk]]]:
+    def _chunk_all(self, batch: list[Pending]) -> list[tuple[Pending, list[TextChunk]]]:
         out = []
         for p in batch:
             try:
@@ -429,8 +410,8 @@ class IngestRun:
         return out
 
     async def _contextualize(
-        self, chunked: list[tuple[_Pending, list[TextChunk]]]
-    ) -> list[tuple[_Pending, list[TextChunk]]]:
+        self, chunked: list[tuple[Pending, list[TextChunk]]]
+    ) -> list[tuple[Pending, list[TextChunk]]]:
         """The chunker's contexts (`ChunkingStrategy.contextualize`): a document it could not give
         them fails, one the token ceiling held back is left; a configuration error stops the ingest."""
         if not chunked:
@@ -451,7 +432,7 @@ class IngestRun:
     async def _embed(
         self,
         embedder: Embedder,
-        ready: list[tuple[_Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]],
+        ready: list[tuple[Pending, list[TextChunk], GraphData, tuple[tuple[Span, ...], ...]]],
     ) -> list[DocumentVectors]:
         """Vectors for every passage of the batch, its bridge sentences' and its names', from one pass."""
         owners = [(p.doc.key, EMBEDDED / len(chunks)) for p, chunks, _, _ in ready for _ in chunks]
@@ -464,24 +445,28 @@ class IngestRun:
         return await on_embedding_thread(embed_documents, embedder, docs, embedded)
 
     async def _extract(
-        self, chunked: list[tuple[_Pending, list[TextChunk]]], after: asyncio.Task[list[GraphData | None]] | None
-    ) -> list[GraphData | None]:
+        self, chunked: list[tuple[Pending, list[TextChunk]]], after: asyncio.Task[Extracted] | None
+    ) -> Extracted:
         """`chunked`'s graphs, extracted once the batch before it (`after`) is: after the LLM token
         ceiling, or a failure that ends the ingest, nothing more is extracted."""
         if after is not None:
             await asyncio.wait([after])
             if after.cancelled() or after.exception() is not None:
-                return [None] * len(chunked)
+                return Extracted([None] * len(chunked), here=False)
         if self._at_ceiling:
             self._left([p.doc.key for p, _ in chunked])
-            return [None] * len(chunked)
+            return Extracted([None] * len(chunked), here=False)
         self.cancellation.check()
+        # Extractions run one at a time, so the count moves by this batch's passages when the
+        # worker took it (by another ingest's too, in a process running two: a trim skipped).
+        sent = offload.passages_sent()
         graphs = await self._extract_graphs(chunked)
+        here = offload.passages_sent() - sent < sum(len(c) for _, c in chunked)
         share = EXTRACTED if self.strategies.embedder is not None else EXTRACTED + EMBEDDED
         self._shares.credit((p.doc.key, share) for (p, _), g in zip(chunked, graphs, strict=True) if g is not None)
-        return graphs
+        return Extracted(graphs, here)
 
-    async def _extract_graphs(self, chunked: list[tuple[_Pending, list[TextChunk]]]) -> list[GraphData | None]:
+    async def _extract_graphs(self, chunked: list[tuple[Pending, list[TextChunk]]]) -> list[GraphData | None]:
         """A ceiling reached keeps the documents finished and leaves the rest; a configuration error
         (a misconfigured LLM) stops the ingest, as it would fail every document alike."""
         extractor, ontology = self.strategies.extractor, self.strategies.ontology
@@ -514,7 +499,7 @@ class IngestRun:
         return graphs
 
     def _leave(
-        self, chunked: list[tuple[_Pending, list[TextChunk]]], done: list[GraphData | None]
+        self, chunked: list[tuple[Pending, list[TextChunk]]], done: list[GraphData | None]
     ) -> list[GraphData | None]:
         """`done` (one per document, None where not extracted) padded, the others reported as left."""
         self._at_ceiling = True
@@ -535,7 +520,7 @@ class IngestRun:
         for key in keys:
             self._shares.complete(key)  # the bar ends full: nothing more happens to them in this run
 
-    async def _write(self, versions: list[tuple[_Pending, DocumentVersion]]) -> None:
+    async def _write(self, versions: list[tuple[Pending, DocumentVersion]]) -> None:
         if not versions:
             return
         try:

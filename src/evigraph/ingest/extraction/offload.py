@@ -110,13 +110,23 @@ def dumps(value: object) -> bytes:
     wait for the same interpreter. On 64 generated passages, pydantic's own `__getstate__` and
     `__setstate__` took 88-105 us a passage to pickle and 204-219 us to read back; as fields,
     66-80 and 131-157 us (about 0.7x both), to equal models. A model with private attributes or
-    extra fields, or its own `__getstate__` or `__setstate__`, is pickled as it would be anyway."""
+    extra fields, or its own `__getstate__` or `__setstate__`, is pickled as it would be anyway.
+
+    Frozen models of one class with the same fields set share one set object (`_shared_fields`):
+    pydantic gives every model a set of its own, and those sets were 26 of the 48 KB a passage's
+    graph held in memory (rules extractor, 513 generated passages), held by the thousands while
+    a write group waits. A frozen model never changes its set in place: `model_copy` copies it
+    first, and setting a field raises."""
     out = io.BytesIO()
     _ModelPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
     return out.getvalue()
 
 
 class _ModelPickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, protocol: int) -> None:
+        super().__init__(file, protocol=protocol)
+        self._sets: dict[type[BaseModel], list[set[str]]] = {}
+
     def reducer_override(self, obj: Any) -> Any:
         if (
             isinstance(obj, BaseModel)
@@ -125,9 +135,27 @@ class _ModelPickler(pickle.Pickler):
             and type(obj).__getstate__ is _GETSTATE  # a model that pickles itself its own way keeps it
             and type(obj).__setstate__ is _SETSTATE
         ):
-            return rebuilt_model, (type(obj), obj.__dict__, obj.__pydantic_fields_set__)
+            return rebuilt_model, (type(obj), obj.__dict__, self._shared_fields(obj))
         return NotImplemented
 
+    def _shared_fields(self, obj: BaseModel) -> set[str]:
+        """The fields set `obj` is sent with: one object for every frozen model of its class with
+        the same fields set (the pickle's memo then reads it back once, and they share it)."""
+        fields = obj.__pydantic_fields_set__
+        cls = type(obj)
+        if not cls.model_config.get("frozen"):
+            return fields
+        seen = self._sets.setdefault(cls, [])
+        for same in seen:  # a class has a few distinct sets: compared, cheaper than hashing each
+            if same == fields:
+                return same
+        if len(seen) < _SHARED_SETS:
+            seen.append(fields)
+        return fields
+
+
+_SHARED_SETS = 16
+"""Distinct fields sets shared per class and pickle; a model with another is sent its own."""
 
 _GETSTATE = BaseModel.__getstate__
 _SETSTATE = BaseModel.__setstate__
@@ -151,6 +179,7 @@ def rebuilt_model(cls: type[BaseModel], values: dict[str, Any], fields_set: set[
 _lock = threading.Lock()
 _worker: _Worker | None = None
 _extracted = 0  # passages this process has extracted so far
+_sent = 0  # of those, passages the worker extracted
 _lost = False  # a worker died: the rest of this process's extraction stays in threads
 
 
@@ -193,16 +222,25 @@ async def run_offloaded(fn: Callable[..., T], *args: object, chunks: int) -> T:
     """`fn(*args)` in the worker process for a batch of `MIN_OFFLOAD_CHUNKS` passages (`chunks`),
     or under `early` once this process has extracted that many, else in a thread. `fn` and its
     arguments must pickle (a module-level function)."""
+    global _sent
     worker = _ready_worker(chunks)
     if worker is not None:
         try:
-            return await asyncio.to_thread(worker.call, fn, args)
+            result = await asyncio.to_thread(worker.call, fn, args)
+            _sent += chunks
+            return result
         except _WorkerLost as exc:
             log.warning("the extraction worker process died (%s); extraction goes on in threads", exc)
             _drop(worker)
         except _NotSent:
             log.debug("a batch that does not pickle is extracted in a thread", exc_info=True)
     return await asyncio.to_thread(fn, *args)
+
+
+def passages_sent() -> int:
+    """Passages this process has had extracted in the worker so far: a batch whose count this
+    moved by had its extraction's temporaries there, not here (`IngestRun._extract`)."""
+    return _sent
 
 
 def serve() -> None:
