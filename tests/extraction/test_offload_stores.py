@@ -4,6 +4,7 @@ Real stores, a recording extractor."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -65,6 +66,7 @@ async def _trims(db: str, records: Path, monkeypatch: pytest.MonkeyPatch, worker
     return len(trims), len(sent)
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the worker process is used on 2+ cores only")
 async def test_a_batch_the_worker_extracted_leaves_no_memory_to_give_back_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,7 +31,7 @@ class Extracted:
     ran in this process (not in the worker, `offload`): only then did it leave temporaries here."""
 
     graphs: list[GraphData | None]
-    here: bool = True
+    here: bool
 
 
 @dataclass

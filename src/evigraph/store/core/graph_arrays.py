@@ -16,7 +16,7 @@ from array import array
 from typing import Any
 
 from evigraph.store.core.graph_index import Rel
-from evigraph.store.index_files import sorted_keys
+from evigraph.store.index_files import pack_strings, sorted_keys
 
 REL_TEXTS = ("id", "source", "target", "source_name", "target_name", "type", "fact")
 """A relation row's texts, in `saved_indexes`' order (`rel_<name>` arrays)."""
@@ -65,7 +65,7 @@ class _Numbered:
         self.numbers = {}
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order), dtype=np.int64)
-        return _packed([k.encode("utf-8") for k in keys]), rank
+        return pack_strings(keys), rank
 
 
 class GraphArrays:
@@ -184,13 +184,3 @@ def _gathered(prefix: str, strings: Packed, picks: Any) -> dict[str, Any]:
         shift = np.repeat(starts[lo:hi] - out_offsets[lo:hi], lengths[lo:hi])
         out[first:last] = data[shift + np.arange(first, last, dtype=np.int64)]
     return {f"{prefix}_data": out, f"{prefix}_offsets": out_offsets}
-
-
-def _packed(encoded: list[bytes]) -> Packed:
-    """Strings already encoded, packed."""
-    import numpy as np
-
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
-        np.cumsum(np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
