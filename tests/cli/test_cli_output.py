@@ -148,5 +148,6 @@ async def test_save_indexes_tells_each_index_then_the_end(tmp_path: Path) -> Non
         await kb.save_indexes(lambda name, done, total: told.append((name, done, total)))
     names = [name for name, done, total in told if done < total]
     assert {"passages_bm25", "entities_bm25", "code_bm25", "names", "graph", "terms", "titles"} == set(names)
+    assert names[0] == "graph"  # the largest build first, on the engine's emptiest page pool
     assert [done for _, done, _ in told] == list(range(len(told)))
     assert told[-1] == ("", len(names), len(names))

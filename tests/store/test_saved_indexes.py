@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,11 @@ from evigraph.models import WalkBounds
 from evigraph.retrieval.ranking_index import RankingIndex
 from evigraph.retrieval.ranking_snapshot import Snapshot
 from evigraph.store.base import GraphStore
+from evigraph.store.core.graph_arrays import GraphArrays
+from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.embedded.store import EmbeddedStore
 from evigraph.store.index_files import SUFFIX, IndexFiles, PackedStrings, SortedKeys, pack_strings, sorted_keys
+from evigraph.store.saved_indexes import GRAPH, SavedIndexes
 
 QUERIES = ("Acme Robotics", "warehouse robots pallets", "Globex drones", "Ingrid Halvorsen founded", "depot Bergen")
 NEW_DOC = "Zephyrine Quillborough Corp opened a depot in Vardø. Dr. Osvald Quillborough runs the Zephyrine depot."
@@ -172,6 +176,48 @@ async def test_another_dimension_or_generation_is_not_loaded(tmp_path: Path) -> 
     assert files.save("vectors", "a:2", {"matrix": np.ones((3, 8), dtype=np.float32)}, {"n": 3})
     assert files.load("vectors", "a:1") is None
     assert sorted(p.suffix for p in (tmp_path / "x.db.indexes").iterdir()) == [".json", ".npy"]  # the old swept
+
+
+def test_arrays_made_as_they_are_written_are_saved_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The graph's arrays come one at a time (`GraphArrays.parts`): a pair that fails as it is
+    made leaves no file of the index behind, and the error is the caller's to see."""
+    import numpy as np
+
+    def parts(fail: bool) -> Iterator[tuple[str, Any]]:
+        yield "first", np.arange(3)
+        if fail:
+            raise ValueError("made wrong")
+        yield "second", np.arange(2, dtype=np.float64)
+
+    folder = tmp_path / "x.db.indexes"
+    files = IndexFiles(folder)
+    assert files.save("graph", "a:1", parts(fail=False), {"n": 2})
+    loaded = files.load("graph", "a:1")
+    assert loaded is not None
+    assert loaded[0]["first"].tolist() == [0, 1, 2] and loaded[0]["second"].tolist() == [0.0, 1.0]
+    before = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(ValueError, match="made wrong"):
+        files.save("graph", "a:2", parts(fail=True), {"n": 2})
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert files.load("graph", "a:1") is not None  # the index saved before is untouched
+
+
+def test_a_graph_save_that_fails_answers_from_the_rows_read_again(tmp_path: Path) -> None:
+    """The arrays went to a save that failed (the folder is a file here), so they are spent:
+    the index comes from `build`, never from what is left of them."""
+    blocked = tmp_path / "kb.db.indexes"
+    blocked.write_text("not a folder")
+    from_rows = GraphIndex()
+    made: list[str] = []
+
+    def arrays() -> tuple[str, Iterator[tuple[str, Any]], dict[str, Any]]:
+        made.append("arrays")
+        return "a:1", GraphArrays().parts(), {}
+
+    saved = SavedIndexes(IndexFiles(blocked))
+    index = saved.get_arrays("graph", GRAPH, lambda: None, lambda: ("a:1", from_rows), arrays)
+    assert made == ["arrays"] and index is from_rows
+    assert blocked.read_text() == "not a folder"
 
 
 def test_sorted_keys_find_every_key_in_byte_order() -> None:

@@ -30,7 +30,7 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -103,8 +103,17 @@ class IndexFiles:
             return None
         return arrays, values
 
-    def save(self, name: str, generation: str, arrays: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
-        """Write the arrays, then the manifest; False when the folder cannot be written."""
+    def save(
+        self,
+        name: str,
+        generation: str,
+        arrays: Mapping[str, Any] | Iterable[tuple[str, Any]],
+        values: Mapping[str, Any],
+    ) -> bool:
+        """Write the arrays, then the manifest; False when the folder cannot be written.
+
+        `arrays` may be `(part, array)` pairs made as they are asked for: each is written and
+        let go before the next is made (`GraphArrays.parts`)."""
         import numpy as np
 
         token = uuid.uuid4().hex[:12]
@@ -112,13 +121,14 @@ class IndexFiles:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             listed: dict[str, tuple[str, int]] = {}
-            for part, array in arrays.items():
+            for part, array in arrays.items() if isinstance(arrays, Mapping) else arrays:
                 file = f"{name}.{token}.{part}.npy"
                 path = self.folder / file
                 with path.open("wb") as f:
                     np.save(f, np.ascontiguousarray(array), allow_pickle=False)
                     f.flush()
                     os.fsync(f.fileno())
+                del array  # before the next is made
                 written.append(path)
                 listed[part] = (file, path.stat().st_size)
             body = {"format": FORMAT, "generation": generation, "arrays": listed, "values": dict(values)}
@@ -129,10 +139,12 @@ class IndexFiles:
                 os.fsync(f.fileno())
             written.append(temporary)
             os.replace(temporary, self._manifest(name))
-        except OSError as exc:
+        except BaseException as exc:  # arrays made as they are written can fail as they are made
             for path in written:
                 with contextlib.suppress(OSError):
                     path.unlink()
+            if not isinstance(exc, OSError):
+                raise
             log.debug("could not save the %s index in %s: %s", name, self.folder, exc)
             return False
         self._sweep(name)

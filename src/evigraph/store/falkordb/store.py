@@ -282,7 +282,7 @@ class FalkorStore(
                 "graph",
                 GRAPH,
                 lambda: build_graph_index(self.conn),
-                lambda: read_graph(self.conn, GraphArrays()).arrays(),
+                lambda: read_graph(self.conn, GraphArrays()).parts(),
             ),
         )
         return index
