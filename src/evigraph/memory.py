@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import sys
 
 
@@ -24,3 +25,13 @@ def give_back_memory() -> None:
         return
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now, None where the system does not say (Linux's
+    `/proc/self/statm` only): what a caller weighs a trim, or a query's memory budget, by."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None

@@ -7,12 +7,12 @@ the Cypher worker (`cypher_worker`) otherwise; both convert rows the same way (`
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from evigraph.errors import CypherRefused, EngineError, QueryAborted, QueryTimeout, ReadOnlyQueryError
+from evigraph.memory import resident_bytes
 from evigraph.store.cypher.rows import TIMEOUT_HINT, Budget, QueryRows
 from evigraph.store.cypher.statement import Guarded
 from evigraph.store.embedded.cypher_plan import check_plan
@@ -90,7 +90,7 @@ class MemoryWatch:
 
     @contextlib.contextmanager
     def __call__(self, conn: Any) -> Iterator[None]:
-        start = _resident()
+        start = resident_bytes()
         if start is None:
             yield
             return
@@ -99,7 +99,7 @@ class MemoryWatch:
 
         def poll() -> None:
             while not done.wait(self.POLL_S):
-                now = _resident()
+                now = resident_bytes()
                 if now is not None and now - start > room:
                     self.fired = True
                     conn.interrupt()
@@ -112,7 +112,7 @@ class MemoryWatch:
         finally:
             done.set()
             watcher.join()
-            end = _resident()
+            end = resident_bytes()
             self.budget.charge((end or start) - start)
 
     def failure(self) -> ReadOnlyQueryError:
@@ -121,14 +121,6 @@ class MemoryWatch:
             "was stopped",
             hint=MEMORY_HINT,
         )
-
-
-def _resident() -> int | None:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 MEMORY_HINT = "aggregate or filter earlier, return fewer or smaller values, or walk fewer hops"
