@@ -70,16 +70,16 @@ async def answers(store: GraphStore, vectors: bool = True) -> dict[str, Any]:
     return out
 
 
-async def read(db: Path) -> dict[str, Any]:
+async def read(db: Path, vectors: bool = True) -> dict[str, Any]:
     store = EmbeddedStore(db, read_only=True)
     await store.open()
     try:
-        return await answers(store)
+        return await answers(store, vectors)
     finally:
         await store.close()
 
 
-async def built(db: Path) -> dict[str, Any]:
+async def built(db: Path, vectors: bool = True) -> dict[str, Any]:
     """The answers of indexes built from the graph: the folder is a file, so nothing is saved or read."""
     aside = db.with_name(db.name + ".aside")
     moved = folder(db).exists()
@@ -87,7 +87,7 @@ async def built(db: Path) -> dict[str, Any]:
         folder(db).rename(aside)
     folder(db).write_text("not a folder")
     try:
-        return await read(db)
+        return await read(db, vectors)
     finally:
         folder(db).unlink()
         if moved:

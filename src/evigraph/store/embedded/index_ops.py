@@ -11,6 +11,7 @@ they replace took tens of seconds on the first question and gigabytes of memory.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -83,6 +84,9 @@ class IndexOps(GraphIndexReads):
     async def passages_by_ids(self, ids: Sequence[str]) -> list[PassageHit]:
         raise NotImplementedError  # EmbeddedStore's
 
+    def _drop_page_cache(self) -> bool:
+        raise NotImplementedError  # EmbeddedStore's
+
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         raise NotImplementedError  # EmbeddedStore's
 
@@ -97,6 +101,7 @@ class IndexOps(GraphIndexReads):
         try:
             if await self._exec.read(generation.current) in (None, self._opened_at):
                 return
+            await asyncio.to_thread(self._drop_page_cache)
             # The graph first: its build is the save's largest, and every step leaves the pages
             # it read in the engine's pool (the relations' about 300 MB at 100,000 passages). On
             # that finished file, in a fresh process, the save peaked at 958 MB with the graph
