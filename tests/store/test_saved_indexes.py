@@ -287,6 +287,36 @@ async def test_the_ranking_snapshot_is_saved_and_read_until_a_write(kb: Path) ->
         assert again.loads == 1 and len(followed.passages) == len(grown.passages) + 1
 
 
+async def test_a_snapshot_followed_across_writes_is_saved_by_the_close(kb: Path) -> None:
+    """A snapshot loaded in full follows a later write by reading only the new document, and is
+    saved only after a full load; the close saves the followed one, so the next open reads it."""
+    async with KnowledgeBase(kb, extractor="rules", embedder=HashEmbedder()) as opened:
+        index = opened.graph_stage().index
+        await opened.retrieve("Who founded Acme Robotics?", top_k=3, ranking="graph")  # read from disk
+        await opened.ingest(text=NEW_DOC, key="zephyrine")
+        await opened.retrieve("Where is the Zephyrine depot?", top_k=3, ranking="graph")
+        assert index.loads == 1  # in full, and saved: the one read from disk held no rows to follow with
+        await opened.ingest(text="Halvard Quillborough Corp sells nets in Vardø.", key="halvard")
+        await opened.retrieve("What does Halvard Quillborough Corp sell?", top_k=3, ranking="graph")
+        assert index.loads == 1  # followed: the saved one is a generation behind now
+    async with EmbeddedStore(kb, read_only=True) as store:
+        read_back = RankingIndex()
+        saved = await read_back.snapshot(store)
+        assert read_back.loads == 0  # saved at the generation the session closed at
+        files = store.saved_index_files()
+        assert files is not None
+        files.remove("ranking")
+        rebuilt = RankingIndex()
+        built_snapshot = await rebuilt.snapshot(store)
+        assert rebuilt.loads == 1
+        # The same graph, numbered in the order it was met: a followed index adds a document's
+        # new entities after the others, where a full load meets them in the rows' order.
+        assert set(saved.passages) == set(built_snapshot.passages)
+        assert set(saved.entity_keys) == set(built_snapshot.entity_keys)
+        assert {"halvard quillborough corp", "zephyrine quillborough corp"} <= set(saved.entity_keys)
+        assert saved.walk.shape == built_snapshot.walk.shape
+
+
 @pytest.mark.parametrize("kind", ["fact", "entity"])
 async def test_ranking_vectors_leave_the_other_saved_indexes_current(tmp_path: Path, kind: str) -> None:
     """A ranking-vector write moves the write generation but changes only what reads those

@@ -6,6 +6,7 @@ fails with a hint and creates nothing. Reads (`reads.py`) and writes (`writes.py
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +42,9 @@ if TYPE_CHECKING:  # the ingest pipeline's parts, imported when an ingest asks f
 
 STATUS_FAILED_LISTED = 100
 """Failed sources a status lists with their reasons (newest first); `failed_documents` counts them all."""
+
+
+log = logging.getLogger(__name__)
 
 
 class Status(BaseModel):
@@ -177,6 +181,16 @@ class KnowledgeBaseCore:
         anyway, which at 100,000 passages takes minutes a caller may want to show."""
         if self._store is not None and self._opened and not self._store.read_only:
             await self._store.save_indexes(progress, facts=self.retrieval.searches_fact_vectors)
+            await self._save_ranking_snapshot()
+
+    async def _save_ranking_snapshot(self) -> None:
+        """Graph ranking's snapshot, if a question loaded it: the store's own save leaves it out."""
+        if self._store is None or self._graph_stage is None or self._store.read_only:
+            return
+        try:
+            await self._graph_stage.index.save(self._store)
+        except Exception as exc:  # the next open loads it again; a close must not fail for it
+            log.warning("could not save graph ranking's snapshot of %s (%s)", self.location, exc)
 
     async def close(self) -> None:
         await self._llm.aclose()
@@ -184,6 +198,8 @@ class KnowledgeBaseCore:
             try:
                 if self.retrieval.searches_fact_vectors:  # the store's own close leaves fact vectors out
                     await self.save_indexes()
+                else:
+                    await self._save_ranking_snapshot()
             finally:
                 await self._store.close()
             self._opened = False

@@ -20,7 +20,7 @@ from typing import Any
 
 from evigraph.ingest.bridges import sentence_entities
 from evigraph.models import normalize_name
-from evigraph.retrieval.ranking_files import save_snapshot, saved_snapshot
+from evigraph.retrieval.ranking_files import NAME, save_snapshot, saved_snapshot
 from evigraph.retrieval.ranking_snapshot import Snapshot, Walk, csr_walk
 from evigraph.store.base import GraphStore
 from evigraph.store.ranking import EntityVector, RankingRow
@@ -80,6 +80,22 @@ class RankingIndex:
                 if loaded_at is not None and not self._snapshot.empty:
                     await save_snapshot(store, self._snapshot, loaded_at)
             return self._snapshot
+
+    async def save(self, store: GraphStore) -> None:
+        """Save the snapshot at the store's generation, brought up to date first, if this index
+        follows the store (it answered a question) and the saved one is older: a snapshot is saved
+        only after a full load, so a session that wrote after its first question left it behind,
+        and the next open read every passage's rows and vectors again. An index that never loaded
+        leaves that to the next open, as before."""
+        files = store.saved_index_files()
+        generation = await store.write_generation() if files is not None else None
+        if files is None or generation is None or self._token is None:
+            return
+        if await asyncio.to_thread(files.load, NAME, generation) is not None:
+            return  # saved at this generation already
+        snap = await self.snapshot(store)
+        if not snap.empty:
+            await save_snapshot(store, snap, generation)  # unless a write moved the generation meanwhile
 
     async def _load(self, store: GraphStore) -> None:
         self._passages, self._row_of, self._by_document, self._dead = [], {}, {}, 0
