@@ -22,7 +22,7 @@ from tests.tools.conftest import HashEmbedder, write_corpus
 from evigraph import KnowledgeBase
 from evigraph.errors import StoreError
 from evigraph.models import DocumentVersion
-from evigraph.store.embedded import store as embedded_store
+from evigraph.store.embedded import index_ops
 from evigraph.store.embedded.engine import open_database
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.store import EmbeddedStore
@@ -46,12 +46,12 @@ async def test_a_save_over_the_size_reopens_the_engine_and_loses_nothing(
         store = kb._store
         assert isinstance(store, EmbeddedStore)
         before = _engine(store)
-        monkeypatch.setattr(embedded_store, "DROP_PAGE_CACHE_MB", 1 << 20)  # a file under the size
+        monkeypatch.setattr(index_ops, "DROP_PAGE_CACHE_MB", 1 << 20)  # a file under the size
         await kb.save_indexes()
         assert _engine(store) is before
         await kb.ingest(text="Zephyrine Quillborough Corp opened a depot in Bergen.", key="zephyrine")
         answer = await kb.retrieve("Acme Robotics", top_k=3)
-        monkeypatch.setattr(embedded_store, "DROP_PAGE_CACHE_MB", 0)
+        monkeypatch.setattr(index_ops, "DROP_PAGE_CACHE_MB", 0)
         await kb.save_indexes()
         assert _engine(store) is not before  # reopened
         assert (await kb.retrieve("Acme Robotics", top_k=3)).passages == answer.passages

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tests.store.contract.conftest import TEST_ENGINE, covers, version
 
-from evigraph.store.embedded import store as embedded_store
+from evigraph.store.embedded import index_ops
 from evigraph.store.embedded.store import EmbeddedStore
 
 ONE = version("doc/one", ["Ada Lovelace wrote notes on the Analytical Engine."], [[("Ada Lovelace", "Person")]])
@@ -25,7 +25,7 @@ async def test_a_save_that_reopens_the_engine_leaves_the_store_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "kb.db"
-    monkeypatch.setattr(embedded_store, "DROP_PAGE_CACHE_MB", 0)
+    monkeypatch.setattr(index_ops, "DROP_PAGE_CACHE_MB", 0)
     async with EmbeddedStore(path, engine=TEST_ENGINE or "auto") as store:
         await store.write_versions([ONE])
         engine = store.executor._db

@@ -39,6 +39,8 @@ from evigraph.store.core.graph_index import GraphIndex
 from evigraph.store.core.graph_index_reads import GraphIndexReads
 from evigraph.store.embedded import generation, reads
 from evigraph.store.embedded.code import code_texts
+from evigraph.store.embedded.compaction import disk_bytes
+from evigraph.store.embedded.engine import import_engine, open_database
 from evigraph.store.embedded.executor import Executor, Tx
 from evigraph.store.embedded.graph_reads import build_graph_index, read_graph
 from evigraph.store.embedded.packed import unpack_ids
@@ -60,6 +62,12 @@ from evigraph.store.saved_indexes import (
 
 log = logging.getLogger(__name__)
 
+DROP_PAGE_CACHE_MB = 64
+"""A save reopens the engine first when the file and its log take this much (`_drop_page_cache`).
+The reopen costs about a tenth of a second whatever the size, about 1% of the save it precedes
+from here up: bench/scale.py's corpus on LadybugDB, 20,000 records (a 162 MB file), 0.06 s for
+161 MB given back before a 9.7 s save; 100,000 records (552 MB), 0.11 s for 434 MB before 46 s."""
+
 R = TypeVar("R")
 Index = TypeVar("Index")
 
@@ -69,6 +77,8 @@ class IndexOps(GraphIndexReads):
 
     path: Path
     read_only: bool
+    engine: str
+    buffer_pool_mb: int
     _cache: Cached
     _saved: SavedIndexes
     _opened_at: str | None
@@ -85,7 +95,17 @@ class IndexOps(GraphIndexReads):
         raise NotImplementedError  # EmbeddedStore's
 
     def _drop_page_cache(self) -> bool:
-        raise NotImplementedError  # EmbeddedStore's
+        """Reopen the engine before a large save, so its pool holds only the pages the save reads.
+
+        The pool keeps every page an ingest touched until it is full, and the save reads the
+        whole graph on top of them. Only for a file of `DROP_PAGE_CACHE_MB` or more: a smaller one
+        cannot have filled the pool with enough to be worth a reopen's extension loads."""
+        if disk_bytes(self.path) < DROP_PAGE_CACHE_MB << 20:
+            return False
+        module = import_engine(self.engine, self.path)
+        return self.executor.reopen(
+            lambda: open_database(module, self.path, read_only=False, buffer_pool_mb=self.buffer_pool_mb)
+        )
 
     async def entities_by_ids(self, ids: Sequence[str]) -> list[EntityHit]:
         raise NotImplementedError  # EmbeddedStore's

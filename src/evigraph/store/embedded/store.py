@@ -85,12 +85,6 @@ from evigraph.store.merging import EntityMerge, EntityRecord, MergeOutcome
 from evigraph.store.ranking import ChangeJournal, EntityVector, RankingRow, RankingText, StoreChanges
 from evigraph.store.saved_indexes import SavedIndexes
 
-DROP_PAGE_CACHE_MB = 64
-"""A save reopens the engine first when the file and its log take this much (`_drop_page_cache`).
-The reopen costs about a tenth of a second whatever the size, about 1% of the save it precedes
-from here up: bench/scale.py's corpus on LadybugDB, 20,000 records (a 162 MB file), 0.06 s for
-161 MB given back before a 9.7 s save; 100,000 records (552 MB), 0.11 s for 434 MB before 46 s."""
-
 
 class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
@@ -265,19 +259,6 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
             await self.save_indexes()
         finally:
             self._release()
-
-    def _drop_page_cache(self) -> bool:
-        """Reopen the engine before a large save, so its pool holds only the pages the save reads.
-
-        The pool keeps every page an ingest touched until it is full, and the save reads the
-        whole graph on top of them. Only for a file of `DROP_PAGE_CACHE_MB` or more: a smaller one
-        cannot have filled the pool with enough to be worth a reopen's extension loads."""
-        if compaction.disk_bytes(self.path) < DROP_PAGE_CACHE_MB << 20:
-            return False
-        module = import_engine(self.engine, self.path)
-        return self.executor.reopen(
-            lambda: open_database(module, self.path, read_only=False, buffer_pool_mb=self.buffer_pool_mb)
-        )
 
     def _release(self) -> None:
         self._close_workers()
