@@ -85,8 +85,8 @@ class Trial:
 
 
 ENGINE = "auto"
-"""`--engine`: the engine every database of the run is created and opened with ("auto": Kuzu for
-a new file, an existing file's own engine)."""
+"""`--engine`: the engine every database of the run is created and opened with ("auto": LadybugDB
+for a new file, an existing file's own engine)."""
 
 
 def location(db: Path) -> str:

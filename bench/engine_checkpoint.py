@@ -223,7 +223,7 @@ def positive(kind: type[int] | type[float]) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--engines", default="kuzu", help="comma-separated: kuzu, ladybug")
+    parser.add_argument("--engines", default="ladybug", help="comma-separated: ladybug, kuzu")
     parser.add_argument("--entities", type=positive(int), default=144_000, help="a 100k-passage ingest made 144,011")
     parser.add_argument("--relations", type=positive(int), default=225_000, help="a 100k-passage ingest made 224,842")
     parser.add_argument("--sources", type=positive(float), default=10.5, help="passages a relation (mean), as at 100k")

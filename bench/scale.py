@@ -1,9 +1,9 @@
 """Scale: ingest throughput, retrieve latency alone and under 20 concurrent clients, peak memory
 and size on disk of a knowledge base of N passages (rules extractor, no embedder).
 
-    python bench/scale.py --store kuzu --passages 10000 100000 --out bench/out
-    python bench/scale.py --store ladybug --passages 100000 --out bench/out   # pip install -e '.[ladybug]'
-    python bench/scale.py --store kuzu --passages 10000 --db /tmp/kb.db --keep
+    python bench/scale.py --store ladybug --passages 10000 100000 --out bench/out
+    python bench/scale.py --store kuzu --passages 100000 --out bench/out   # pip install -e '.[kuzu]'
+    python bench/scale.py --store ladybug --passages 10000 --db /tmp/kb.db --keep
 
 The corpus of N passages is generated deterministically from the three dev corpora of --data
 (see ../shared/bench/README.md), so every run and every store sees the same records:
@@ -80,7 +80,7 @@ from _latency import percentile_ms, ratio
 
 DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
 SEED = 20260101
-STORES = ("kuzu", "ladybug", "falkordb")
+STORES = ("ladybug", "kuzu", "falkordb")
 """The embedded store on each of its engines, and a FalkorDB server."""
 CLIENTS = 20
 TOP_K = 5
@@ -380,7 +380,7 @@ def is_embedded(db: str) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", choices=STORES, default="kuzu")
+    parser.add_argument("--store", choices=STORES, default="ladybug")
     parser.add_argument("--db", help="path (embedded) or URL (server); default: a temporary embedded database")
     parser.add_argument("--passages", type=int, nargs="+", default=[10_000], help="corpus sizes, records")
     parser.add_argument("--data", type=Path, default=Path("../shared/bench"))

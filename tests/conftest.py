@@ -15,6 +15,28 @@ from typing import Any
 
 import pytest
 
+TEST_ENGINE = os.environ.get("EVIGRAPH_TEST_ENGINE", "")
+"""The embedded engine this test process runs on; empty for the default (LadybugDB).
+`tests/store/test_kuzu_engine.py` sets it to "kuzu" for a process of its own: one process cannot
+load both engines."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if TEST_ENGINE:  # loaded first, so each new file of the process is this engine's (`import_engine`)
+        import importlib
+
+        importlib.import_module(TEST_ENGINE)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `kuzu` need that engine loaded: they run in the Kuzu process, not here."""
+    if TEST_ENGINE == "kuzu":
+        return
+    kept = [item for item in items if item.get_closest_marker("kuzu") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
 
 @dataclass
 class CliResult:
@@ -87,6 +109,26 @@ def write_corpus(folder: Path) -> Path:
         ],
     )
     return folder
+
+
+def engine_module(path: Path | None = None) -> Any:
+    """The raw engine module that opens the database file at `path`: the engine that wrote it, or
+    for a new file (or none) the default one, as the store picks (`engine.import_engine`)."""
+    from evigraph.store.embedded.engine import import_engine
+
+    return import_engine("auto", path)
+
+
+def engine_connection(path: Path | str, *, read_only: bool = False, **options: Any) -> Any:
+    """A raw engine connection to the database file at `path` (":memory:" for none), for tests that
+    shape or read a file below the store; the connection keeps its database alive."""
+    module = engine_module(None if str(path) == ":memory:" else Path(path))
+    return module.Connection(module.Database(str(path), read_only=read_only, **options))
+
+
+ENGINE_IMPORT = "from pathlib import Path; from evigraph.store.embedded.engine import import_engine"
+"""What a child process's `-c` code starts with to open a file with its own engine, as
+`import_engine('auto', Path(path)).Database(path)`."""
 
 
 def free_port() -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("kuzu", "spacy", "pypdf", "tqdm", "bpe_openai", "tree_sitter")
+HEAVY = ("ladybug", "kuzu", "spacy", "pypdf", "tqdm", "bpe_openai", "tree_sitter")
 
 
 def _loaded_after(code: str) -> set[str]:

@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import kuzu
 import pytest
+from tests.conftest import engine_connection
 
 import evigraph
 import evigraph.sync
@@ -216,7 +216,7 @@ def test_killed_ingest_leaves_each_document_whole(
     proc.send_signal(signal.SIGKILL)
     proc.wait()
 
-    conn = kuzu.Connection(kuzu.Database(str(db)))
+    conn = engine_connection(db)
     docs = conn.execute("MATCH (d:Document) RETURN d.key, d.version, d.chunk_count").get_all()
     assert len(docs) == n
     for key, version, chunk_count in docs:

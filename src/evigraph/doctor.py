@@ -70,8 +70,8 @@ def _checks() -> Iterator[Check]:
 
 
 def _engines() -> Iterator[Check]:
-    yield _module("engine", "kuzu", "embedded graph engine (default)", "kuzu", extra="")
-    yield _module("engine", "ladybug", "LadybugDB engine (--engine ladybug)", "ladybug", extra="ladybug")
+    yield _module("engine", "ladybug", "embedded graph engine, LadybugDB (default)", "ladybug", extra="")
+    yield _module("engine", "kuzu", "Kuzu engine, for files it wrote (--engine kuzu)", "kuzu", extra="kuzu")
     yield _module("engine", "stemmer", "Porter stemmer of full-text search (PyStemmer)", "Stemmer", extra="")
 
 

@@ -9,10 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import kuzu
 import pytest
 from pypdf import PdfWriter
-from tests.conftest import CliResult, make_pdf, run_cli
+from tests.conftest import ENGINE_IMPORT, CliResult, engine_connection, make_pdf, run_cli
 
 
 @pytest.fixture
@@ -152,7 +151,7 @@ def test_db_that_is_not_a_knowledge_base(tmp_path: Path, good: Path, kind: str) 
     elif kind == "folder":
         db.mkdir()
     else:
-        conn = kuzu.Connection(kuzu.Database(str(db)))
+        conn = engine_connection(db)
         conn.execute("CREATE NODE TABLE Person(name STRING PRIMARY KEY)")
         conn.execute("CREATE (:Person {name: 'Ada'})")
         conn.close()
@@ -163,7 +162,7 @@ def test_db_that_is_not_a_knowledge_base(tmp_path: Path, good: Path, kind: str) 
         assert "not an evigraph" in result.err and "--db" in result.err
         assert result.err.count("\n") == 1
     if kind == "foreign database":
-        conn = kuzu.Connection(kuzu.Database(str(db)))
+        conn = engine_connection(db)
         assert conn.execute("MATCH (p:Person) RETURN p.name").get_all() == [["Ada"]]
         assert {r[0] for r in conn.execute("CALL SHOW_TABLES() RETURN name").get_all()} == {"Person"}
     elif before is not None:
@@ -195,7 +194,8 @@ def test_database_held_by_another_process(stored: tuple[Path, dict[str, int]], g
         [
             sys.executable,
             "-c",
-            f"import kuzu, sys, time; d = kuzu.Database({str(db)!r}); print('ready', flush=True); time.sleep(60)",
+            f"{ENGINE_IMPORT}; import time; p = {str(db)!r}; d = import_engine('auto', Path(p)).Database(p); "
+            "print('ready', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
         text=True,

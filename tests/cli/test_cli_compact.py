@@ -72,7 +72,9 @@ def open_from_another_process(at, path):
     # The instant named: a second process opens the database file and counts its documents.
     if at == stage and not holders:
         code = (
-            "import kuzu, sys; conn = kuzu.Connection(kuzu.Database(sys.argv[1])); "
+            "import sys; from pathlib import Path; from evigraph.store.embedded.engine import import_engine; "
+            "e = import_engine('auto', Path(sys.argv[1])); "
+            "conn = e.Connection(e.Database(sys.argv[1])); "
             "print(conn.execute('MATCH (d:Document) RETURN count(d)').get_next()[0], flush=True); sys.stdin.read()"
         )
         holder = subprocess.Popen(

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import kuzu
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import engine_connection, run_cli
 
 from evigraph.cli import main
 from evigraph.kb import KnowledgeBase
@@ -18,9 +17,9 @@ from evigraph.tools.write_tools import IngestResult
 
 
 def _passages(db: Path, key_suffix: str) -> list[str]:
-    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    conn = engine_connection(db, read_only=True)
     rows = conn.execute(
-        "MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE d.key ENDS WITH $s RETURN c.text ORDER BY c.index",
+        "MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE d.key ENDS WITH $s RETURN c.text ORDER BY c.`index`",
         {"s": key_suffix},
     ).get_all()
     conn.close()
@@ -28,7 +27,7 @@ def _passages(db: Path, key_suffix: str) -> list[str]:
 
 
 def _entity_names(db: Path) -> set[str]:
-    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    conn = engine_connection(db, read_only=True)
     rows = conn.execute("MATCH (e:Entity) RETURN e.name").get_all()
     conn.close()
     return {r[0] for r in rows}
@@ -77,7 +76,7 @@ def test_ingest_reingest_edit_delete_cycle(corpus: Path, tmp_path: Path) -> None
 def test_pdf_passages_keep_page_numbers(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
     assert run_cli("ingest", str(corpus / "tidescope.pdf"), "--db", str(db), "--quiet").code == 0
-    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    conn = engine_connection(db, read_only=True)
     pages = {r[0] for r in conn.execute("MATCH (c:Chunk) RETURN c.page").get_all()}
     conn.close()
     assert pages <= {1, 2} and 1 in pages

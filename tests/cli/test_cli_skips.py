@@ -6,9 +6,8 @@ import codecs
 import json
 from pathlib import Path
 
-import kuzu
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import engine_connection, run_cli
 
 from evigraph.cli import main
 
@@ -36,10 +35,10 @@ def site(tmp_path: Path) -> Path:
 
 
 def _breadcrumbs(db: Path, key_suffix: str) -> list[tuple[tuple[str, ...], str]]:
-    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    conn = engine_connection(db, read_only=True)
     rows = conn.execute(
         "MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE d.key ENDS WITH $s "
-        "RETURN c.breadcrumbs, c.text ORDER BY c.index",
+        "RETURN c.breadcrumbs, c.text ORDER BY c.`index`",
         {"s": key_suffix},
     ).get_all()
     conn.close()

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import kuzu
 import pytest
 import pytest_asyncio
 from tests.code.conftest import SRC
+from tests.conftest import engine_connection
 
 from evigraph import KnowledgeBase
 from evigraph.ingest.code.files import CODE_EXTENSIONS, generated
@@ -142,8 +142,7 @@ async def test_no_function_body_is_stored(src_kb: tuple[KnowledgeBase, CodeInges
 
 def stored_strings(path: Path) -> list[str]:
     """Every string value in every table of the database file, read with the engine itself."""
-    db = kuzu.Database(str(path), read_only=True)
-    conn = kuzu.Connection(db)
+    conn = engine_connection(path, read_only=True)
     out: list[str] = []
     try:
         tables = conn.execute("CALL SHOW_TABLES() RETURN name, type")
@@ -155,7 +154,7 @@ def stored_strings(path: Path) -> list[str]:
                 collect(result.get_next()[0], out)
     finally:
         conn.close()
-        db.close()
+        conn.database.close()
     return out
 
 

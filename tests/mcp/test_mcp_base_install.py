@@ -45,7 +45,7 @@ def base_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 async def test_mcp_serves_from_a_fresh_base_install(base_venv: Path, sample_db: Path, tmp_path: Path) -> None:
     python, command = base_venv / "bin" / "python", base_venv / "bin" / "evigraph"
-    for optional in ("spacy", "sentence_transformers", "torch"):  # truly the base install
+    for optional in ("spacy", "sentence_transformers", "torch", "kuzu"):  # truly the base install
         probe = subprocess.run([str(python), "-c", f"import {optional}"], capture_output=True, timeout=60)
         assert probe.returncode != 0, f"{optional} is importable in the base install"
     db = copy_db(sample_db, tmp_path)

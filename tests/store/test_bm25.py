@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import kuzu
 import pytest
+from tests.conftest import engine_connection
 
 from evigraph import KnowledgeBase
 from evigraph.store.bm25 import STOPWORDS, build_text_index, porter_stems
@@ -32,8 +32,7 @@ QUESTIONS = [
 def engine_scores(rows: list[tuple[str, str]], queries: list[str]) -> list[dict[str, float]]:
     """Each query's scores by Kuzu's own full-text index over `rows` (id, search_text), built as
     the embedded store built its passage and entity indexes before `bm25` replaced them."""
-    db = kuzu.Database(":memory:")
-    conn = kuzu.Connection(db)
+    conn = engine_connection(":memory:")
     conn.execute("LOAD EXTENSION fts")
     conn.execute("CREATE NODE TABLE T(id STRING PRIMARY KEY, search_text STRING)")
     conn.execute(
@@ -54,6 +53,7 @@ def engine_scores(rows: list[tuple[str, str]], queries: list[str]) -> list[dict[
     return out
 
 
+@pytest.mark.kuzu  # Kuzu's full-text extension is the oracle
 async def test_scores_equal_the_engine_index(tmp_path: Path) -> None:
     async with KnowledgeBase(tmp_path / "kb.db", extractor="rules", embedder="none") as kb:
         await kb.ingest(SAMPLE)
@@ -103,6 +103,7 @@ def test_stopwords_are_the_engine_list() -> None:
     assert porter_stems(["surveys", "leads"]) == {"surveys": "survei", "leads": "lead"}  # Porter, not a lemmatiser
 
 
+@pytest.mark.kuzu  # its postings were saved with Kuzu's stemmer
 def test_the_stemmer_gives_kuzus_stem_for_every_word() -> None:
     """Postings saved with Kuzu's `stem(w, 'porter')` must meet queries stemmed by PyStemmer."""
     import re
@@ -112,7 +113,7 @@ def test_the_stemmer_gives_kuzus_stem_for_every_word() -> None:
     texts = [p.read_text(encoding="utf-8") for p in [*SAMPLE.rglob("*.md"), SAMPLE.parents[1] / "README.md"]]
     words = sorted({w for text in texts for w in re.findall(r"[^\W\d_]+", text.lower())})
     words += ["generously", "hopeful", "ponies", "caresses", "relational", "naïveté", "ünïcödé", "x"]
-    conn = kuzu.Connection(kuzu.Database(":memory:"))
+    conn = engine_connection(":memory:")
     conn.execute("LOAD EXTENSION fts")
     result = conn.execute("UNWIND $w AS w RETURN w, stem(w, 'porter')", {"w": words})
     engine: dict[str, str] = {}

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import kuzu
 import pytest
+from tests.conftest import engine_connection
 from tests.tools.conftest import HashEmbedder
 
 from evigraph import KnowledgeBase
@@ -24,15 +24,16 @@ from evigraph.store.embedded.store import EmbeddedStore
 
 QUESTIONS = ("Who leads ReefWatch?", "Which platform did Harbor Lab build?", "Marta Oliveira 2014")
 _ENGINE_IDS = frozenset({"_id", "_src", "_dst"})
-"""Internal ids, which name a row by its place in the file: compaction moves rows, not what they hold."""
+"""Internal ids, which name a row by its place in the file: compaction moves rows, not what they hold
+(Kuzu spells them in lower case, LadybugDB in capitals)."""
 
 
 def snapshot(db: Path) -> dict[str, list[str]]:
     """Every row of every table, each as the sorted text of its properties (endpoints' for a relationship)."""
-    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    conn = engine_connection(db, read_only=True)
 
     def shown(value: dict[str, Any]) -> str:
-        return repr(sorted((k, v) for k, v in value.items() if k not in _ENGINE_IDS))
+        return repr(sorted((k, v) for k, v in value.items() if k.lower() not in _ENGINE_IDS))
 
     out: dict[str, list[str]] = {}
     for name, kind in conn.execute("CALL SHOW_TABLES() RETURN name, type").get_all():
@@ -72,7 +73,7 @@ async def test_compact_gives_back_space_and_keeps_every_row_and_answer(deleted_f
     rows, found = snapshot(db), await answers(db)
     assert rows["Document"] and rows["Chunk"] and rows["Entity"] and rows["RELATES"] and rows["MENTIONED_IN"]
     assert any("lisbon.txt" in row for row in rows[VERSION_SEQ])  # the deleted document's version number
-    conn = kuzu.Connection(kuzu.Database(str(db), read_only=True))
+    conn = engine_connection(db, read_only=True)
     embedded = conn.execute("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL RETURN count(c)").get_all()
     assert embedded == [[len(rows["Chunk"])]]  # every passage has its vector
     del conn
@@ -145,14 +146,24 @@ class RacedStore(EmbeddedStore):
 
 
 def hold(db: Path, *, read_only: bool = False) -> subprocess.Popen[str]:
-    """Another process with the database open, as a running server or ingest has it."""
-    code = (
-        f"import kuzu, time; d = kuzu.Database({str(db)!r}, read_only={read_only}); "
-        "print('ready', flush=True); time.sleep(60)"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    """Another process with the knowledge base open, as a running server or ingest has it."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(read_only)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
+
+
+HOLDER = """
+import asyncio, sys, time
+from evigraph.store.embedded.store import EmbeddedStore
+
+async def main():
+    store = EmbeddedStore(sys.argv[1], read_only=sys.argv[2] == "True")
+    await store.open()
+    print("ready", flush=True)
+    time.sleep(60)
+
+asyncio.run(main())
+"""
 
 
 async def test_a_process_opening_the_file_during_the_swap_keeps_the_old_file(deleted_from: Path) -> None:

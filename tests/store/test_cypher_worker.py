@@ -20,6 +20,7 @@ from evigraph.errors import ConfigurationError, QueryAborted, QueryTimeout, Read
 from evigraph.models import DocumentVersion, GraphData, TextChunk
 from evigraph.store.cypher.statement import Guarded
 from evigraph.store.embedded.cypher_worker import MEMORY_ENV, CypherWorkers
+from evigraph.store.embedded.engine import file_engine
 from evigraph.store.embedded.store import EmbeddedStore
 
 pytestmark = pytest.mark.slow
@@ -37,7 +38,7 @@ def db(store_db: Path) -> Path:
 
 @pytest.fixture
 def workers(db: Path) -> Iterator[CypherWorkers]:
-    pool = CypherWorkers(db, "kuzu")
+    pool = CypherWorkers(db, str(file_engine(db)))
     yield pool
     pool.close()
 
@@ -98,7 +99,7 @@ def test_a_worker_that_exited_while_idle_is_replaced(workers: CypherWorkers) -> 
 def test_a_bad_memory_setting_is_refused_by_name(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MEMORY_ENV, "lots")
     with pytest.raises(ConfigurationError, match=MEMORY_ENV) as err:
-        CypherWorkers(db, "kuzu")
+        CypherWorkers(db, str(file_engine(db)))
     assert f"{MEMORY_ENV}=512" in err.value.hint
 
 

@@ -20,6 +20,7 @@ import random
 from pathlib import Path
 
 import pytest
+from tests.conftest import engine_module
 
 
 def _vectors(rng: random.Random, n: int, dimension: int = 16) -> list[list[float]]:
@@ -36,21 +37,21 @@ def _vectors(rng: random.Random, n: int, dimension: int = 16) -> list[list[float
 
 @pytest.mark.xfail(strict=True, reason="the engine's checkpoint garbles float lists appended to a compressed column")
 def test_float_lists_appended_after_a_checkpoint_are_stored_exactly(tmp_path: Path) -> None:
-    import kuzu
     import numpy as np
 
     rng = random.Random(0)
     first, later = _vectors(rng, 8), _vectors(rng, 1)
     path = str(tmp_path / "floats.db")
     create = "UNWIND $rows AS r CREATE (:T {id: r.id, v: CAST(r.v AS FLOAT[])})"
-    db = kuzu.Database(path)
-    conn = kuzu.Connection(db)
+    engine = engine_module()
+    db = engine.Database(path)
+    conn = engine.Connection(db)
     conn.execute("CREATE NODE TABLE T(id STRING PRIMARY KEY, v FLOAT[])")
     conn.execute(create, {"rows": [{"id": f"a{i}", "v": v} for i, v in enumerate(first)]})
     conn.close()
     db.close()  # the close checkpoints: the column is compressed now
-    db = kuzu.Database(path)
-    conn = kuzu.Connection(db)
+    db = engine.Database(path)
+    conn = engine.Connection(db)
     try:
         conn.execute(create, {"rows": [{"id": "b0", "v": later[0]}]})
         before = conn.execute("MATCH (t:T {id: 'b0'}) RETURN t.v").get_all()[0][0]

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from tests.conftest import engine_module
 from tests.store.contract.conftest import version
 
 from evigraph.models import DocumentVersion
@@ -49,10 +50,9 @@ async def test_reads_open_connections_during_a_write_and_at_once(tmp_path: Path)
 def test_a_commit_that_checkpoints_waits_for_a_long_read(tmp_path: Path) -> None:
     """The engine's checkpoint fails a COMMIT after about 5 s of waiting for an open read
     transaction; the executor makes the COMMIT wait for the read instead, and nothing is lost."""
-    import kuzu
-
-    db = kuzu.Database(str(tmp_path / "ck.db"), checkpoint_threshold=1)  # every commit checkpoints
-    executor = Executor(db, kuzu, read_only=False, pool_size=2)
+    engine = engine_module()
+    db = engine.Database(str(tmp_path / "ck.db"), checkpoint_threshold=1)  # every commit checkpoints
+    executor = Executor(db, engine, read_only=False, pool_size=2)
     try:
         executor.raw(lambda tx: tx.execute("CREATE NODE TABLE T(id INT64 PRIMARY KEY)").close())
         reading, order = threading.Event(), []

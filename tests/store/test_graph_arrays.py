@@ -64,3 +64,27 @@ def test_arrays_from_rows_answer_as_the_built_graph(tmp_path: Path) -> None:
 def test_an_empty_graph_makes_empty_arrays() -> None:
     index = GRAPH.load(GraphArrays().arrays(), {})
     assert walks(index) == walks(GraphIndex())
+
+
+def test_mentions_are_listed_by_id_whatever_order_the_rows_come_in() -> None:
+    """The engine's row order is its storage order, which a compaction on LadybugDB changes: an
+    index saved before one and an index built after it must list each mention alike."""
+    import random
+
+    from evigraph.store.core.graph_index import GraphLists
+
+    rows = [(f"e{i % 7}", f"c{i % 11}:{i}") for i in range(60)]
+    shuffled = rows[:]
+    random.Random(4).shuffle(shuffled)
+    built = []
+    for order in (rows, shuffled):
+        lists, arrays = GraphLists(), GraphArrays()
+        for entity, chunk in order:
+            lists.mention(entity, chunk)
+            arrays.mention(entity, chunk)
+        built += [lists.done(), GRAPH.load(arrays.arrays(), {})]
+    views = [({k: list(v) for k, v in g.mentions.items()}, {k: list(v) for k, v in g.mentioned.items()}) for g in built]
+    assert all(view == views[0] for view in views)
+    mentions, mentioned = views[0]
+    assert all(chunks == sorted(chunks) for chunks in mentions.values()) and len(mentions) == 7
+    assert all(entities == sorted(entities) for entities in mentioned.values()) and len(mentioned) == 60

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import kuzu
 import pytest
+from tests.conftest import engine_connection
 
 from evigraph import KnowledgeBase
 from evigraph.errors import NotAKnowledgeBaseError
@@ -86,8 +86,8 @@ async def test_a_stale_build_of_a_dead_process_is_removed(tmp_path: Path) -> Non
 
 def raw(db: Path, statements: tuple[str, ...], *, read_only: bool = False) -> list[Any]:
     """Run statements on the engine directly; the last one's rows."""
-    database = kuzu.Database(str(db), read_only=read_only)
-    conn = kuzu.Connection(database)
+    conn = engine_connection(db, read_only=read_only)
+    database = conn.database
     rows: list[Any] = []
     try:
         for statement in statements:

@@ -85,7 +85,7 @@ async def test_a_folder_that_is_not_a_database_is_refused_untouched(in_tmp: Path
     folder = in_tmp / "notes"
     folder.mkdir()
     (folder / "a.txt").write_text("hello")
-    for db in (folder, f"kuzu://{folder}"):
+    for db in (folder, f"ladybug://{folder}"):
         store = connect(db)
         with pytest.raises(NotAKnowledgeBaseError, match="folder") as err:
             await store.open()
@@ -93,16 +93,18 @@ async def test_a_folder_that_is_not_a_database_is_refused_untouched(in_tmp: Path
     assert sorted(os.listdir(in_tmp)) == ["notes"] and os.listdir(folder) == ["a.txt"]
 
 
-async def test_a_kuzu_url_opens_the_file_it_names(in_tmp: Path) -> None:
+async def test_an_engine_url_opens_the_file_it_names(in_tmp: Path) -> None:
     path = in_tmp / "sub" / "kb.db"
-    async with connect(f"kuzu://{path}") as store:
-        assert isinstance(store, EmbeddedStore) and store.path == path and store.engine == "kuzu"
+    async with connect(f"ladybug://{path}") as store:
+        assert isinstance(store, EmbeddedStore) and store.path == path and store.engine == "ladybug"
         await store.write_versions([ALPHA])
     async with connect(path, read_only=True) as plain:  # the same knowledge base, by its path
         assert (await plain.counts()).documents == 1
+    with pytest.raises(ConfigurationError, match="names the ladybug engine"):
+        connect(f"ladybug://{path}", engine="kuzu")
+    assert isinstance(connect(f"ladybug://{path}", engine="ladybug"), EmbeddedStore)
     with pytest.raises(ConfigurationError, match="names the kuzu engine"):
         connect(f"kuzu://{path}", engine="ladybug")
-    assert isinstance(connect(f"kuzu://{path}", engine="kuzu"), EmbeddedStore)
 
 
 async def test_a_ladybug_url_picks_that_engine(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:

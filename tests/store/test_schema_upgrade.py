@@ -6,12 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import engine_connection
 from tests.store.contract.conftest import ALPHA
 from tests.store.contract.test_contract_code import DELAY, write_shop
 
 from evigraph.errors import StoreError
 from evigraph.property_types import SOURCES_COLUMN
 from evigraph.store import connect
+from evigraph.store.embedded.engine import engine_name
 from evigraph.store.embedded.schema import (
     ADDED_COLUMNS,
     RETIRED_FTS_INDEXES,
@@ -22,23 +24,23 @@ from evigraph.trace_records import NewStep
 
 
 def _drop_ranking_columns(path: Path) -> None:
-    import kuzu
+    _alter(path, *(f"ALTER TABLE {table} DROP {column}" for table, column, _ in ADDED_COLUMNS))
 
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
-    for table, column, _ in ADDED_COLUMNS:
-        conn.execute(f"ALTER TABLE {table} DROP {column}")
+
+def _alter(path: Path, *statements: str) -> None:
+    """Run `statements` on the file with its own engine, as an earlier release left it."""
+    conn = engine_connection(path)
+    for statement in statements:
+        conn.execute(statement)
     conn.close()
-    db.close()
+    conn.database.close()
 
 
 def _first_column(path: Path, queries: list[str]) -> list[list[Any]]:
     """The first column of each query's rows, read from the file opened read-only."""
-    import kuzu
-
-    db = kuzu.Database(str(path), read_only=True)
-    conn = kuzu.Connection(db)
-    conn.execute("LOAD EXTENSION fts")
+    conn = engine_connection(path, read_only=True)
+    if engine_name(conn) == "kuzu":  # a file of Kuzu's with full-text indexes reads with it loaded
+        conn.execute("LOAD EXTENSION fts")
     out = []
     for query in queries:
         result = conn.execute(query)
@@ -46,7 +48,7 @@ def _first_column(path: Path, queries: list[str]) -> list[list[Any]]:
         while result.has_next():
             out[-1].append(result.get_next()[0])
     conn.close()
-    db.close()
+    conn.database.close()
     return out
 
 
@@ -88,16 +90,10 @@ async def test_old_file_reads_read_only_and_upgrades_on_a_writable_open(tmp_path
 async def test_a_file_from_before_fact_vectors_keeps_graph_ranking_read_only(tmp_path: Path) -> None:
     """Only the relations' vector column missing: a read-only open still hands graph ranking its
     inputs and finds no facts by vector (no error); a writable open adds the column."""
-    import kuzu
-
     path = tmp_path / "old.db"
     async with connect(path) as store:
         await store.write_versions([ALPHA])
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
-    conn.execute("ALTER TABLE RELATES DROP embedding")
-    conn.close()
-    db.close()
+    _alter(path, "ALTER TABLE RELATES DROP embedding")
     async with connect(path, read_only=True) as store:
         assert {r.document for r in await store.ranking_rows()} == {ALPHA.key}
         pending = await store.pending_ranking_texts(limit=100)
@@ -110,17 +106,10 @@ async def test_a_file_from_before_fact_vectors_keeps_graph_ranking_read_only(tmp
 async def test_a_file_from_before_property_sources_keeps_graph_ranking_read_only(tmp_path: Path) -> None:
     """Only the columns of who set each property missing: nothing reads them on a read-only open,
     so graph ranking keeps its inputs."""
-    import kuzu
-
     path = tmp_path / "old.db"
     async with connect(path) as store:
         await store.write_versions([ALPHA])
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
-    for table in ("Entity", "RELATES"):
-        conn.execute(f"ALTER TABLE {table} DROP {SOURCES_COLUMN}")
-    conn.close()
-    db.close()
+    _alter(path, *(f"ALTER TABLE {table} DROP {SOURCES_COLUMN}" for table in ("Entity", "RELATES")))
     async with connect(path, read_only=True) as store:
         assert {r.document for r in await store.ranking_rows()} == {ALPHA.key}
         assert sum(t.kind == "entity" for t in await store.pending_ranking_texts(limit=100)) == 4
@@ -172,10 +161,7 @@ def _as_before_packed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _types(path: Path) -> dict[tuple[str, str], str]:
-    import kuzu
-
-    db = kuzu.Database(str(path), read_only=True)
-    conn = kuzu.Connection(db)
+    conn = engine_connection(path, read_only=True)
     found = {}
     for table in {t for t, _, _ in RETYPED_COLUMNS}:
         result = conn.execute(f"CALL TABLE_INFO('{table}') RETURN name, type")
@@ -183,7 +169,7 @@ def _types(path: Path) -> dict[tuple[str, str], str]:
             name, kind = result.get_next()
             found[(table, name)] = kind
     conn.close()
-    db.close()
+    conn.database.close()
     return found
 
 
@@ -236,20 +222,20 @@ def _indexes(path: Path) -> set[str]:
     return set(_first_column(path, ["CALL SHOW_INDEXES() RETURN index_name"])[0])
 
 
+@pytest.mark.kuzu  # the releases that made full-text indexes wrote Kuzu files, with its extension
 async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Path) -> None:
-    import kuzu
-
     path = tmp_path / "old.db"
     async with connect(path) as store:
         await store.write_versions([ALPHA])
         await write_shop(store)
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
-    conn.execute("LOAD EXTENSION fts")
-    for name, table in RETIRED_FTS_INDEXES.items():  # as an earlier release created them
-        conn.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['search_text'], stemmer := 'porter')")
-    conn.close()
-    db.close()
+    _alter(
+        path,
+        "LOAD EXTENSION fts",
+        *(  # as an earlier release created them
+            f"CALL CREATE_FTS_INDEX('{table}', '{name}', ['search_text'], stemmer := 'porter')"
+            for name, table in RETIRED_FTS_INDEXES.items()
+        ),
+    )
     assert set(RETIRED_FTS_INDEXES) <= _indexes(path)
 
     async with connect(path, read_only=True) as store:  # reads as it is
@@ -271,17 +257,11 @@ async def test_a_writable_open_drops_the_retired_full_text_indexes(tmp_path: Pat
 
 
 async def test_a_file_from_before_version_numbers_were_kept_numbers_on_past_a_delete(tmp_path: Path) -> None:
-    import kuzu
-
     path = tmp_path / "old.db"
     async with connect(path) as store:
         await store.write_versions([ALPHA])
         await store.write_versions([ALPHA])
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
-    conn.execute(f"DROP TABLE {VERSION_SEQ}")  # as an earlier release wrote the file
-    conn.close()
-    db.close()
+    _alter(path, f"DROP TABLE {VERSION_SEQ}")  # as an earlier release wrote the file
 
     async with connect(path, read_only=True) as store:  # reads as it is
         assert (await store.get_documents([ALPHA.key]))[ALPHA.key].version == 2

@@ -16,6 +16,7 @@ import pytest
 from evigraph.errors import EngineError
 from evigraph.models import DocumentVersion, GraphData, TextChunk
 from evigraph.store.embedded import executor
+from evigraph.store.embedded.engine import file_engine
 from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.store import EmbeddedStore
 
@@ -62,8 +63,11 @@ async def test_a_failed_statement_raises_the_engines_message_and_is_not_kept(sto
     for _ in range(2):
         with pytest.raises(EngineError, match="Table Nope does not exist"):
             rows(store, "MATCH (x:Nope) RETURN x", {"a": 1})
-    with pytest.raises(EngineError, match="Parameter zz not found"):
-        rows(store, "RETURN $a AS a", {"a": 1, "zz": 2})
+    if file_engine(store.path) == "kuzu":  # LadybugDB ignores a parameter the statement does not name
+        with pytest.raises(EngineError, match="Parameter zz not found"):
+            rows(store, "RETURN $a AS a", {"a": 1, "zz": 2})
+    else:
+        assert rows(store, "RETURN $a AS a", {"a": 1, "zz": 2}) == [{"a": 1}]
     assert rows(store, "RETURN $a AS a", {"a": 3}) == [{"a": 3}]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import engine_connection
 from tests.store.contract.conftest import ALPHA
 
 from evigraph.errors import TaskNotFoundError
@@ -14,14 +15,11 @@ from evigraph.trace_records import NewEvent
 
 
 def _drop_trace_tables(path: Path) -> None:
-    import kuzu
-
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
+    conn = engine_connection(path)
     for table in TRACE_TABLES:
         conn.execute(f"DROP TABLE {table}")
     conn.close()
-    db.close()
+    conn.database.close()
 
 
 async def test_an_old_file_reads_no_tasks_and_gets_the_tables_on_a_writable_open(tmp_path: Path) -> None:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import kuzu
 import numpy as np
+from tests.conftest import engine_connection
 
 from evigraph.store.embedded.executor import vector_texts
 
 
 def round_trip(tmp_path: Path, values: list[object]) -> list[object]:
     """What the engine stores for each value, written in one UNWIND as the store writes passages."""
-    db = kuzu.Database(str(tmp_path / "v.db"))
-    conn = kuzu.Connection(db)
+    conn = engine_connection(tmp_path / "v.db")
     conn.execute("CREATE NODE TABLE V(id INT64, e FLOAT[], PRIMARY KEY(id))")
     rows = [{"id": i, "e": v} for i, v in enumerate(values)]
     conn.execute("UNWIND $rows AS r CREATE (:V {id: r.id, e: CAST(r.e AS FLOAT[])})", {"rows": rows})

@@ -492,12 +492,8 @@ async def test_cypher_refuses_writes_files_and_unknown_procedures(tk: Toolkit, q
 
 
 async def test_cypher_allows_write_words_in_strings_and_property_names(tk: Toolkit) -> None:
-    rows = await run(
-        tk,
-        "cypher_query",
-        {"query": "MATCH (c:Chunk) WHERE c.text CONTAINS 'create' OR c.text CONTAINS 'Hawk' RETURN c.index // delete"},
-        CypherResult,
-    )
+    query = "MATCH (c:Chunk) WHERE c.text CONTAINS 'create' OR c.text CONTAINS 'Hawk' RETURN c.`index` // delete"
+    rows = await run(tk, "cypher_query", {"query": query}, CypherResult)
     assert rows.rows
 
 

@@ -93,7 +93,7 @@ def _common_options() -> argparse.ArgumentParser:
         "--engine",
         default="auto",
         choices=ENGINES,
-        help="embedded engine (default: the file's own; kuzu for a new file)",
+        help="embedded engine (default: the file's own; ladybug for a new file)",
     )
     return common
 

@@ -1,8 +1,9 @@
 """Reads of a knowledge base another evigraph process holds, for the command line.
 
-While `evigraph ingest` writes, the embedded engine refuses every other process the file, even a
-read-only open (Kuzu 0.11.3 locks the file: "Could not set lock on file"), so `status` and `search`
-used to fail until the ingest ended. A read-only open beside the writer being impossible, the
+While `evigraph ingest` writes, every other process is refused the file, even a read-only open
+(Kuzu 0.11.3 locks the file: "Could not set lock on file"; on LadybugDB, whose readers do not,
+evigraph's own reader lock does: `store/embedded/reader_lock.py`), so `status` and `search` used to
+fail until the ingest ended. A read-only open beside the writer being impossible, the
 ingest answers them itself: it serves the database over the socket protocol `evigraph mcp`
 processes already use to share one database (`evigraph.serving.forwarding`), read tools only. So
 `status` and `search` ask it and print what they print when they open the file themselves, and

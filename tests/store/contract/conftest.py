@@ -4,16 +4,15 @@ A factory is all a backend adds to run the contract: where a fresh, empty knowle
 and how `evigraph.store.connect` opens it. Each test module builds the shared graph once per
 factory (module scope) for its read-only assertions; tests that write get a fresh store each.
 
-The embedded factories run on the default engine. `EVIGRAPH_TEST_ENGINE=ladybug` runs them on
-LadybugDB instead, with no FalkorDB server: the two engines cannot share a process, so
-`tests/store/test_ladybug_contract.py` runs the contract that way in a process of its own.
+The embedded factories run on the default engine, LadybugDB. `EVIGRAPH_TEST_ENGINE=kuzu` runs them
+on Kuzu instead, with no FalkorDB server: the two engines cannot share a process, so
+`tests/store/test_kuzu_engine.py` runs the contract that way in a process of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -23,7 +22,7 @@ from typing import TypeVar
 
 import pytest
 import pytest_asyncio
-from tests.conftest import FalkorServer
+from tests.conftest import TEST_ENGINE, FalkorServer
 
 from evigraph.models import (
     DocumentVersion,
@@ -158,8 +157,8 @@ def _falkordb_graph(folder: Path, empty: Path) -> str:
 
 _SERVER: dict[str, str] = {}
 
-TEST_ENGINE = os.environ.get("EVIGRAPH_TEST_ENGINE", "")
-"""The embedded engine the contract runs on; empty for the default."""
+EMBEDDED_ENGINE = TEST_ENGINE or "ladybug"
+"""The engine the embedded factories' files are written by."""
 
 FACTORIES = [
     StoreFactory("embedded", _embedded_copy),
@@ -191,7 +190,7 @@ def empty_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             pass
 
     asyncio.run(create())
-    assert file_engine(path) == (TEST_ENGINE or "kuzu")
+    assert file_engine(path) == EMBEDDED_ENGINE
     yield path
     if TEST_ENGINE:  # no test of the session loaded the default engine instead
         assert [e for e in ("kuzu", "ladybug") if sys.modules.get(e) is not None] == [TEST_ENGINE]

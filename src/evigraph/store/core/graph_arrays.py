@@ -155,12 +155,15 @@ def _lists(
     item_rank: Any | None,
 ) -> dict[str, Any]:
     """(key, item) pairs as `lists_arrays` lays them out: the keys present, sorted; each key's
-    items in the order the pairs came (a stable sort); items are numbers, or, with `items`,
-    the strings they number, packed."""
+    items in the order the pairs came (a stable sort), or, with `items`, the strings they number
+    sorted and packed (`GraphLists.done` sorts mentions so too)."""
     import numpy as np
 
     ranks = key_rank[np.frombuffer(pairs[0], dtype=np.int64)]
-    order = np.argsort(ranks, kind="stable")
+    if item_rank is None:
+        order = np.argsort(ranks, kind="stable")
+    else:
+        order = np.lexsort((item_rank[np.frombuffer(pairs[1], dtype=np.int64)], ranks))
     ranks = ranks[order]
     present, counts = np.unique(ranks, return_counts=True)
     offsets = np.zeros(len(present) + 1, dtype=np.int64)

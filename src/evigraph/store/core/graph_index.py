@@ -198,4 +198,10 @@ class GraphLists:
         self.mentioned[chunk].append(entity)
 
     def done(self) -> GraphIndex:
+        """Mentions sorted by id: the order rows come in is the engine's storage order, which a
+        compaction on LadybugDB changes (and FalkorDB's is its own), so an index read from saved
+        arrays and one built from the file after it must list them alike."""
+        for lists in (self.mentions, self.mentioned):
+            for listed in lists.values():
+                listed.sort()
         return GraphIndex(dict(self.edges), dict(self.mentions), dict(self.mentioned), dict(self.stated))

@@ -1,4 +1,4 @@
-"""Opening the embedded engine: Kuzu, or LadybugDB (its maintained successor, same API).
+"""Opening the embedded engine: LadybugDB, or Kuzu (archived upstream; LadybugDB is its maintained fork).
 
 Both are imported lazily, so `import evigraph` stays fast. Engine errors are turned into
 `StoreError`s that say what to do: the raw messages ("Could not set lock on file") name no fix,
@@ -51,7 +51,9 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
     """Import the engine module for the file at `path`.
 
     `auto` takes the engine that wrote the file; for a new file, the engine this process has
-    loaded already, else Kuzu (whose extensions are linked in), else LadybugDB."""
+    loaded already, else LadybugDB, else Kuzu. LadybugDB is the default because a large ingest
+    checkpoints there in a fraction of Kuzu's time (README, "Engines"), and Kuzu is no longer
+    released; Kuzu stays for the files it wrote."""
     if engine not in (*ENGINES, "auto"):
         raise EngineUnavailableError(f"unknown engine {engine!r}", hint=f"use one of: auto, {', '.join(ENGINES)}")
     written_by = file_engine(path) if path is not None else None
@@ -64,7 +66,7 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
     if written_by is not None:
         engine = written_by
     elif engine == "auto":
-        engine = loaded or ("kuzu" if _installed("kuzu") else "ladybug")
+        engine = loaded or ("ladybug" if _installed("ladybug") else "kuzu")
     if not _installed(engine):
         raise EngineUnavailableError(f"{_TITLES[engine]} is not installed", hint=_install(engine))
     if loaded is not None and loaded != engine:
@@ -79,7 +81,7 @@ def import_engine(engine: str, path: Path | None = None) -> Any:
     if not (hasattr(module, "Database") and hasattr(module, "Connection")):
         raise EngineUnavailableError(
             f"the {engine!r} module found is not {_TITLES[engine]} ({getattr(module, '__file__', '')})",
-            hint=f"{install_hint('ladybug')}; Ladybug Tools' weather library takes the same module name",
+            hint=f"{_install(engine)}; Ladybug Tools' weather library takes the same module name",
         )
     return module
 
@@ -88,7 +90,8 @@ _TITLES = {"kuzu": "Kuzu", "ladybug": "LadybugDB", "auto": "the default engine"}
 
 
 def _install(engine: str) -> str:
-    return "pip install kuzu==0.11.3" if engine == "kuzu" else install_hint("ladybug")
+    """LadybugDB is a base dependency (a reinstall brings it back); Kuzu is the `kuzu` extra."""
+    return install_hint("kuzu" if engine == "kuzu" else "")
 
 
 def _installed(module: str) -> bool:
@@ -143,16 +146,22 @@ def open_database(module: Any, path: Path, *, read_only: bool, buffer_pool_mb: i
 def translate_open_error(exc: BaseException, path: Path) -> StoreError:
     text = str(exc)
     if "Could not set lock" in text:
-        return DatabaseLockedError(
-            f"another process is using {path} for writing",
-            hint="wait for it to finish or stop it (an ingest or a server), then retry",
-        )
+        return locked_by_writer(path)
     if "not a valid" in text or "Unable to open database" in text or "corrupt" in text.lower():
         return NotAKnowledgeBaseError(
             f"{path} is not an evigraph database",
             hint="pass the path of a knowledge base with --db, or a new path to create one",
         )
     return StoreError(f"cannot open {path}: {text.splitlines()[0]}", hint="check the --db path")
+
+
+def locked_by_writer(path: Path) -> DatabaseLockedError:
+    """The file is held by a writer (or, for a writable open, by anyone): the engine's lock, or a
+    reader's (`reader_lock`)."""
+    return DatabaseLockedError(
+        f"another process is using {path} for writing",
+        hint="wait for it to finish or stop it (an ingest or a server), then retry",
+    )
 
 
 def engine_failure(exc: RuntimeError) -> EngineError:

@@ -39,6 +39,7 @@ from evigraph.store.embedded import (
     integrity,
     merging,
     ranking_io,
+    reader_lock,
     reads,
     records,
     rekey,
@@ -89,7 +90,7 @@ from evigraph.store.saved_indexes import SavedIndexes
 class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps, IndexOps, GraphStore):
     """A knowledge base in one database file.
 
-    `engine` is "auto" (an existing file's own engine; Kuzu for a new one), "kuzu" or "ladybug"
+    `engine` is "auto" (an existing file's own engine; LadybugDB for a new one), "ladybug" or "kuzu"
     (`engine.import_engine`). The file is created on the first write; opening it read-only never
     creates anything, so a read on a path that was never written fails with a hint instead of
     leaving an empty database behind.
@@ -140,6 +141,7 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
         self._cypher_slots = Slots()
         self._cypher_workers: CypherWorkers | None = None
         self._cypher_budget: cypher_run.MemoryBudget | None = None
+        self._reader_lock: int | None = None  # a read-only open's shared lock on the file (`reader_lock`)
 
     @property
     def executor(self) -> Executor:
@@ -161,6 +163,13 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
             self._create_file(module, name)
         if self.read_only:
             finish_interrupted_checkpoint(module, self.path)
+            ex = self._connect(module, name)
+            try:  # after the open, whose errors say what is wrong with the file
+                self._reader_lock = reader_lock.hold_shared(self.path)
+            except BaseException:
+                ex.close()
+                raise
+            return ex
         try:
             return self._connect(module, name)
         except UnfinishedSchema:
@@ -265,6 +274,8 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
         if self._exec is not None:
             ex, self._exec = self._exec, None
             ex.close()
+        lock, self._reader_lock = self._reader_lock, None
+        reader_lock.release(lock)
 
     async def compact(self, progress: CompactProgress | None = None) -> CompactReport:
         """Rebuild the file beside itself and swap it in (`compaction`): holding the file for writing
