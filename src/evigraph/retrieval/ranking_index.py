@@ -91,7 +91,7 @@ class RankingIndex:
         generation = await store.write_generation() if files is not None else None
         if files is None or generation is None or self._token is None:
             return
-        if await asyncio.to_thread(files.load, NAME, generation) is not None:
+        if files.generation(NAME) == generation:
             return  # saved at this generation already
         snap = await self.snapshot(store)
         if not snap.empty:

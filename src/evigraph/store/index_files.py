@@ -83,12 +83,8 @@ class IndexFiles:
         """The arrays (memory-mapped) and the small values saved under `name` at `generation`, or None."""
         import numpy as np
 
-        manifest = self._manifest(name)
-        try:
-            found = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(found, dict) or found.get("format") != FORMAT or found.get("generation") != generation:
+        found = self._read_manifest(name)
+        if found is None or found.get("generation") != generation:
             return None
         arrays: dict[str, Any] = {}
         try:
@@ -154,10 +150,10 @@ class IndexFiles:
         """Label the index saved at `before` as saved at `after` (its arrays kept), for a write
         its data does not read; False when it was not saved at `before` or cannot be rewritten."""
         manifest = self._manifest(name)
+        found = self._read_manifest(name)
+        if found is None or found.get("generation") != before:
+            return False
         try:
-            found = json.loads(manifest.read_text(encoding="utf-8"))
-            if not isinstance(found, dict) or found.get("format") != FORMAT or found.get("generation") != before:
-                return False
             temporary = self.folder / f"{name}.{uuid.uuid4().hex[:12]}.json.tmp"
             with temporary.open("w", encoding="utf-8") as f:
                 json.dump({**found, "generation": after}, f)
@@ -200,6 +196,20 @@ class IndexFiles:
                         path.unlink()
         except (OSError, ValueError, KeyError, TypeError):
             return
+
+    def generation(self, name: str) -> str | None:
+        """The generation `name`'s manifest says it was saved at, without mapping its arrays (they
+        may still be missing or cut short: `load` checks them)."""
+        found = self._read_manifest(name)
+        saved = found.get("generation") if found is not None else None
+        return saved if isinstance(saved, str) else None
+
+    def _read_manifest(self, name: str) -> dict[str, Any] | None:
+        try:
+            found = json.loads(self._manifest(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) and found.get("format") == FORMAT else None
 
     def _manifest(self, name: str) -> Path:
         return self.folder / f"{name}.json"

@@ -459,9 +459,7 @@ class Executor:
             try:
                 self._db = open_db()
                 if writer is not None:
-                    self._write = _Conn(self._module.Connection(self._db), self._cached)
-                    for fn in self._setup:
-                        fn(self._write.conn)
+                    self._write = self._connect()  # the write lock is held: an RLock
                 fresh = [self._connect() for _ in idle]  # for a read already waiting on the pool
             except BaseException as exc:
                 self._write, self._created = None, 0
