@@ -113,6 +113,9 @@ def test_a_graph_from_hits_equals_its_validated_form() -> None:
     assert graph == GraphData.model_validate(graph.model_dump())
     assert sorted({r.confidence for r in graph.relations}) == [0.3, 0.4, 0.5]
     assert all(type(m.spans) is tuple for m in graph.mentions)
+    built = [*graph.relations, *(s for m in graph.mentions for s in m.spans)]  # made `unchecked`
+    assert all(model.model_fields_set == set(type(model).model_fields) for model in built)
+    assert graph.relations[0].model_copy(update={"type": "MET"}).type == "MET" != graph.relations[1].type
 
 
 def test_a_relation_copied_with_new_endpoints_gets_the_id_they_give() -> None:

@@ -14,6 +14,7 @@ from evigraph.store.embedded.engine import (
     MIN_BUFFER_POOL_MB,
     default_buffer_pool_mb,
 )
+from evigraph.store.embedded.executor import Tx
 from evigraph.store.embedded.store import EmbeddedStore
 
 
@@ -57,3 +58,23 @@ async def test_a_reader_is_sized_from_its_file_and_still_reads_it(
     async with KnowledgeBase(db, read_only=True) as kb:  # and the reader works within it
         result = await kb.retrieve("Who leads ReefWatch?")
         assert any("Ana Costa" in p.text for p in result.passages)
+
+
+@pytest.mark.parametrize(("pool_mb", "log_mb"), [(512, 16), (2048, 2048 // 48), (6144, 128), (16_384, 128)])
+async def test_a_writer_lets_its_log_grow_with_its_pool_and_a_reader_keeps_the_engines(
+    tmp_path: Path, pool_mb: int, log_mb: int
+) -> None:
+    """The log a commit checkpoints at follows the page cache (`checkpoint_threshold_mb`): the
+    engine's 16 MB at the floor, 128 MB at most; a read-only open checkpoints nothing."""
+    from evigraph.store.embedded.engine import ENGINE_CHECKPOINT_MB, checkpoint_threshold_mb
+
+    assert checkpoint_threshold_mb(pool_mb) == log_mb
+
+    def setting(tx: Tx) -> int:
+        return int(tx.rows("CALL current_setting('checkpoint_threshold') RETURN *")[0]["checkpoint_threshold"])
+
+    db = tmp_path / "kb.db"
+    async with EmbeddedStore(db, buffer_pool_mb=pool_mb) as store:
+        assert await store.executor.read(setting) == log_mb << 20
+    async with EmbeddedStore(db, read_only=True, buffer_pool_mb=pool_mb) as store:
+        assert await store.executor.read(setting) == ENGINE_CHECKPOINT_MB << 20

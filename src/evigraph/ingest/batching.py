@@ -94,12 +94,19 @@ class StoredVersions:
     """What the store holds for the keys being ingested, asked for a read-ahead window at a time."""
 
     store: GraphStore
+    empty: bool = False
+    """The store held no document when the ingest began, so none of its keys can be stored but
+    by another ingest running beside it, which the write's own look-up of the current version
+    handles (that document is then written again, not skipped as unchanged). Set, nothing is
+    asked: at 100,000 generated passages the look-ups waited out the engine's checkpoints."""
     _found: dict[str, StoredDocument] = field(default_factory=dict, init=False)
     _asked: set[str] = field(default_factory=set, init=False)
 
     async def take(self, keys: Sequence[str], upcoming: Sequence[str]) -> dict[str, StoredDocument]:
         """The stored documents of `keys`; when one was not asked for yet, `upcoming` keys are
         asked for with it."""
+        if self.empty:
+            return {}
         if any(k not in self._asked for k in keys):
             ask = [k for k in dict.fromkeys([*keys, *upcoming]) if k not in self._asked]
             for i in range(0, len(ask), LOOKUP_KEYS):

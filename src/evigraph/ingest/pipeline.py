@@ -146,7 +146,10 @@ class IngestRun:
         )
         writing: deque[asyncio.Task[None]] = deque()  # oldest first
         held: list[list[str]] = []  # keys of the batches not yet written, oldest first
-        group: WriteGroup[Pending] = WriteGroup(stored=await self._stored_passages())
+        held_before = await self.store.counts()
+        self._stored.empty = held_before.documents == 0
+        # A write group grows with the knowledge base where the store's write cost follows its size.
+        group: WriteGroup[Pending] = WriteGroup(stored=held_before.chunks if self.store.write_group_passages else 0)
         ahead: deque[Started | None] = deque()  # batches chunked and extracting, not yet embedding
 
         def to_come() -> int | None:
@@ -235,12 +238,6 @@ class IngestRun:
             embedding = self._embedding.popleft()
             if embedding is not None and embedding.vectors is not None:
                 await asyncio.gather(embedding.vectors, return_exceptions=True)
-
-    async def _stored_passages(self) -> int:
-        """Passages the knowledge base holds before this run: where a growing write group starts."""
-        if not self.store.write_group_passages:
-            return 0
-        return (await self.store.counts()).chunks
 
     async def _hand_over(
         self, group: WriteGroup[Pending], writing: deque[asyncio.Task[None]], held: list[list[str]]

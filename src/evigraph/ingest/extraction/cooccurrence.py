@@ -25,6 +25,7 @@ from evigraph.models import (
     Mention,
     Span,
     TextChunk,
+    unchecked,
 )
 
 MAX_PARTNERS = 3
@@ -101,13 +102,16 @@ def cooccurrence_relations(chunk: TextChunk, spans: Iterable[tuple[int, int, str
 def _pairs(ids: Sequence[str], fact: str, chunk_index: int) -> Iterable[ExtractedRelation]:
     for i, source in enumerate(ids):
         for step, target in enumerate(ids[i + 1 : i + 1 + MAX_PARTNERS]):
-            yield ExtractedRelation(
-                source=source,
-                target=target,
-                type=DEFAULT_RELATION_TYPE,
-                fact=fact,
-                confidence=_CONFIDENCES[step],
-                chunk_indexes=(chunk_index,),
+            yield unchecked(  # every value is valid by construction (`unchecked`)
+                ExtractedRelation,
+                {
+                    "source": source,
+                    "target": target,
+                    "type": DEFAULT_RELATION_TYPE,
+                    "fact": fact,
+                    "confidence": _CONFIDENCES[step],
+                    "chunk_indexes": (chunk_index,),
+                },
             )
 
 
@@ -168,7 +172,7 @@ def graph_from_hits(
             located.append(EntitySpan(hit.start, hit.end, entity.id))
         for eid, found in spans.items():
             # the hits' own ints: nothing to validate, and validating was a hot spot of large ingests
-            ordered = tuple(Span.model_construct(start=s, end=e) for s, e in sorted(found))
+            ordered = tuple(unchecked(Span, {"start": s, "end": e}) for s, e in sorted(found))
             mentions.append(Mention(entity_id=eid, chunk_index=chunk.index, spans=ordered))
         if cooccurring:
             relations.extend(cooccurrence_relations(chunk, located))

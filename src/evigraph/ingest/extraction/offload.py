@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from evigraph.ingest.gc_threshold import collect_rarely
+from evigraph.models import unchecked
 from evigraph.processes import end_worker
 
 log = logging.getLogger(__name__)
@@ -161,19 +162,9 @@ _GETSTATE = BaseModel.__getstate__
 _SETSTATE = BaseModel.__setstate__
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
 def rebuilt_model(cls: type[BaseModel], values: dict[str, Any], fields_set: set[str]) -> BaseModel:
-    """A model from the fields `dumps` sent, as pydantic's own unpickling sets them (no validation:
-    they were a valid model's)."""
-    model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
+    """A model from the fields `dumps` sent (no validation: they were a valid model's)."""
+    return unchecked(cls, values, fields_set)
 
 
 _lock = threading.Lock()

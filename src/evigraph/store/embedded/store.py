@@ -96,14 +96,15 @@ class EmbeddedStore(EmbeddedCodeOps, EmbeddedPropertyOps, CypherOps, DecisionOps
     leaving an empty database behind.
     """
 
-    write_group_passages = 4_096
+    write_group_passages = 2_048
     """Each checkpoint rewrites every relationship node group a transaction touched, so an ingest
-    writes fewer, larger transactions as the file grows (`evigraph.ingest.writing.WriteGroup`). The cap bounds what
-    one transaction holds in memory until it commits, which is where an ingest's peak is. 30,000
-    generated passages: transactions of 4,096, 8,192 and 16,384 passages took 14.1, 30.1 and 57.5 s,
-    the same ~3.5 ms a passage, so the smallest of them costs no speed; 20,000 passages (bench/scale.py,
-    same session): ingest peak 2,157 MB with a cap of 8,192, 1,758 MB (0.82x) with 4,096, at 30.1x and
-    30.9x the floor."""
+    writes fewer, larger transactions as the file grows (`evigraph.ingest.writing.WriteGroup`). The
+    cap bounds what one transaction holds in memory until it commits, which is where an ingest's
+    peak is; since the log may grow to several transactions' before a checkpoint
+    (`engine.checkpoint_threshold_mb`), a smaller one no longer means more checkpoints. LadybugDB,
+    100,000 generated passages, 128 MB log, one session: groups of 2,048 ingested in 426 s and
+    peaked at 1,817 MB, groups of 4,096 in 391 s at 2,078 MB (each checkpointing every 4th and
+    every 2nd commit); at the engine's 16 MB log and 4,096, 566 s at 1,926 MB."""
 
     writes_on_this_machine = True
     """The engine's writes use this machine's cores: a worker process started for every ingest of
