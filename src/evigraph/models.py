@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
@@ -29,36 +29,6 @@ DEFAULT_RELATION_TYPE = "RELATED_TO"
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-_M = TypeVar("_M", bound=BaseModel)
-_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
-
-
-def unchecked(cls: type[_M], values: dict[str, Any], fields_set: set[str] | None = None) -> _M:
-    """A model from values already known to be valid, set as pydantic's own unpickling sets them.
-
-    For the extractors' hot paths, which build tens of models a passage from values they made
-    themselves (ints of a match, a constant confidence): validating the relations and building
-    the spans with `model_construct`, which still walks the fields, took a tenth of rule
-    extraction (3,000 passages, profiled). Without
-    `fields_set`, `values` holds every field, and the models of a class share one set of them: a
-    frozen model never changes its set in place (`model_copy` copies it first).
-    """
-    if fields_set is None:
-        fields_set = _ALL_FIELDS.get(cls)
-        if fields_set is None:
-            fields_set = _ALL_FIELDS[cls] = set(cls.model_fields)
-    model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
-
-
-_new = object.__new__
-_set = object.__setattr__
 
 
 # -- Loading and chunking ----------------------------------------------------------------------
@@ -198,10 +168,8 @@ _EDGE = " \t\"'`.,;:!?()[]{}"
 def normalize_name(name: str) -> str:
     """Normalise a surface form so spelling variants of one name compare equal.
 
-    Case, Unicode compatibility forms, surrounding punctuation, a leading article and runs of
-    white space do not make a different entity. Kept for the names seen last: rule extraction
-    asks it about each hit four times or more (112,000 calls for 3,000 passages), of few names.
-    """
+    Case, Unicode forms, surrounding punctuation, a leading article and runs of white space do
+    not make a different entity. Memoised: asked 112,000 times for 3,000 passages' extraction."""
     text = unicodedata.normalize("NFKC", name).casefold().strip()
     text = re.sub(r"\s+", " ", text)
     text = text.strip(_EDGE)

@@ -25,8 +25,8 @@ from evigraph.models import (
     Mention,
     Span,
     TextChunk,
-    unchecked,
 )
+from evigraph.trusted_models import unchecked
 
 MAX_PARTNERS = 3
 """How many following distinct entities each entity of a sentence is paired with."""

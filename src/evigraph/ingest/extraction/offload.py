@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from evigraph.ingest.gc_threshold import collect_rarely
-from evigraph.models import unchecked
 from evigraph.processes import end_worker
+from evigraph.trusted_models import unchecked
 
 log = logging.getLogger(__name__)
 

@@ -262,6 +262,9 @@ answered every statement with "Write-write conflict of updating the same row" an
 and the log grows with it (`checkpoint_threshold_mb`)."""
 
 
+ENGINE_CHECKPOINT_MB = 16
+"""The engine's own default."""
+
 CHECKPOINT_POOL_SHARE = 48
 """The write-ahead log may grow to this share of the page cache before a commit checkpoints it.
 
@@ -282,7 +285,3 @@ MAX_CHECKPOINT_MB = 128
 def checkpoint_threshold_mb(buffer_pool_mb: int) -> int:
     """The log size (MB) at which a commit checkpoints, for a page cache of `buffer_pool_mb`."""
     return max(ENGINE_CHECKPOINT_MB, min(MAX_CHECKPOINT_MB, buffer_pool_mb // CHECKPOINT_POOL_SHARE))
-
-
-ENGINE_CHECKPOINT_MB = 16
-"""The engine's own default."""
