@@ -3,11 +3,14 @@ extracted enough, never runs the caller's script again, and survives the worker 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
+import select
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +116,55 @@ async def test_a_dead_worker_leaves_the_batch_and_the_rest_to_threads(caplog: py
     )
     assert offload._worker is None  # not started again: the process goes on in threads
     assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is False
+
+
+def _input_arrives(running: str, wait: float) -> bool:
+    """In the worker: whether another call reaches its input while this one runs (`running` is
+    created once this one has been read, so the next lands in the pipe, not in a read-ahead)."""
+    Path(running).touch()
+    ready, _, _ = select.select([sys.stdin.buffer], [], [], wait)
+    return bool(ready)
+
+
+async def test_a_call_made_while_another_runs_waits_in_the_worker_pipe(tmp_path: Path) -> None:
+    """The next batch is written to the worker as soon as it is handed over, so the worker goes
+    from one call straight to the next instead of waiting for the last reply to be read back."""
+    running = tmp_path / "running"
+    first = asyncio.create_task(run_offloaded(_input_arrives, str(running), 60.0, chunks=MIN_OFFLOAD_CHUNKS))
+    for _ in range(1200):
+        if running.exists():
+            break
+        await asyncio.sleep(0.05)
+    second = asyncio.create_task(run_offloaded(_parse, "41", chunks=MIN_OFFLOAD_CHUNKS))
+    started = time.monotonic()
+    assert await first is True  # the second call reached the worker while the first ran
+    assert time.monotonic() - started < 30  # not the first call's own 60 s timeout
+    assert await second == 41
+
+
+async def test_calls_made_at_once_each_get_their_own_reply() -> None:
+    """Replies are read in the order the calls were written, each by its own caller."""
+    assert await run_offloaded(_where, 0, chunks=MIN_OFFLOAD_CHUNKS) is True
+    texts = [str(n) for n in range(12)]
+    got = await asyncio.gather(*(run_offloaded(_parse, t, chunks=MIN_OFFLOAD_CHUNKS) for t in texts))
+    assert got == list(range(12))
+    errors = await asyncio.gather(
+        *(run_offloaded(_parse, t, chunks=MIN_OFFLOAD_CHUNKS) for t in ("1", "x", "3")), return_exceptions=True
+    )
+    assert errors[0] == 1 and errors[2] == 3
+    assert isinstance(errors[1], ValueError) and "not a number: 'x'" in str(errors[1])
+
+
+async def test_a_tally_counts_the_worker_passages_of_its_own_task_only() -> None:
+    """An ingest with two batches out at once tells which of them the worker extracted."""
+
+    async def tallied_call(chunks: int) -> int:
+        with offload.tallied() as tally:
+            await run_offloaded(_where, 0, chunks=chunks)
+        return tally.sent
+
+    in_worker, in_thread = await asyncio.gather(tallied_call(MIN_OFFLOAD_CHUNKS), tallied_call(1))
+    assert (in_worker, in_thread) == (MIN_OFFLOAD_CHUNKS, 0)
 
 
 def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ Real stores, a recording extractor."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from evigraph import KnowledgeBase
 from evigraph.ingest import pipeline
 from evigraph.ingest.extraction import offload
 from evigraph.ingest.extraction.rules import RuleBasedExtraction
-from evigraph.models import GraphData, Ontology, TextChunk
+from evigraph.models import GraphData, Ontology, StoreCounts, TextChunk
 from evigraph.providers.embedders import Embedder
 
 
@@ -82,3 +83,44 @@ async def test_a_batch_the_worker_extracted_leaves_no_memory_to_give_back_here(
     in_worker, batches = await _trims(str(tmp_path / "worker.db"), records, monkeypatch, worker=True)
     assert none_sent == 0 and batches >= 1
     assert in_threads - in_worker == batches
+
+
+class _Slow(RuleBasedExtraction):
+    """Counts the batches it works on at once; each takes a while, as a large one would."""
+
+    def __init__(self, queues: bool) -> None:
+        self.queues_batches = queues
+        self.now = 0
+        self.most = 0
+
+    async def extract_many(self, documents: Sequence[Sequence[TextChunk]], ontology: Ontology) -> list[GraphData]:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            await asyncio.sleep(0.2)
+            return await super().extract_many(documents, ontology)
+        finally:
+            self.now -= 1
+
+
+async def _ingest_with(db: str, records: Path, extractor: _Slow, embedder: Embedder | str = "none") -> StoreCounts:
+    async with KnowledgeBase(db, extractor=extractor, embedder=embedder) as kb:
+        report = await kb.ingest([str(records)], progress=False)
+        assert report.ok and len(report.documents) == 300
+        return await kb.store.counts()  # type: ignore[union-attr]
+
+
+async def test_an_extractor_that_queues_batches_gets_the_next_before_the_last_is_back(tmp_path: Path) -> None:
+    """With no model on this machine's cores, the rules extractor is handed the next batch while it
+    works on one (its worker takes them in turn from its pipe); an extractor that does not queue,
+    or an ingest with a model beside it, gets one at a time. The graph is the same either way."""
+    records = tmp_path / "records.jsonl"
+    text = "Ada Lovelace met Charles Babbage in London in"
+    lines = [f'{{"id": "r{i}", "text": "{text} {1700 + i}."}}' for i in range(300)]
+    records.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    queued, one_by_one, with_model = _Slow(queues=True), _Slow(queues=False), _Slow(queues=True)
+    overlapped = await _ingest_with(str(tmp_path / "queued.db"), records, queued)
+    in_turn = await _ingest_with(str(tmp_path / "in_turn.db"), records, one_by_one)
+    await _ingest_with(str(tmp_path / "model.db"), records, with_model, HashEmbedder())
+    assert (queued.most, one_by_one.most, with_model.most) == (2, 1, 1)
+    assert overlapped == in_turn and overlapped.relations > 0

@@ -108,6 +108,8 @@ class IngestRun:
     _at_ceiling: bool = field(default=False, init=False, repr=False)  # the LLM token ceiling stopped extraction
     _names: NameVectors | None = field(default=None, init=False, repr=False)  # with an embedder
     _extracting: asyncio.Task[Extracted] | None = field(default=None, init=False, repr=False)
+    _extracting_before: asyncio.Task[Extracted] | None = field(default=None, init=False, repr=False)
+    _overlap: bool = field(default=False, init=False, repr=False)  # a batch out before the last is back
     _embedding: deque[Embedding | None] = field(default_factory=deque, init=False, repr=False)
     _to_come: Callable[[], int | None] = field(default=lambda: None, init=False, repr=False)
 
@@ -125,7 +127,9 @@ class IngestRun:
 
     async def run(self, sources: Sequence[str], texts: Sequence[LoadedDocument] = ()) -> IngestReport:
         # A server's writes, or no embedding model, leave a core to the worker (`offload.early`).
-        token = offload.early.set(not self.store.writes_on_this_machine or self.strategies.embedder is None)
+        early = not self.store.writes_on_this_machine or self.strategies.embedder is None
+        self._overlap = early and self.strategies.extractor.queues_batches
+        token = offload.early.set(early)
         try:
             with fewer_collections():
                 return await self._run(sources, texts)
@@ -316,7 +320,9 @@ class IngestRun:
 
         Extracted a batch ahead, a batch reaches the embedding thread with its graph, so its names
         are pooled from its passages' pass (`passage_vectors`), and one extraction at a time
-        leaves the other core to the model.
+        leaves the other core to the model. With no model on this machine's cores (`early`), an
+        extractor that takes batches in turn (`ExtractionStrategy.queues_batches`) is handed the
+        next batch while it works on this one, after the one before.
         """
         self.cancellation.check()
         chunked = await asyncio.to_thread(self._chunk_all, batch)
@@ -325,8 +331,10 @@ class IngestRun:
         if not chunked:
             return None
         self._shares.credit((p.doc.key, CHUNKED) for p, _ in chunked)
-        self._extracting = asyncio.create_task(self._extract(chunked, self._extracting))
-        return Started(chunked, self._extracting)
+        after = self._extracting_before if self._overlap else self._extracting
+        task = asyncio.create_task(self._extract(chunked, after))
+        self._extracting_before, self._extracting = self._extracting, task
+        return Started(chunked, task)
 
     async def _process(self, started: Started) -> Embedding | None:
         """The batch's graphs resolved, and its vectors started on the embedding thread."""
@@ -444,8 +452,9 @@ class IngestRun:
     async def _extract(
         self, chunked: list[tuple[Pending, list[TextChunk]]], after: asyncio.Task[Extracted] | None
     ) -> Extracted:
-        """`chunked`'s graphs, extracted once the batch before it (`after`) is: after the LLM token
-        ceiling, or a failure that ends the ingest, nothing more is extracted."""
+        """`chunked`'s graphs, extracted once `after` is (the batch before it, or the one before that
+        for an extractor that queues batches, `_start`): after the LLM token ceiling, or a failure
+        that ends the ingest, nothing more is started."""
         if after is not None:
             await asyncio.wait([after])
             if after.cancelled() or after.exception() is not None:
@@ -454,11 +463,9 @@ class IngestRun:
             self._left([p.doc.key for p, _ in chunked])
             return Extracted([None] * len(chunked), here=False)
         self.cancellation.check()
-        # Extractions run one at a time, so the count moves by this batch's passages when the
-        # worker took it (by another ingest's too, in a process running two: a trim skipped).
-        sent = offload.passages_sent()
-        graphs = await self._extract_graphs(chunked)
-        here = offload.passages_sent() - sent < sum(len(c) for _, c in chunked)
+        with offload.tallied() as tally:
+            graphs = await self._extract_graphs(chunked)
+        here = tally.sent < sum(len(c) for _, c in chunked)
         share = EXTRACTED if self.strategies.embedder is not None else EXTRACTED + EMBEDDED
         self._shares.credit((p.doc.key, share) for (p, _), g in zip(chunked, graphs, strict=True) if g is not None)
         return Extracted(graphs, here)

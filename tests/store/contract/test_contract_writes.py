@@ -17,7 +17,7 @@ from tests.store.contract.conftest import (
 )
 
 from evigraph.errors import StoreError
-from evigraph.models import ExtractedEntity, ExtractedRelation, SourceRecord, SourceState, ThemeRecord
+from evigraph.models import DocumentVersion, ExtractedEntity, ExtractedRelation, SourceRecord, SourceState, ThemeRecord
 from evigraph.store import GraphStore
 
 ALPHA_V2 = version(
@@ -101,6 +101,29 @@ async def test_a_relation_stated_again_gathers_sources_and_new_endpoints_make_ne
     assert by_pair[ADA, MARLOW].source_passages == [new]
     counts = await store.counts()
     assert (counts.relations, counts.entities) == (5, 7)  # alpha 3 + beta 1 + Ada-Marlow; Marlow is new
+
+
+@covers("write_versions", "neighbours")
+async def test_a_relation_restated_keeps_the_highest_confidence_any_source_gave(store: GraphStore) -> None:
+    """A later passage stating a relation more surely raises its confidence; one stating it less
+    surely leaves it, while both are added to its sources."""
+    fact = "Ada Lovelace met Charles Babbage."
+    entities = [("Ada Lovelace", "Person"), ("Charles Babbage", "Person")]
+
+    def stated(key: str, confidence: float) -> DocumentVersion:
+        written = version(key, [fact], [entities])
+        relations = tuple(r.model_copy(update={"confidence": confidence}) for r in written.graph.relations)
+        graph = written.graph.model_copy(update={"relations": relations})
+        return written.model_copy(update={"graph": graph})
+
+    passages = []
+    for key, confidence, expected in (("team/a", 0.4, 0.4), ("team/b", 0.7, 0.7), ("team/c", 0.3, 0.7)):
+        await store.write_versions([stated(key, confidence)])
+        passages += [c.id for c in await store.document_passages(key)]
+        [relation] = [r for r in await store.neighbours([ADA]) if r.target == BABBAGE]
+        assert relation.confidence == pytest.approx(expected)
+        assert sorted(relation.source_passages) == sorted(passages)
+    assert (await store.counts()).relations == 1
 
 
 @covers("write_versions", "search_entities")

@@ -155,6 +155,7 @@ class RuleBasedExtraction(ExtractionStrategy):
     """
 
     name = "rules"
+    queues_batches = True
 
     async def extract(self, chunks: Sequence[TextChunk], ontology: Ontology) -> GraphData:
         """Extract one document (runs in a worker thread like `extract_many`)."""
