@@ -59,11 +59,12 @@ class ExtractionStrategy(ABC):
     name: str = "custom"
 
     queues_batches: bool = False
-    """Whether an ingest may hand over a batch before the one before it is back, because the
-    extractor works on one at a time in arrival order anyway (the rules extractor's worker process
-    takes them from its pipe): the next waits there, ready, instead of being sent once the last
-    one's graphs were read back. An extractor that may stop mid-ingest (a token ceiling) or works
-    on batches side by side keeps False."""
+    """Whether an ingest may hand over a batch before the one before it is back: the rules
+    extractor's worker process takes batches from its pipe in turn, so the next waits there, ready,
+    instead of being sent once the last one's graphs were read back. Before the worker starts (or
+    after it died) the two run in threads side by side, which costs nothing but memory for one
+    batch. An extractor that may stop mid-ingest (a token ceiling) keeps False: a batch handed
+    over early would be extracted past it."""
 
     @abstractmethod
     async def extract(self, chunks: Sequence[TextChunk], ontology: Ontology) -> GraphData:
